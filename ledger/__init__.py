@@ -1,0 +1,27 @@
+"""The hash-chained session ledger: the source of truth for every memory."""
+
+from .canonical import CanonicalError, canonical_json
+from .event import FORMAT_VERSION, GENESIS, MAX_TEXT_BYTES, ROLES, Event, EventError, make_event, validate_session_id
+from .store import ImportError_, Ledger, LedgerCorrupted, Message, Quarantine
+from .verify import Break, SessionReport, verify_stream
+
+__all__ = [
+    "FORMAT_VERSION",
+    "GENESIS",
+    "MAX_TEXT_BYTES",
+    "ROLES",
+    "Break",
+    "CanonicalError",
+    "Event",
+    "EventError",
+    "ImportError_",
+    "Ledger",
+    "LedgerCorrupted",
+    "Message",
+    "Quarantine",
+    "SessionReport",
+    "canonical_json",
+    "make_event",
+    "validate_session_id",
+    "verify_stream",
+]

@@ -1,0 +1,239 @@
+"""The event format, version 1: fields, hashes and the chain (pure functions).
+
+Every byte that goes into a hash is defined here and in docs/FORMAT.md; the
+two must agree, and tests/vectors/ pins them. Changing any of it is a format
+version change, never a quiet edit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .canonical import CanonicalError, canonical_json, check_domain, dumps_unchecked
+
+FORMAT_VERSION = 1
+ROLES = ("user", "assistant", "system", "tool")
+GENESIS = bytes(32)  # prev chain hash of the event at seq 0
+TAG_CONTENT = b"mre:v1:content\x00"
+TAG_EVENT = b"mre:v1:event\x00"
+TAG_CHAIN = b"mre:v1:chain\x00"
+SALT_BYTES = 32
+MAX_TEXT_BYTES = 64 * 1024  # UTF-8 bytes of `text`
+MAX_META_BYTES = 16 * 1024  # canonical bytes of `meta`
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+EVENT_ID_RE = re.compile(r"evt_[0-9a-f]{32}")
+HEX64_RE = re.compile(r"[0-9a-f]{64}")
+TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+LINE_KEYS = ("v", "session", "seq", "id", "role", "ts", "meta", "text", "salt", "digest", "prev", "chain")
+
+
+class EventError(ValueError):
+    """An event (or its input) is not acceptable; the message says which field and why."""
+
+
+def validate_session_id(session: object) -> str:
+    if not isinstance(session, str) or not SESSION_ID_RE.fullmatch(session):
+        raise EventError(
+            f"session id {session!r}: must be 1-64 characters of letters, digits, '-' or '_'"
+        )
+    return session
+
+
+def normalize_ts(ts: object) -> str:
+    """ISO 8601 with a timezone -> 'YYYY-MM-DDTHH:MM:SS.ffffffZ' in UTC."""
+    if not isinstance(ts, str):
+        raise EventError(f"ts {ts!r}: must be an ISO 8601 string")
+    try:
+        parsed = datetime.fromisoformat(ts)
+    except ValueError:
+        raise EventError(f"ts {ts!r}: not an ISO 8601 timestamp") from None
+    if parsed.tzinfo is None:
+        raise EventError(f"ts {ts!r}: has no timezone (add 'Z' or an offset)")
+    return format_ts(parsed)
+
+
+def format_ts(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def now_ts() -> str:
+    return format_ts(datetime.now(UTC))
+
+
+def check_content(text: object, meta: object) -> None:
+    """Validate the user-supplied part of an event (text and meta)."""
+    if not isinstance(text, str):
+        raise EventError(f"text: must be a string, not {type(text).__name__}")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise EventError("text: contains a lone surrogate (not valid Unicode)") from None
+    if size > MAX_TEXT_BYTES:
+        raise EventError(f"text: {size} bytes is over the limit of {MAX_TEXT_BYTES}")
+    if not isinstance(meta, dict):
+        raise EventError(f"meta: must be a JSON object, not {type(meta).__name__}")
+    try:
+        meta_bytes = canonical_json(meta, "meta")
+    except CanonicalError as exc:
+        raise EventError(str(exc)) from None
+    if len(meta_bytes) > MAX_META_BYTES:
+        raise EventError(f"meta: {len(meta_bytes)} canonical bytes is over the limit of {MAX_META_BYTES}")
+
+
+def content_commitment(salt: bytes, text: str, meta: dict[str, Any]) -> bytes:
+    """sha256(TAG_CONTENT || salt || JCS({"meta": meta, "text": text})), raw 32 bytes.
+
+    The digest commits to the text only through this salted value, so a later
+    erasure can drop text, meta and salt, keep the commitment, and leave every
+    digest and chain hash unchanged.
+    """
+    return hashlib.sha256(TAG_CONTENT + salt + dumps_unchecked({"meta": meta, "text": text})).digest()
+
+
+def event_digest(*, session: str, seq: int, event_id: str, role: str, ts: str, commit: bytes) -> bytes:
+    """sha256(TAG_EVENT || JCS(hashed fields)), raw 32 bytes."""
+    hashed = {
+        "commit": commit.hex(),
+        "id": event_id,
+        "role": role,
+        "seq": seq,
+        "session": session,
+        "ts": ts,
+        "v": FORMAT_VERSION,
+    }
+    return hashlib.sha256(TAG_EVENT + dumps_unchecked(hashed)).digest()
+
+
+def chain_link(prev: bytes, digest: bytes) -> bytes:
+    """sha256(TAG_CHAIN || prev (32 raw bytes) || digest (32 raw bytes))."""
+    return hashlib.sha256(TAG_CHAIN + prev + digest).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One ledger line, as stored."""
+
+    session: str
+    seq: int
+    id: str
+    role: str
+    ts: str
+    meta: dict[str, Any]
+    text: str
+    salt: str
+    digest: str
+    prev: str
+    chain: str
+    v: int = FORMAT_VERSION
+    line: int | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": self.v,
+            "session": self.session,
+            "seq": self.seq,
+            "id": self.id,
+            "role": self.role,
+            "ts": self.ts,
+            "meta": self.meta,
+            "text": self.text,
+            "salt": self.salt,
+            "digest": self.digest,
+            "prev": self.prev,
+            "chain": self.chain,
+        }
+
+    def to_line(self) -> bytes:
+        """The JSONL line (with its newline) written to events.jsonl."""
+        return dumps_unchecked(self.to_dict()) + b"\n"
+
+    @property
+    def leaf_data(self) -> bytes:
+        """What the session's Merkle tree takes as this event's leaf: the raw digest."""
+        return bytes.fromhex(self.digest)
+
+
+def make_event(
+    *,
+    session: str,
+    seq: int,
+    prev: bytes,
+    role: str,
+    text: str,
+    meta: dict[str, Any],
+    ts: str,
+    event_id: str,
+    salt: bytes,
+    validated: bool = False,
+) -> Event:
+    """Build the next event of a chain. Pure: ids, salt and time come from the caller."""
+    if not validated:
+        validate_session_id(session)
+        if role not in ROLES:
+            raise EventError(f"role {role!r}: must be one of {', '.join(ROLES)}")
+        check_content(text, meta)
+        if not TS_RE.fullmatch(ts):
+            raise EventError(f"ts {ts!r}: not in the normalized form YYYY-MM-DDTHH:MM:SS.ffffffZ")
+        if len(salt) != SALT_BYTES:
+            raise EventError(f"salt: must be {SALT_BYTES} bytes")
+        if not EVENT_ID_RE.fullmatch(event_id):
+            raise EventError(f"id {event_id!r}: must be 'evt_' and 32 lowercase hex digits")
+    commit = content_commitment(salt, text, meta)
+    digest = event_digest(session=session, seq=seq, event_id=event_id, role=role, ts=ts, commit=commit)
+    return Event(
+        session=session,
+        seq=seq,
+        id=event_id,
+        role=role,
+        ts=ts,
+        meta=meta,
+        text=text,
+        salt=salt.hex(),
+        digest=digest.hex(),
+        prev=prev.hex(),
+        chain=chain_link(prev, digest).hex(),
+    )
+
+
+def recompute_digest(obj: dict[str, Any]) -> bytes:
+    """Digest of a parsed stored line, from its fields (the stored digest is ignored).
+
+    Raises EventError when a field is missing, mistyped or outside the domain.
+    """
+    try:
+        salt = bytes.fromhex(obj["salt"])
+        text = obj["text"]
+        meta = obj["meta"]
+        if len(salt) != SALT_BYTES or type(text) is not str or type(meta) is not dict:
+            raise EventError("salt, text or meta has the wrong type or size")
+        check_domain(meta, "meta")
+        commit = content_commitment(salt, text, meta)
+        return event_digest(
+            session=obj["session"], seq=obj["seq"], event_id=obj["id"], role=obj["role"], ts=obj["ts"], commit=commit
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, EventError):
+            raise
+        raise EventError(f"cannot recompute digest: {exc}") from None
+
+
+def event_from_dict(obj: dict[str, Any], line: int | None = None) -> Event:
+    return Event(
+        session=obj["session"],
+        seq=obj["seq"],
+        id=obj["id"],
+        role=obj["role"],
+        ts=obj["ts"],
+        meta=obj["meta"],
+        text=obj["text"],
+        salt=obj["salt"],
+        digest=obj["digest"],
+        prev=obj["prev"],
+        chain=obj["chain"],
+        v=obj["v"],
+        line=line,
+    )

@@ -1,0 +1,384 @@
+"""The ledger's file I/O: the only module in `ledger/` that touches the disk.
+
+Layout: DATA_DIR/sessions/<session_id>/events.jsonl (one event per line),
+a `lock` file beside it for the cross-process writer lock, and
+`events.jsonl.torn-<offset>-<utc>` files holding quarantined torn tails.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .event import (
+    GENESIS,
+    ROLES,
+    SALT_BYTES,
+    Event,
+    EventError,
+    check_content,
+    event_from_dict,
+    make_event,
+    normalize_ts,
+    now_ts,
+    validate_session_id,
+)
+from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, split_lines
+
+log = logging.getLogger("ledger")
+CHUNK = 1 << 20
+EVENTS_FILE = "events.jsonl"
+
+
+class LedgerCorrupted(RuntimeError):
+    """A session's ledger does not verify; appends are refused until a person repairs it."""
+
+    def __init__(self, report: SessionReport) -> None:
+        brk = report.brk
+        where = f"line {brk.line}, seq {brk.seq}, {brk.kind}: {brk.message}" if brk else "unknown"
+        super().__init__(f"session {report.session}: ledger is corrupted ({where}); appends are refused")
+        self.report = report
+
+
+class ImportError_(ValueError):
+    """An import file was refused; nothing was appended. `.line` is 1-based."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}" if line else message)
+        self.line = line
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """Input for an append: what a caller says, before the ledger gives it a place."""
+
+    role: str
+    text: str
+    meta: dict[str, Any]
+    ts: str | None = None  # when it was originally said (imports); default: now
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantine:
+    session: str
+    path: str
+    offset: int
+    length: int
+
+
+@dataclass(slots=True)
+class _Tail:
+    size: int  # bytes of verified, complete lines
+    next_seq: int  # also the number of lines: line n holds seq n-1
+    head: bytes
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _chunks(f: Any, limit: int | None = None) -> Iterator[bytes]:
+    """Read a file in CHUNK-sized pieces, at most `limit` bytes in all."""
+    left = limit
+    while left is None or left > 0:
+        chunk = f.read(CHUNK if left is None else min(CHUNK, left))
+        if not chunk:
+            return
+        if left is not None:
+            left -= len(chunk)
+        yield chunk
+
+
+def _random_ids(n: int) -> tuple[list[bytes], list[str]]:
+    blob = os.urandom(n * (SALT_BYTES + 16))
+    salts, ids = [], []
+    step = SALT_BYTES + 16
+    for i in range(n):
+        chunk = blob[i * step : (i + 1) * step]
+        salts.append(chunk[:SALT_BYTES])
+        ids.append("evt_" + chunk[SALT_BYTES:].hex())
+    return salts, ids
+
+
+def validate_message(role: object, text: object, meta: object, ts: object) -> Message:
+    if role not in ROLES:
+        raise EventError(f"role {role!r}: must be one of {', '.join(ROLES)}")
+    if meta is None:
+        meta = {}
+    check_content(text, meta)
+    norm_ts = None if ts is None else normalize_ts(ts)
+    assert isinstance(role, str) and isinstance(text, str) and isinstance(meta, dict)
+    return Message(role, text, meta, norm_ts)
+
+
+class Ledger:
+    """All sessions under one data directory.
+
+    Safe for many threads; one writer per session at a time across threads and
+    processes (flock on the session's `lock` file).
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.data_dir = Path(data_dir)
+        self.sessions_dir = self.data_dir / "sessions"
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._tails: dict[str, _Tail] = {}
+        self.quarantined: list[Quarantine] = []
+
+    # -- paths -------------------------------------------------------------
+    def session_dir(self, session: str) -> Path:
+        return self.sessions_dir / validate_session_id(session)
+
+    def log_path(self, session: str) -> Path:
+        return self.session_dir(session) / EVENTS_FILE
+
+    def exists(self, session: str) -> bool:
+        return self.log_path(session).is_file()
+
+    def sessions(self) -> list[str]:
+        if not self.sessions_dir.is_dir():
+            return []
+        out = []
+        for p in sorted(self.sessions_dir.iterdir()):
+            if (p / EVENTS_FILE).is_file():
+                try:
+                    out.append(validate_session_id(p.name))
+                except EventError:
+                    continue
+        return out
+
+    # -- locking -----------------------------------------------------------
+    @contextmanager
+    def _locked(self, session: str, create: bool) -> Iterator[Path]:
+        sdir = self.session_dir(session)
+        with self._guard:
+            tlock = self._locks.setdefault(session, threading.Lock())
+        with tlock:
+            if create:
+                self._ensure_session_dir(sdir)
+            elif not sdir.is_dir():
+                raise FileNotFoundError(f"session {session}: no such session")
+            fd = os.open(sdir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield sdir
+            finally:
+                os.close(fd)  # closing releases the flock
+
+    def _ensure_session_dir(self, sdir: Path) -> None:
+        if sdir.is_dir():
+            return
+        new_parents = [p for p in (self.data_dir, self.sessions_dir) if not p.is_dir()]
+        sdir.mkdir(parents=True, exist_ok=True)
+        log_file = sdir / EVENTS_FILE
+        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.fsync(fd)
+        os.close(fd)
+        _fsync_dir(sdir)
+        _fsync_dir(self.sessions_dir)
+        for p in new_parents:
+            _fsync_dir(p.parent if p.parent != p else p)
+
+    # -- recovery ----------------------------------------------------------
+    def _tail_state(self, session: str, sdir: Path) -> _Tail:
+        """Bring the cached tail up to date with the file (caller holds the lock).
+
+        Lines written by other processes since we last looked are verified
+        incrementally; a torn tail is quarantined; corruption raises.
+        """
+        path = sdir / EVENTS_FILE
+        size = path.stat().st_size if path.exists() else 0
+        tail = self._tails.get(session)
+        if tail is not None and tail.size == size:
+            return tail
+        if tail is None or size < tail.size:
+            tail = _Tail(0, 0, GENESIS)
+        walker = ChainWalker(session, tail.next_seq, tail.head, tail.next_seq)
+        offset = tail.size
+        good_end = offset
+        with open(path, "rb") as f:
+            f.seek(offset)
+            for raw, torn in split_lines(_chunks(f)):
+                end = good_end + len(raw) + (0 if torn else 1)
+                brk = walker.step(raw, last=torn)
+                if brk is not None:
+                    if self._is_torn_tail(brk, end, size):
+                        self._quarantine(session, path, good_end, size)
+                        break
+                    raise LedgerCorrupted(SessionReport(session, False, walker.next_seq, walker.head.hex(), brk))
+                good_end = end
+        tail = _Tail(good_end, walker.next_seq, walker.head)
+        self._tails[session] = tail
+        return tail
+
+    @staticmethod
+    def _is_torn_tail(brk: Break, end: int, size: int) -> bool:
+        # A torn tail is the *last* line, either without newline or unparsable.
+        return end >= size and (brk.kind == TORN_TAIL or brk.kind == "parse_error")
+
+    def _quarantine(self, session: str, path: Path, offset: int, size: int) -> None:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            torn = f.read(size - offset)
+        qpath = path.with_name(f"{EVENTS_FILE}.torn-{offset}-{now_ts().replace(':', '')}")
+        fd = os.open(qpath, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, torn)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _fsync_dir(path.parent)
+        with open(path, "r+b") as f:
+            f.truncate(offset)
+            f.flush()
+            os.fsync(f.fileno())
+        q = Quarantine(session, str(qpath), offset, len(torn))
+        self.quarantined.append(q)
+        log.warning("session %s: torn last line (%d bytes at offset %d) moved to %s", session, len(torn), offset, qpath)
+
+    def open_session(self, session: str) -> _Tail:
+        """Recover a session (quarantine a torn tail) and return its head. Raises LedgerCorrupted."""
+        with self._locked(session, create=False) as sdir:
+            return self._tail_state(session, sdir)
+
+    def head(self, session: str) -> tuple[int, str]:
+        """(number of events, chain hash of the last one) — GENESIS for an empty session."""
+        if not self.exists(session):
+            return 0, GENESIS.hex()
+        tail = self.open_session(session)
+        return tail.next_seq, tail.head.hex()
+
+    # -- writing -----------------------------------------------------------
+    def append(
+        self,
+        session: str,
+        role: str,
+        text: str,
+        meta: dict[str, Any] | None = None,
+        ts: str | None = None,
+    ) -> Event:
+        """Append one event; durable (fsync) before it returns."""
+        return self.append_many(session, [validate_message(role, text, meta, ts)], _validated=True)[0]
+
+    def append_many(self, session: str, messages: Sequence[Message], *, _validated: bool = False) -> list[Event]:
+        """Append a batch with one write and one fsync (the import path).
+
+        Every message is validated before anything is written: one bad message
+        refuses the whole batch.
+        """
+        validate_session_id(session)
+        if not _validated:
+            messages = [validate_message(m.role, m.text, m.meta, m.ts) for m in messages]
+        if not messages:
+            return []
+        salts, ids = _random_ids(len(messages))
+        with self._locked(session, create=True) as sdir:
+            tail = self._tail_state(session, sdir)
+            prev, seq = tail.head, tail.next_seq
+            events = []
+            now = now_ts()
+            for i, m in enumerate(messages):
+                ev = make_event(
+                    session=session,
+                    seq=seq,
+                    prev=prev,
+                    role=m.role,
+                    text=m.text,
+                    meta=m.meta,
+                    ts=m.ts or now,
+                    event_id=ids[i],
+                    salt=salts[i],
+                    validated=True,
+                )
+                events.append(ev)
+                prev = bytes.fromhex(ev.chain)
+                seq += 1
+            data = b"".join(ev.to_line() for ev in events)
+            fd = os.open(sdir / EVENTS_FILE, os.O_WRONLY | os.O_APPEND)
+            try:
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._tails[session] = _Tail(tail.size + len(data), seq, prev)
+            return events
+
+    def import_jsonl(self, session: str, lines: Iterable[bytes], progress: Any = None) -> list[Event]:
+        """Validate every line of an import file, then append them all in one batch."""
+        messages = parse_import(lines, progress)
+        if not messages:
+            raise ImportError_(0, "the import file holds no messages")
+        return self.append_many(session, messages, _validated=True)
+
+    # -- reading -----------------------------------------------------------
+    def events(self, session: str, start_seq: int = 0) -> Iterator[Event]:
+        """Iterate a session's events in order (after recovering a torn tail).
+
+        Reads the stored lines as they are; use verify() to check them.
+        """
+        tail = self.open_session(session)
+        with open(self.log_path(session), "rb") as f:
+            line_no = 0
+            for raw, _torn in split_lines(_chunks(f, tail.size)):
+                line_no += 1
+                obj = orjson.loads(raw)
+                if obj["seq"] >= start_seq:
+                    yield event_from_dict(obj, line_no)
+
+    def verify(self, session: str) -> SessionReport:
+        """Verify one session from genesis, streaming, in constant memory."""
+        from .verify import verify_stream
+
+        path = self.log_path(session)
+        if not path.is_file():
+            raise FileNotFoundError(f"session {session}: no such session")
+        with open(path, "rb") as f:
+            report = verify_stream(session, _chunks(f))
+        torn = tuple(sorted(str(p) for p in path.parent.glob(f"{EVENTS_FILE}.torn-*")))
+        if torn:
+            report = SessionReport(report.session, report.ok, report.events, report.head, report.brk, torn)
+        return report
+
+
+def parse_import(lines: Iterable[bytes], progress: Any = None) -> list[Message]:
+    """Parse and validate an import file; raise ImportError_ naming the first bad line."""
+    from .canonical import CanonicalError, loads_strict
+
+    messages = []
+    for n, raw in enumerate(lines, start=1):
+        if progress is not None:
+            progress.update(1)
+        stripped = raw.strip()
+        if not stripped:
+            raise ImportError_(n, "empty line")
+        try:
+            obj = loads_strict(stripped, f"line {n}")
+        except CanonicalError as exc:
+            raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
+        if not isinstance(obj, dict):
+            raise ImportError_(n, "must be a JSON object with role and text")
+        unknown = set(obj) - {"role", "text", "meta", "ts"}
+        if unknown:
+            raise ImportError_(n, f"unknown fields {sorted(unknown)}")
+        try:
+            messages.append(validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts")))
+        except EventError as exc:
+            raise ImportError_(n, str(exc)) from None
+    return messages

@@ -1,0 +1,205 @@
+"""Streaming verification of one session's ledger (pure: bytes in, report out).
+
+Every digest is recomputed from the stored fields; the stored digest is only
+compared against, never trusted. The chain is re-walked from GENESIS and
+sequence numbers must run 0, 1, 2, ... without a gap or repeat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .event import (
+    FORMAT_VERSION,
+    GENESIS,
+    HEX64_RE,
+    LINE_KEYS,
+    ROLES,
+    TAG_CHAIN,
+    EventError,
+    recompute_digest,
+)
+
+# The kinds of break verification can name.
+PARSE_ERROR = "parse_error"
+TORN_TAIL = "torn_tail"
+MALFORMED_EVENT = "malformed_event"
+UNKNOWN_VERSION = "unknown_version"
+WRONG_SESSION = "wrong_session"
+SEQ_GAP = "seq_gap"
+SEQ_REPEAT = "seq_repeat"
+DIGEST_MISMATCH = "digest_mismatch"
+CHAIN_MISMATCH = "chain_mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """The first point where a session's ledger stops verifying."""
+
+    line: int  # 1-based line number in events.jsonl
+    seq: int | None  # the seq the line claims, when it could be read
+    kind: str
+    expected: str | None
+    found: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "seq": self.seq,
+            "kind": self.kind,
+            "expected": self.expected,
+            "found": self.found,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """Outcome of verifying one session. Deliberately has no truth value: read `.ok`."""
+
+    session: str
+    ok: bool
+    events: int  # events verified before the break (all of them when ok)
+    head: str  # chain hash of the last verified event (GENESIS hex when none)
+    brk: Break | None = None
+    quarantined: tuple[str, ...] = field(default=())
+
+    def __bool__(self) -> bool:
+        raise TypeError("SessionReport has no truth value; read .ok")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "ok": self.ok,
+            "events": self.events,
+            "head": self.head,
+            "break": None if self.brk is None else self.brk.to_dict(),
+            "quarantined": list(self.quarantined),
+        }
+
+
+class ChainWalker:
+    """Checks lines one at a time, carrying the running chain state.
+
+    Start it at genesis, or at a known-good (next_seq, head) to continue a
+    verification incrementally.
+    """
+
+    __slots__ = ("session", "next_seq", "head", "line_no")
+
+    def __init__(self, session: str, next_seq: int = 0, head: bytes = GENESIS, line_no: int = 0) -> None:
+        self.session = session
+        self.next_seq = next_seq
+        self.head = head
+        self.line_no = line_no
+
+    def step(self, raw: bytes, *, last: bool = False) -> Break | None:
+        """Verify one line (without its newline). `last` marks a line that had no newline."""
+        self.line_no += 1
+        line = self.line_no
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            kind = TORN_TAIL if last else PARSE_ERROR
+            return Break(line, None, kind, None, None, f"line {line}: not valid JSON ({exc})")
+        if last:
+            return Break(
+                line, _seq_of(obj), TORN_TAIL, "a newline", "end of file", f"line {line}: has no trailing newline"
+            )
+        if type(obj) is not dict:
+            return Break(line, None, MALFORMED_EVENT, "a JSON object", type(obj).__name__, f"line {line}: not an object")
+        seq = _seq_of(obj)
+        version = obj.get("v")
+        if version != FORMAT_VERSION or type(version) is not int:
+            return Break(
+                line, seq, UNKNOWN_VERSION, str(FORMAT_VERSION), repr(version), f"line {line}: format version {version!r} is unknown"
+            )
+        problem = _shape_problem(obj)
+        if problem is not None:
+            return Break(line, seq, MALFORMED_EVENT, None, None, f"line {line}: {problem}")
+        if obj["session"] != self.session:
+            return Break(
+                line, seq, WRONG_SESSION, self.session, obj["session"], f"line {line}: belongs to session {obj['session']!r}"
+            )
+        if seq != self.next_seq:
+            kind = SEQ_REPEAT if seq is not None and seq < self.next_seq else SEQ_GAP
+            return Break(
+                line, seq, kind, str(self.next_seq), str(seq), f"line {line}: seq {seq}, expected {self.next_seq}"
+            )
+        try:
+            digest = recompute_digest(obj)
+        except EventError as exc:
+            return Break(line, seq, MALFORMED_EVENT, None, None, f"line {line}: {exc}")
+        if digest.hex() != obj["digest"]:
+            return Break(
+                line, seq, DIGEST_MISMATCH, digest.hex(), obj["digest"], f"line {line} (seq {seq}): digest does not match its fields"
+            )
+        if obj["prev"] != self.head.hex():
+            return Break(
+                line, seq, CHAIN_MISMATCH, self.head.hex(), obj["prev"], f"line {line} (seq {seq}): prev is not the previous chain hash"
+            )
+        chain = hashlib.sha256(TAG_CHAIN + self.head + digest).digest()
+        if chain.hex() != obj["chain"]:
+            return Break(
+                line, seq, CHAIN_MISMATCH, chain.hex(), obj["chain"], f"line {line} (seq {seq}): chain hash does not link"
+            )
+        self.head = chain
+        self.next_seq += 1
+        return None
+
+
+def _seq_of(obj: Any) -> int | None:
+    if type(obj) is dict:
+        seq = obj.get("seq")
+        if type(seq) is int:
+            return seq
+    return None
+
+
+def _shape_problem(obj: dict[str, Any]) -> str | None:
+    if len(obj) != len(LINE_KEYS) or any(k not in obj for k in LINE_KEYS):
+        missing = [k for k in LINE_KEYS if k not in obj]
+        extra = [k for k in obj if k not in LINE_KEYS]
+        return f"fields differ from format v1 (missing {missing}, unexpected {extra})"
+    if type(obj["seq"]) is not int or obj["seq"] < 0:
+        return f"seq {obj['seq']!r} is not a non-negative integer"
+    if obj["role"] not in ROLES:
+        return f"role {obj['role']!r} is not one of {', '.join(ROLES)}"
+    for key in ("digest", "prev", "chain", "salt"):
+        value = obj[key]
+        if type(value) is not str or not HEX64_RE.fullmatch(value):
+            return f"{key} is not 64 lowercase hex digits"
+    for key in ("id", "ts", "session"):
+        if type(obj[key]) is not str:
+            return f"{key} is not a string"
+    return None
+
+
+def split_lines(chunks: Iterable[bytes]) -> Iterable[tuple[bytes, bool]]:
+    """Yield (line without newline, had_no_newline) from a byte stream, in constant memory."""
+    rest = b""
+    for chunk in chunks:
+        if rest:
+            chunk = rest + chunk
+        parts = chunk.split(b"\n")
+        rest = parts.pop()
+        for part in parts:
+            yield part, False
+    if rest:
+        yield rest, True
+
+
+def verify_stream(session: str, chunks: Iterable[bytes]) -> SessionReport:
+    """Verify a whole session from its bytes. Stops at the first break."""
+    walker = ChainWalker(session)
+    for raw, torn in split_lines(chunks):
+        brk = walker.step(raw, last=torn)
+        if brk is not None:
+            return SessionReport(session, False, walker.next_seq, walker.head.hex(), brk)
+    return SessionReport(session, True, walker.next_seq, walker.head.hex())
