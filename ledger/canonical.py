@@ -21,6 +21,7 @@ names the JSON path of the offending value.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -75,32 +76,39 @@ def dumps_unchecked(value: Any, path: str = "$") -> bytes:
         raise CanonicalError(f"{path}: {exc}") from None
 
 
+def _unique_pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(items)
+    if len(out) != len(items):
+        seen: set[str] = set()
+        for k, _ in items:
+            if k in seen:
+                raise CanonicalError(f"duplicate key {k!r}")
+            seen.add(k)
+    return out
+
+
+def _bad_constant(name: str) -> Any:
+    raise CanonicalError(f"{name} is not valid JSON")
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_bad_constant)
+
+
 def loads_strict(data: bytes | str, where: str = "input") -> Any:
-    """Parse JSON refusing duplicate keys, NaN/Infinity and floats' lossy forms.
+    """Parse JSON refusing duplicate keys, NaN/Infinity and invalid UTF-8.
 
     Used at the edges (import files, uploaded receipts) where a duplicate key
     would let two parsers disagree about what was signed.
     """
-    import json
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in items:
-            if k in out:
-                raise CanonicalError(f"{where}: duplicate key {k!r}")
-            out[k] = v
-        return out
-
-    def bad_constant(name: str) -> Any:
-        raise CanonicalError(f"{where}: {name} is not valid JSON")
-
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CanonicalError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        return json.loads(data, object_pairs_hook=pairs, parse_constant=bad_constant)
+        return _STRICT.decode(data)
+    except CanonicalError as exc:
+        raise CanonicalError(f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise CanonicalError(f"{where}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from .canonical import CanonicalError, canonical_json, check_domain, dumps_unchecked
 
@@ -64,8 +65,16 @@ def now_ts() -> str:
     return format_ts(datetime.now(UTC))
 
 
-def check_content(text: object, meta: object) -> None:
-    """Validate the user-supplied part of an event (text and meta)."""
+_FLOATY = re.compile(rb"[0-9][.eE]|[0-9]{16}")
+
+
+def check_content(text: object, meta: object, *, parsed_json: bool = False) -> None:
+    """Validate the user-supplied part of an event (text and meta).
+
+    `parsed_json=True` says meta came from orjson.loads, which never yields
+    NaN/Infinity: then the full domain walk runs only when the serialized meta
+    could hold a float, a long integer or a non-ASCII key (a cheap byte scan).
+    """
     if not isinstance(text, str):
         raise EventError(f"text: must be a string, not {type(text).__name__}")
     try:
@@ -77,25 +86,35 @@ def check_content(text: object, meta: object) -> None:
     if not isinstance(meta, dict):
         raise EventError(f"meta: must be a JSON object, not {type(meta).__name__}")
     try:
-        meta_bytes = canonical_json(meta, "meta")
+        if parsed_json:
+            meta_bytes = dumps_unchecked(meta, "meta")
+            if not meta_bytes.isascii() or _FLOATY.search(meta_bytes):
+                check_domain(meta, "meta")
+        else:
+            meta_bytes = canonical_json(meta, "meta")
     except CanonicalError as exc:
         raise EventError(str(exc)) from None
     if len(meta_bytes) > MAX_META_BYTES:
         raise EventError(f"meta: {len(meta_bytes)} canonical bytes is over the limit of {MAX_META_BYTES}")
 
 
-def content_commitment(salt: bytes, text: str, meta: dict[str, Any]) -> bytes:
+def content_commitment(salt: bytes, text: str, meta: dict[str, Any], meta_bytes: bytes | None = None) -> bytes:
     """sha256(TAG_CONTENT || salt || JCS({"meta": meta, "text": text})), raw 32 bytes.
 
     The digest commits to the text only through this salted value, so a later
     erasure can drop text, meta and salt, keep the commitment, and leave every
-    digest and chain hash unchanged.
+    digest and chain hash unchanged. (The bytes are assembled by hand: JCS of a
+    two-member object whose keys sort "meta" < "text".)
     """
-    return hashlib.sha256(TAG_CONTENT + salt + dumps_unchecked({"meta": meta, "text": text})).digest()
+    if meta_bytes is None:
+        meta_bytes = dumps_unchecked(meta)
+    content = b'{"meta":' + meta_bytes + b',"text":' + dumps_unchecked(text) + b"}"
+    return hashlib.sha256(TAG_CONTENT + salt + content).digest()
 
 
 def event_digest(*, session: str, seq: int, event_id: str, role: str, ts: str, commit: bytes) -> bytes:
     """sha256(TAG_EVENT || JCS(hashed fields)), raw 32 bytes."""
+    # keys already in JCS order, so no sorting pass is needed
     hashed = {
         "commit": commit.hex(),
         "id": event_id,
@@ -105,7 +124,7 @@ def event_digest(*, session: str, seq: int, event_id: str, role: str, ts: str, c
         "ts": ts,
         "v": FORMAT_VERSION,
     }
-    return hashlib.sha256(TAG_EVENT + dumps_unchecked(hashed)).digest()
+    return hashlib.sha256(TAG_EVENT + orjson.dumps(hashed)).digest()
 
 
 def chain_link(prev: bytes, digest: bytes) -> bytes:
@@ -113,9 +132,8 @@ def chain_link(prev: bytes, digest: bytes) -> bytes:
     return hashlib.sha256(TAG_CHAIN + prev + digest).digest()
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One ledger line, as stored."""
+class Event(NamedTuple):
+    """One ledger line, as stored (a NamedTuple: cheap to build a million of)."""
 
     session: str
     seq: int
@@ -129,7 +147,7 @@ class Event:
     prev: str
     chain: str
     v: int = FORMAT_VERSION
-    line: int | None = field(default=None, compare=False)
+    line: int | None = None  # 1-based line number when read from a file
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,9 +165,25 @@ class Event:
             "chain": self.chain,
         }
 
-    def to_line(self) -> bytes:
-        """The JSONL line (with its newline) written to events.jsonl."""
-        return dumps_unchecked(self.to_dict()) + b"\n"
+    def to_line(self, meta_bytes: bytes | None = None) -> bytes:
+        """The JSONL line (JCS of the fields, with its newline) written to events.jsonl."""
+        meta = orjson.Fragment(meta_bytes if meta_bytes is not None else dumps_unchecked(self.meta))
+        # keys in sorted order; meta is pre-serialised with sorted keys
+        ordered = {
+            "chain": self.chain,
+            "digest": self.digest,
+            "id": self.id,
+            "meta": meta,
+            "prev": self.prev,
+            "role": self.role,
+            "salt": self.salt,
+            "seq": self.seq,
+            "session": self.session,
+            "text": self.text,
+            "ts": self.ts,
+            "v": self.v,
+        }
+        return orjson.dumps(ordered, option=orjson.OPT_APPEND_NEWLINE)
 
     @property
     def leaf_data(self) -> bytes:
@@ -169,6 +203,7 @@ def make_event(
     event_id: str,
     salt: bytes,
     validated: bool = False,
+    meta_bytes: bytes | None = None,
 ) -> Event:
     """Build the next event of a chain. Pure: ids, salt and time come from the caller."""
     if not validated:
@@ -182,7 +217,7 @@ def make_event(
             raise EventError(f"salt: must be {SALT_BYTES} bytes")
         if not EVENT_ID_RE.fullmatch(event_id):
             raise EventError(f"id {event_id!r}: must be 'evt_' and 32 lowercase hex digits")
-    commit = content_commitment(salt, text, meta)
+    commit = content_commitment(salt, text, meta, meta_bytes)
     digest = event_digest(session=session, seq=seq, event_id=event_id, role=role, ts=ts, commit=commit)
     return Event(
         session=session,

@@ -8,6 +8,7 @@ a `lock` file beside it for the cross-process writer lock, and
 from __future__ import annotations
 
 import fcntl
+import gc
 import logging
 import os
 import threading
@@ -15,10 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
+from .canonical import dumps_unchecked
 from .event import (
     GENESIS,
     ROLES,
@@ -57,8 +59,7 @@ class ImportError_(ValueError):
         self.line = line
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """Input for an append: what a caller says, before the ledger gives it a place."""
 
     role: str
@@ -113,12 +114,12 @@ def _random_ids(n: int) -> tuple[list[bytes], list[str]]:
     return salts, ids
 
 
-def validate_message(role: object, text: object, meta: object, ts: object) -> Message:
+def validate_message(role: object, text: object, meta: object, ts: object, *, parsed_json: bool = False) -> Message:
     if role not in ROLES:
         raise EventError(f"role {role!r}: must be one of {', '.join(ROLES)}")
     if meta is None:
         meta = {}
-    check_content(text, meta)
+    check_content(text, meta, parsed_json=parsed_json)
     norm_ts = None if ts is None else normalize_ts(ts)
     assert isinstance(role, str) and isinstance(text, str) and isinstance(meta, dict)
     return Message(role, text, meta, norm_ts)
@@ -138,6 +139,8 @@ class Ledger:
         self._locks: dict[str, threading.Lock] = {}
         self._tails: dict[str, _Tail] = {}
         self.quarantined: list[Quarantine] = []
+        self._lock_fds: dict[str, int] = {}
+        self._log_fds: dict[str, tuple[int, int]] = {}
 
     # -- paths -------------------------------------------------------------
     def session_dir(self, session: str) -> Path:
@@ -172,12 +175,43 @@ class Ledger:
                 self._ensure_session_dir(sdir)
             elif not sdir.is_dir():
                 raise FileNotFoundError(f"session {session}: no such session")
-            fd = os.open(sdir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._lock_fds.get(session)
+            if fd is None:
+                fd = os.open(sdir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+                self._lock_fds[session] = fd
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
                 yield sdir
             finally:
-                os.close(fd)  # closing releases the flock
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _log_fd(self, session: str, path: Path) -> int:
+        """A cached O_APPEND descriptor of the session's log, reopened if the file was replaced."""
+        ino = os.stat(path).st_ino
+        cached = self._log_fds.get(session)
+        if cached is not None:
+            if cached[1] == ino:
+                return cached[0]
+            os.close(cached[0])
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self._log_fds[session] = (fd, ino)
+        return fd
+
+    def close(self) -> None:
+        """Close cached file descriptors (the Ledger stays usable; they reopen on demand)."""
+        with self._guard:
+            for fd in self._lock_fds.values():
+                os.close(fd)
+            for fd, _ in self._log_fds.values():
+                os.close(fd)
+            self._lock_fds.clear()
+            self._log_fds.clear()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
 
     def _ensure_session_dir(self, sdir: Path) -> None:
         if sdir.is_dir():
@@ -290,8 +324,10 @@ class Ledger:
             tail = self._tail_state(session, sdir)
             prev, seq = tail.head, tail.next_seq
             events = []
+            lines = []
             now = now_ts()
             for i, m in enumerate(messages):
+                meta_bytes = dumps_unchecked(m.meta)
                 ev = make_event(
                     session=session,
                     seq=seq,
@@ -303,29 +339,36 @@ class Ledger:
                     event_id=ids[i],
                     salt=salts[i],
                     validated=True,
+                    meta_bytes=meta_bytes,
                 )
                 events.append(ev)
+                lines.append(ev.to_line(meta_bytes))
                 prev = bytes.fromhex(ev.chain)
                 seq += 1
-            data = b"".join(ev.to_line() for ev in events)
-            fd = os.open(sdir / EVENTS_FILE, os.O_WRONLY | os.O_APPEND)
-            try:
-                view = memoryview(data)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            data = b"".join(lines)
+            fd = self._log_fd(session, sdir / EVENTS_FILE)
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
             self._tails[session] = _Tail(tail.size + len(data), seq, prev)
             return events
 
     def import_jsonl(self, session: str, lines: Iterable[bytes], progress: Any = None) -> list[Event]:
         """Validate every line of an import file, then append them all in one batch."""
-        messages = parse_import(lines, progress)
-        if not messages:
-            raise ImportError_(0, "the import file holds no messages")
-        return self.append_many(session, messages, _validated=True)
+        validate_session_id(session)
+        # Millions of small acyclic objects: the cyclic GC would only re-scan them.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            messages = parse_import(lines, progress)
+            if not messages:
+                raise ImportError_(0, "the import file holds no messages")
+            return self.append_many(session, messages, _validated=True)
+        finally:
+            if was_enabled:
+                gc.enable()
 
     # -- reading -----------------------------------------------------------
     def events(self, session: str, start_seq: int = 0) -> Iterator[Event]:
@@ -357,28 +400,46 @@ class Ledger:
         return report
 
 
-def parse_import(lines: Iterable[bytes], progress: Any = None) -> list[Message]:
-    """Parse and validate an import file; raise ImportError_ naming the first bad line."""
+def _parse_import_line(stripped: bytes, n: int) -> Any:
+    """orjson fast path; the strict stdlib parser when duplicate keys are possible.
+
+    orjson keeps the last of duplicate keys silently, but its re-serialisation is
+    never longer than its input and is strictly shorter when a key was dropped:
+    equal lengths prove there was no duplicate.
+    """
     from .canonical import CanonicalError, loads_strict
 
+    try:
+        obj = orjson.loads(stripped)
+        if len(orjson.dumps(obj)) == len(stripped):
+            return obj
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    try:
+        return loads_strict(stripped, f"line {n}")
+    except CanonicalError as exc:
+        raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
+
+
+def parse_import(lines: Iterable[bytes], progress: Any = None) -> list[Message]:
+    """Parse and validate an import file; raise ImportError_ naming the first bad line."""
     messages = []
+    allowed = {"role", "text", "meta", "ts"}
     for n, raw in enumerate(lines, start=1):
         if progress is not None:
             progress.update(1)
         stripped = raw.strip()
         if not stripped:
             raise ImportError_(n, "empty line")
-        try:
-            obj = loads_strict(stripped, f"line {n}")
-        except CanonicalError as exc:
-            raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
+        obj = _parse_import_line(stripped, n)
         if not isinstance(obj, dict):
             raise ImportError_(n, "must be a JSON object with role and text")
-        unknown = set(obj) - {"role", "text", "meta", "ts"}
-        if unknown:
-            raise ImportError_(n, f"unknown fields {sorted(unknown)}")
+        if not obj.keys() <= allowed:
+            raise ImportError_(n, f"unknown fields {sorted(set(obj) - allowed)}")
         try:
-            messages.append(validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts")))
+            messages.append(
+                validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts"), parsed_json=True)
+            )
         except EventError as exc:
             raise ImportError_(n, str(exc)) from None
     return messages

@@ -1,0 +1,123 @@
+"""Ledger speed against raw baselines measured in the same run.
+
+    python bench/ledger.py [--events 1000000] [--appends 2000]
+
+(a) verification throughput vs a raw loop that only parses each line and computes two sha256;
+(b) durable single appends vs a raw write+fsync loop;
+(c) bulk import vs a raw bulk write of the same bytes with one fsync.
+Peak RSS growth during verification is reported to show constant memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+# The script's own folder would shadow the `ledger` package: put the repository root first instead.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench._machine import machine_line  # noqa: E402
+from ledger import Ledger  # noqa: E402
+
+WORDS = "the a memory receipt ledger Lisbon moved cat dog yesterday support group painting camping".split()
+
+
+def messages(n: int) -> list[bytes]:
+    out = []
+    for i in range(n):
+        words = " ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(12 + i % 20))
+        role = "user" if i % 2 == 0 else "assistant"
+        out.append(orjson.dumps({"role": role, "text": f"Speaker{i % 2}: {words}", "meta": {"dia_id": f"D{i // 20}:{i % 20}", "session": i // 20}}) + b"\n")
+    return out
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def raw_verify(path: Path) -> int:
+    n = 0
+    h = hashlib.sha256
+    with open(path, "rb") as f:
+        for line in f:
+            obj = orjson.loads(line)
+            h(h(line).digest() + obj["digest"].encode()).digest()
+            n += 1
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--appends", type=int, default=2000)
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        tmpd = Path(tmp)
+        src = messages(args.events)
+
+        # (c) bulk import vs raw bulk write + one fsync
+        t = time.perf_counter()
+        led = Ledger(tmpd / "data")
+        led.import_jsonl("bulk", src)
+        imp = time.perf_counter() - t
+        log = led.log_path("bulk")
+        t = time.perf_counter()
+        with open(tmpd / "raw.jsonl", "wb") as f:
+            for line in src:
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        raw_bulk = time.perf_counter() - t
+        rows.append(("bulk import (parse+validate+hash+write+1 fsync)", args.events / imp, args.events / raw_bulk, "lines/s"))
+
+        # (a) verification vs raw parse + 2 sha256
+        rss0 = rss_mb()
+        t = time.perf_counter()
+        report = led.verify("bulk")
+        ver = time.perf_counter() - t
+        assert report.ok and report.events == args.events, report
+        rss1 = rss_mb()
+        t = time.perf_counter()
+        n = raw_verify(log)
+        raw = time.perf_counter() - t
+        assert n == args.events
+        rows.append((f"verify {args.events:,} events", args.events / ver, args.events / raw, "lines/s"))
+
+        # (b) durable single appends vs raw write+fsync
+        led2 = Ledger(tmpd / "data2")
+        led2.append("single", "user", "warm-up")
+        t = time.perf_counter()
+        for i in range(args.appends):
+            led2.append("single", "user", f"message number {i} about the Lisbon move", {"i": i})
+        app = time.perf_counter() - t
+        line = src[0]
+        fd = os.open(tmpd / "raw-append.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        t = time.perf_counter()
+        for _ in range(args.appends):
+            os.write(fd, line)
+            os.fsync(fd)
+        raw_app = time.perf_counter() - t
+        os.close(fd)
+        rows.append(("durable single append (fsync each)", args.appends / app, args.appends / raw_app, "appends/s"))
+
+        jsonl_mb = log.stat().st_size / 1e6
+
+    print(f"machine: {machine_line()}")
+    print(f"ledger file: {jsonl_mb:.0f} MB for {args.events:,} events; verify peak RSS growth {rss1 - rss0:.1f} MB\n")
+    print("| measurement | project | raw baseline | ratio |")
+    print("|---|---:|---:|---:|")
+    for name, ours, base, unit in rows:
+        print(f"| {name} | {ours:,.0f} {unit} | {base:,.0f} {unit} | {ours / base:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Signed receipts: DSSE envelopes over assistant answers, verifiable offline with a public key."""

@@ -1,0 +1,446 @@
+"""Ed25519 signing keys for receipts: identity, loading, and the trust format.
+
+Key id (part of the format; changing it changes every receipt's ``keyid``)::
+
+    key_id(raw) = "ed25519:" + hex(sha256(b"mre:v1:keyid\\x00" + raw))[:16]
+
+where ``raw`` is the 32-byte raw Ed25519 public key. The tag domain-separates
+the key id from every other digest in the project. A key id is a name, not a
+credential: verifiers always recompute it from the key bytes they trust.
+
+Where the signing key comes from (:func:`load_or_create`):
+
+1. ``RECEIPT_SIGNING_KEY`` in the environment, if set: the 32-byte raw private
+   seed as hex (64 digits) or base64 (standard or URL-safe, padding optional),
+   or an unencrypted PKCS8 PEM (literal ``\\n`` escapes are accepted). Nothing
+   is written to disk. Set-but-unusable (including empty) is an error, never a
+   silent fall-back to a generated key.
+2. Otherwise ``DATA_DIR/keys/signing.key`` (unencrypted PKCS8 PEM, mode 0600),
+   created on first use together with ``DATA_DIR/keys/signing.pub`` (the trust
+   format below, derived from the key and rewritten whenever it disagrees).
+
+Creation is race-safe: the PEM is written and fsynced in a private temp file
+(``O_CREAT|O_EXCL``, 0600) and published with ``os.link``, which fails if the
+name exists. So ``signing.key`` is never visible empty or half-written, and of
+two processes starting at once the loser reads the winner's key.
+
+An existing ``signing.key`` readable or writable by group or others is
+*refused*, not chmod-ed: a key others could read may already be copied, and
+quietly tightening it would hide that. The error says what to check.
+
+Trust format (what ``python -m receipts pubkey`` prints, what ``--trust``
+reads) is one small JSON object::
+
+    {"type": "ed25519", "key_id": "ed25519:…", "public_key": "<base64 raw 32 bytes>"}
+
+:func:`parse_public_key` also accepts a PEM SubjectPublicKeyInfo. A stated
+``key_id`` must match the key; unknown fields are refused, because a trust
+anchor field we ignored (say, an expiry) would be a constraint the operator
+believes is enforced and is not.
+
+All errors are :class:`KeyConfigError`; their messages never contain key
+material.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import json
+import os
+import re
+import secrets
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+ENV_VAR = "RECEIPT_SIGNING_KEY"
+KEY_ID_TAG = b"mre:v1:keyid\x00"
+KEY_ID_PREFIX = "ed25519:"
+KEY_TYPE = "ed25519"
+RAW_KEY_BYTES = 32
+KEYS_DIRNAME = "keys"
+PRIVATE_FILENAME = "signing.key"
+PUBLIC_FILENAME = "signing.pub"
+MAX_KEY_FILE_BYTES = 64 * 1024
+
+_HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")
+_HEX_RE = re.compile(r"[0-9a-fA-F]+")
+_TRUST_FIELDS = frozenset({"type", "key_id", "public_key"})
+
+
+class KeyConfigError(ValueError):
+    """A key or trust anchor could not be used. Carries where, and expected vs found.
+
+    ``found`` describes the shape of what was seen (a length, a type), never its content.
+    """
+
+    def __init__(self, *, source: str, expected: str, found: str, hint: str = "") -> None:
+        self.source = source
+        self.expected = expected
+        self.found = found
+        self.hint = hint
+        message = f"{source}: expected {expected}, found {found}"
+        super().__init__(f"{message}; {hint}" if hint else message)
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        # Keyword-only __init__ breaks default exception pickling (multiprocessing).
+        rebuild = functools.partial(
+            type(self), source=self.source, expected=self.expected, found=self.found, hint=self.hint
+        )
+        return (rebuild, ())
+
+
+def key_id(public_key_raw: bytes) -> str:
+    """The key id of a raw 32-byte Ed25519 public key (definition in the module docstring)."""
+    if type(public_key_raw) is not bytes or len(public_key_raw) != RAW_KEY_BYTES:
+        raise KeyConfigError(
+            source="key_id",
+            expected=f"{RAW_KEY_BYTES} raw public-key bytes",
+            found=_shape(public_key_raw),
+        )
+    return KEY_ID_PREFIX + hashlib.sha256(KEY_ID_TAG + public_key_raw).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class PublicKey:
+    """An Ed25519 public key: ``raw`` bytes, its derived ``key_id``, and ``verify``."""
+
+    raw: bytes
+    key_id: str = field(init=False)
+    _key: Ed25519PublicKey = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key_id", key_id(self.raw))
+        object.__setattr__(self, "_key", Ed25519PublicKey.from_public_bytes(self.raw))
+
+    def verify(self, signature: bytes, data: bytes) -> bool:
+        """True only if ``signature`` is a valid Ed25519 signature of ``data`` by this key."""
+        try:
+            self._key.verify(signature, data)
+        except InvalidSignature:
+            return False
+        return True
+
+
+class SigningKey:
+    """An Ed25519 private key. Immutable; its repr names only the key id."""
+
+    __slots__ = ("_private", "_public")
+
+    def __init__(self, private: Ed25519PrivateKey) -> None:
+        self._private = private
+        raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        self._public = PublicKey(raw)
+
+    @classmethod
+    def generate(cls) -> SigningKey:
+        return cls(Ed25519PrivateKey.generate())
+
+    @classmethod
+    def from_seed(cls, seed: bytes) -> SigningKey:
+        """From the 32-byte raw private seed (RFC 8032 private key)."""
+        if type(seed) is not bytes or len(seed) != RAW_KEY_BYTES:
+            raise KeyConfigError(source="private seed", expected=f"{RAW_KEY_BYTES} bytes", found=_shape(seed))
+        return cls(Ed25519PrivateKey.from_private_bytes(seed))
+
+    @property
+    def public_key(self) -> PublicKey:
+        return self._public
+
+    @property
+    def public_raw(self) -> bytes:
+        return self._public.raw
+
+    @property
+    def key_id(self) -> str:
+        return self._public.key_id
+
+    def sign(self, data: bytes) -> bytes:
+        """The 64-byte Ed25519 signature of ``data``."""
+        return self._private.sign(data)
+
+    def to_pem(self) -> bytes:
+        """Unencrypted PKCS8 PEM of the private key (what ``signing.key`` holds)."""
+        return self._private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+
+    def __repr__(self) -> str:
+        return f"SigningKey(key_id={self.key_id!r})"
+
+
+# --- parsing (pure) ---------------------------------------------------------
+
+
+def parse_private_key(text: str, *, source: str = ENV_VAR) -> SigningKey:
+    """A signing key from hex or base64 of the 32-byte seed, or a PKCS8 PEM. Never echoes ``text``."""
+    if type(text) is not str:
+        raise KeyConfigError(source=source, expected="text", found=type(text).__name__)
+    value = text.strip()
+    if not value:
+        raise KeyConfigError(
+            source=source, expected="a hex or base64 32-byte seed, or a PKCS8 PEM", found="an empty value"
+        )
+    if value.startswith("-----BEGIN"):
+        if "\n" not in value:
+            value = value.replace("\\n", "\n")
+        return _private_from_pem(value.encode("utf-8", "replace"), source)
+    if _HEX64_RE.fullmatch(value):
+        return SigningKey.from_seed(bytes.fromhex(value))
+    if _HEX_RE.fullmatch(value) and len(value) % 2 == 0:  # odd lengths may be unpadded base64
+        raise KeyConfigError(
+            source=source, expected=f"{2 * RAW_KEY_BYTES} hex digits", found=f"{len(value)} hex digits"
+        )
+    seed = _b64decode_lenient(value)
+    if seed is None:
+        raise KeyConfigError(
+            source=source,
+            expected="a hex or base64 32-byte seed, or a PKCS8 PEM",
+            found=f"unrecognised text of {len(value)} characters",
+        )
+    if len(seed) != RAW_KEY_BYTES:
+        raise KeyConfigError(source=source, expected=f"a {RAW_KEY_BYTES}-byte seed", found=f"{len(seed)} bytes")
+    return SigningKey.from_seed(seed)
+
+
+def format_public_key(pub: PublicKey) -> str:
+    """The trust-format JSON text for ``pub`` (one line, newline-terminated)."""
+    doc = {"type": KEY_TYPE, "key_id": pub.key_id, "public_key": base64.b64encode(pub.raw).decode("ascii")}
+    return json.dumps(doc) + "\n"
+
+
+def parse_public_key(text: str, *, source: str = "public key") -> PublicKey:
+    """A trusted public key from the trust-format JSON or a PEM SubjectPublicKeyInfo."""
+    if type(text) is not str:
+        raise KeyConfigError(source=source, expected="text", found=type(text).__name__)
+    value = text.strip()
+    if value.startswith("-----BEGIN"):
+        return _public_from_pem(value, source)
+    try:
+        doc = json.loads(value)
+    except (ValueError, RecursionError):
+        raise KeyConfigError(source=source, expected="trust-format JSON or a PEM public key", found="neither") from None
+    if type(doc) is not dict:
+        raise KeyConfigError(source=source, expected="a JSON object", found=f"JSON {type(doc).__name__}")
+    unknown = sorted(str(k) for k in doc.keys() - _TRUST_FIELDS)
+    if unknown:
+        raise KeyConfigError(
+            source=source, expected=f"only the fields {sorted(_TRUST_FIELDS)}", found=f"unknown fields {unknown}"
+        )
+    if doc.get("type") != KEY_TYPE:
+        raise KeyConfigError(source=f"{source}: type", expected=repr(KEY_TYPE), found=_json_repr(doc, "type"))
+    encoded = doc.get("public_key")
+    raw = _b64decode_strict(encoded) if type(encoded) is str else None
+    if raw is None or len(raw) != RAW_KEY_BYTES:
+        found = _json_repr(doc, "public_key") if raw is None else f"{len(raw)} bytes"
+        raise KeyConfigError(
+            source=f"{source}: public_key", expected=f"canonical base64 of {RAW_KEY_BYTES} bytes", found=found
+        )
+    pub = PublicKey(raw)
+    if "key_id" in doc and doc["key_id"] != pub.key_id:
+        raise KeyConfigError(
+            source=f"{source}: key_id",
+            expected=pub.key_id,
+            found=_json_repr(doc, "key_id"),
+            hint="the stated key id does not belong to this public key",
+        )
+    return pub
+
+
+# --- loading (the only I/O in this package's key handling) -------------------
+
+
+def load_or_create(data_dir: Path) -> SigningKey:
+    """The receipt signing key: from ``RECEIPT_SIGNING_KEY``, else ``data_dir/keys/`` (created if absent)."""
+    env_value = os.environ.get(ENV_VAR)
+    if env_value is not None:
+        return parse_private_key(env_value, source=ENV_VAR)
+    keys_dir = Path(data_dir) / KEYS_DIRNAME
+    _ensure_dir(keys_dir)
+    key_path = keys_dir / PRIVATE_FILENAME
+    key = _read_private_file(key_path)
+    if key is None:
+        key = _create_private_file(keys_dir, key_path)
+    _sync_public_file(keys_dir, key.public_key)
+    return key
+
+
+def _ensure_dir(keys_dir: Path) -> None:
+    keys_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        keys_dir.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    os.chmod(keys_dir, 0o700)  # exact mode whatever the umask (0o277 would leave it unwritable)
+    _fsync_dir(keys_dir.parent)
+
+
+def _read_private_file(path: Path) -> SigningKey | None:
+    """The key in ``path``, or None if there is no such file. Refuses lax modes and non-files."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise KeyConfigError(
+            source=str(path), expected="a regular key file", found=f"cannot open ({exc.strerror})"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KeyConfigError(source=str(path), expected="a regular file", found="another kind of file")
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & 0o077:
+            raise KeyConfigError(
+                source=str(path),
+                expected="mode 0600 or stricter",
+                found=f"mode {mode:04o}",
+                hint="others may have read this key: check, then `chmod 600` it or rotate the key",
+            )
+        data = os.read(fd, MAX_KEY_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise KeyConfigError(source=str(path), expected="a small PEM file", found=f"over {MAX_KEY_FILE_BYTES} bytes")
+    return _private_from_pem(data, str(path))
+
+
+def _create_private_file(keys_dir: Path, key_path: Path) -> SigningKey:
+    """Publish a fresh key at ``key_path`` atomically; if another process won, return its key."""
+    key = SigningKey.generate()
+    tmp = keys_dir / f".{PRIVATE_FILENAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)  # exact mode whatever the umask
+            _write_all(fd, key.to_pem())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, key_path)  # atomic and exclusive: fails if the name exists
+        except FileExistsError:
+            winner = _read_private_file(key_path)
+            if winner is None:
+                raise KeyConfigError(
+                    source=str(key_path), expected="the key another process created", found="it vanished"
+                ) from None
+            return winner
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(keys_dir)
+    return key
+
+
+def _sync_public_file(keys_dir: Path, pub: PublicKey) -> None:
+    """Make ``signing.pub`` hold the trust-format text of ``pub`` (it is derived data)."""
+    path = keys_dir / PUBLIC_FILENAME
+    text = format_public_key(pub).encode("ascii")
+    try:
+        if path.read_bytes() == text:
+            return
+    except FileNotFoundError:
+        pass
+    tmp = keys_dir / f".{PUBLIC_FILENAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            os.fchmod(fd, 0o644)
+            _write_all(fd, text)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # racers write identical bytes, so last-writer-wins is fine
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(keys_dir)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- helpers ----------------------------------------------------------------
+
+
+def _private_from_pem(data: bytes, source: str) -> SigningKey:
+    expected = "an unencrypted PKCS8 PEM Ed25519 private key"
+    if not data.strip():
+        raise KeyConfigError(source=source, expected=expected, found="an empty file")
+    try:
+        private = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError):
+        raise KeyConfigError(source=source, expected=expected, found="unreadable PEM") from None
+    if not isinstance(private, Ed25519PrivateKey):
+        raise KeyConfigError(source=source, expected=expected, found=f"a {type(private).__name__}")
+    return SigningKey(private)
+
+
+def _public_from_pem(text: str, source: str) -> PublicKey:
+    expected = "a PEM SubjectPublicKeyInfo Ed25519 public key"
+    if "PRIVATE KEY" in text.split("\n", 1)[0]:
+        raise KeyConfigError(
+            source=source, expected=expected, found="a private key", hint="give the public key, never the private one"
+        )
+    try:
+        public = serialization.load_pem_public_key(text.encode("utf-8", "replace"))
+    except (ValueError, TypeError):
+        raise KeyConfigError(source=source, expected=expected, found="unreadable PEM") from None
+    if not isinstance(public, Ed25519PublicKey):
+        raise KeyConfigError(source=source, expected=expected, found=f"a {type(public).__name__}")
+    return PublicKey(public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+
+
+def _b64decode_strict(s: str) -> bytes | None:
+    """Standard, padded, canonical base64, or None."""
+    try:
+        raw = base64.b64decode(s, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if base64.b64encode(raw).decode("ascii") == s else None
+
+
+def _b64decode_lenient(s: str) -> bytes | None:
+    """Standard or URL-safe base64, padding optional (operator-supplied config), or None."""
+    if ("-" in s or "_" in s) and ("+" in s or "/" in s):
+        return None
+    std = s.replace("-", "+").replace("_", "/")
+    std += "=" * (-len(std) % 4)
+    try:
+        return base64.b64decode(std, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _shape(value: object) -> str:
+    return f"{len(value)} bytes" if isinstance(value, bytes) else type(value).__name__
+
+
+def _json_repr(doc: dict[str, object], name: str) -> str:
+    """A short description of ``doc[name]`` for an error message (public data only)."""
+    if name not in doc:
+        return "nothing"
+    value = doc[name]
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return repr(value[:80])
+    return f"JSON {type(value).__name__}"
