@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,13 +95,14 @@ class ChainWalker:
     verification incrementally.
     """
 
-    __slots__ = ("session", "next_seq", "head", "line_no")
+    __slots__ = ("session", "next_seq", "head", "line_no", "last_digest")
 
     def __init__(self, session: str, next_seq: int = 0, head: bytes = GENESIS, line_no: int = 0) -> None:
         self.session = session
         self.next_seq = next_seq
         self.head = head
         self.line_no = line_no
+        self.last_digest = b""  # recomputed digest of the last line that verified
 
     def step(self, raw: bytes, *, last: bool = False) -> Break | None:
         """Verify one line (without its newline). `last` marks a line that had no newline."""
@@ -154,6 +155,7 @@ class ChainWalker:
                 line, seq, CHAIN_MISMATCH, chain.hex(), obj["chain"], f"line {line} (seq {seq}): chain hash does not link"
             )
         self.head = chain
+        self.last_digest = digest
         self.next_seq += 1
         return None
 
@@ -205,8 +207,8 @@ def split_lines(chunks: Iterable[bytes]) -> Iterable[tuple[bytes, bool]]:
 _FLOATY = re.compile(rb"[0-9][.eE]|[0-9]{16}")
 
 
-def _fast_ok(obj: Any, session: str, next_seq: int, head: bytes) -> bytes | None:
-    """The common case, fast: return the new chain hash if the line verifies, else None.
+def _fast_ok(obj: Any, session: str, next_seq: int, head: bytes) -> tuple[bytes, bytes] | None:
+    """The common case, fast: return (chain hash, digest) if the line verifies, else None.
 
     Returning None never means "broken" by itself: the caller then runs the
     careful ChainWalker.step, which defines the semantics and names the break.
@@ -250,25 +252,40 @@ def _fast_ok(obj: Any, session: str, next_seq: int, head: bytes) -> bytes | None
     chain = hashlib.sha256(TAG_CHAIN + head + digest).digest()
     if chain.hex() != obj["chain"]:
         return None
-    return chain
+    return chain, digest
 
 
-def verify_stream(session: str, chunks: Iterable[bytes]) -> SessionReport:
-    """Verify a whole session from its bytes. Stops at the first break."""
-    walker = ChainWalker(session)
+def verify_stream(
+    session: str,
+    chunks: Iterable[bytes],
+    *,
+    walker: ChainWalker | None = None,
+    on_event: Callable[[int, bytes, int], None] | None = None,
+) -> SessionReport:
+    """Verify a session from its bytes; stop at the first break.
+
+    `walker` continues from a known-good state (incremental verification);
+    `on_event(seq, recomputed digest, line length incl. newline)` is called
+    for every line that verified, in order.
+    """
+    walker = walker if walker is not None else ChainWalker(session)
     loads = orjson.loads
     for raw, torn in split_lines(chunks):
         if not torn:
             try:
-                chain = _fast_ok(loads(raw), session, walker.next_seq, walker.head)
+                fast = _fast_ok(loads(raw), session, walker.next_seq, walker.head)
             except orjson.JSONDecodeError:
-                chain = None
-            if chain is not None:
-                walker.head = chain
+                fast = None
+            if fast is not None:
+                if on_event is not None:
+                    on_event(walker.next_seq, fast[1], len(raw) + 1)
+                walker.head = fast[0]
                 walker.next_seq += 1
                 walker.line_no += 1
                 continue
         brk = walker.step(raw, last=torn)
         if brk is not None:
             return SessionReport(session, False, walker.next_seq, walker.head.hex(), brk)
+        if on_event is not None:
+            on_event(walker.next_seq - 1, walker.last_digest, len(raw) + 1)
     return SessionReport(session, True, walker.next_seq, walker.head.hex())

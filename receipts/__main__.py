@@ -1,0 +1,105 @@
+"""`python -m receipts verify RECEIPT ...` and `python -m receipts pubkey DATA_DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .api import load_trust, verify_bytes
+from .body import MAX_RECEIPT_BYTES, MalformedReceipt
+from .keys import KeyConfigError, format_public_key, load_or_create
+from .verify import FAIL, NOT_VERIFIABLE, PASS, Report
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def render_text(report: Report) -> str:
+    lines = [f"receipt {report.receipt_id} (session {report.session}), checked {report.mode}"]
+    for c in report.checks:
+        lines.append(f"  {MARK[c.status]}  {c.name}: {c.message}")
+        if c.status == FAIL and (c.expected is not None or c.found is not None):
+            lines.append(f"          expected {c.expected}\n          found    {c.found}")
+    n_na = len(report.not_verifiable)
+    lines.append(f"verdict: {report.verdict.upper()} ({len(report.failed)} failed, {n_na} not verifiable here)")
+    return "\n".join(lines)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    path = Path(args.receipt)
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECEIPT_BYTES:
+            return _fail(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+        raw = path.read_bytes()
+    except OSError as exc:
+        return _fail(f"{path}: {exc.strerror or exc}")
+    if args.data is not None and not Path(args.data).is_dir():
+        return _fail(f"{args.data}: not a readable data directory")
+    try:
+        trusted = load_trust(args.trust)
+        report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full)
+    except MalformedReceipt as exc:
+        return _fail(f"{path}: {exc}")
+    except KeyConfigError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(render_text(report))
+    return EXIT_OK if report.verdict == "verified" else EXIT_FAILED
+
+
+def cmd_pubkey(args: argparse.Namespace) -> int:
+    data = Path(args.data_dir)
+    if not data.is_dir():
+        return _fail(f"{data}: not a readable data directory")
+    try:
+        key = load_or_create(data)
+    except (KeyConfigError, OSError) as exc:
+        return _fail(str(exc))
+    print(format_public_key(key.public_key).rstrip("\n"))
+    print(f"key id: {key.key_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger")
+    v.add_argument("receipt")
+    v.add_argument("--data", metavar="DATA_DIR", help="also check against this data directory's ledger")
+    v.add_argument("--trust", metavar="PUBKEY", action="append", default=[], help="a trusted public key file (repeatable)")
+    v.add_argument("--json", action="store_true")
+    v.add_argument("--full", action="store_true", help="re-walk the ledger from genesis, ignoring the audit cache")
+    v.set_defaults(func=cmd_verify)
+    p = sub.add_parser("pubkey", help="print the data directory's public key (a --trust file)")
+    p.add_argument("data_dir")
+    p.set_defaults(func=cmd_pubkey)
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # last resort: never a traceback
+        return _fail(f"{type(exc).__name__}: {exc}")
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,277 @@
+"""The receipt and checkpoint formats, version 1 (pure: build, sign, parse).
+
+A receipt file is a DSSE envelope (docs/FORMAT.md §9) whose payload is
+JCS(receipt body). Parsing is strict and total: anything that is not a
+well-formed v1 receipt raises MalformedReceipt naming the JSON path; only a
+parsed receipt reaches the checks in receipts.verify.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.canonical import CanonicalError, canonical_json, loads_strict
+from ledger.event import EVENT_ID_RE, HEX64_RE, ROLES, SESSION_ID_RE, TS_RE, Event
+
+from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
+from .keys import SigningKey
+
+RECEIPT_TYPE = "mre/receipt"
+CHECKPOINT_TYPE = "mre/checkpoint"
+RECEIPT_VERSION = 1
+PAYLOAD_TYPE = "application/vnd.mre.receipt+json; version=1"
+TAG_CHECKPOINT = b"mre:v1:checkpoint\x00"
+MAX_RECEIPT_BYTES = 5 * 1024 * 1024  # uploads and files over this are refused unread
+MAX_MEMORIES = 50
+MAX_PROOF = 64
+RECEIPT_ID_RE = re.compile(r"rcpt_[0-9a-f]{32}")
+KEY_ID_RE = re.compile(r"ed25519:[0-9a-f]{16}")
+EVENT_FIELDS = ("v", "session", "seq", "id", "role", "ts", "meta", "text", "salt", "digest", "prev", "chain")
+
+
+class MalformedReceipt(ValueError):
+    """Not a well-formed v1 receipt (a different family from failed checks)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"malformed receipt: {where}: {message}")
+        self.where = where
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A parsed receipt: the envelope exactly as received and its decoded body."""
+
+    envelope: Envelope
+    body: dict[str, Any]
+
+    @property
+    def session(self) -> str:
+        return str(self.body["session"])
+
+    @property
+    def receipt_id(self) -> str:
+        return str(self.body["receipt_id"])
+
+
+# -- building ------------------------------------------------------------------
+def event_record(ev: Event) -> dict[str, Any]:
+    """Everything needed to recompute an event's digest, chain link and Merkle leaf."""
+    return ev.to_dict()
+
+
+def checkpoint_bytes(body: Mapping[str, Any]) -> bytes:
+    """What the checkpoint signature covers: TAG_CHECKPOINT || JCS(checkpoint body)."""
+    return TAG_CHECKPOINT + canonical_json(dict(body))
+
+
+def sign_checkpoint(*, session: str, tree_size: int, root: bytes, chain_head: str, issued_at: str, key: SigningKey) -> dict[str, Any]:
+    body = {
+        "type": CHECKPOINT_TYPE,
+        "v": RECEIPT_VERSION,
+        "session": session,
+        "tree_size": tree_size,
+        "root": root.hex(),
+        "chain_head": chain_head,
+        "issued_at": issued_at,
+    }
+    sig = key.sign(checkpoint_bytes(body))
+    return {"body": body, "key_id": key.key_id, "sig": base64.b64encode(sig).decode("ascii")}
+
+
+def build_body(
+    *,
+    receipt_id: str,
+    issued_at: str,
+    session: str,
+    k: int,
+    retrieval: str,
+    query: Event,
+    query_proof: Sequence[bytes],
+    memories: Sequence[tuple[Event, Sequence[bytes]]],
+    response: Event,
+    response_proof: Sequence[bytes],
+    provider: str,
+    model: str,
+    fallback_reason: str | None,
+    template: str,
+    prompt_sha256: str,
+    checkpoint: Mapping[str, Any],
+) -> dict[str, Any]:
+    return {
+        "type": RECEIPT_TYPE,
+        "v": RECEIPT_VERSION,
+        "receipt_id": receipt_id,
+        "issued_at": issued_at,
+        "session": session,
+        "k": k,
+        "retrieval": retrieval,
+        "query": {"event": event_record(query), "proof": [h.hex() for h in query_proof]},
+        "memories": [
+            {"rank": rank, "event": event_record(ev), "proof": [h.hex() for h in proof]}
+            for rank, (ev, proof) in enumerate(memories, start=1)
+        ],
+        "prompt": {"template": template, "sha256": prompt_sha256},
+        "response": {
+            "event": event_record(response),
+            "proof": [h.hex() for h in response_proof],
+            "sha256": response_hash(response.text),
+            "provider": provider,
+            "model": model,
+            "fallback_reason": fallback_reason,
+        },
+        "checkpoint": dict(checkpoint),
+    }
+
+
+def response_hash(text: str) -> str:
+    """hex(sha256(UTF-8 bytes of the answer text)) — the same text the assistant event stores."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sign_receipt(body: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
+    """The DSSE envelope (a JSON object) that is the receipt file."""
+    return sign_envelope(canonical_json(dict(body)), PAYLOAD_TYPE, key)
+
+
+# -- parsing -------------------------------------------------------------------
+def parse_receipt(data: bytes | str | Mapping[str, Any]) -> Receipt:
+    """Parse a receipt file's bytes (or an already-decoded JSON object). Raises MalformedReceipt."""
+    if isinstance(data, (bytes, str)):
+        size = len(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+        if size > MAX_RECEIPT_BYTES:
+            raise MalformedReceipt("$", f"{size} bytes is over the {MAX_RECEIPT_BYTES}-byte limit")
+        if size == 0:
+            raise MalformedReceipt("$", "empty file")
+        try:
+            obj: Any = loads_strict(data, "$")
+        except CanonicalError as exc:
+            raise MalformedReceipt("$", str(exc).removeprefix("$: ")) from None
+    else:
+        obj = data
+    try:
+        env = parse_envelope(obj, max_payload_bytes=MAX_RECEIPT_BYTES)
+    except MalformedEnvelope as exc:
+        raise MalformedReceipt("envelope", str(exc)) from None
+    try:
+        body = loads_strict(env.payload, "payload")
+    except CanonicalError as exc:
+        raise MalformedReceipt("payload", str(exc).removeprefix("payload: ")) from None
+    check_body_shape(body)
+    return Receipt(env, body)
+
+
+def _fail(where: str, message: str) -> MalformedReceipt:
+    return MalformedReceipt(where, message)
+
+
+def _obj(value: Any, where: str, keys: Sequence[str]) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _fail(where, f"expected an object, found {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    extra = [k for k in value if k not in keys]
+    if missing or extra:
+        raise _fail(where, f"fields differ from format v1 (missing {missing}, unexpected {extra})")
+    return value
+
+
+def _str(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 1 << 20) -> str:
+    if type(value) is not str:
+        raise _fail(where, f"expected a string, found {type(value).__name__}")
+    if len(value) > max_len:
+        raise _fail(where, f"string longer than {max_len}")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise _fail(where, f"{value[:80]!r} does not match {pattern.pattern}")
+    return value
+
+
+def _int(value: Any, where: str, lo: int = 0, hi: int = 2**53 - 1) -> int:
+    if type(value) is not int or not lo <= value <= hi:
+        raise _fail(where, f"expected an integer in {lo}..{hi}, found {value!r}"[:200])
+    return value
+
+
+def _hex_list(value: Any, where: str) -> None:
+    if type(value) is not list or len(value) > MAX_PROOF:
+        raise _fail(where, f"expected a list of at most {MAX_PROOF} hashes")
+    for i, h in enumerate(value):
+        _str(h, f"{where}[{i}]", HEX64_RE)
+
+
+def _event(value: Any, where: str) -> None:
+    ev = _obj(value, where, EVENT_FIELDS)
+    if ev["v"] != 1 or type(ev["v"]) is not int:
+        raise _fail(f"{where}.v", f"event format version {ev['v']!r} is unknown")
+    _str(ev["session"], f"{where}.session", SESSION_ID_RE)
+    _int(ev["seq"], f"{where}.seq")
+    _str(ev["id"], f"{where}.id", EVENT_ID_RE)
+    if ev["role"] not in ROLES:
+        raise _fail(f"{where}.role", f"{ev['role']!r} is not one of {', '.join(ROLES)}")
+    _str(ev["ts"], f"{where}.ts", TS_RE)
+    if type(ev["meta"]) is not dict:
+        raise _fail(f"{where}.meta", "expected an object")
+    _str(ev["text"], f"{where}.text")
+    for key in ("salt", "digest", "prev", "chain"):
+        _str(ev[key], f"{where}.{key}", HEX64_RE)
+
+
+def check_body_shape(body: Any) -> None:
+    """Raise MalformedReceipt unless `body` has exactly the v1 shape and types."""
+    if type(body) is not dict:
+        raise _fail("payload", "expected a JSON object")
+    if body.get("type") != RECEIPT_TYPE:
+        raise _fail("payload.type", f"expected {RECEIPT_TYPE!r}, found {body.get('type')!r}"[:200])
+    if body.get("v") != RECEIPT_VERSION or type(body.get("v")) is not int:
+        raise _fail("payload.v", f"receipt format version {body.get('v')!r} is unknown (this verifier knows {RECEIPT_VERSION})"[:200])
+    keys = ("type", "v", "receipt_id", "issued_at", "session", "k", "retrieval", "query", "memories", "prompt", "response", "checkpoint")
+    _obj(body, "payload", keys)
+    _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
+    _str(body["issued_at"], "issued_at", TS_RE)
+    _str(body["session"], "session", SESSION_ID_RE)
+    _int(body["k"], "k", 1, MAX_MEMORIES)
+    _str(body["retrieval"], "retrieval", max_len=200)
+    q = _obj(body["query"], "query", ("event", "proof"))
+    _event(q["event"], "query.event")
+    _hex_list(q["proof"], "query.proof")
+    mems = body["memories"]
+    if type(mems) is not list or len(mems) > MAX_MEMORIES:
+        raise _fail("memories", f"expected a list of at most {MAX_MEMORIES}")
+    for i, m in enumerate(mems):
+        m = _obj(m, f"memories[{i}]", ("rank", "event", "proof"))
+        _int(m["rank"], f"memories[{i}].rank", 1, MAX_MEMORIES)
+        _event(m["event"], f"memories[{i}].event")
+        _hex_list(m["proof"], f"memories[{i}].proof")
+    p = _obj(body["prompt"], "prompt", ("template", "sha256"))
+    _str(p["template"], "prompt.template", max_len=100)
+    _str(p["sha256"], "prompt.sha256", HEX64_RE)
+    r = _obj(body["response"], "response", ("event", "proof", "sha256", "provider", "model", "fallback_reason"))
+    _event(r["event"], "response.event")
+    _hex_list(r["proof"], "response.proof")
+    _str(r["sha256"], "response.sha256", HEX64_RE)
+    _str(r["provider"], "response.provider", max_len=100)
+    _str(r["model"], "response.model", max_len=200)
+    if r["fallback_reason"] is not None:
+        _str(r["fallback_reason"], "response.fallback_reason", max_len=2000)
+    c = _obj(body["checkpoint"], "checkpoint", ("body", "key_id", "sig"))
+    _str(c["key_id"], "checkpoint.key_id", KEY_ID_RE)
+    _str(c["sig"], "checkpoint.sig", max_len=200)
+    cb = _obj(c["body"], "checkpoint.body", ("type", "v", "session", "tree_size", "root", "chain_head", "issued_at"))
+    if cb["type"] != CHECKPOINT_TYPE or cb["v"] != RECEIPT_VERSION or type(cb["v"]) is not int:
+        raise _fail("checkpoint.body", f"unknown checkpoint type/version {cb['type']!r}/{cb['v']!r}"[:200])
+    _str(cb["session"], "checkpoint.body.session", SESSION_ID_RE)
+    _int(cb["tree_size"], "checkpoint.body.tree_size", 1)
+    _str(cb["root"], "checkpoint.body.root", HEX64_RE)
+    _str(cb["chain_head"], "checkpoint.body.chain_head", HEX64_RE)
+    _str(cb["issued_at"], "checkpoint.body.issued_at", TS_RE)
+
+
+def decode_sig(sig: str) -> bytes | None:
+    try:
+        return base64.b64decode(sig, validate=True)
+    except (binascii.Error, ValueError):
+        return None

@@ -1,0 +1,140 @@
+"""Receipt files and the producer's Merkle tree on disk (I/O).
+
+- DATA_DIR/sessions/<session>/receipts/<receipt_id>.json — the DSSE envelope,
+  written durably (temp file, fsync, rename, fsync of the folder);
+- a `receipts` row in index.sqlite per receipt (derived: the files are the truth);
+- DATA_DIR/merkle/<session>/ — the producer's persisted tree over the session's
+  event digests, kept in step with the ledger (derived data too).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ledger import Ledger
+from ledger.event import validate_session_id
+
+from .body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
+from .merkle import leaf_hash
+from .merkle_store import MerkleStore
+
+RECEIPTS_DDL = """
+CREATE TABLE IF NOT EXISTS receipts (
+    receipt_id TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    issued_at TEXT NOT NULL,
+    path TEXT NOT NULL,
+    user_seq INTEGER NOT NULL,
+    assistant_seq INTEGER NOT NULL,
+    tree_size INTEGER NOT NULL,
+    root TEXT NOT NULL,
+    memories INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS receipts_by_session ON receipts(session, assistant_seq);
+"""
+
+_locks: dict[str, threading.Lock] = {}
+_guard = threading.Lock()
+
+
+def receipt_path(data_dir: Path, session: str, receipt_id: str) -> Path:
+    validate_session_id(session)
+    if not RECEIPT_ID_RE.fullmatch(receipt_id):
+        raise ValueError(f"receipt id {receipt_id!r} is not valid")
+    return data_dir / "sessions" / session / "receipts" / f"{receipt_id}.json"
+
+
+def write_receipt(data_dir: Path, session: str, receipt_id: str, envelope: dict[str, Any]) -> Path:
+    """Write a receipt durably; it exists complete or not at all."""
+    path = receipt_path(data_dir, session, receipt_id)
+    folder = path.parent
+    created = not folder.is_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    tmp = folder / f".{receipt_id}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    for d in ([folder, folder.parent] if created else [folder]):
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    return path
+
+
+def read_receipt_bytes(path: Path) -> bytes:
+    """A receipt file's bytes, refusing files over the size cap without reading them."""
+    size = path.stat().st_size
+    if size > MAX_RECEIPT_BYTES:
+        raise ValueError(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+    return path.read_bytes()
+
+
+def list_receipts(data_dir: Path, session: str) -> list[Path]:
+    folder = data_dir / "sessions" / validate_session_id(session) / "receipts"
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.glob("rcpt_*.json")), key=lambda p: p.stat().st_mtime_ns)
+
+
+@contextmanager
+def session_turn_lock(data_dir: Path, session: str) -> Iterator[None]:
+    """Serialise turns of one session across threads and processes."""
+    validate_session_id(session)
+    with _guard:
+        tlock = _locks.setdefault(f"{data_dir}:{session}", threading.Lock())
+    with tlock:
+        folder = data_dir / "merkle"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / f"{session}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+def synced_tree(data_dir: Path, ledger: Ledger, session: str) -> MerkleStore:
+    """The producer's tree for a session, brought level with the ledger (caller holds the turn lock).
+
+    Leaves are the raw event digests. A tree that is ahead of the ledger, or
+    whose last leaf disagrees with the ledger, is rebuilt from the ledger.
+    """
+    count, _head = ledger.head(session)
+    folder = data_dir / "merkle" / validate_session_id(session)
+    store = MerkleStore(folder)
+    if store.size > count or (0 < store.size and not _last_leaf_matches(store, ledger, session)):
+        store.truncate(0)
+    if store.size < count:
+        missing = range(store.size, count)
+        for start in range(missing.start, missing.stop, 4096):
+            seqs = range(start, min(start + 4096, missing.stop))
+            store.extend(bytes.fromhex(ev.digest) for ev in ledger.read_events(session, seqs))
+    return store
+
+
+def _last_leaf_matches(store: MerkleStore, ledger: Ledger, session: str) -> bool:
+    n = store.size
+    (ev,) = ledger.read_events(session, [n - 1])
+    return store.leaf_hash(n - 1) == leaf_hash(bytes.fromhex(ev.digest))
+
+
+def extend_tree(store: MerkleStore, digests: Sequence[str]) -> None:
+    store.extend(bytes.fromhex(d) for d in digests)

@@ -1,0 +1,314 @@
+"""Receipt verification (pure): a parsed receipt in, a report with one row per check out.
+
+Three outcomes per check: "pass", "fail", and "not_verifiable" (the check needs
+something this run does not have, such as the ledger). "not_verifiable" is
+never a pass. A report is "verified" only when no check failed, there is at
+least one passing check, and both signatures were checked against a trusted key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.event import EventError, chain_link, recompute_digest
+from ledger.verify import Break
+
+from .body import PAYLOAD_TYPE, Receipt, checkpoint_bytes, decode_sig
+from .dsse import verify_envelope
+from .keys import PublicKey
+from .merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
+from .prompt import TemplateError, build_messages, prompt_hash
+
+PASS, FAIL, NOT_VERIFIABLE = "pass", "fail", "not_verifiable"
+REQUIRED = ("envelope.signature", "checkpoint.signature")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: str
+    message: str
+    expected: str | None = None
+    found: str | None = None
+    where: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "message": self.message,
+            "expected": self.expected,
+            "found": self.found,
+            "where": self.where,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    receipt_id: str
+    session: str
+    mode: str  # "offline" or "ledger"
+    checks: tuple[Check, ...]
+
+    def __bool__(self) -> bool:
+        raise TypeError("Report has no truth value; read .verdict")
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.status == FAIL]
+
+    @property
+    def not_verifiable(self) -> list[Check]:
+        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
+
+    @property
+    def verdict(self) -> str:
+        """'verified', 'failed' (some check failed) or 'unverified' (nothing failed, but not enough was checked)."""
+        if self.failed:
+            return "failed"
+        passed = {c.name for c in self.checks if c.status == PASS}
+        if not passed or any(name not in passed for name in REQUIRED):
+            return "unverified"
+        return "verified"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "receipt_id": self.receipt_id,
+            "session": self.session,
+            "mode": self.mode,
+            "verdict": self.verdict,
+            "failed": len(self.failed),
+            "not_verifiable": len(self.not_verifiable),
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass(frozen=True)
+class LedgerFacts:
+    """What the ledger says, as recomputed by an auditor (receipts.audit builds it).
+
+    `verified` counts the events before the first break (all of them when the
+    chain is intact); `event_at(seq)` returns a stored line's fields for
+    seq < verified; `root_at(n)` and `consistency(m, n)` are over the digests
+    the auditor recomputed, never over a stored tree.
+    """
+
+    session: str
+    exists: bool
+    verified: int
+    first_break: Break | None
+    event_at: Callable[[int], dict[str, Any]]
+    root_at: Callable[[int], bytes]
+    consistency: Callable[[int, int], list[bytes]]
+    notes: tuple[str, ...] = field(default=())
+
+
+class _Rows:
+    def __init__(self) -> None:
+        self.rows: list[Check] = []
+
+    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None, where: str | None = None) -> None:
+        self.rows.append(
+            Check(
+                name,
+                PASS if ok else FAIL,
+                message,
+                None if ok or expected is None else str(expected),
+                None if ok or found is None else str(found),
+                where,
+            )
+        )
+
+    def na(self, name: str, message: str, where: str | None = None) -> None:
+        self.rows.append(Check(name, NOT_VERIFIABLE, message, where=where))
+
+
+def _events(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], list[str]]]:
+    """(check prefix, JSON path, event record, proof) for the query, each memory and the response."""
+    out = [("query", "query", body["query"]["event"], body["query"]["proof"])]
+    for i, m in enumerate(body["memories"]):
+        out.append((f"memory[{i + 1}]", f"memories[{i}]", m["event"], m["proof"]))
+    out.append(("response", "response", body["response"]["event"], body["response"]["proof"]))
+    return out
+
+
+def verify_receipt(receipt: Receipt, trusted: Sequence[PublicKey], ledger: LedgerFacts | None = None) -> Report:
+    body = receipt.body
+    r = _Rows()
+    _check_envelope(r, receipt, trusted)
+    cp = body["checkpoint"]
+    cpb = cp["body"]
+    _check_checkpoint_signature(r, cp, trusted)
+    tree_size, root = cpb["tree_size"], bytes.fromhex(cpb["root"])
+    events = _events(body)
+    _check_structure(r, body, events)
+    for prefix, path, ev, proof in events:
+        _check_event(r, prefix, path, ev, proof, tree_size, root)
+    resp = body["response"]
+    actual = hashlib.sha256(resp["event"]["text"].encode("utf-8")).hexdigest()
+    r.add("response.hash", actual == resp["sha256"], "the response hash is the hash of the assistant event's text", resp["sha256"], actual, "response.sha256")
+    r.add(
+        "checkpoint.chain_head",
+        cpb["chain_head"] == resp["event"]["chain"],
+        "the checkpoint's chain head is the assistant event's chain hash",
+        resp["event"]["chain"],
+        cpb["chain_head"],
+        "checkpoint.body.chain_head",
+    )
+    _check_prompt(r, body)
+    if ledger is None:
+        for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
+            r.na(name, "needs the ledger: run with --data DATA_DIR")
+    else:
+        _check_ledger(r, body, events, ledger)
+    return Report(receipt.receipt_id, receipt.session, "offline" if ledger is None else "ledger", tuple(r.rows))
+
+
+def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey]) -> None:
+    env = receipt.envelope
+    r.add("envelope.payload_type", env.payload_type == PAYLOAD_TYPE, "the envelope names this receipt format", PAYLOAD_TYPE, env.payload_type)
+    if not trusted:
+        r.na("envelope.signature", "no trusted public key given (--trust PUBKEY, or --data DATA_DIR to use its key)")
+        return
+    results = verify_envelope(env, trusted, env.payload_type)
+    good = [c for c in results if c.key_trusted and c.signature_valid]
+    if good:
+        r.add("envelope.signature", True, f"signed by trusted key {good[0].verified_by or good[0].keyid}")
+        return
+    if not results:
+        r.add("envelope.signature", False, "the envelope carries no signature", "a signature by a trusted key", "none")
+        return
+    details = "; ".join(f"{c.keyid or '(no keyid)'}: {c.outcome}" for c in results)
+    r.add("envelope.signature", False, f"no valid signature by a trusted key ({details})", ", ".join(k.key_id for k in trusted), ", ".join(c.keyid for c in results))
+
+
+def _check_checkpoint_signature(r: _Rows, cp: dict[str, Any], trusted: Sequence[PublicKey]) -> None:
+    if not trusted:
+        r.na("checkpoint.signature", "no trusted public key given")
+        return
+    key = next((k for k in trusted if k.key_id == cp["key_id"]), None)
+    if key is None:
+        r.add("checkpoint.signature", False, "the checkpoint is signed by a key that is not trusted", ", ".join(k.key_id for k in trusted), cp["key_id"], "checkpoint.key_id")
+        return
+    sig = decode_sig(cp["sig"])
+    ok = sig is not None and key.verify(sig, checkpoint_bytes(cp["body"]))
+    r.add("checkpoint.signature", ok, f"checkpoint signature by {key.key_id}", "a valid Ed25519 signature", "invalid signature", "checkpoint.sig")
+
+
+def _check_structure(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]]) -> None:
+    session = body["session"]
+    sessions = {ev["session"] for _, _, ev, _ in events} | {body["checkpoint"]["body"]["session"]}
+    others = sorted(sessions - {session})
+    r.add("receipt.session", not others, "every event and the checkpoint belong to the receipt's session", session, ", ".join(others))
+    problems = []
+    mems = body["memories"]
+    ranks = [m["rank"] for m in mems]
+    if ranks != list(range(1, len(mems) + 1)):
+        problems.append(f"memory ranks are {ranks}, expected 1..{len(mems)}")
+    if len(mems) > body["k"]:
+        problems.append(f"{len(mems)} memories exceed k={body['k']}")
+    seqs = [m["event"]["seq"] for m in mems]
+    ids = [m["event"]["id"] for m in mems]
+    if len(set(seqs)) != len(seqs) or len(set(ids)) != len(ids):
+        problems.append("a memory is cited twice")
+    q, resp = body["query"]["event"], body["response"]["event"]
+    tree_size = body["checkpoint"]["body"]["tree_size"]
+    if q["role"] != "user":
+        problems.append(f"query event has role {q['role']!r}, expected 'user'")
+    if resp["role"] != "assistant":
+        problems.append(f"response event has role {resp['role']!r}, expected 'assistant'")
+    if any(s >= q["seq"] for s in seqs):
+        problems.append("a memory is not older than the query")
+    if not q["seq"] < resp["seq"]:
+        problems.append(f"query seq {q['seq']} is not before response seq {resp['seq']}")
+    if resp["seq"] != tree_size - 1:
+        problems.append(f"response seq {resp['seq']} is not the last leaf of the checkpoint (tree size {tree_size})")
+    if resp["meta"].get("receipt_id") != body["receipt_id"]:
+        problems.append("the assistant event does not name this receipt id")
+    r.add("receipt.structure", not problems, "seqs, ids and ranks agree", "consistent", "; ".join(problems))
+
+
+def _check_event(r: _Rows, prefix: str, path: str, ev: dict[str, Any], proof: list[str], tree_size: int, root: bytes) -> None:
+    seq = ev["seq"]
+    try:
+        digest = recompute_digest(ev)
+    except EventError as exc:
+        r.add(f"{prefix}.digest", False, f"digest cannot be recomputed: {exc}", ev["digest"], "error", f"{path}.event")
+        return
+    r.add(f"{prefix}.digest", digest.hex() == ev["digest"], f"seq {seq}: digest recomputed from text, salt and fields", ev["digest"], digest.hex(), f"{path}.event.digest")
+    link = chain_link(bytes.fromhex(ev["prev"]), bytes.fromhex(ev["digest"])).hex()
+    r.add(f"{prefix}.chain_link", link == ev["chain"], f"seq {seq}: chain hash links prev and digest", ev["chain"], link, f"{path}.event.chain")
+    try:
+        if seq >= tree_size:
+            raise ProofError(f"leaf {seq} is outside the checkpoint's tree of size {tree_size}")
+        verify_inclusion(seq, tree_size, leaf_hash(digest), [bytes.fromhex(h) for h in proof], root)
+        r.add(f"{prefix}.inclusion", True, f"seq {seq}: included in the signed tree of size {tree_size}")
+    except ProofError as exc:
+        r.add(f"{prefix}.inclusion", False, f"seq {seq}: {exc}", root.hex(), getattr(exc, "found", None), f"{path}.proof")
+
+
+def _check_prompt(r: _Rows, body: dict[str, Any]) -> None:
+    template = body["prompt"]["template"]
+    try:
+        memories = [m["event"] for m in body["memories"]]
+        derived = prompt_hash(build_messages(template, body["query"]["event"]["text"], memories))
+    except TemplateError as exc:
+        r.add("prompt.hash", False, str(exc), "a known template", template, "prompt.template")
+        return
+    r.add("prompt.hash", derived == body["prompt"]["sha256"], f"prompt re-derived from the query and memories with {template}", body["prompt"]["sha256"], derived, "prompt.sha256")
+
+
+def _check_ledger(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]], led: LedgerFacts) -> None:
+    cpb = body["checkpoint"]["body"]
+    tree_size = cpb["tree_size"]
+    if not led.exists:
+        for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
+            r.add(name, False, f"the data directory has no session {led.session}", "the session's ledger", "no such session")
+        return
+    # each cited event, recomputed from the stored line
+    problems = []
+    for prefix, _path, ev, _proof in events:
+        seq = ev["seq"]
+        if seq >= led.verified:
+            problems.append(f"{prefix} (seq {seq}) is not in the verified ledger ({led.verified} events)")
+            continue
+        stored = led.event_at(seq)
+        try:
+            digest = recompute_digest(stored).hex()
+        except EventError as exc:
+            problems.append(f"{prefix} (seq {seq}): stored event unreadable: {exc}")
+            continue
+        if digest != ev["digest"] or stored.get("id") != ev["id"]:
+            problems.append(f"{prefix} (seq {seq}): ledger digest {digest[:16]}…, receipt {ev['digest'][:16]}…")
+    r.add("ledger.events", not problems, "every cited event is in the ledger at its seq with the same recomputed digest", "all match", "; ".join(problems))
+    brk = led.first_break
+    if brk is not None and led.verified < tree_size:
+        r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}): {brk.message}", brk.expected, brk.found)
+    elif led.verified < tree_size:
+        r.add("ledger.chain", False, f"the ledger holds {led.verified} events, fewer than the checkpoint's {tree_size}: truncated below the checkpoint", tree_size, led.verified)
+    else:
+        r.add("ledger.chain", True, f"the first {tree_size} events re-walk from genesis" + (f" (a later break at line {brk.line} does not affect this receipt)" if brk else ""))
+    if led.verified < tree_size:
+        r.add("ledger.root", False, "the ledger is shorter than the checkpoint: its root at that size cannot exist", tree_size, led.verified)
+        r.add("ledger.consistency", False, "no consistency proof: the ledger does not reach the checkpoint", tree_size, led.verified)
+    else:
+        root_then = led.root_at(tree_size).hex()
+        r.add("ledger.root", root_then == cpb["root"], f"the ledger's Merkle root at size {tree_size} equals the signed root", cpb["root"], root_then, "checkpoint.body.root")
+        now = led.verified
+        try:
+            proof = led.consistency(tree_size, now)
+            verify_consistency(tree_size, now, proof, bytes.fromhex(cpb["root"]), led.root_at(now))
+            r.add("ledger.consistency", True, f"the ledger today ({now} events) extends the signed checkpoint ({tree_size}): history not rewritten")
+        except ProofError as exc:
+            r.add("ledger.consistency", False, f"the ledger today ({now} events) does not extend the signed checkpoint: {exc}", cpb["root"], getattr(exc, "found", None))
+    resp = body["response"]
+    seq = resp["event"]["seq"]
+    if seq < led.verified:
+        text = led.event_at(seq).get("text")
+        actual = hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else "unreadable"
+        r.add("ledger.response", actual == resp["sha256"], f"the stored assistant event (seq {seq}) hashes to the response hash", resp["sha256"], actual)
+    else:
+        r.add("ledger.response", False, f"the assistant event (seq {seq}) is not in the verified ledger", seq, led.verified)
