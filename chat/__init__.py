@@ -1,0 +1,1 @@
+"""The chat layer: talking to a language model (or an offline stand-in) about retrieved memories."""

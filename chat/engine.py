@@ -1,0 +1,204 @@
+"""The turn: the only code that knows the order of the steps.
+
+1. append the user's message; 2. retrieve the top-K memories (not that
+message); 3. build the prompt from the versioned template; 4. call the model
+(or the offline stand-in); 5. append the answer; 6. write the signed receipt.
+No receipt, no answer: if step 6 fails the turn raises TurnError.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger import Event, Ledger
+from ledger.event import EventError, now_ts
+from receipts import body as rbody
+from receipts import files
+from receipts.keys import SigningKey, load_or_create
+from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
+from retrieval import Index
+from retrieval.model import Hit, SearchError, check_k
+
+from .llm import LLM, Completion
+
+log = logging.getLogger("chat")
+MAX_MESSAGE_CHARS = 8000
+RETRIEVAL = "fts5-bm25+collapse/v1"
+
+
+class TurnError(RuntimeError):
+    """The turn did not complete; no answer is to be shown as if it had one."""
+
+
+class InputError(ValueError):
+    """The user's input was refused before anything was written."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    answer: str
+    receipt_id: str
+    receipt_path: Path
+    envelope: dict[str, Any]
+    body: dict[str, Any]
+    hits: list[Hit]
+    completion: Completion
+    user_event: Event
+    assistant_event: Event
+
+
+def check_message(message: object) -> str:
+    if not isinstance(message, str):
+        raise InputError("message: must be text")
+    if not message.strip():
+        raise InputError("message: is empty")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise InputError(f"message: {len(message)} characters is over the limit of {MAX_MESSAGE_CHARS}")
+    return message
+
+
+class Engine:
+    """One data directory's ledger, index, signing key and model client."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        llm: LLM | None = None,
+        key: SigningKey | None = None,
+        index: Index | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.ledger = index.ledger if index is not None else Ledger(self.data_dir)
+        self.index = index if index is not None else Index(self.data_dir, self.ledger)
+        self.index.ensure_schema("receipts", files.RECEIPTS_DDL)
+        self.key = key if key is not None else load_or_create(self.data_dir)
+        self.llm = llm if llm is not None else LLM()
+        self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = files.write_receipt
+
+    def remember(self, session: str, text: str, role: str = "user", meta: dict[str, Any] | None = None) -> Event:
+        """Append a message without a model turn (import, notes, MCP 'remember')."""
+        check_message(text)
+        try:
+            with files.session_turn_lock(self.data_dir, session):
+                ev = self.ledger.append(session, role, text, meta or {})
+        except EventError as exc:
+            raise InputError(str(exc)) from None
+        self.index.index_session(session, [ev])
+        return ev
+
+    def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
+        check_message(message)
+        try:
+            k = check_k(k)
+        except SearchError as exc:
+            raise InputError(str(exc)) from None
+        receipt_id = "rcpt_" + os.urandom(16).hex()
+        try:
+            with files.session_turn_lock(self.data_dir, session):
+                return self._turn(session, message, k, receipt_id, on_delta)
+        except EventError as exc:
+            raise InputError(str(exc)) from None
+
+    def _turn(self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None) -> Turn:
+        # 1. the user's message
+        user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
+        self.index.index_session(session, [user_ev])
+        # 2. the top-K memories, never the message just appended
+        resp = self.index.search(session, message, k, exclude_seqs=[user_ev.seq])
+        hits = resp.results
+        memories = self.ledger.read_events(session, [h.seq for h in hits])
+        for h, ev in zip(hits, memories, strict=True):
+            if h.digest != ev.digest or h.event_id != ev.id:
+                raise TurnError(f"session {session}: the index disagrees with the ledger at seq {h.seq}; rebuild the index")
+        # 3. the prompt
+        messages = build_messages(TEMPLATE_V1, message, [ev.to_dict() for ev in memories])
+        p_hash = prompt_hash(messages)
+        # 4. the model (or the labelled stand-in)
+        completion = self.llm.complete(messages, query=message, memories=memories, on_delta=on_delta)
+        # 5. the answer
+        meta = {"kind": "chat", "receipt_id": receipt_id, "provider": completion.provider, "model": completion.model, "prompt_sha256": p_hash}
+        asst_ev = self.ledger.append(session, "assistant", completion.text, meta)
+        self.index.index_session(session, [asst_ev])
+        # 6. the receipt
+        try:
+            envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash)
+            path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.error("session %s: receipt %s could not be written: %s", session, receipt_id, reason)
+            try:  # leave a trace in the ledger that this answer has no receipt
+                self.ledger.append(session, "system", f"receipt {receipt_id} for the answer at seq {asst_ev.seq} could not be written; that answer was withheld", {"kind": "receipt_failure", "receipt_id": receipt_id})
+            except Exception:  # noqa: BLE001 - best effort; the turn fails either way
+                pass
+            raise TurnError(f"the receipt could not be written ({reason}); the answer was withheld") from exc
+        self._record(session, receipt_id, path, body)
+        return Turn(completion.text, receipt_id, path, envelope, body, hits, completion, user_ev, asst_ev)
+
+    def _sign(
+        self,
+        session: str,
+        k: int,
+        receipt_id: str,
+        user_ev: Event,
+        memories: list[Event],
+        asst_ev: Event,
+        completion: Completion,
+        p_hash: str,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        store = files.synced_tree(self.data_dir, self.ledger, session)
+        try:
+            tree_size = asst_ev.seq + 1
+            if store.size != tree_size:
+                raise TurnError(f"session {session}: Merkle tree holds {store.size} leaves, expected {tree_size}")
+            checkpoint = rbody.sign_checkpoint(
+                session=session, tree_size=tree_size, root=store.root(tree_size), chain_head=asst_ev.chain, issued_at=now_ts(), key=self.key
+            )
+            body = rbody.build_body(
+                receipt_id=receipt_id,
+                issued_at=now_ts(),
+                session=session,
+                k=k,
+                retrieval=RETRIEVAL,
+                query=user_ev,
+                query_proof=store.inclusion_proof(user_ev.seq, tree_size),
+                memories=[(ev, store.inclusion_proof(ev.seq, tree_size)) for ev in memories],
+                response=asst_ev,
+                response_proof=store.inclusion_proof(asst_ev.seq, tree_size),
+                provider=completion.provider,
+                model=completion.model,
+                fallback_reason=completion.fallback_reason,
+                template=TEMPLATE_V1,
+                prompt_sha256=p_hash,
+                checkpoint=checkpoint,
+            )
+        finally:
+            store.close()
+        return rbody.sign_receipt(body, self.key), body
+
+    def _record(self, session: str, receipt_id: str, path: Path, body: dict[str, Any]) -> None:
+        try:
+            with self.index.write() as db:
+                db.table("receipts").insert(
+                    {
+                        "receipt_id": receipt_id,
+                        "session": session,
+                        "issued_at": body["issued_at"],
+                        "path": str(path),
+                        "user_seq": body["query"]["event"]["seq"],
+                        "assistant_seq": body["response"]["event"]["seq"],
+                        "tree_size": body["checkpoint"]["body"]["tree_size"],
+                        "root": body["checkpoint"]["body"]["root"],
+                        "memories": len(body["memories"]),
+                        "provider": body["response"]["provider"],
+                        "model": body["response"]["model"],
+                    },
+                    replace=True,
+                )
+        except Exception as exc:  # noqa: BLE001 - the row is derived; the file is the record
+            log.warning("receipt %s: index row not written (%s); the receipt file is intact", receipt_id, exc)

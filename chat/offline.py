@@ -1,0 +1,68 @@
+"""The offline stand-in: a deterministic reply built only from the retrieved memories.
+
+It answers when no language model can (no API key, or the provider failed), so a
+chat turn still completes and still gets a receipt. Pure: no I/O, no clock, no
+randomness; the same arguments give the same text, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+MAX_MEMORIES = 3
+SNIPPET_CHARS = 200
+NO_MEMORIES = "I have no stored memories that match this message."
+MEMORIES_HEADER = "From what we talked about before (most relevant first):"
+
+
+class MemoryLike(Protocol):
+    """What the stand-in reads from a retrieved memory.
+
+    Read-only properties, so frozen dataclasses (e.g. `retrieval.Hit`) satisfy it.
+    An id is not required: the stand-in never shows one, and `retrieval.Hit` calls
+    its id `event_id`, so demanding `id` would shut out the real retrieval result.
+    """
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+def one_line(text: str) -> str:
+    """Collapse every run of whitespace (newlines included) to one space, so a value cannot break a line."""
+    return " ".join(text.split())
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """`text` on one line, at most `limit` characters; a cut is marked with a trailing ellipsis."""
+    flat = one_line(text)
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1].rstrip() + "…"
+
+
+def label(reason: str) -> str:
+    """The first line of every stand-in reply: says plainly that no model wrote it, and why."""
+    return f"[Offline stand-in — no language model wrote this reply: {one_line(reason) or 'no reason given'}]"
+
+
+def offline_answer(query: str, memories: Sequence[MemoryLike], reason: str) -> str:
+    """A labelled reply quoting up to MAX_MEMORIES memories, in the order given (most relevant first).
+
+    `query` is accepted so call sites need not change if the stand-in grows smarter;
+    today the ranking of `memories` is all it uses of the query.
+    """
+    lines = [label(reason), ""]
+    if not memories:
+        lines.append(NO_MEMORIES)
+    else:
+        lines.append(MEMORIES_HEADER)
+        for memory in memories[:MAX_MEMORIES]:
+            lines.append(f"- (seq {memory.seq}, {one_line(memory.role)}) {snippet(memory.text)}")
+    return "\n".join(lines)
