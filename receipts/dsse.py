@@ -140,8 +140,13 @@ def parse_envelope(
     *,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     max_signatures: int = DEFAULT_MAX_SIGNATURES,
+    allow_unsigned: bool = False,
 ) -> Envelope:
-    """Check the structure of a decoded JSON envelope. Raises only :class:`MalformedEnvelope`."""
+    """Check the structure of a decoded JSON envelope. Raises only :class:`MalformedEnvelope`.
+
+    `allow_unsigned=True` accepts an empty signature list, for callers (the
+    receipt verifier) that report a missing signature as a failed check.
+    """
     if max_payload_bytes < 0 or max_signatures < 1:
         raise ValueError(
             f"limits: expected max_payload_bytes >= 0 and max_signatures >= 1, "
@@ -154,7 +159,7 @@ def parse_envelope(
     raw_sigs = _required(obj, "signatures", "$")
     if not isinstance(raw_sigs, list):
         raise MalformedEnvelope(path="$.signatures", expected="a list", found=_kind(raw_sigs))
-    if not raw_sigs:
+    if not raw_sigs and not allow_unsigned:
         raise MalformedEnvelope(path="$.signatures", expected="at least one signature", found="an empty list")
     if len(raw_sigs) > max_signatures:
         raise MalformedEnvelope(
