@@ -1,0 +1,150 @@
+"""Receipt speed: offline and with-ledger verification of a K=8 receipt, and turn overhead.
+
+    python bench/receipts.py [--sizes 1000,100000,1000000] [--turns 20]
+
+For each session size it builds a session through the ledger's import path and
+the index, runs turns with the offline stand-in (no model call), and measures:
+- turn overhead (append, retrieve, prompt, stand-in, append, tree, sign, fsync'd receipt);
+- offline verification of the last receipt (receipt + public key only);
+- verification with the ledger: cold (the auditor walks the ledger from genesis once)
+  and warm (its cache: only the file's stat, the K cited lines and O(log n) tree nodes).
+Raw baselines in the same run: the two Ed25519 verifies plus a sha256 of the payload
+(the crypto floor of offline verification); a full streaming re-walk of the ledger
+(what the cache avoids); and two durable appends plus one fsync'd file (the fsync floor of a turn).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench._machine import machine_line  # noqa: E402
+from chat.engine import Engine  # noqa: E402
+from chat.llm import LLM  # noqa: E402
+from ledger import Ledger  # noqa: E402
+from receipts.api import verify_bytes  # noqa: E402
+from receipts.body import checkpoint_bytes, decode_sig, parse_receipt  # noqa: E402
+
+WORDS = (
+    "cat Miso Lisbon tram sister wedding Porto cello nurse hospital vacuum bed painting camping "
+    "support group adoption friends mountains beach guitar novel recipe garden marathon"
+).split()
+QUESTIONS = ["Tell me about Miso the cat", "When is the wedding in Porto?", "What did I say about the cello?"]
+
+
+def lines(n: int) -> list[bytes]:
+    out = []
+    for i in range(n):
+        words = " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(8 + i % 12))
+        out.append(orjson.dumps({"role": "user" if i % 2 == 0 else "assistant", "text": f"turn {i}: {words}", "meta": {"i": i}}) + b"\n")
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def timed(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def bench_size(root: Path, n: int, turns: int) -> dict[str, object]:
+    data = root / f"n{n}"
+    t0 = time.perf_counter()
+    Ledger(data).import_jsonl("s", lines(n))
+    t_import = time.perf_counter() - t0
+    engine = Engine(data, llm=LLM(api_key=""))
+    t0 = time.perf_counter()
+    engine.index.index_session("s")
+    t_index = time.perf_counter() - t0
+    engine.turn("s", "warm-up question about the cat")  # first turn builds the producer's Merkle tree
+    turn_ms = []
+    for i in range(turns):
+        t = time.perf_counter()
+        turn = engine.turn("s", QUESTIONS[i % len(QUESTIONS)], k=8)
+        turn_ms.append((time.perf_counter() - t) * 1000)
+    raw = turn.receipt_path.read_bytes()
+    assert len(parse_receipt(raw).body["memories"]) == 8
+    pub = [engine.key.public_key]
+    assert verify_bytes(raw, trusted=pub).verdict == "verified"
+    offline = timed(lambda: verify_bytes(raw, trusted=pub), 200)
+
+    body = parse_receipt(raw)
+    env_sig = decode_sig(orjson.loads(raw)["signatures"][0]["sig"])
+    cp = body.body["checkpoint"]
+    cp_sig = decode_sig(cp["sig"])
+    from receipts.dsse import pae
+
+    def crypto_floor() -> None:
+        import hashlib
+
+        engine.key.public_key.verify(env_sig or b"", pae(body.envelope.payload_type, body.envelope.payload))
+        engine.key.public_key.verify(cp_sig or b"", checkpoint_bytes(cp["body"]))
+        hashlib.sha256(body.envelope.payload).digest()
+
+    floor = timed(crypto_floor, 200)
+    t = time.perf_counter()
+    cold_report = verify_bytes(raw, data_dir=data, full=True)
+    cold = (time.perf_counter() - t) * 1000
+    assert cold_report.verdict == "verified", cold_report.failed
+    warm = timed(lambda: verify_bytes(raw, data_dir=data), 50)
+    rewalk = timed(lambda: Ledger(data).verify("s"), 1)
+
+    def fsync_floor() -> None:
+        fd = os.open(data / "floor.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        for _ in range(2):
+            os.write(fd, b"x" * 600 + b"\n")
+            os.fsync(fd)
+        os.close(fd)
+        with open(data / "floor.json", "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+
+    fs = timed(fsync_floor, 20)
+    return {
+        "n": n, "import_s": t_import, "index_s": t_index,
+        "turn_p50": pct(turn_ms, 0.5), "turn_p95": pct(turn_ms, 0.95), "fsync_floor_p50": statistics.median(fs),
+        "offline_p50": pct(offline, 0.5), "offline_p95": pct(offline, 0.95), "crypto_floor_p50": pct(floor, 0.5),
+        "ledger_cold_ms": cold, "ledger_warm_p50": pct(warm, 0.5), "ledger_warm_p95": pct(warm, 0.95), "rewalk_ms": rewalk[0],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000,100000,1000000")
+    ap.add_argument("--turns", type=int, default=20)
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        for n in (int(x) for x in args.sizes.split(",")):
+            rows.append(bench_size(Path(tmp), n, args.turns))
+            print(f"done {n:,}", file=sys.stderr)
+    print(f"machine: {machine_line()}\n")
+    print("| session events | turn overhead p50 / p95 (ms) | fsync floor of a turn (ms) | offline verify p50 / p95 (ms) | crypto floor (ms) | with ledger, warm p50 / p95 (ms) | with ledger, cold (ms) | full re-walk (ms) | import / index (s) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['n']:,} | {r['turn_p50']:.1f} / {r['turn_p95']:.1f} | {r['fsync_floor_p50']:.1f} | {r['offline_p50']:.2f} / {r['offline_p95']:.2f} | "
+            f"{r['crypto_floor_p50']:.2f} | {r['ledger_warm_p50']:.2f} / {r['ledger_warm_p95']:.2f} | {r['ledger_cold_ms']:.0f} | {r['rewalk_ms']:.0f} | "
+            f"{r['import_s']:.1f} / {r['index_s']:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
