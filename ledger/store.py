@@ -35,6 +35,7 @@ from .event import (
     now_ts,
     validate_session_id,
 )
+from .parallel import verify_file_parallel
 from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, split_lines
 
 log = logging.getLogger("ledger")
@@ -412,15 +413,23 @@ class Ledger:
                 out.append(event_from_dict(orjson.loads(f.read(end - start)), seq + 1))
         return out
 
-    def verify(self, session: str) -> SessionReport:
-        """Verify one session from genesis, streaming, in constant memory."""
+    def verify(self, session: str, *, parallel: bool = True) -> SessionReport:
+        """Verify one session from genesis, streaming, in constant memory.
+
+        Ledgers over 64 MB are first checked in one process per core
+        (ledger/parallel.py); any doubt falls back to the serial walk.
+        """
         from .verify import verify_stream
 
         path = self.log_path(session)
         if not path.is_file():
             raise FileNotFoundError(f"session {session}: no such session")
-        with open(path, "rb") as f:
-            report = verify_stream(session, _chunks(f))
+        fast = verify_file_parallel(path, session) if parallel else None
+        if fast is not None:
+            report = SessionReport(session, True, fast[0], fast[1])
+        else:  # the serial walk is the judge: it names the first break
+            with open(path, "rb") as f:
+                report = verify_stream(session, _chunks(f))
         torn = tuple(sorted(str(p) for p in path.parent.glob(f"{EVENTS_FILE}.torn-*")))
         if torn:
             report = SessionReport(report.session, report.ok, report.events, report.head, report.brk, torn)

@@ -1,0 +1,130 @@
+"""Parallel verification of large ledgers: an accelerator, never the judge.
+
+Verification is local except for two values carried from line to line, the seq
+and the chain hash, and both are written in every line. So the file is cut at
+line boundaries into one range per core; each range is verified by a worker
+starting from the seq and stored chain hash of the line just before it. The
+worker checks everything the serial walk checks, including that its first line
+links to that stored chain hash; the range before it checks that the stored
+chain hash is the recomputed one. When every range verifies, the file verifies.
+
+When any range reports a problem (or a boundary line cannot be read), the
+caller runs the serial walk, which alone produces the report naming the break.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from .verify import ChainWalker, split_lines, verify_stream
+
+CHUNK = 1 << 20
+MIN_PARALLEL_BYTES = 64 << 20  # below this, process start-up costs more than it saves
+
+
+def _read_range(path: str, start: int, end: int):  # type: ignore[no-untyped-def]
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            chunk = f.read(min(CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+            yield chunk
+
+
+def verify_range(path: str, session: str, start: int, end: int, next_seq: int, head_hex: str) -> tuple[bool, int, int]:
+    """Verify the lines in [start, end); return (ok, events verified, last seq + 1)."""
+    walker = ChainWalker(session, next_seq, bytes.fromhex(head_hex), next_seq)
+    report = verify_stream(session, _read_range(path, start, end), walker=walker)
+    return report.brk is None, report.events - next_seq, walker.next_seq
+
+
+def _boundaries(path: Path, size: int, parts: int) -> list[tuple[int, int, str]] | None:
+    """(start offset, next seq, stored chain of the previous line) for each range after the first."""
+    out = []
+    with open(path, "rb") as f:
+        for k in range(1, parts):
+            guess = size * k // parts
+            f.seek(max(0, guess - 1))
+            window = f.read(64 << 10)
+            nl = window.find(b"\n")
+            if nl < 0:
+                return None
+            start = max(0, guess - 1) + nl + 1
+            # the line before `start` ends at start-1: find its beginning
+            back = min(start - 1, 256 << 10)
+            f.seek(start - 1 - back)
+            before = f.read(back)
+            line_start = before.rfind(b"\n") + 1
+            try:
+                prev = orjson.loads(before[line_start:])
+                out.append((start, int(prev["seq"]) + 1, str(prev["chain"])))
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                return None
+    return out
+
+
+def verify_file_parallel(
+    path: Path, session: str, workers: int | None = None, min_bytes: int = MIN_PARALLEL_BYTES
+) -> tuple[int, str] | None:
+    """(events, head) when every range verifies; None when the serial walk must decide."""
+    size = path.stat().st_size
+    workers = workers or os.cpu_count() or 1
+    if workers < 2 or size < max(min_bytes, 1):
+        return None
+    bounds = _boundaries(path, size, workers)
+    if bounds is None:
+        return None
+    starts = [(0, 0, "00" * 32), *bounds]
+    ranges = [(s, starts[i + 1][0] if i + 1 < len(starts) else size, seq, head) for i, (s, seq, head) in enumerate(starts)]
+    if any(a >= b for a, b, _, _ in ranges):
+        return None
+    # Plain child processes (not multiprocessing): safe from a threaded server,
+    # and independent of how the caller's __main__ is written.
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ledger.parallel", str(path), session, str(a), str(b), str(seq), head],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        for a, b, seq, head in ranges
+    ]
+    results = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            return None
+        try:
+            ok, n, after = orjson.loads(out)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            return None
+        results.append((bool(ok), int(n), int(after)))
+    expected_next = [seq for _, _, seq, _ in ranges[1:]] + [None]
+    total = 0
+    for (ok, n, after), nxt in zip(results, expected_next, strict=True):
+        if not ok or (nxt is not None and after != nxt):
+            return None
+        total += n
+    # the head is the stored chain of the last line, which the last range verified
+    with open(path, "rb") as f:
+        f.seek(max(0, size - (256 << 10)))
+        tail = f.read()
+    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return total, str(orjson.loads(last)["chain"])
+
+
+__all__ = ["verify_file_parallel", "verify_range", "split_lines"]
+
+if __name__ == "__main__":  # worker: python -m ledger.parallel PATH SESSION START END NEXT_SEQ HEAD
+    _path, _session, _start, _end, _seq, _head = sys.argv[1:7]
+    sys.stdout.write(orjson.dumps(verify_range(_path, _session, int(_start), int(_end), int(_seq), _head)).decode())
