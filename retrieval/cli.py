@@ -1,0 +1,171 @@
+"""`python -m retrieval`: a thin layer over Index (argument parsing, printing, exit codes).
+
+Exit codes: 0 success (zero results included), 2 unusable arguments, an
+unknown session or unreadable data, 1 an unexpected internal error. Errors
+are one `error: ...` line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
+
+from .db import Index
+from .model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """Arguments or data the command cannot use (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse prints usage and exits 2 itself; keep our format
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m retrieval", description="The Memory Receipt Engine's search index.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    r = sub.add_parser("rebuild", help="rebuild DATA_DIR/index.sqlite from the ledgers")
+    r.add_argument("data_dir", metavar="DATA_DIR")
+    s = sub.add_parser("search", help="search one session")
+    s.add_argument("data_dir", metavar="DATA_DIR")
+    s.add_argument("session", metavar="SESSION")
+    s.add_argument("query", metavar="QUERY", nargs="?")
+    s.add_argument("--queries", metavar="FILE", help="one query per line; prints one JSON line per query")
+    s.add_argument("-k", type=int, default=DEFAULT_K, help=f"results per query, {MIN_K}..{MAX_K} (default {DEFAULT_K})")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    return p
+
+
+def _data_dir(raw: str) -> Path:
+    path = Path(raw)
+    if not path.is_dir():
+        raise UsageError(f"{raw}: not a directory")
+    return path
+
+
+def _progress_bar(ledger: Ledger) -> Any:
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    total = sum(ledger.head(s)[0] for s in ledger.sessions())
+    return tqdm(total=total, unit="ev", file=sys.stderr, desc="indexing")
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args.data_dir)
+    ledger = Ledger(data_dir)
+    started = time.perf_counter()
+    index = Index(data_dir, ledger)
+    bar = _progress_bar(ledger)
+    counted = {"events": 0}
+
+    def progress(_session: str, n: int) -> None:
+        counted["events"] += n
+        if bar is not None:
+            bar.update(n)
+
+    try:
+        warnings = index.rebuild(progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    for w in index.warnings + warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    with index.read() as conn:
+        sessions, events = conn.execute(
+            "SELECT count(*), coalesce(sum(last_seq + 1), 0) FROM watermarks"
+        ).fetchone()
+    size = sum(p.stat().st_size for p in data_dir.glob("index.sqlite*") if "corrupt" not in p.name)
+    index.close()
+    print(
+        f"rebuilt {index.path}: {sessions} sessions, {events} events in "
+        f"{time.perf_counter() - started:.1f}s, {size / 1e6:.1f} MB"
+    )
+    return 0
+
+
+def format_table(resp: SearchResponse) -> str:
+    if not resp.results:
+        return f"no results: {resp.reason}"
+    lines = [f"{'rank':>4}  {'seq':>6}  {'role':<9}  {'score':>7}  {'bm25':>7}  {'coll':>4}  text"]
+    for h in resp.results:
+        text = " ".join(h.text.split())
+        if len(text) > 90:
+            text = text[:89] + "\u2026"
+        lines.append(
+            f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.score:>7.3f}  {h.bm25:>7.3f}  {h.collapse:>4.2f}  {text}"
+        )
+    return "\n".join(lines)
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if (args.query is None) == (args.queries is None):
+        raise UsageError("give either QUERY or --queries FILE")
+    k = check_k(args.k)
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        raise UsageError(str(exc)) from None
+    data_dir = _data_dir(args.data_dir)
+    ledger = Ledger(data_dir)
+    if not ledger.exists(args.session):
+        raise UsageError(f"session {args.session}: no such session in {data_dir}")
+    ledger.head(args.session)  # raises LedgerCorrupted (exit 2) when the ledger does not verify
+    queries: list[str] | None = None
+    if args.queries is not None:
+        try:
+            queries = Path(args.queries).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{args.queries}: cannot read the queries: {exc}") from None
+    index = Index(data_dir, ledger)
+    for w in index.warnings + index.index_session(args.session):
+        print(f"warning: {w}", file=sys.stderr)
+    out = sys.stdout
+    if queries is not None:
+        for q in queries:
+            resp = index.search(args.session, q, k)
+            out.write(_dumps({"query": q, "results": [h.to_dict() for h in resp.results], "reason": resp.reason}) + "\n")
+    else:
+        resp = index.search(args.session, args.query, k)
+        out.write((_dumps(resp.to_dict()) if args.json else format_table(resp)) + "\n")
+    out.flush()
+    index.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "rebuild":
+            return cmd_rebuild(args)
+        return cmd_search(args)
+    except (UsageError, SearchError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except (LedgerCorrupted, RetrievalError, OSError, EventError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never a traceback on the terminal
+        print(f"error: internal: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,47 @@
+"""Index and ranking settings (plain values). A change to the indexed ones forces a rebuild."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .scoring import COLLAPSE_WEIGHT
+
+
+@dataclass(frozen=True, slots=True)
+class IndexConfig:
+    # What goes into the FTS `context` column of an event: the text of this many
+    # neighbouring turns before and after it (docs/RETRIEVAL.md, "Context").
+    context_before: int = 2
+    context_after: int = 2
+    # bm25() column weights: the event's own text, and its neighbours' text.
+    text_weight: float = 1.0
+    context_weight: float = 0.3
+    # Ranking: how far the collapse score may move BM25 (0 = pure BM25).
+    collapse_weight: float = COLLAPSE_WEIGHT
+    # Large sessions: query terms held by more than this share of the session's
+    # events are dropped (when another term remains), because their doclists cost
+    # the most and their idf is the lowest. Applies from prune_min_events events on.
+    prune_share: float = 0.05
+    prune_min_events: int = 50_000
+
+    def __post_init__(self) -> None:
+        for name in ("context_before", "context_after", "prune_min_events"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} {value!r}: must be a non-negative integer")
+        if self.context_before > 8 or self.context_after > 8:
+            raise ValueError("context_before/context_after: at most 8 turns")
+        for name in ("text_weight", "context_weight", "collapse_weight", "prune_share"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} {value!r}: must be a finite non-negative number")
+        if self.collapse_weight > 1:
+            raise ValueError(f"collapse_weight {self.collapse_weight}: must be within [0, 1]")
+
+    def indexed_part(self) -> dict[str, int]:
+        """The settings baked into stored rows; the rest apply at query time."""
+        return {"context_before": self.context_before, "context_after": self.context_after}
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)

@@ -1,0 +1,601 @@
+"""The search index: the only module in `retrieval/` that speaks SQL or touches index files.
+
+DATA_DIR/index.sqlite is derived data: every row can be rebuilt from the
+ledgers, so a corrupted or vanished file is moved aside and rebuilt, never fatal.
+
+Threads: each thread reads through its own connection (WAL readers never wait
+for the writer); every write goes through one connection under one lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from itertools import islice
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+import sqlite_utils
+
+from ledger import GENESIS, Event, EventError, Ledger, LedgerCorrupted, validate_session_id
+
+from . import sql
+from .config import IndexConfig
+from .indexing import plan_rows
+from .model import Candidate, Hit, IndexUnavailable, SearchError, SearchResponse, check_k
+from .scoring import rank
+from .text import Query, build_query, or_query, stem
+
+log = logging.getLogger("retrieval")
+INDEX_FILE = "index.sqlite"
+CHUNK = 20_000  # events per write transaction while indexing
+MAX_EXCLUDE = 10_000
+GENESIS_HEX = GENESIS.hex()
+T = TypeVar("T")
+Progress = Callable[[str, int], None]  # (session, events just indexed)
+
+
+def candidates_for(k: int) -> int:
+    """How many BM25 matches the collapse score may re-rank for a top-k answer."""
+    return min(max(4 * k, 40), 200)
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in (11, 26)  # SQLITE_CORRUPT (incl. _VTAB), SQLITE_NOTADB
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def _batched(it: Iterable[T], n: int) -> Iterator[list[T]]:
+    iterator = iter(it)
+    while batch := list(islice(iterator, n)):
+        yield batch
+
+
+class _Raced(Exception):
+    """Another process moved a session's watermark while we were indexing it."""
+
+
+class _Local(threading.local):
+    conn: sqlite3.Connection | None = None
+    generation: int = -1
+
+
+class Index:
+    """The FTS5 index over every session of one data directory.
+
+    Constructing it opens (or creates) DATA_DIR/index.sqlite; call catch_up()
+    at start-up and index_session() after appends. search() indexes a session
+    it has never seen on first use.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        ledger: Ledger | None = None,
+        *,
+        config: IndexConfig | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / INDEX_FILE
+        self.ledger = ledger if ledger is not None else Ledger(self.data_dir)
+        self.config = config if config is not None else IndexConfig()
+        self.warnings: list[str] = []  # what opening and recovering had to do
+        self._lock = threading.RLock()
+        self._local = _Local()
+        self._generation = 0
+        self._writer: sqlite3.Connection | None = None
+        self._db: sqlite_utils.Database | None = None
+        self._inode: tuple[int, int] | None = None
+        self._hooks: dict[str, str] = {}
+        with self._lock:
+            self._open()
+
+    # -- opening, recovery ------------------------------------------------
+    def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if writer:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode.lower() != "wal":
+                    raise IndexUnavailable(f"{self.path}: cannot switch to WAL mode (got {mode})")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            else:
+                conn.execute("PRAGMA query_only = 1")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open(self) -> None:
+        """Open the file, create or check the schema; move a corrupted file aside."""
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailable(f"{self.data_dir}: cannot create the data directory: {exc}") from None
+        try:
+            self._open_writer()
+            self._ensure_schema()
+        except sqlite3.DatabaseError as exc:
+            if not _is_corruption(exc):
+                raise IndexUnavailable(f"{self.path}: {exc}") from None
+            self._move_aside(str(exc))
+            self._open_writer()
+            self._ensure_schema()
+
+    def _open_writer(self) -> None:
+        self._close_writer()
+        self._writer = self._connect(writer=True)
+        self._db = sqlite_utils.Database(self._writer, execute_plugins=False)
+        st = os.stat(self.path)
+        self._inode = (st.st_dev, st.st_ino)
+        self._generation += 1
+
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except sqlite3.Error:
+                pass
+        self._writer = None
+        self._db = None
+
+    def _ensure_schema(self) -> None:
+        conn = self._w()
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        wanted = {"schema_version": str(sql.SCHEMA_VERSION), "indexed": orjson.dumps(self.config.indexed_part()).decode()}
+        if "retrieval_meta" in tables:
+            have = dict(conn.execute("SELECT key, value FROM retrieval_meta").fetchall())
+            if have.get("schema_version") != wanted["schema_version"]:
+                self._reset_tables(f"schema version {have.get('schema_version')} is not {sql.SCHEMA_VERSION}")
+            elif have.get("indexed") != wanted["indexed"]:
+                self._reset_tables(f"index settings changed from {have.get('indexed')} to {wanted['indexed']}")
+        self._create_tables(wanted)
+
+    def _create_tables(self, meta: dict[str, str]) -> None:
+        conn = self._w()
+        with self._tx():
+            for stmt in sql.DDL.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            conn.executemany("INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, ?)", meta.items())
+            for ddl in self._hooks.values():
+                self._run_ddl(conn, ddl)
+
+    @staticmethod
+    def _run_ddl(conn: sqlite3.Connection, ddl: str) -> None:
+        for stmt in ddl.split(";"):
+            if stmt.strip():
+                conn.execute(stmt)
+
+    def _reset_tables(self, why: str) -> None:
+        self._warn(f"{self.path}: {why}; the index is rebuilt from the ledgers")
+        conn = self._w()
+        with self._tx():
+            for table in sql.OWN_TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def _move_aside(self, why: str) -> None:
+        self._close_writer()
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{time.time_ns() % 1_000_000_000:09d}"
+        target = self.path.with_name(f"{INDEX_FILE}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(target) + suffix))
+        self._warn(f"{self.path}: unreadable ({why}); moved aside to {target.name} and rebuilt from the ledgers")
+
+    def _warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.warnings.append(message)
+
+    def _w(self) -> sqlite3.Connection:
+        if self._writer is None:
+            raise IndexUnavailable(f"{self.path}: the index is not open")
+        return self._writer
+
+    def _check_file(self) -> bool:
+        """Reopen when index.sqlite vanished or was replaced under us; True if it did."""
+        try:
+            st = os.stat(self.path)
+            same = (st.st_dev, st.st_ino) == self._inode
+        except FileNotFoundError:
+            same = False
+        if same:
+            return False
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+                if (st.st_dev, st.st_ino) == self._inode:
+                    return False
+            except FileNotFoundError:
+                pass
+            self._warn(f"{self.path}: the file vanished or was replaced; reopened (sessions are re-indexed on use)")
+            self._close_writer()
+            self._open()
+            return True
+
+    def _recover(self, exc: BaseException) -> list[str]:
+        """A query hit corruption: move the file aside, rebuild everything, carry on."""
+        with self._lock:
+            self._move_aside(str(exc))
+            self._open()
+            return self._catch_up(None)
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        self._check_file()
+        try:
+            return fn()
+        except sqlite3.DatabaseError as exc:
+            if not _is_corruption(exc):
+                raise
+            self._recover(exc)
+            return fn()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE), or a savepoint inside one."""
+        with self._lock:
+            conn = self._w()
+            if conn.in_transaction:
+                name = f"sp_{threading.get_ident()}_{time.time_ns()}"
+                conn.execute(f"SAVEPOINT {name}")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    conn.execute(f"RELEASE SAVEPOINT {name}")
+                    raise
+                conn.execute(f"RELEASE SAVEPOINT {name}")
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    # -- for other packages ------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[sqlite_utils.Database]:
+        """A sqlite-utils Database inside one write transaction, under the write lock.
+
+        Committed when the block ends, rolled back if it raises. sqlite-utils
+        methods called inside use savepoints, so they do not commit early.
+        """
+        self._check_file()
+        with self._lock, self._tx():
+            assert self._db is not None
+            yield self._db
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """This thread's read-only connection (WAL: it never waits for the writer)."""
+        self._check_file()
+        yield self._reader()
+
+    def ensure_schema(self, name: str, ddl: str) -> None:
+        """Run idempotent DDL (CREATE ... IF NOT EXISTS) now and after every rebuild of the file.
+
+        How another package (receipts) adds its tables to index.sqlite. Note that
+        a corrupted file is moved aside whole: tables that cannot be derived from
+        the ledgers must be able to live with that.
+        """
+        with self._lock:
+            self._hooks[name] = ddl
+            with self._tx() as conn:
+                self._run_ddl(conn, ddl)
+
+    def _reader(self) -> sqlite3.Connection:
+        local = self._local
+        if local.conn is None or local.generation != self._generation:
+            if local.conn is not None:
+                try:
+                    local.conn.close()
+                except sqlite3.Error:
+                    pass
+            local.conn = self._connect(writer=False)
+            local.generation = self._generation
+        return local.conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_writer()
+            self._generation += 1
+            if self._local.conn is not None:
+                self._local.conn.close()
+                self._local.conn = None
+
+    # -- indexing ------------------------------------------------------------
+    def catch_up(self, progress: Progress | None = None) -> list[str]:
+        """Bring every session up to date with its ledger; return the warnings (also logged)."""
+        self._check_file()
+        try:
+            return self._catch_up(progress)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corruption(exc):
+                raise
+            return self._recover(exc)
+
+    def _catch_up(self, progress: Progress | None) -> list[str]:
+        with self._lock:
+            warnings: list[str] = []
+            in_ledger = set(self.ledger.sessions())
+            indexed = dict(self._w().execute("SELECT session, num FROM watermarks").fetchall())
+            for session in sorted(set(indexed) - in_ledger):
+                warnings.append(f"session {session}: no longer in the ledger; dropped from the index")
+                with self._tx():
+                    self._drop_session(indexed[session])
+                    self._w().execute("DELETE FROM watermarks WHERE num = ?", (indexed[session],))
+            for session in sorted(in_ledger):
+                warnings.extend(self._index_session(session, None, progress))
+            for w in warnings:
+                log.warning("%s", w)
+            return warnings
+
+    def index_session(self, session: str, new_events: Sequence[Event] | None = None) -> list[str]:
+        """Index what the session's ledger holds beyond the watermark; return warnings.
+
+        `new_events` (what Ledger.append/append_many just returned) saves
+        re-reading the ledger when they continue the watermark's chain exactly.
+        """
+        validate_session_id(session)
+        return self._guarded(lambda: self._index_session(session, new_events, None))
+
+    def _index_session(self, session: str, new_events: Sequence[Event] | None, progress: Progress | None) -> list[str]:
+        for _attempt in range(3):
+            try:
+                return self._index_session_once(session, new_events, progress)
+            except _Raced:
+                new_events = None  # another process moved the watermark: start again from it
+        raise IndexUnavailable(f"session {session}: the watermark keeps moving under us (another writer?)")
+
+    def _index_session_once(
+        self, session: str, new_events: Sequence[Event] | None, progress: Progress | None
+    ) -> list[str]:
+        with self._lock:
+            if not self.ledger.exists(session):
+                return []
+            try:
+                count, head = self.ledger.head(session)
+            except LedgerCorrupted as exc:
+                return [f"session {session}: {exc}; its index is left as it was"]
+            num, last_seq, last_chain = self._watermark(session)
+            if last_seq + 1 == count and last_chain == head:
+                return []
+            warnings: list[str] = []
+            if count < last_seq + 1:
+                warnings.append(
+                    f"session {session}: the ledger holds {count} events but {last_seq + 1} were indexed; re-indexed from scratch"
+                )
+                with self._tx():
+                    self._drop_session(num)
+                last_seq, last_chain = -1, GENESIS_HEX
+            if new_events and self._continues(new_events, last_seq, last_chain, count, head):
+                self._index_stream(session, num, iter(new_events), last_seq, last_chain, progress)
+                return warnings
+            stream = self.ledger.events(session, start_seq=max(0, last_seq))
+            if last_seq >= 0:
+                first = next(stream, None)
+                if first is None or first.seq != last_seq or first.chain != last_chain:
+                    found = "nothing" if first is None else f"seq {first.seq} chain {first.chain}"
+                    warnings.append(
+                        f"session {session}: ledger does not match the index at seq {last_seq}: "
+                        f"expected chain {last_chain}, found {found}; re-indexed from scratch"
+                    )
+                    with self._tx():
+                        self._drop_session(num)
+                    last_seq, last_chain = -1, GENESIS_HEX
+                    stream = self.ledger.events(session)
+            self._index_stream(session, num, stream, last_seq, last_chain, progress)
+            return warnings
+
+    @staticmethod
+    def _continues(events: Sequence[Event], last_seq: int, last_chain: str, count: int, head: str) -> bool:
+        """True when `events` are exactly the ledger's events after the watermark."""
+        prev_seq, prev_chain = last_seq, last_chain
+        for ev in events:
+            if ev.seq != prev_seq + 1 or ev.prev != prev_chain:
+                return False
+            prev_seq, prev_chain = ev.seq, ev.chain
+        return prev_seq + 1 == count and prev_chain == head
+
+    def _watermark(self, session: str) -> tuple[int, int, str]:
+        conn = self._w()
+        row = conn.execute("SELECT num, last_seq, last_chain FROM watermarks WHERE session = ?", (session,)).fetchone()
+        if row is not None:
+            return int(row[0]), int(row[1]), str(row[2])
+        with self._tx():
+            top = conn.execute("SELECT coalesce(max(num), 0) FROM watermarks").fetchone()[0]
+            if top >= sql.MAX_SESSION_NUM:
+                raise IndexUnavailable(f"{self.path}: too many sessions ({top})")
+            conn.execute(
+                "INSERT OR IGNORE INTO watermarks (num, session, last_seq, last_chain) VALUES (?, ?, -1, ?)",
+                (top + 1, session, GENESIS_HEX),
+            )
+            row = conn.execute(
+                "SELECT num, last_seq, last_chain FROM watermarks WHERE session = ?", (session,)
+            ).fetchone()
+        return int(row[0]), int(row[1]), str(row[2])
+
+    def _drop_session(self, num: int) -> None:
+        conn = self._w()
+        lo, hi = sql.session_range(num)
+        conn.execute(sql.DELETE_FTS_RANGE, (lo, hi))
+        conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", (lo, hi))
+        conn.execute("DELETE FROM terms WHERE num = ?", (num,))
+        conn.execute("UPDATE watermarks SET last_seq = -1, last_chain = ? WHERE num = ?", (GENESIS_HEX, num))
+
+    def _index_stream(
+        self,
+        session: str,
+        num: int,
+        stream: Iterator[Event],
+        last_seq: int,
+        last_chain: str,
+        progress: Progress | None,
+    ) -> None:
+        conn = self._w()
+        before, after = self.config.context_before, self.config.context_after
+        seen: set[str] = set()
+        fresh = last_seq < 0  # nothing of this session is in the terms table
+        prior_texts = self._tail_texts(num, last_seq, before + after) if (before or after) else []
+        for chunk in _batched(stream, CHUNK):
+            expected = (last_seq, last_chain)
+            for ev in chunk:
+                if ev.seq != last_seq + 1 or ev.prev != last_chain:
+                    raise IndexUnavailable(
+                        f"session {session}: ledger event at seq {ev.seq} does not continue seq {last_seq} "
+                        f"(prev {ev.prev}, expected {last_chain})"
+                    )
+                last_seq, last_chain = ev.seq, ev.chain
+            if not fresh:
+                self._load_seen(num, chunk, seen)
+            plan = plan_rows(num=num, events=chunk, seen=seen, prior_texts=prior_texts, before=before, after=after)
+            with self._tx():
+                now = conn.execute("SELECT last_seq, last_chain FROM watermarks WHERE num = ?", (num,)).fetchone()
+                if now is None or (now[0], now[1]) != expected:
+                    raise _Raced()
+                for seq, context in plan.context_updates:
+                    rid = sql.row_id(num, seq)
+                    old = conn.execute("SELECT text, context FROM events WHERE id = ?", (rid,)).fetchone()
+                    if old is None:
+                        continue
+                    conn.execute(sql.DELETE_FTS_ONE, (rid, old[0], old[1]))
+                    conn.execute("UPDATE events SET context = ? WHERE id = ?", (context, rid))
+                    conn.execute(sql.INSERT_FTS, (rid, old[0], context))
+                conn.executemany(sql.INSERT_EVENT, (r.values() for r in plan.rows))
+                conn.executemany(sql.INSERT_FTS, ((r.id, r.text, r.context) for r in plan.rows))
+                conn.executemany(sql.UPSERT_TERMS, ((num, t, n) for t, n in plan.df.items()))
+                conn.execute(
+                    "UPDATE watermarks SET last_seq = ?, last_chain = ? WHERE num = ?", (last_seq, last_chain, num)
+                )
+            if before or after:
+                prior_texts = (list(prior_texts) + [r.text for r in plan.rows])[-(before + after) :]
+            if progress is not None:
+                progress(session, len(chunk))
+
+    def _tail_texts(self, num: int, last_seq: int, n: int) -> list[str]:
+        if last_seq < 0 or n == 0:
+            return []
+        lo = sql.row_id(num, max(0, last_seq - n + 1))
+        rows = self._w().execute(
+            "SELECT text FROM events WHERE id BETWEEN ? AND ? ORDER BY id", (lo, sql.row_id(num, last_seq))
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def _load_seen(self, num: int, chunk: Sequence[Event], seen: set[str]) -> None:
+        from .text import content_terms
+
+        wanted = {t for ev in chunk for t in content_terms(ev.text)} - seen
+        for part in _batched(sorted(wanted), 500):
+            rows = self._w().execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall()
+            seen.update(r[0] for r in rows)
+
+    def rebuild(self, progress: Progress | None = None) -> list[str]:
+        """Drop this package's tables and index every ledger from scratch."""
+        self._check_file()
+        with self._lock:
+            conn = self._w()
+            with self._tx():
+                for table in sql.OWN_TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self._create_tables({
+                "schema_version": str(sql.SCHEMA_VERSION),
+                "indexed": orjson.dumps(self.config.indexed_part()).decode(),
+            })
+            warnings = self._catch_up(progress)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return warnings
+
+    # -- searching -------------------------------------------------------------
+    def search(self, session: str, query: str, k: int = 8, exclude_seqs: Iterable[int] = ()) -> SearchResponse:
+        """The top min(k, matches) events of one session for a free-text query, best first."""
+        k = check_k(k)
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise SearchError(str(exc)) from None
+        if not isinstance(query, str):
+            raise SearchError(f"query: must be a string, not {type(query).__name__}")
+        exclude = self._exclude_list(exclude_seqs)
+        q = build_query(query)
+        if q.fts is None:
+            return SearchResponse(session, query, k, [], q.reason)
+        return self._guarded(lambda: self._search(session, q, k, exclude))
+
+    @staticmethod
+    def _exclude_list(exclude_seqs: Iterable[int]) -> list[int]:
+        out = []
+        for s in exclude_seqs:
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= sql.MAX_SEQ:
+                raise SearchError(f"exclude_seqs: {s!r} is not a seq")
+            out.append(s)
+            if len(out) > MAX_EXCLUDE:
+                raise SearchError(f"exclude_seqs: more than {MAX_EXCLUDE} seqs")
+        return out
+
+    def _session_row(self, session: str) -> tuple[int, int] | None:
+        row = self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
+        if row is None and self.ledger.exists(session):
+            self._index_session(session, None, None)
+            row = self._reader().execute(
+                "SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)
+            ).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def _search(self, session: str, q: Query, k: int, exclude: list[int]) -> SearchResponse:
+        found = self._session_row(session)
+        if found is None or found[1] < 0:
+            return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
+        num, last_seq = found
+        match = self._prune(num, last_seq + 1, q)
+        lo, hi = sql.session_range(num)
+        params: dict[str, Any] = {"match": match, "lo": lo, "hi": hi, "limit": candidates_for(k) + len(exclude)}
+        if exclude:
+            params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
+        cfg = self.config
+        stmt = sql.search_sql(text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude))
+        rows = self._reader().execute(stmt, params).fetchall()
+        cands = [
+            Candidate(
+                seq=r[0], event_id=r[1], role=r[2], ts=r[3], text=r[4], meta=orjson.loads(r[5]),
+                digest=r[6], chain=r[7], bm25=float(r[8]), collapse=float(r[9]),
+            )
+            for r in rows
+        ]
+        if not cands:
+            return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match)
+        hits = [
+            Hit(
+                session=session, event_id=c.event_id, seq=c.seq, role=c.role, text=c.text, meta=c.meta,
+                digest=c.digest, chain=c.chain, ts=c.ts, bm25=c.bm25, collapse=c.collapse, score=score, rank=i,
+            )
+            for i, (c, score) in enumerate(rank(cands, k, cfg.collapse_weight), start=1)
+        ]
+        return SearchResponse(session, q.text, k, hits, None, match)
+
+    def _prune(self, num: int, n_events: int, q: Query) -> str:
+        """Drop the session's most common query terms in a large session (see IndexConfig.prune_share)."""
+        cfg = self.config
+        assert q.fts is not None
+        if n_events < cfg.prune_min_events or len(q.terms) < 2:
+            return q.fts
+        stems = {t: stem(t) for t in q.terms}
+        uniq = sorted(set(stems.values()))
+        df = dict(self._reader().execute(sql.terms_df_sql(len(uniq)), (num, *uniq)).fetchall())
+        limit = cfg.prune_share * n_events
+        kept = [t for t in q.terms if df.get(stems[t], 0) <= limit]
+        if not kept:  # every term is common: keep the rarest one
+            kept = [min(q.terms, key=lambda t: df.get(stems[t], 0))]
+        return or_query(kept)

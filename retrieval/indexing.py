@@ -1,0 +1,110 @@
+"""From ledger events to index rows (pure: no SQL, no files).
+
+db.py feeds a session's new events here in seq order, together with what the
+index already holds about the session (the terms it has seen, the texts of the
+last few turns), and writes out what comes back.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from ledger import Event
+
+from .scoring import collapse_score, novelty
+from .sql import row_id
+from .text import content_terms
+
+CONTEXT_SEP = " \u2026 "  # between neighbouring turns in the context column
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: int
+    session: str
+    seq: int
+    event_id: str
+    role: str
+    ts: str
+    text: str
+    context: str
+    meta: str
+    digest: str
+    chain: str
+    novelty: float
+    collapse: float
+
+    def values(self) -> tuple[object, ...]:
+        return (
+            self.id, self.session, self.seq, self.event_id, self.role, self.ts, self.text, self.context,
+            self.meta, self.digest, self.chain, self.novelty, self.collapse,
+        )
+
+
+def context_of(texts: Sequence[str], i: int, before: int, after: int) -> str:
+    """The neighbours of texts[i]: up to `before` turns before it and `after` turns after it."""
+    parts = list(texts[max(0, i - before) : i]) + list(texts[i + 1 : i + 1 + after])
+    return CONTEXT_SEP.join(parts)
+
+
+@dataclass(slots=True)
+class Plan:
+    rows: list[Row]
+    df: Counter[str]  # per-term number of new events holding it
+    # (seq, new context) of already-indexed events whose after-context grew.
+    context_updates: list[tuple[int, str]]
+
+
+def plan_rows(
+    *,
+    num: int,
+    events: Sequence[Event],
+    seen: set[str],
+    prior_texts: Sequence[str],
+    before: int = 0,
+    after: int = 0,
+) -> Plan:
+    """Rows for `events` (consecutive, in seq order) given what the session held before them.
+
+    `seen` holds the session's content terms so far (at least every term of
+    `events` that it held); it is updated in place, event by event, so each
+    event's novelty is judged against exactly what came before it.
+    `prior_texts` are the texts of the indexed events just before events[0]
+    (the last before + after of them, oldest first).
+    """
+    texts = list(prior_texts) + [e.text for e in events]
+    p = len(prior_texts)
+    df: Counter[str] = Counter()
+    rows = []
+    for j, ev in enumerate(events):
+        terms = content_terms(ev.text)
+        nov = novelty(terms, seen)
+        seen.update(terms)
+        df.update(terms)
+        rows.append(
+            Row(
+                id=row_id(num, ev.seq),
+                session=ev.session,
+                seq=ev.seq,
+                event_id=ev.id,
+                role=ev.role,
+                ts=ev.ts,
+                text=ev.text,
+                context=context_of(texts, p + j, before, after) if (before or after) else "",
+                meta=orjson.dumps(ev.meta).decode(),
+                digest=ev.digest,
+                chain=ev.chain,
+                novelty=nov,
+                collapse=collapse_score(ev.role, nov),
+            )
+        )
+    updates = []
+    if after and events:
+        first = events[0].seq
+        for i in range(max(0, p - after), p):
+            updates.append((first - (p - i), context_of(texts, i, before, after)))
+    return Plan(rows, df, updates)

@@ -1,0 +1,91 @@
+"""What a search returns, and the errors it raises (plain values, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MIN_K = 1
+MAX_K = 50
+DEFAULT_K = 8
+
+
+class RetrievalError(Exception):
+    """Base of this package's errors."""
+
+
+class SearchError(RetrievalError, ValueError):
+    """A search request is unusable (bad K, bad session id, bad query type); nothing was searched."""
+
+
+class IndexUnavailable(RetrievalError):
+    """The index could not be opened or rebuilt (e.g. an unwritable data directory)."""
+
+
+def check_k(k: object) -> int:
+    """Fail closed: K is an int in [MIN_K, MAX_K], never coerced."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise SearchError(f"k {k!r}: must be an integer from {MIN_K} to {MAX_K}")
+    if not MIN_K <= k <= MAX_K:
+        raise SearchError(f"k {k}: must be from {MIN_K} to {MAX_K}")
+    return k
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One BM25 match as read from the index, before ranking."""
+
+    seq: int
+    event_id: str
+    role: str
+    ts: str
+    text: str
+    meta: dict[str, Any]
+    digest: str
+    chain: str
+    bm25: float
+    collapse: float
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result, carrying what a receipt needs to cite the event."""
+
+    session: str
+    event_id: str
+    seq: int
+    role: str
+    text: str
+    meta: dict[str, Any]
+    digest: str
+    chain: str
+    ts: str
+    bm25: float
+    collapse: float
+    score: float
+    rank: int  # 1-based
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    """The results of one search, best first; `reason` says why `results` is empty."""
+
+    session: str
+    query: str
+    k: int
+    results: list[Hit] = field(default_factory=list)
+    reason: str | None = None
+    match: str | None = None  # the FTS5 expression that ran, if any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "query": self.query,
+            "k": self.k,
+            "match": self.match,
+            "reason": self.reason,
+            "results": [h.to_dict() for h in self.results],
+        }

@@ -1,0 +1,112 @@
+"""SQL text for the index, built by pure functions (tested as strings; db.py runs it).
+
+Row ids: every event's rowid is (session number << 32) | seq, so one session's
+rows are one contiguous rowid range and `rowid BETWEEN lo AND hi` lets FTS5
+skip every other session's part of each doclist.
+"""
+
+from __future__ import annotations
+
+import math
+
+SCHEMA_VERSION = 1
+SEQ_BITS = 32
+MAX_SEQ = (1 << SEQ_BITS) - 1
+MAX_SESSION_NUM = (1 << 30) - 1
+TOKENIZER = "porter unicode61 remove_diacritics 1"
+
+# Tables this package owns; others (receipts, ...) share the file and are left alone.
+OWN_TABLES = ("events_fts", "events", "terms", "watermarks", "retrieval_meta")
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS retrieval_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS watermarks (
+    num INTEGER PRIMARY KEY,            -- the high bits of the session's rowids
+    session TEXT NOT NULL UNIQUE,
+    last_seq INTEGER NOT NULL DEFAULT -1,   -- last indexed seq (-1: none)
+    last_chain TEXT NOT NULL            -- chain hash of that event (GENESIS hex when none)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,             -- (num << {SEQ_BITS}) | seq
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    text TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '',   -- neighbouring turns, indexed with a lower weight
+    meta TEXT NOT NULL,                 -- JSON object
+    digest TEXT NOT NULL,
+    chain TEXT NOT NULL,
+    novelty REAL NOT NULL,
+    collapse REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
+    text, context, content='events', content_rowid='id', tokenize='{TOKENIZER}'
+);
+CREATE TABLE IF NOT EXISTS terms (
+    num INTEGER NOT NULL,               -- session number
+    term TEXT NOT NULL,                 -- retrieval.text.content_terms() form
+    df INTEGER NOT NULL,                -- events of the session holding it
+    PRIMARY KEY (num, term)
+) WITHOUT ROWID;
+"""
+
+INSERT_EVENT = (
+    "INSERT INTO events (id, session, seq, event_id, role, ts, text, context, meta, digest, chain, novelty, collapse)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_FTS = "INSERT INTO events_fts (rowid, text, context) VALUES (?, ?, ?)"
+DELETE_FTS_ONE = "INSERT INTO events_fts (events_fts, rowid, text, context) VALUES ('delete', ?, ?, ?)"
+DELETE_FTS_RANGE = (
+    "INSERT INTO events_fts (events_fts, rowid, text, context)"
+    " SELECT 'delete', id, text, context FROM events WHERE id BETWEEN ? AND ?"
+)
+UPSERT_TERMS = (
+    "INSERT INTO terms (num, term, df) VALUES (?, ?, ?)"
+    " ON CONFLICT (num, term) DO UPDATE SET df = df + excluded.df"
+)
+
+
+def row_id(num: int, seq: int) -> int:
+    if not 0 <= seq <= MAX_SEQ:
+        raise ValueError(f"seq {seq}: outside 0..{MAX_SEQ}")
+    return (num << SEQ_BITS) | seq
+
+
+def session_range(num: int) -> tuple[int, int]:
+    return num << SEQ_BITS, (num << SEQ_BITS) | MAX_SEQ
+
+
+def _weight(value: float) -> str:
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"bm25 weight {value!r}: must be finite and non-negative")
+    return repr(float(value))
+
+
+def search_sql(*, text_weight: float = 1.0, context_weight: float = 0.0, exclude: bool = False) -> str:
+    """Top-:limit BM25 matches of :match within rowids :lo..:hi, joined to their events.
+
+    Parameters: :match, :lo, :hi, :limit, and :exclude (a JSON array of rowids) when `exclude`.
+    The rowid range is inside the FTS5 query so it bounds the doclist scan.
+    """
+    weights = f"{_weight(text_weight)}, {_weight(context_weight)}"
+    excl = " AND rowid NOT IN (SELECT value FROM json_each(:exclude))" if exclude else ""
+    return (
+        "SELECT e.seq, e.event_id, e.role, e.ts, e.text, e.meta, e.digest, e.chain, c.bm25, e.collapse"
+        " FROM ("
+        f"SELECT rowid AS rid, bm25(events_fts, {weights}) AS bm25 FROM events_fts"
+        f" WHERE events_fts MATCH :match AND rowid BETWEEN :lo AND :hi{excl}"
+        " ORDER BY bm25 LIMIT :limit"
+        ") AS c JOIN events AS e ON e.id = c.rid ORDER BY c.bm25, e.seq"
+    )
+
+
+def terms_df_sql(n: int) -> str:
+    """Document frequencies of n terms in one session: params (num, term1, ..., termN)."""
+    marks = ", ".join("?" * n)
+    return f"SELECT term, df FROM terms WHERE num = ? AND term IN ({marks})"
