@@ -27,7 +27,7 @@ from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, format_public_key
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Report
 
-from .test_llm import FakeGroq, Reply, completion_body
+from .test_llm import GOOD_STREAM, PIECES, FakeGroq, Reply, completion_body, refused_base_url, stream_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = [
@@ -443,6 +443,24 @@ class TestGroqPath:
         r = turn.body["response"]
         assert r["provider"] == "offline" and r["model"] == "offline-stand-in" and needle in r["fallback_reason"]
         assert turn.answer.startswith("[Offline stand-in")
+        assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
+
+
+    def test_a_streamed_groq_answer_is_signed_as_streamed(self, tmp_path: Path, fake: FakeGroq) -> None:
+        fake.reply = stream_reply(GOOD_STREAM)
+        engine = self._engine(tmp_path, fake)
+        pieces: list[str] = []
+        turn = engine.turn("s1", "where did I move?", on_delta=pieces.append)
+        assert pieces == PIECES and turn.answer == "".join(PIECES)
+        assert turn.body["response"]["provider"] == "groq"
+        assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
+
+    def test_a_refused_connection_falls_back_and_the_receipt_says_so(self, tmp_path: Path) -> None:
+        engine = Engine(tmp_path, llm=LLM(api_key="test-key-not-real", base_url=refused_base_url(), timeout=5))
+        turn = engine.turn("s1", "hello there")
+        r = turn.body["response"]
+        assert r["provider"] == "offline" and "connection" in r["fallback_reason"].lower()
+        assert "test-key-not-real" not in json.dumps(turn.body)
         assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
 
 
