@@ -77,6 +77,7 @@ class Engine:
         self.ledger = index.ledger if index is not None else Ledger(self.data_dir)
         self.index = index if index is not None else Index(self.data_dir, self.ledger)
         self.index.ensure_schema("receipts", files.RECEIPTS_DDL)
+        self._restore_receipt_rows()
         self.key = key if key is not None else load_or_create(self.data_dir)
         self.llm = llm if llm is not None else LLM()
         self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = files.write_receipt
@@ -180,6 +181,20 @@ class Engine:
         finally:
             store.close()
         return rbody.sign_receipt(body, self.key), body
+
+    def _restore_receipt_rows(self) -> None:
+        """The receipts table is derived from the receipt files: refill it after the index was rebuilt."""
+        with self.index.read() as conn:
+            if conn.execute("SELECT count(*) FROM receipts").fetchone()[0]:
+                return
+        for session in self.ledger.sessions():
+            for path in files.list_receipts(self.data_dir, session):
+                try:
+                    receipt = rbody.parse_receipt(files.read_receipt_bytes(path))
+                except (ValueError, OSError) as exc:
+                    log.warning("%s: not restored to the receipts table (%s)", path, exc)
+                    continue
+                self._record(session, receipt.receipt_id, path, receipt.body)
 
     def _record(self, session: str, receipt_id: str, path: Path, body: dict[str, Any]) -> None:
         try:

@@ -541,3 +541,17 @@ class TestCli:
         (tmp_path / "v2.json").write_text(json.dumps(unknown))
         proc = run_verify(str(tmp_path / "v2.json"))
         assert proc.returncode == 2 and "version" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_receipt_rows_are_restored_after_the_index_is_lost(world: World) -> None:
+    with world.engine.index.read() as conn:
+        before = conn.execute("SELECT receipt_id FROM receipts ORDER BY receipt_id").fetchall()
+    assert len(before) == 3
+    world.engine.index.close()
+    (world.data / "index.sqlite").unlink()
+    for extra in ("index.sqlite-wal", "index.sqlite-shm"):
+        (world.data / extra).unlink(missing_ok=True)
+    fresh = Engine(world.data, llm=LLM(api_key=""))
+    with fresh.index.read() as conn:
+        after = conn.execute("SELECT receipt_id FROM receipts ORDER BY receipt_id").fetchall()
+    assert after == before
