@@ -100,6 +100,15 @@ def loads_strict(data: bytes | str, where: str = "input") -> Any:
     Used at the edges (import files, uploaded receipts) where a duplicate key
     would let two parsers disagree about what was signed.
     """
+    # Fast path: orjson never keeps a duplicate key silently *and* re-serialises to the
+    # same length (its output is never longer than its input, and strictly shorter once
+    # a key was dropped); anything else takes the strict stdlib parser below.
+    try:
+        obj = orjson.loads(data)
+        if len(orjson.dumps(obj)) == len(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")):
+            return obj
+    except (orjson.JSONDecodeError, TypeError):
+        pass
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")

@@ -437,20 +437,8 @@ class Ledger:
 
 
 def _parse_import_line(stripped: bytes, n: int) -> Any:
-    """orjson fast path; the strict stdlib parser when duplicate keys are possible.
-
-    orjson keeps the last of duplicate keys silently, but its re-serialisation is
-    never longer than its input and is strictly shorter when a key was dropped:
-    equal lengths prove there was no duplicate.
-    """
     from .canonical import CanonicalError, loads_strict
 
-    try:
-        obj = orjson.loads(stripped)
-        if len(orjson.dumps(obj)) == len(stripped):
-            return obj
-    except (orjson.JSONDecodeError, TypeError):
-        pass
     try:
         return loads_strict(stripped, f"line {n}")
     except CanonicalError as exc:

@@ -258,6 +258,9 @@ def _check_prompt(r: _Rows, body: dict[str, Any]) -> None:
     except TemplateError as exc:
         r.add("prompt.hash", False, str(exc), "a known template", template, "prompt.template")
         return
+    except ValueError as exc:  # e.g. a lone surrogate in a memory's text
+        r.add("prompt.hash", False, f"the prompt cannot be rebuilt: {exc}", body["prompt"]["sha256"], "error", "memories")
+        return
     r.add("prompt.hash", derived == body["prompt"]["sha256"], f"prompt re-derived from the query and memories with {template}", body["prompt"]["sha256"], derived, "prompt.sha256")
 
 

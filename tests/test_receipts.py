@@ -203,6 +203,8 @@ def body_attacks(world: World) -> list[tuple[str, Mutator, str]]:
         ("the query cited as a memory", cite_the_query, "receipt.structure"),
         ("ranks out of order", lambda b: b["memories"][0].update(rank=2), "receipt.structure"),
         ("unknown template", lambda b: b["prompt"].update(template="mre-prompt/v0"), "prompt.hash"),
+        ("a lone surrogate in a memory's text", lambda b: m0(b).update(text="bad \ud800 text"), "memory[1].digest"),
+        ("a float in a memory's meta", lambda b: m0(b).update(meta={"x": 1.5}), "memory[1].digest"),
         ("an event of this session at the wrong seq", lambda b: b["memories"][0].update(event=dict(other_event, seq=b["memories"][0]["event"]["seq"])), "memory[1].digest"),
     ]
 
