@@ -82,6 +82,34 @@ class Engine:
         self.llm = llm if llm is not None else LLM()
         self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = files.write_receipt
 
+    def forget(self, session: str, *, idle_before: float | None = None) -> bool:
+        """Delete a session: its ledger, receipts, Merkle tree, audit cache and index rows.
+
+        With `idle_before` (a Unix time), only if its ledger was last written
+        before then — checked under the session's turn lock, so a turn that is
+        running or just finished is never deleted. Returns whether it was deleted.
+        """
+        import shutil
+
+        sdir = self.data_dir / "sessions" / session
+        with files.session_turn_lock(self.data_dir, session):
+            if idle_before is not None:
+                try:
+                    log_file = sdir / "events.jsonl"
+                    written = (log_file if log_file.exists() else sdir).stat().st_mtime
+                except FileNotFoundError:
+                    return False
+                if written >= idle_before:
+                    return False
+            self.ledger.forget(session)
+            for path in (sdir, self.data_dir / "audit" / session, self.data_dir / "merkle" / session):
+                shutil.rmtree(path, ignore_errors=True)
+            with self.index.write() as db:
+                db.execute("DELETE FROM receipts WHERE session = ?", [session])
+            (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)
+        self.index.catch_up()
+        return True
+
     def remember(self, session: str, text: str, role: str = "user", meta: dict[str, Any] | None = None) -> Event:
         """Append a message without a model turn (import, notes, MCP 'remember')."""
         check_message(text)
@@ -109,6 +137,26 @@ class Engine:
     def _turn(self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None) -> Turn:
         # 1. the user's message
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
+        try:
+            return self._answer(session, message, k, receipt_id, on_delta, user_ev)
+        except TurnError:
+            raise
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.error("session %s: turn for seq %d failed: %s", session, user_ev.seq, reason)
+            self._note(session, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({reason})", "turn_failure", receipt_id)
+            raise TurnError(f"the turn failed ({reason}); no answer was given") from exc
+
+    def _note(self, session: str, text: str, kind: str, receipt_id: str) -> None:
+        """Best effort: leave a system event saying what went wrong, so the ledger never just stops."""
+        try:
+            self.ledger.append(session, "system", text, {"kind": kind, "receipt_id": receipt_id})
+        except Exception:  # noqa: BLE001 - the turn fails either way
+            log.exception("session %s: could not record %s", session, kind)
+
+    def _answer(
+        self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None, user_ev: Event
+    ) -> Turn:
         self.index.index_session(session, [user_ev])
         # 2. the top-K memories, never the message just appended
         resp = self.index.search(session, message, k, exclude_seqs=[user_ev.seq])
@@ -133,10 +181,7 @@ class Engine:
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             log.error("session %s: receipt %s could not be written: %s", session, receipt_id, reason)
-            try:  # leave a trace in the ledger that this answer has no receipt
-                self.ledger.append(session, "system", f"receipt {receipt_id} for the answer at seq {asst_ev.seq} could not be written; that answer was withheld", {"kind": "receipt_failure", "receipt_id": receipt_id})
-            except Exception:  # noqa: BLE001 - best effort; the turn fails either way
-                pass
+            self._note(session, f"receipt {receipt_id} for the answer at seq {asst_ev.seq} could not be written; that answer was withheld", "receipt_failure", receipt_id)
             raise TurnError(f"the receipt could not be written ({reason}); the answer was withheld") from exc
         self._record(session, receipt_id, path, body)
         return Turn(completion.text, receipt_id, path, envelope, body, hits, completion, user_ev, asst_ev)

@@ -41,6 +41,7 @@ from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, split_lines
 log = logging.getLogger("ledger")
 CHUNK = 1 << 20
 EVENTS_FILE = "events.jsonl"
+MAX_OPEN_SESSIONS = 128  # sessions whose lock and log descriptors stay open between appends
 
 
 class LedgerCorrupted(RuntimeError):
@@ -181,12 +182,40 @@ class Ledger:
             fd = self._lock_fds.get(session)
             if fd is None:
                 fd = os.open(sdir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-                self._lock_fds[session] = fd
+                with self._guard:
+                    self._lock_fds[session] = fd
+                self._evict(keep=session)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield sdir
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _evict(self, keep: str) -> None:
+        """Keep at most MAX_OPEN_SESSIONS sessions' descriptors open (oldest first, idle ones only)."""
+        with self._guard:
+            excess = len(self._lock_fds) - MAX_OPEN_SESSIONS
+            if excess <= 0:
+                return
+            for other in list(self._lock_fds):
+                if excess <= 0:
+                    break
+                lock = self._locks.get(other)
+                if other == keep or lock is None or not lock.acquire(blocking=False):
+                    continue  # in use right now: never close a descriptor under a writer
+                try:
+                    self._drop_fds(other)
+                finally:
+                    lock.release()
+                excess -= 1
+
+    def _drop_fds(self, session: str) -> None:
+        fd = self._lock_fds.pop(session, None)
+        if fd is not None:
+            os.close(fd)
+        log_fd = self._log_fds.pop(session, None)
+        if log_fd is not None:
+            os.close(log_fd[0])
 
     def _log_fd(self, session: str, path: Path) -> int:
         """A cached O_APPEND descriptor of the session's log, reopened if the file was replaced."""
@@ -197,18 +226,38 @@ class Ledger:
                 return cached[0]
             os.close(cached[0])
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        self._log_fds[session] = (fd, ino)
+        with self._guard:
+            self._log_fds[session] = (fd, ino)
         return fd
+
+    def forget(self, session: str) -> None:
+        """Drop everything this object caches about a session (before its files are deleted)."""
+        validate_session_id(session)
+        with self._guard:
+            lock = self._locks.get(session)
+        if lock is None:
+            return
+        with lock, self._guard:
+            self._drop_fds(session)
+            self._tails.pop(session, None)
+            self._locks.pop(session, None)
+
+    def open_descriptors(self) -> int:
+        """How many file descriptors this object holds open (bounded by 2 × MAX_OPEN_SESSIONS)."""
+        with self._guard:
+            return len(self._lock_fds) + len(self._log_fds)
 
     def close(self) -> None:
         """Close cached file descriptors (the Ledger stays usable; they reopen on demand)."""
         with self._guard:
-            for fd in self._lock_fds.values():
-                os.close(fd)
-            for fd, _ in self._log_fds.values():
-                os.close(fd)
-            self._lock_fds.clear()
-            self._log_fds.clear()
+            sessions = list(self._lock_fds) + [s for s in self._log_fds if s not in self._lock_fds]
+        for session in sessions:
+            with self._guard:
+                lock = self._locks.get(session)
+            if lock is None:
+                continue
+            with lock, self._guard:
+                self._drop_fds(session)
 
     def __del__(self) -> None:
         try:

@@ -237,3 +237,26 @@ def test_private_files_are_not_world_writable(tmp_path: Path) -> None:
     led = Ledger(tmp_path)
     led.append("s1", "user", "x")
     assert not os.stat(led.log_path("s1")).st_mode & 0o002
+
+
+class TestDescriptors:
+    def test_open_descriptors_stay_bounded_with_many_sessions(self, tmp_path: Path) -> None:
+        from ledger.store import MAX_OPEN_SESSIONS
+
+        led = Ledger(tmp_path)
+        for i in range(MAX_OPEN_SESSIONS + 40):
+            led.append(f"s{i}", "user", "hi")
+        assert led.open_descriptors() <= 2 * MAX_OPEN_SESSIONS
+        # an evicted session still appends and verifies
+        assert led.append("s0", "user", "again").seq == 1 and led.verify("s0").ok
+
+    def test_forget_drops_caches_and_the_session_can_be_recreated(self, tmp_path: Path) -> None:
+        import shutil
+
+        led = Ledger(tmp_path)
+        led.append("gone", "user", "one")
+        led.append("gone", "user", "two")
+        led.forget("gone")
+        shutil.rmtree(led.session_dir("gone"))
+        ev = led.append("gone", "user", "fresh start")
+        assert ev.seq == 0 and led.verify("gone").ok

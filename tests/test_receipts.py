@@ -241,7 +241,7 @@ class TestGeneratedAttacks:
         for name, mutate, _check in body_attacks(world):
             b = copy.deepcopy(body)
             mutate(b)
-            forged = dict(env, payload=base64.b64encode(canonical_json(b)).decode())
+            forged = dict(env, payload=resign(env, b, world.key)["payload"])  # the new payload, the old signature
             attacks.append((name, forged, "envelope.signature"))
         assert slipped_through(world, world.raw(2), attacks) == []
 
@@ -557,3 +557,29 @@ def test_receipt_rows_are_restored_after_the_index_is_lost(world: World) -> None
     with fresh.index.read() as conn:
         after = conn.execute("SELECT receipt_id FROM receipts ORDER BY receipt_id").fetchall()
     assert after == before
+
+
+def test_a_failure_between_question_and_answer_is_recorded_and_gives_no_answer(tmp_path: Path) -> None:
+    engine = Engine(tmp_path, llm=LLM(api_key=""))
+    engine.remember("s1", "my cat is Miso")
+
+    def broken_search(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("index exploded")
+
+    engine.index.search = broken_search  # type: ignore[method-assign]
+    with pytest.raises(TurnError, match="index exploded"):
+        engine.turn("s1", "what is my cat called?")
+    last = list(engine.ledger.events("s1"))[-1]
+    assert last.role == "system" and last.meta["kind"] == "turn_failure"
+
+
+def test_forget_removes_every_trace_of_a_session(world: World) -> None:
+    world.engine.turn("bob", "a message from bob")
+    world.engine.forget("alice")
+    assert not world.engine.ledger.exists("alice")
+    assert not (world.data / "audit" / "alice").exists() and not (world.data / "merkle" / "alice").exists()
+    assert world.engine.index.search("alice", "Miso").results == []
+    with world.engine.index.read() as conn:
+        assert conn.execute("SELECT count(*) FROM receipts WHERE session='alice'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM receipts WHERE session='bob'").fetchone()[0] == 1
+    assert world.engine.turn("alice", "hello again").user_event.seq == 0

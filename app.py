@@ -1,0 +1,274 @@
+"""`python app.py [--data DIR] [--host H] [--port P]`: the Memory Receipt Engine web app and MCP server.
+
+Wiring only: the components, their elem_ids and which handler each event
+calls. Every rule lives in `webui/` (see webui/handlers.py and webui/service.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+from dataclasses import dataclass
+
+import gradio as gr
+
+from chat.engine import Engine
+from webui import ids
+from webui import render as r
+from webui import render_verify as rv
+from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval
+from webui.handlers import UI
+from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS
+from webui.mcp_tools import make_tools
+from webui.retention import Sweeper, sweep
+from webui.service import Service
+from webui.tamper import DEFAULT_TARGET, TARGETS
+
+log = logging.getLogger("app")
+UNDOCUMENTED = "undocumented"  # callable by gradio_client (the browser's events), but not an MCP tool
+
+INTRO = """\
+# 🧾 Memory Receipt Engine
+A chat assistant whose memory is a hash-chained ledger. Under every answer: the *stamps* — exactly which
+memories the model was handed — and a signed **receipt** you can verify here or offline.
+"""
+
+
+def build(service: Service, *, retention_hours: float | None = None) -> gr.Blocks:
+    """The Blocks app over one service (one data directory)."""
+    ui = UI(service)
+    with gr.Blocks(
+        title="Memory Receipt Engine", analytics_enabled=False, delete_cache=delete_cache(retention_hours)
+    ) as demo:
+        key_state = gr.BrowserState(
+            None,
+            storage_key="mre-session-key",
+            # Not a secret (the page carries it); tied to the signing key so a new data directory starts afresh.
+            secret=hashlib.sha256(b"mre-browser-state:" + service.key_id.encode()).hexdigest()[:32],
+        )
+        gr.Markdown(INTRO)
+        with gr.Accordion("Your session", open=False):
+            session_md = gr.Markdown(elem_id=ids.SESSION_ID)
+            with gr.Row():
+                key_box = gr.Textbox(
+                    label="Session key (secret — paste another key and press Enter to open that session)",
+                    type="password",
+                    buttons=["copy"],
+                    elem_id=ids.SESSION_KEY,
+                    scale=4,
+                )
+                new_btn = gr.Button("New session", elem_id=ids.NEW_SESSION, scale=1)
+
+        with gr.Tabs(elem_id=ids.TABS):
+            with gr.Tab("Chat", id="chat", elem_id=ids.TAB_CHAT):
+                gr.Markdown(r.provider_now(service.engine.llm.describe()), elem_id=ids.PROVIDER)
+                chatbot = gr.Chatbot(
+                    elem_id=ids.CHAT_HISTORY,
+                    height=480,
+                    latex_delimiters=[],
+                    feedback_options=None,
+                    show_label=False,
+                )
+                with gr.Row():
+                    msg = gr.Textbox(
+                        placeholder=f"Say something (up to {MAX_MESSAGE_CHARS} characters) and press Enter",
+                        show_label=False,
+                        elem_id=ids.CHAT_INPUT,
+                        scale=6,
+                        autofocus=True,
+                    )
+                    send = gr.Button("Send", variant="primary", elem_id=ids.CHAT_SEND, scale=1)
+                k_chat = gr.Slider(
+                    K_MIN,
+                    K_MAX,
+                    value=K_DEFAULT,
+                    step=1,
+                    precision=0,
+                    label="K: memories handed to the model",
+                    elem_id=ids.CHAT_K,
+                )
+                stamps = gr.Markdown(r.NO_STAMPS, elem_id=ids.STAMPS, latex_delimiters=[])
+                download = gr.DownloadButton(
+                    "⬇ Download receipt (after the first answer)", interactive=False, elem_id=ids.RECEIPT_DOWNLOAD
+                )
+
+            with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
+                with gr.Row():
+                    query = gr.Textbox(label="Search this session's memories", elem_id=ids.SEARCH_QUERY, scale=6)
+                    search_btn = gr.Button("Search", variant="primary", elem_id=ids.SEARCH_BUTTON, scale=1)
+                k_search = gr.Slider(
+                    K_MIN, K_MAX, value=K_DEFAULT, step=1, precision=0, label="K: results at most", elem_id=ids.SEARCH_K
+                )
+                search_status = gr.Markdown(elem_id=ids.SEARCH_STATUS, latex_delimiters=[])
+                results = gr.Dataframe(
+                    headers=r.SEARCH_HEADERS,
+                    interactive=False,
+                    wrap=True,
+                    column_widths=r.SEARCH_WIDTHS,
+                    elem_id=ids.SEARCH_RESULTS,
+                )
+
+            with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
+                upload = gr.File(
+                    label="Receipt (.json)", file_types=[".json"], type="filepath", elem_id=ids.VERIFY_UPLOAD
+                )
+                with gr.Row():
+                    verify_btn = gr.Button("Verify", variant="primary", elem_id=ids.VERIFY_BUTTON)
+                    target = gr.Dropdown(
+                        choices=[(label, key) for key, label in TARGETS.items()],
+                        value=DEFAULT_TARGET,
+                        label="Change one byte of…",
+                        elem_id=ids.TAMPER_TARGET,
+                    )
+                    tamper_btn = gr.Button("🔨 Tamper with it", elem_id=ids.TAMPER_BUTTON)
+                verdict = gr.Markdown(rv.VERIFY_HELP, elem_id=ids.VERIFY_VERDICT, latex_delimiters=[])
+                report = gr.Dataframe(
+                    headers=rv.REPORT_HEADERS,
+                    interactive=False,
+                    wrap=True,
+                    column_widths=rv.REPORT_WIDTHS,
+                    elem_id=ids.VERIFY_REPORT,
+                )
+                tamper_dl = gr.DownloadButton(
+                    "⬇ Download the tampered copy", interactive=False, elem_id=ids.TAMPER_DOWNLOAD
+                )
+
+            with gr.Tab("Ledger", id="ledger", elem_id=ids.TAB_LEDGER) as ledger_tab:
+                refresh = gr.Button("Refresh", elem_id=ids.LEDGER_REFRESH)
+                ledger_status = gr.Markdown(elem_id=ids.LEDGER_STATUS, latex_delimiters=[])
+                events = gr.Dataframe(
+                    headers=r.LEDGER_HEADERS,
+                    interactive=False,
+                    wrap=True,
+                    column_widths=r.LEDGER_WIDTHS,
+                    elem_id=ids.LEDGER_EVENTS,
+                )
+                checkpoint = gr.Code(
+                    language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
+                )
+                gr.Markdown(r.key_markdown(service.key_id), elem_id=ids.LEDGER_KEY_ID)
+                gr.Code(
+                    service.public_key_text,
+                    language="json",
+                    label="Public key (signing.pub)",
+                    interactive=False,
+                    elem_id=ids.LEDGER_PUBLIC_KEY,
+                )
+                gr.DownloadButton(
+                    "⬇ Download signing.pub", value=service.public_key_path, elem_id=ids.LEDGER_KEY_DOWNLOAD
+                )
+
+        session_outputs = [key_state, key_box, session_md, chatbot, stamps, download]
+        ledger_outputs = [ledger_status, events, checkpoint]
+        cleared = [search_status, results, verdict, report]
+
+        demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED)
+        for trigger, fn, inputs, name in (
+            (new_btn.click, ui.new_session, None, "new_session"),
+            (key_box.submit, ui.resume, [key_box], "resume"),
+        ):
+            trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED).then(
+                ui.cleared, None, cleared, api_name=f"{name}_clear", api_visibility="private"
+            ).then(ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private")
+        gr.on(
+            [msg.submit, send.click],
+            ui.chat,
+            [msg, chatbot, k_chat, key_state],
+            [chatbot, msg, stamps, download],
+            api_name="chat",
+            api_visibility=UNDOCUMENTED,
+        )
+        gr.on(
+            [query.submit, search_btn.click],
+            ui.search,
+            [query, k_search, key_state],
+            [search_status, results],
+            api_name="search",
+            api_visibility=UNDOCUMENTED,
+        )
+        gr.on(
+            [upload.upload, verify_btn.click],
+            ui.verify,
+            [upload, key_state],
+            [verdict, report],
+            api_name="verify",
+            api_visibility=UNDOCUMENTED,
+        )
+        tamper_btn.click(
+            ui.tamper,
+            [upload, target, key_state],
+            [verdict, report, tamper_dl],
+            api_name="tamper",
+            api_visibility=UNDOCUMENTED,
+        )
+        gr.on(
+            [ledger_tab.select, refresh.click],
+            ui.ledger,
+            [key_state],
+            ledger_outputs,
+            api_name="ledger",
+            api_visibility=UNDOCUMENTED,
+        )
+
+        for tool in make_tools(service):  # the MCP tools (public API endpoints)
+            gr.api(tool, api_name=tool.__name__)
+    return demo
+
+
+@dataclass
+class Running:
+    """A launched app: stop() closes the server, the sweeper and the download folder."""
+
+    demo: gr.Blocks
+    url: str
+    service: Service
+    sweeper: Sweeper
+
+    def stop(self) -> None:
+        self.sweeper.stop()
+        self.demo.close()
+        self.service.downloads.close()
+
+
+def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
+    """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
+    engine = Engine(cfg.data_dir)
+    service = Service(engine)
+    for warning in engine.index.catch_up():
+        log.warning("%s", warning)
+    jobs = [service.downloads.sweep]
+    if cfg.retention_hours is not None:
+        sweep(engine, cfg.retention_hours)
+        jobs.insert(0, lambda: sweep(engine, cfg.retention_hours))
+    sweeper = Sweeper(jobs, sweep_interval(cfg.retention_hours))
+    sweeper.start()
+    demo = build(service, retention_hours=cfg.retention_hours)
+    demo.queue(default_concurrency_limit=cfg.concurrency)
+    running = Running(demo, "", service, sweeper)
+    _app, url, _share = demo.launch(prevent_thread_lock=not block, quiet=quiet, **launch_options(cfg))
+    running.url = url or f"http://{cfg.host}:{cfg.port}/"
+    return running
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own loopback requests
+    try:
+        cfg = parse_args(argv, os.environ)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        start(cfg, block=True)
+    except KeyboardInterrupt:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - a start-up failure is one line, not a traceback
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

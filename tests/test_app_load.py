@@ -1,0 +1,42 @@
+"""Bounded load in CI: 10 concurrent visitors × 5 turns against the app on a loopback port (offline stand-in)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+import app
+from bench.load import check_receipts, http_run, visitors
+from webui.config import Config
+
+CLIENTS, TURNS = 10, 5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[app.Running]:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
+    running = app.start(Config(tmp_path / "data", "127.0.0.1", free_port(), None, 16, True), quiet=True)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.mark.slow
+def test_concurrent_visitors_get_no_errors_no_leaks_and_verifiable_receipts(server: app.Running) -> None:
+    people = visitors(CLIENTS)
+    result = http_run(server.url, people, TURNS)
+    check_receipts(result, server.service.data_dir, people)
+    assert result.errors == []
+    assert result.leaks == []
+    assert result.receipts_failed == []
+    assert result.receipts_checked == CLIENTS * TURNS
+    assert len(result.latencies) == CLIENTS * TURNS

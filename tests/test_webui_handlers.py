@@ -1,0 +1,258 @@
+"""The Gradio handlers called directly (no server): outputs, refusals, nothing written on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+
+from chat.engine import Engine, TurnError
+from chat.llm import LLM
+from receipts.body import MAX_RECEIPT_BYTES
+from webui import render as r
+from webui.handlers import UI
+from webui.inputs import MAX_MESSAGE_CHARS
+from webui.service import Service
+from webui.sessions import new_session_key, session_id
+
+
+def offline_engine(path: Path) -> Engine:
+    """An engine whose model is the offline stand-in, whatever the environment says (tests never touch the network)."""
+    return Engine(path, llm=LLM(api_key=""))
+
+
+@pytest.fixture
+def ui(tmp_path: Path) -> UI:
+    return UI(Service(offline_engine(tmp_path / "data")))
+
+
+def chat(ui: UI, key: str, message: str, history: list[Any] | None = None, k: object = 8) -> list[tuple[Any, ...]]:
+    return list(ui.chat(message, history or [], k, key))
+
+
+def download_path(button: Any) -> str:
+    value = button.value
+    return value["path"] if isinstance(value, dict) else value
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+
+
+class TestSession:
+    def test_a_first_visit_gets_a_fresh_key_and_an_empty_chat(self, ui: UI) -> None:
+        key, shown, note, history, stamps, _download = ui.start(None)
+        assert shown == key and session_id(key) in note and key not in note
+        assert history == [] and stamps == r.NO_STAMPS
+
+    def test_a_reload_resumes_the_session_with_its_stamps(self, ui: UI) -> None:
+        key = ui.start(None)[0]
+        chat(ui, key, "I moved to Lisbon")
+        final = chat(ui, key, "Where did I move?")[-1]
+        again, _shown, _note, history, stamps, download = ui.start(key)
+        assert again == key
+        assert [m["role"] for m in history] == ["user", "assistant", "assistant"] * 2
+        assert stamps == final[2]
+        assert download.interactive and Path(download_path(download)).name.startswith("rcpt_")
+
+    def test_new_session_is_a_different_empty_session(self, ui: UI) -> None:
+        key = ui.start(None)[0]
+        chat(ui, key, "hello")
+        fresh = ui.new_session()
+        assert fresh[0] != key and fresh[3] == []
+
+    def test_a_pasted_key_opens_that_session_and_a_bad_one_is_refused(self, ui: UI) -> None:
+        key = ui.start(None)[0]
+        chat(ui, key, "from another device")
+        assert len(ui.resume(f"  {key} ")[3]) == 3
+        with pytest.raises(gr.Error, match="32-64 characters"):
+            ui.resume("short")
+
+
+class TestChat:
+    def test_the_answer_arrives_with_stamps_and_a_receipt_to_download(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "My cat is called Miso")
+        outs = chat(ui, key, "What is my cat called?")
+        first, last = outs[0], outs[-1]
+        assert first[0][-1]["content"] == r.literal(r.PENDING) and first[1] == ""  # shown at once, box cleared
+        history, _box, stamps, download = last
+        assert history[-2]["role"] == "assistant" and "Miso" in history[-2]["content"]
+        assert history[-1]["metadata"]["title"].startswith("🧾 Stamps")
+        assert "My cat is called Miso" in stamps and "offline stand-in" in stamps
+        saved = Path(download_path(download)).read_bytes()
+        (receipt,) = [
+            p
+            for p in (ui.service.data_dir / "sessions" / session_id(key) / "receipts").glob("*.json")
+            if p.stem in stamps
+        ]
+        assert saved == receipt.read_bytes()
+
+    def test_streamed_text_is_shown_as_it_arrives_and_replaced_by_the_final_answer(self, ui: UI, monkeypatch) -> None:
+        service = ui.service
+        real = service.engine.llm.complete
+
+        def streaming(messages, *, query, memories, on_delta=None):
+            c = real(messages, query=query, memories=memories, on_delta=None)
+            if on_delta is not None:
+                on_delta("partial ")
+                on_delta("text")
+            return c
+
+        monkeypatch.setattr(service.engine.llm, "complete", streaming)
+        outs = chat(ui, new_session_key(), "stream please")
+        shown = [o[0][-1]["content"] for o in outs[1:-1]]
+        assert any("partial" in s for s in shown)
+        assert "Offline stand" in outs[-1][0][-2]["content"]  # the Completion's text is authoritative
+
+    @pytest.mark.parametrize(
+        ("message", "k", "match"),
+        [
+            ("", 8, "empty"),
+            ("   ", 8, "empty"),
+            ("x" * (MAX_MESSAGE_CHARS + 1), 8, str(MAX_MESSAGE_CHARS)),
+            ("fine", 0, "K 0"),
+            ("fine", 21, "K 21"),
+            ("fine", 2.5, "K 2.5"),
+        ],
+    )
+    def test_bad_input_is_refused_and_nothing_is_written(self, ui: UI, message: str, k: object, match: str) -> None:
+        key = new_session_key()
+        before = files_under(ui.service.data_dir / "sessions")
+        with pytest.raises(gr.Error, match=match):
+            chat(ui, key, message, k=k)
+        assert files_under(ui.service.data_dir / "sessions") == before
+        assert not ui.service.engine.ledger.exists(session_id(key))
+
+    def test_a_missing_session_key_is_refused(self, ui: UI) -> None:
+        with pytest.raises(gr.Error, match="session key"):
+            chat(ui, None, "hello")  # type: ignore[arg-type]
+
+    def test_a_failed_turn_shows_a_note_not_an_answer(self, ui: UI) -> None:
+        def broken(*_args: Any) -> Path:
+            raise OSError("disk full")
+
+        ui.service.engine.write_receipt = broken
+        outs = []
+        with pytest.raises(gr.Error, match="receipt could not be written"):
+            for out in ui.chat("hello", [], 8, new_session_key()):
+                outs.append(out)
+        assert outs[-1][0][-1]["metadata"]["title"] == "⚠️ note"
+        assert issubclass(TurnError, RuntimeError)
+
+    def test_an_unexpected_error_is_a_short_message_not_a_traceback(self, ui: UI, monkeypatch) -> None:
+        def boom(*_a: Any, **_k: Any) -> Any:
+            raise KeyError("internal detail")
+
+        monkeypatch.setattr(ui.service.engine, "turn", boom)
+        with pytest.raises(gr.Error) as info:
+            chat(ui, new_session_key(), "hello")
+        assert "KeyError" in info.value.message and "internal detail" not in info.value.message
+
+
+class TestSearch:
+    def test_search_finds_this_sessions_events_only(self, ui: UI) -> None:
+        mine, theirs = new_session_key(), new_session_key()
+        chat(ui, mine, "the zebra in my garden")
+        chat(ui, theirs, "the zebra in their garden")
+        _status, table = ui.search("zebra", 8, mine)
+        assert table["headers"] == r.SEARCH_HEADERS
+        my_ids = {ev.id for ev in ui.service.engine.ledger.events(session_id(mine))}
+        assert "the zebra in my garden" in [row[4] for row in table["data"]]
+        assert {row[1] for row in table["data"]} <= my_ids
+        assert not any("their" in row[4] for row in table["data"])
+
+    def test_nothing_found_says_why(self, ui: UI) -> None:
+        status, table = ui.search("anything", 8, new_session_key())
+        assert status.startswith("No results") and table["data"] == []
+
+    @pytest.mark.parametrize(("query", "k", "match"), [("", 8, "search"), ("ok", 0, "K 0"), ("ok", 99, "K 99")])
+    def test_bad_search_input_is_refused(self, ui: UI, query: str, k: int, match: str) -> None:
+        with pytest.raises(gr.Error, match=match):
+            ui.search(query, k, new_session_key())
+
+
+class TestVerifyTab:
+    def test_an_own_receipt_verifies_against_the_ledger(self, ui: UI) -> None:
+        key = new_session_key()
+        download = chat(ui, key, "note one")[-1][3]
+        verdict, table = ui.verify(download_path(download), key)
+        assert "✅ Verified" in verdict and "this session's ledger" in verdict
+        assert all(row[1] == "✅ pass" for row in table["data"])
+
+    def test_another_visitor_verifies_it_offline(self, ui: UI) -> None:
+        download = chat(ui, new_session_key(), "owner's words")[-1][3]
+        verdict, table = ui.verify(download_path(download), new_session_key())
+        assert "offline" in verdict and "another session" in verdict
+        assert any(row[1] == "⚪ not verifiable here" for row in table["data"])
+
+    @pytest.mark.parametrize(
+        ("content", "expected"),
+        [(b"this is not json", "Not a receipt"), (b"", "Cannot verify"), (b"{}", "Not a receipt")],
+    )
+    def test_bad_uploads_get_a_status_not_a_traceback(
+        self, ui: UI, tmp_path: Path, content: bytes, expected: str
+    ) -> None:
+        p = tmp_path / "upload.json"
+        p.write_bytes(content)
+        verdict, table = ui.verify(str(p), new_session_key())
+        assert expected in verdict and table["data"] == []
+
+    def test_an_oversized_upload_is_refused_unread(self, ui: UI, tmp_path: Path) -> None:
+        p = tmp_path / "big.json"
+        with open(p, "wb") as f:
+            f.truncate(MAX_RECEIPT_BYTES + 1)
+        verdict, _table = ui.verify(str(p), None)
+        assert "over the" in verdict
+
+    def test_no_upload_yet(self, ui: UI) -> None:
+        assert "choose a receipt" in ui.verify(None, None)[0]
+        assert "choose a receipt" in ui.tamper(None, "memory", None)[0]
+
+    def test_tamper_shows_which_check_catches_it_and_offers_the_copy(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "I like green tea")
+        download = chat(ui, key, "what tea do I like?")[-1][3]
+        verdict, table, copy = ui.tamper(download_path(download), "memory", key)
+        assert "Tampered copy: caught" in verdict
+        failed = {row[0] for row in table["data"] if row[1] == "❌ fail"}
+        assert {"envelope.signature", "memory[1].digest"} <= failed
+        tampered = Path(download_path(copy)).read_bytes()
+        assert json.loads(tampered)["payload"] != json.loads(Path(download_path(download)).read_bytes())["payload"]
+        assert "Failed" in ui.verify(download_path(copy), key)[0]
+
+
+class TestLedgerTab:
+    def test_the_ledger_shows_events_status_and_latest_checkpoint(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "first")
+        last = chat(ui, key, "second")[-1]
+        status, table, checkpoint = ui.ledger(key)
+        assert "Chain intact" in status and "4 events" in status
+        assert [row[0] for row in table["data"]] == [0, 1, 2, 3]
+        rid = last[0][-1]["metadata"]["title"].split(" · ")[-1]
+        assert rid in checkpoint and '"tree_size": 4' in checkpoint
+
+    def test_an_empty_session(self, ui: UI) -> None:
+        status, table, checkpoint = ui.ledger(new_session_key())
+        assert "no events yet" in status and table["data"] == [] and "no signed checkpoint" in checkpoint
+
+    def test_a_corrupted_ledger_is_reported_with_its_break(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "one")
+        chat(ui, key, "two")
+        log = ui.service.data_dir / "sessions" / session_id(key) / "events.jsonl"
+        lines = log.read_bytes().split(b"\n")
+        lines[1] = lines[1].replace(b'"text":"', b'"text":"X', 1)
+        log.write_bytes(b"\n".join(lines))
+        status, _table, _cp = ui.ledger(key)
+        assert "Chain broken" in status and "line 2" in status
+
+    def test_the_public_key_is_offered_for_offline_verification(self, ui: UI) -> None:
+        service = ui.service
+        assert service.key_id in service.public_key_text
+        assert Path(service.public_key_path).read_text() == service.public_key_text
+        assert "--trust signing.pub" in r.key_markdown(service.key_id)

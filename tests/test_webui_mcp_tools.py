@@ -1,0 +1,96 @@
+"""The MCP tool functions called directly (no server): descriptions, JSON results, refusals."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from chat.engine import Engine
+from chat.llm import LLM
+from webui.mcp_tools import make_tools
+from webui.service import Service
+from webui.sessions import session_id
+
+
+def offline_engine(path: Path) -> Engine:
+    """An engine whose model is the offline stand-in, whatever the environment says (tests never touch the network)."""
+    return Engine(path, llm=LLM(api_key=""))
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> dict:
+    return {fn.__name__: fn for fn in make_tools(Service(offline_engine(tmp_path)))}
+
+
+def test_the_tool_set(tools: dict) -> None:
+    assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt"}
+
+
+def test_every_tool_documents_every_argument_and_the_session_key_as_a_secret(tools: dict) -> None:
+    for name, fn in tools.items():
+        doc = inspect.getdoc(fn) or ""
+        assert doc.splitlines()[0], name
+        for param in inspect.signature(fn).parameters:
+            assert f"{param}:" in doc.split("Args:")[1], (name, param)
+        if "session_key" in inspect.signature(fn).parameters:
+            assert "secret" in doc, name
+
+
+def test_annotations_are_real_types_for_the_schema(tools: dict) -> None:
+    for fn in tools.values():
+        assert all(not isinstance(p.annotation, str) for p in inspect.signature(fn).parameters.values())
+        assert inspect.signature(fn).return_annotation is str
+
+
+def test_ask_returns_the_answer_and_a_receipt_that_verifies(tools: dict) -> None:
+    key = json.loads(tools["new_session_key"]())["session_key"]
+    tools["remember"](key, "my locker code is in the blue notebook")
+    out = json.loads(tools["ask"](key, "where is my locker code?", 5))
+    assert out["provider"] == "offline" and "Offline stand-in" in out["answer"]
+    assert out["session_id"] == session_id(key) and out["receipt_id"].startswith("rcpt_")
+    assert [m["text"] for m in out["memories"]][:1] == ["my locker code is in the blue notebook"]
+    report = json.loads(tools["verify_receipt"](json.dumps(out["receipt"]), key))
+    assert report["verdict"] == "verified" and report["checked"] == "ledger"
+    # the whole ask output is accepted too
+    assert json.loads(tools["verify_receipt"](json.dumps(out), key))["verdict"] == "verified"
+
+
+def test_another_callers_receipt_is_verified_offline(tools: dict) -> None:
+    a = json.loads(tools["new_session_key"]())["session_key"]
+    b = json.loads(tools["new_session_key"]())["session_key"]
+    receipt = json.loads(tools["ask"](a, "private words"))["receipt"]
+    report = json.loads(tools["verify_receipt"](json.dumps(receipt), b))
+    assert report["checked"] == "other_session" and report["mode"] == "offline"
+
+
+def test_search_returns_scored_hits_of_this_session_only(tools: dict) -> None:
+    a = json.loads(tools["new_session_key"]())["session_key"]
+    b = json.loads(tools["new_session_key"]())["session_key"]
+    tools["remember"](a, "pineapple on pizza")
+    tools["remember"](b, "pineapple in salad")
+    out = json.loads(tools["search_memories"](a, "pineapple", 8))
+    assert [h["text"] for h in out["results"]] == ["pineapple on pizza"]
+    assert {"bm25", "collapse", "score", "digest", "chain", "event_id"} <= set(out["results"][0])
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "match"),
+    [
+        ("ask", ("short-key", "hi"), "session key"),
+        ("ask", (None, ""), "message"),
+        ("ask", (None, "hi", 0), "K 0"),
+        ("remember", (None, ""), "empty"),
+        ("search_memories", (None, "x", 21), "K 21"),
+        ("verify_receipt", ("not json",), "malformed"),
+        ("verify_receipt", ("",), "receipt_json"),
+    ],
+)
+def test_bad_arguments_are_refused_with_the_reason(tools: dict, tool: str, args: tuple, match: str) -> None:
+    key = json.loads(tools["new_session_key"]())["session_key"]
+    args = tuple(key if a is None else a for a in args)
+    with pytest.raises(gr.Error, match=match):
+        tools[tool](*args)

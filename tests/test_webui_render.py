@@ -1,0 +1,152 @@
+"""Renderers: domain values in, what the UI shows out (pure; no server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chat.engine import Engine
+from chat.llm import LLM
+from ledger import Break, SessionReport
+from webui import render as r
+from webui.text import md, short
+
+
+def offline_engine(path: Path) -> Engine:
+    """An engine whose model is the offline stand-in, whatever the environment says (tests never touch the network)."""
+    return Engine(path, llm=LLM(api_key=""))
+
+
+@pytest.fixture(scope="module")
+def turn(tmp_path_factory: pytest.TempPathFactory):
+    engine = offline_engine(tmp_path_factory.mktemp("data"))
+    engine.remember("s1", "I moved to Lisbon | with my cat <b>Miso</b>")
+    engine.remember("s1", "The cat likes tuna")
+    return engine.turn("s1", "Where is my cat Miso?", 8)
+
+
+class TestEscaping:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("plain words", "plain words"),
+            ("a | b", "a \\| b"),
+            ("<img src=x onerror=alert(1)>", "&lt;img src\\=x onerror\\=alert\\(1\\)&gt;"),
+            ("line\n===", "line \\=\\=\\="),
+            ("![x](http://evil.example/p.png)", "\\!\\[x\\]\\(http://evil\\.example/p\\.png\\)"),
+            ("*bold* _it_ `code`", "\\*bold\\* \\_it\\_ \\`code\\`"),
+            ("line one\nline two", "line one line two"),
+            ("$$x$$", "\\$\\$x\\$\\$"),
+        ],
+    )
+    def test_untrusted_text_cannot_make_markup(self, text: str, expected: str) -> None:
+        assert md(text) == expected
+
+    def test_a_cut_is_marked(self) -> None:
+        assert md("x" * 50, 10).endswith("…")
+        assert short("ab" * 32) == "abababababab…"
+        assert short("abc") == "abc"
+
+    def test_literal_keeps_line_breaks_but_not_markup(self) -> None:
+        assert r.literal("# title\n- item") == "\\# title  \n\\- item"
+
+
+class TestStamps:
+    def test_stamps_list_every_memory_handed_to_the_model(self, turn) -> None:
+        s = r.stamps_from_body(turn.body)
+        assert s.receipt_id == turn.receipt_id and s.k == 8
+        assert [m.seq for m in s.memories] == [h.seq for h in turn.hits]
+        text = r.stamps_markdown(s)
+        for m in turn.body["memories"]:
+            assert f"| {m['event']['seq']} |" in text
+            assert short(m["event"]["digest"]) in text
+        assert turn.receipt_id in text
+
+    def test_memory_text_in_the_stamps_is_escaped(self, turn) -> None:
+        text = r.stamps_markdown(r.stamps_from_body(turn.body))
+        assert "<b>" not in text and "&lt;b&gt;" in text
+        assert "Lisbon \\| with" in text  # a pipe cannot break the table
+
+    def test_the_offline_stand_in_is_labelled_as_such(self, turn) -> None:
+        s = r.stamps_from_body(turn.body)
+        assert s.provider == "offline"
+        assert "offline stand-in" in r.stamps_markdown(s)
+        assert "no language model" in r.stamps_markdown(s)
+        assert "offline stand-in" in r.stamps_title(s)
+
+    def test_a_model_is_named_with_its_provider(self) -> None:
+        label = r.provider_label("groq", "openai/gpt-oss-20b", None)
+        assert "Groq" in label and "gpt" in label and "stand-in" not in label
+
+    def test_no_memories_says_so(self, turn) -> None:
+        body = {**turn.body, "memories": []}
+        assert "handed none" in r.stamps_markdown(r.stamps_from_body(body))
+
+    def test_a_stamps_message_is_collapsed_under_its_title(self, turn) -> None:
+        msg = r.stamps_message(r.stamps_from_body(turn.body))
+        assert msg["role"] == "assistant" and msg["metadata"]["title"].startswith("🧾 Stamps")
+
+
+class TestTables:
+    def test_search_rows_carry_scores_and_hash_prefixes(self, turn) -> None:
+        rows = r.search_rows(turn.hits)
+        assert len(rows) == len(turn.hits)
+        h, row = turn.hits[0], rows[0]
+        assert len(row) == len(r.SEARCH_HEADERS)
+        assert row[:4] == [h.rank, h.event_id, h.seq, h.role]
+        assert row[5] == pytest.approx(h.bm25, rel=1e-5) and row[6] == pytest.approx(h.collapse, rel=1e-5)
+        assert row[8] == short(h.digest) and row[9] == short(h.chain)
+
+    def test_tiny_bm25_values_are_not_rounded_to_zero(self) -> None:
+        assert r.sig(-1.234567e-6) == pytest.approx(-1.23457e-6)
+
+    def test_ledger_rows_show_the_latest_events_oldest_first(self, turn, tmp_path: Path) -> None:
+        engine = offline_engine(tmp_path)
+        for i in range(5):
+            engine.remember("s", f"note {i}")
+        events = list(engine.ledger.events("s"))
+        rows = r.ledger_rows(events, limit=3)
+        assert [row[0] for row in rows] == [2, 3, 4]
+        assert rows[0][4] == short(events[2].digest) and rows[0][5] == short(events[2].chain)
+
+    def test_search_status_gives_the_reason_for_nothing(self) -> None:
+        assert "no event matches" in r.search_status(0, 8, "session s: no event matches")
+        assert r.search_status(3, 8, None).startswith("3 results")
+
+
+class TestLedgerStatus:
+    def test_an_intact_chain_says_how_many_events_were_re_verified(self) -> None:
+        rep = SessionReport("s", True, 12, "ab" * 32)
+        assert "Chain intact" in r.chain_status(rep, 12, 12) and "12 events" in r.chain_status(rep, 12, 12)
+
+    def test_a_broken_chain_names_where_and_both_values(self) -> None:
+        brk = Break(7, 6, "digest_mismatch", "aa" * 32, "bb" * 32, "digest does not match")
+        text = r.chain_status(SessionReport("s", False, 6, "cc" * 32, brk), 6, 6)
+        assert "Chain broken" in text and "line 7" in text and "seq 6" in text and "digest\\_mismatch" in text
+        assert short("aa" * 32, 24) in text and short("bb" * 32, 24) in text
+
+    def test_no_session_yet(self) -> None:
+        assert "no events yet" in r.chain_status(None, 0, 0)
+
+    def test_the_checkpoint_names_its_receipt(self, turn) -> None:
+        text = r.checkpoint_text(turn.receipt_id, turn.body["checkpoint"])
+        assert turn.receipt_id in text and turn.body["checkpoint"]["body"]["root"] in text
+        assert "no signed checkpoint" in r.checkpoint_text(None, None)
+
+
+class TestHistory:
+    def test_a_restored_answer_is_followed_by_its_stamps(self, turn) -> None:
+        msgs = r.history_messages([(turn.user_event, None), (turn.assistant_event, turn.body)])
+        assert [m["role"] for m in msgs] == ["user", "assistant", "assistant"]
+        assert msgs[2]["metadata"]["title"].endswith(turn.receipt_id)
+
+    def test_an_answer_whose_receipt_is_gone_is_shown_without_stamps(self, turn) -> None:
+        msgs = r.history_messages([(turn.assistant_event, None)])
+        assert len(msgs) == 1 and "metadata" not in msgs[0]
+
+    def test_provider_line_before_any_turn(self) -> None:
+        assert "offline stand-in" in r.provider_now(
+            {"provider": "offline", "model": "offline-stand-in", "configured": False}
+        )
+        assert "Groq" in r.provider_now({"provider": "groq", "model": "m", "configured": True})

@@ -1,0 +1,244 @@
+"""The Gradio edge: component values in, component values out.
+
+Refusals the user can act on become `gr.Error` with the reason (a toast; the
+outputs keep their values) or, on the Verify tab, a status in the verdict
+area. Anything unexpected is logged with its traceback and shown as a short
+"failed on the server" message — never a traceback in the page.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import gradio as gr
+
+from chat.engine import Turn, TurnError
+from ledger import LedgerCorrupted
+from receipts.body import MalformedReceipt
+
+from . import render as r
+from . import render_verify as rv
+from .inputs import BadInput, read_upload
+from .service import Service
+from .sessions import SessionKeyError, is_session_key, new_session_key
+from .tamper import DEFAULT_TARGET, TamperError
+
+log = logging.getLogger("webui")
+KNOWN = (BadInput, SessionKeyError, TurnError, LedgerCorrupted, TamperError)
+F = TypeVar("F", bound=Callable[..., Any])
+_DONE = object()
+
+
+def to_gr_error(exc: BaseException) -> gr.Error:
+    """The message a visitor sees for an exception (HTML-escaped: Gradio renders it as HTML)."""
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, KNOWN):
+        return gr.Error(
+            html.escape(str(exc)),
+            title="Refused" if not isinstance(exc, TurnError) else "Turn failed",
+            print_exception=False,
+        )
+    log.error("handler failed", exc_info=exc)
+    return gr.Error(
+        f"the request failed on the server ({type(exc).__name__}); the details are in the server log",
+        print_exception=False,
+    )
+
+
+def edge(fn: F) -> F:
+    """Turn a handler's exceptions into visitor-facing errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - this is the edge
+            raise to_gr_error(exc) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> dict[str, Any]:
+    return {"headers": headers, "data": rows}
+
+
+class UI:
+    """One method per UI event; app.py wires components to them."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    # -- sessions ------------------------------------------------------------------------
+    @edge
+    def start(self, stored: object) -> tuple[Any, ...]:
+        """Page load: resume the session kept in the browser, or start one."""
+        return self._session(stored if is_session_key(stored) else new_session_key())
+
+    @edge
+    def new_session(self) -> tuple[Any, ...]:
+        return self._session(new_session_key())
+
+    @edge
+    def resume(self, typed: object) -> tuple[Any, ...]:
+        """A key pasted into the session box: open that session (e.g. one started on another device)."""
+        if isinstance(typed, str):
+            typed = typed.strip()
+        self.service.session(typed)  # raises SessionKeyError, naming the rule
+        return self._session(typed)
+
+    def _session(self, key: str) -> tuple[Any, ...]:
+        """(BrowserState, key box, session note, chat history, stamps, receipt download)."""
+        past = self.service.history(key)
+        history = r.history_messages([(p.event, p.body) for p in past])
+        latest = next((p for p in reversed(past) if p.body is not None), None)
+        if latest is None:
+            stamps, download = r.NO_STAMPS, self._no_download()
+        else:
+            assert latest.body is not None
+            s = r.stamps_from_body(latest.body)
+            stamps = r.stamps_markdown(s)
+            download = self._download(s.receipt_id, self.service.restored_receipt(key, s.receipt_id))
+        return key, key, r.session_markdown(self.service.session(key)), history, stamps, download
+
+    @staticmethod
+    def _no_download() -> Any:
+        return gr.DownloadButton(label="⬇ Download receipt (after the first answer)", value=None, interactive=False)
+
+    @staticmethod
+    def _download(receipt_id: str, path: str | None) -> Any:
+        if path is None:
+            return gr.DownloadButton(
+                label="⬇ Receipt saved on the server, not downloadable now", value=None, interactive=False
+            )
+        return gr.DownloadButton(label=f"⬇ Download receipt {receipt_id[:13]}…", value=path, interactive=True)
+
+    @staticmethod
+    def cleared() -> tuple[Any, ...]:
+        """After a session switch: (search status, search results, verdict, report) as on a fresh page."""
+        return "", table(r.SEARCH_HEADERS, []), rv.VERIFY_HELP, table(rv.REPORT_HEADERS, [])
+
+    # -- chat ------------------------------------------------------------------------------
+    def chat(self, message: object, history: object, k: object, key: object) -> Iterator[tuple[Any, ...]]:
+        """Outputs: (chat history, input box, stamps, receipt download). The answer streams when the model does."""
+        try:
+            self.service.check_turn(key, message, k)
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc) from None
+        assert isinstance(message, str)
+        base = list(history) if isinstance(history, list) else []
+        asked = r.user_message(message)
+        yield [*base, asked, r.answer_message(r.PENDING)], "", gr.skip(), gr.skip()
+        pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["turn"] = self.service.turn(key, message, k, on_delta=pieces.put)
+            except BaseException as exc:  # noqa: BLE001 - handed to the generator below
+                box["error"] = exc
+            finally:
+                pieces.put(_DONE)
+
+        # The turn runs in its own thread so deltas can be yielded while it runs; a closed page
+        # stops this generator, not the turn, which completes and writes its receipt.
+        threading.Thread(target=run, name="mre-turn", daemon=True).start()
+        text = ""
+        for chunk in _batches(pieces):
+            text += chunk
+            yield [*base, asked, r.answer_message(text)], gr.skip(), gr.skip(), gr.skip()
+        if "error" in box:
+            exc = box["error"]
+            if isinstance(exc, BadInput):  # refused before anything was written: put the message back
+                yield base, message, gr.skip(), gr.skip()
+            else:
+                note = r.note_message(
+                    f"No answer: {exc}" if isinstance(exc, KNOWN) else "No answer: the turn failed on the server."
+                )
+                yield [*base, asked, note], gr.skip(), gr.skip(), gr.skip()
+            raise to_gr_error(exc)
+        turn: Turn = box["turn"]
+        s = r.stamps_from_body(turn.body)
+        final = [*base, asked, r.answer_message(turn.answer), r.stamps_message(s)]
+        try:
+            copy: str | None = self.service.receipt_download(turn)
+        except OSError:  # the answer and its receipt are on disk; only the download copy failed
+            log.exception("receipt %s: the download copy could not be written", turn.receipt_id)
+            copy = None
+        yield final, gr.skip(), r.stamps_markdown(s), self._download(turn.receipt_id, copy)
+
+    # -- search ----------------------------------------------------------------------------
+    @edge
+    def search(self, query: object, k: object, key: object) -> tuple[Any, ...]:
+        resp = self.service.search(key, query, k)
+        return r.search_status(len(resp.results), resp.k, resp.reason), table(
+            r.SEARCH_HEADERS, r.search_rows(resp.results)
+        )
+
+    # -- verify ----------------------------------------------------------------------------
+    @edge
+    def verify(self, path: object, key: object) -> tuple[Any, ...]:
+        """Outputs: (verdict, report table)."""
+        empty = table(rv.REPORT_HEADERS, [])
+        try:
+            raw = read_upload(path)
+            report, mode = self.service.verify(raw, key)
+        except BadInput as exc:
+            return rv.refused_markdown(str(exc)), empty
+        except MalformedReceipt as exc:
+            return rv.malformed_markdown(str(exc)), empty
+        return rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))
+
+    @edge
+    def tamper(self, path: object, target: object, key: object) -> tuple[Any, ...]:
+        """Outputs: (verdict, report table, tampered-copy download)."""
+        empty = table(rv.REPORT_HEADERS, [])
+        none = gr.DownloadButton(value=None, interactive=False)
+        try:
+            raw = read_upload(path)
+            t, report, mode = self.service.tamper(raw, target if isinstance(target, str) else DEFAULT_TARGET, key)
+        except (BadInput, TamperError) as exc:
+            return rv.refused_markdown(str(exc)), empty, none
+        except MalformedReceipt as exc:
+            return rv.malformed_markdown(str(exc)), empty, none
+        copy = self.service.downloads.put(f"tampered-{report.receipt_id}.json", t.raw)
+        return (
+            rv.tamper_markdown(t, report, mode),
+            table(rv.REPORT_HEADERS, rv.report_rows(report)),
+            gr.DownloadButton(label="⬇ Download the tampered copy", value=copy, interactive=True),
+        )
+
+    # -- ledger ------------------------------------------------------------------------------
+    @edge
+    def ledger(self, key: object) -> tuple[Any, ...]:
+        """Outputs: (chain status, events table, latest checkpoint)."""
+        view = self.service.ledger(key)
+        rows = r.ledger_rows(view.events)
+        status = r.chain_status(view.report, len(rows), view.total)
+        if view.problem:
+            status += f"\n\n_The events cannot be listed: {r.md(view.problem, 300)}_"
+        return status, table(r.LEDGER_HEADERS, rows), r.checkpoint_text(view.latest_receipt_id, view.checkpoint)
+
+
+def _batches(pieces: queue.SimpleQueue[object]) -> Iterator[str]:
+    """Streamed text in batches (whatever arrived since the last yield) until the turn is done."""
+    while True:
+        item = pieces.get()
+        batch = []
+        while True:
+            if item is _DONE:
+                if batch:
+                    yield "".join(batch)
+                return
+            batch.append(str(item))
+            try:
+                item = pieces.get_nowait()
+            except queue.Empty:
+                break
+        yield "".join(batch)

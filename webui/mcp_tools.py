@@ -1,0 +1,171 @@
+"""The MCP tools (and gradio_client API endpoints): plain functions whose docstrings are the tool descriptions.
+
+No `from __future__ import annotations` here: gr.api reads the annotations as
+real types to build each tool's input schema. Every tool returns one JSON
+string (Gradio's MCP server would show a dict or tuple as a Python repr).
+
+Every tool but `new_session_key` takes `session_key`: the caller's secret. It
+opens exactly one private session (the public session id printed in receipts
+is derived from it and opens nothing). Keep it like a password.
+"""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ledger.canonical import CanonicalError, loads_strict
+from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
+
+from .handlers import to_gr_error
+from .inputs import K_DEFAULT, BadInput
+from .render_verify import MODE_NOTES
+from .service import Service
+from .sessions import new_session_key as _new_key
+from .sessions import session_id
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+
+
+def make_tools(service: Service) -> list[Callable[..., str]]:
+    """The tool functions bound to one app's service, in the order they are listed."""
+
+    def new_session_key() -> str:
+        """Start a new private memory session and return its secret session key.
+
+        Pass the key as `session_key` to the other tools. Anyone holding it can read the session, so keep it secret;
+        the public `session_id` (also returned) is what appears in receipts and opens nothing.
+
+        Returns:
+            JSON: {"session_key": "...", "session_id": "..."}
+        """
+        key = _new_key()
+        return _dumps({"session_key": key, "session_id": session_id(key)})
+
+    def remember(session_key: str, text: str) -> str:
+        """Store a message in the session's memory without asking anything (appended to its hash-chained ledger).
+
+        Args:
+            session_key: the caller's secret session key (from new_session_key, or the key shown in the web app).
+            text: what to remember, at most 8000 characters.
+
+        Returns:
+            JSON of the stored event: seq, event_id, digest and chain hash.
+        """
+        try:
+            ev = service.remember(session_key, text)
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc) from None
+        return _dumps(
+            {
+                "session_id": ev.session,
+                "seq": ev.seq,
+                "event_id": ev.id,
+                "ts": ev.ts,
+                "digest": ev.digest,
+                "chain": ev.chain,
+            }
+        )
+
+    def search_memories(session_key: str, query: str, k: int = K_DEFAULT) -> str:
+        """Search the session's memories (SQLite FTS5 BM25 plus a collapse score) without calling a model.
+
+        Args:
+            session_key: the caller's secret session key.
+            query: words to search for.
+            k: how many results at most, 1 to 20 (default 8).
+
+        Returns:
+            JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest and chain.
+        """
+        try:
+            resp = service.search(session_key, query, k)
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc) from None
+        return _dumps(
+            {
+                "session_id": resp.session,
+                "query": resp.query,
+                "k": resp.k,
+                "reason": resp.reason,
+                "results": [h.to_dict() for h in resp.results],
+            }
+        )
+
+    def ask(session_key: str, message: str, k: int = K_DEFAULT) -> str:
+        """Ask the assistant: the message is stored, the top-K memories are retrieved and handed to the model, and the
+        answer comes back with its signed receipt (which memories were used, who answered, Merkle proofs).
+
+        Args:
+            session_key: the caller's secret session key.
+            message: the question or message, at most 8000 characters.
+            k: how many memories to hand to the model, 1 to 20 (default 8).
+
+        Returns:
+            JSON: answer, provider and model (provider "offline" is the labelled stand-in, not a language model), the memories used, receipt_id, and receipt (the receipt file's JSON: pass it to verify_receipt).
+        """
+        try:
+            turn = service.turn(session_key, message, k)
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc) from None
+        c = turn.completion
+        return _dumps(
+            {
+                "answer": turn.answer,
+                "provider": c.provider,
+                "model": c.model,
+                "fallback_reason": c.fallback_reason,
+                "memories": [
+                    {
+                        "rank": m["rank"],
+                        "seq": m["event"]["seq"],
+                        "role": m["event"]["role"],
+                        "text": m["event"]["text"],
+                        "digest": m["event"]["digest"],
+                    }
+                    for m in turn.body["memories"]
+                ],
+                "session_id": turn.body["session"],
+                "receipt_id": turn.receipt_id,
+                "receipt": turn.envelope,
+            }
+        )
+
+    def verify_receipt(receipt_json: str, session_key: str = "") -> str:
+        """Verify a receipt from this app: signature by the app's key, every Merkle proof, every digest, the prompt hash
+        and, when the receipt belongs to the caller's own session, the session's ledger itself.
+
+        Args:
+            receipt_json: the receipt file's JSON text (or the whole JSON returned by ask).
+            session_key: the caller's secret session key; without it, or for another session's receipt, only the offline checks run.
+
+        Returns:
+            JSON: verdict ("verified", "failed" or "unverified"), mode, and one entry per check with status "pass", "fail" or "not_verifiable".
+        """
+        try:
+            raw = _receipt_bytes(receipt_json)
+            report, mode = service.verify(raw, session_key or None)
+        except MalformedReceipt as exc:
+            raise to_gr_error(BadInput(str(exc))) from None
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc) from None
+        return _dumps({**report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
+
+    return [new_session_key, remember, search_memories, ask, verify_receipt]
+
+
+def _receipt_bytes(receipt_json: object) -> bytes:
+    """The receipt's bytes; the whole output of `ask` is accepted too (its "receipt" member is the receipt)."""
+    if not isinstance(receipt_json, str) or not receipt_json.strip():
+        raise BadInput("receipt_json: give the receipt file's JSON text")
+    raw = receipt_json.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_RECEIPT_BYTES:
+        raise BadInput(f"receipt_json: {len(raw)} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+    try:
+        obj = loads_strict(raw, "$")
+    except CanonicalError:
+        return raw  # the receipt parser names what is wrong with it
+    if isinstance(obj, dict) and "answer" in obj and isinstance(obj.get("receipt"), dict):
+        return json.dumps(obj["receipt"]).encode("utf-8")
+    return raw

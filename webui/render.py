@@ -1,0 +1,240 @@
+"""Domain values → what the UI shows (pure; no Gradio, no I/O).
+
+Stamps come from a receipt body, so a turn just answered and a turn restored
+from disk on reload are shown by the same code, from the same signed data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chat.llm import PROVIDER_GROQ, PROVIDER_OFFLINE
+from ledger import Event, SessionReport
+from retrieval.model import Hit
+
+from .text import md, md_code, short, snippet
+
+STAMP_SNIPPET = 160
+SEARCH_SNIPPET = 300
+LEDGER_SNIPPET = 120
+LEDGER_ROWS = 500
+
+SEARCH_HEADERS = ["rank", "event id", "seq", "role", "text", "BM25", "collapse", "score", "digest", "chain"]
+LEDGER_HEADERS = ["seq", "role", "time", "text", "digest", "chain"]
+SEARCH_WIDTHS = ["5%", "17%", "5%", "8%", "29%", "7%", "7%", "7%", "7.5%", "7.5%"]
+LEDGER_WIDTHS = ["6%", "9%", "17%", "42%", "13%", "13%"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    rank: int
+    seq: int
+    role: str
+    text: str
+    digest: str
+    event_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stamps:
+    """What one answer was built from and who wrote it, as its receipt says."""
+
+    receipt_id: str
+    k: int
+    provider: str
+    model: str
+    fallback_reason: str | None
+    memories: tuple[Stamp, ...]
+
+
+def stamps_from_body(body: Mapping[str, Any]) -> Stamps:
+    resp = body["response"]
+    memories = tuple(
+        Stamp(
+            m["rank"], m["event"]["seq"], m["event"]["role"], m["event"]["text"], m["event"]["digest"], m["event"]["id"]
+        )
+        for m in body["memories"]
+    )
+    return Stamps(body["receipt_id"], body["k"], resp["provider"], resp["model"], resp["fallback_reason"], memories)
+
+
+def provider_label(provider: str, model: str, fallback_reason: str | None) -> str:
+    """Who answered, in words; the offline stand-in is never mistaken for a model (Markdown)."""
+    if provider == PROVIDER_OFFLINE:
+        why = f" ({md(fallback_reason, 200)})" if fallback_reason else ""
+        return f"🔌 **offline stand-in** — no language model wrote this answer{why}"
+    name = "Groq" if provider == PROVIDER_GROQ else md(provider, 60)
+    return f"🤖 **{name}** · {md(model, 120)}"
+
+
+def stamps_title(s: Stamps) -> str:
+    """One line for the collapsed stamps under an answer (plain text: Gradio shows titles verbatim)."""
+    who = "offline stand-in" if s.provider == PROVIDER_OFFLINE else f"{s.provider} · {s.model}"
+    n = len(s.memories)
+    return f"🧾 Stamps · {n} {'memory' if n == 1 else 'memories'} (K={s.k}) · {who} · {s.receipt_id}"
+
+
+def stamps_markdown(s: Stamps) -> str:
+    """The stamps: every memory handed to the model, who answered, and which receipt proves it."""
+    lines = [
+        f"**Answered by:** {provider_label(s.provider, s.model, s.fallback_reason)}  ",
+        f"**Receipt:** `{s.receipt_id}` — the signed record of exactly what the model was handed.",
+        "",
+    ]
+    if not s.memories:
+        lines.append(f"_No stored memory matched, so the model was handed none (K={s.k})._")
+        return "\n".join(lines)
+    lines += [
+        f"**{len(s.memories)} of K={s.k} memories handed to the model**, most relevant first:",
+        "",
+        "| # | seq | role | memory | digest |",
+        "|---:|---:|---|---|---|",
+    ]
+    for m in s.memories:
+        lines.append(f"| {m.rank} | {m.seq} | {md(m.role, 20)} | {md(m.text, STAMP_SNIPPET)} | `{short(m.digest)}` |")
+    return "\n".join(lines)
+
+
+NO_STAMPS = "_Stamps appear here after each answer: the memories the model was handed, who answered, and the receipt._"
+
+
+# -- search ----------------------------------------------------------------------
+def search_rows(hits: Iterable[Hit]) -> list[list[Any]]:
+    return [
+        [
+            h.rank,
+            h.event_id,
+            h.seq,
+            h.role,
+            snippet(h.text, SEARCH_SNIPPET),
+            sig(h.bm25),
+            sig(h.collapse),
+            sig(h.score),
+            short(h.digest),
+            short(h.chain),
+        ]
+        for h in hits
+    ]
+
+
+def sig(x: float) -> float:
+    """Six significant digits: BM25 in a small session is tiny, so fixed decimals would show 0."""
+    return float(f"{x:.6g}")
+
+
+def search_status(n: int, k: int, reason: str | None) -> str:
+    if n == 0:
+        return f"No results: {md(reason or 'nothing matched', 300)}."
+    return f"{n} result{'s' if n != 1 else ''} (K={k}), best first. BM25: lower is a better match; the rank uses the combined score."
+
+
+# -- ledger ------------------------------------------------------------------------
+def ledger_rows(events: Sequence[Event], limit: int = LEDGER_ROWS) -> list[list[Any]]:
+    """The last `limit` events, oldest first."""
+    return [
+        [e.seq, e.role, e.ts, snippet(e.text, LEDGER_SNIPPET), short(e.digest), short(e.chain)] for e in events[-limit:]
+    ]
+
+
+def chain_status(report: SessionReport | None, shown: int, total: int) -> str:
+    """The chain's verification status (Markdown)."""
+    if report is None:
+        return "_This session has no events yet: say something on the Chat tab._"
+    more = f" (the table shows the last {shown})" if shown < total else ""
+    if report.ok:
+        return (
+            f"✅ **Chain intact:** all {report.events} events re-verified from genesis just now — every digest "
+            f"recomputed, every link re-walked{more}. Head: `{short(report.head, 16)}`"
+        )
+    brk = report.brk
+    if brk is None:  # defensive: a failed report always names its break
+        return "❌ **Chain broken** (no detail available)."
+    detail = f"line {brk.line}, seq {brk.seq}, {md(brk.kind)}: {md(brk.message, 300)}"
+    values = ""
+    if brk.expected is not None or brk.found is not None:
+        values = f" — expected {md_code(short(str(brk.expected), 24))}, found {md_code(short(str(brk.found), 24))}"
+    return f"❌ **Chain broken** after {report.events} good events, at {detail}{values}"
+
+
+def checkpoint_text(receipt_id: str | None, checkpoint: Mapping[str, Any] | None) -> str:
+    """The latest signed checkpoint, as JSON, with the receipt it came from."""
+    if receipt_id is None or checkpoint is None:
+        return "// no signed checkpoint yet: one is issued with every answer"
+    return json.dumps({"from_receipt": receipt_id, "checkpoint": checkpoint}, indent=2, sort_keys=True)
+
+
+def key_markdown(key_id: str) -> str:
+    return (
+        f"**Signing key id:** `{key_id}`  \n"
+        "Save the public key below as `signing.pub`, then check any receipt from this app offline:  \n"
+        "`python -m receipts verify receipt.json --trust signing.pub`"
+    )
+
+
+def session_markdown(session: str) -> str:
+    return (
+        f"**Session id:** `{session}` — public: it is written into every receipt of this session.  \n"
+        "Your **session key** (in the box) is the secret that opens it: anyone holding the key can read "
+        "this session, so share receipts, never the key. It stays in this browser, so a reload resumes."
+    )
+
+
+# -- the chat history ----------------------------------------------------------------
+PENDING = "⏳ …"
+
+
+def literal(text: str) -> str:
+    """Text shown exactly as written (escaped Markdown), line breaks kept: what the receipt hashes is what is shown."""
+    return "  \n".join(md(line) for line in text.split("\n"))
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": literal(text)}
+
+
+def answer_message(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": literal(text)}
+
+
+def stamps_message(s: Stamps) -> dict[str, Any]:
+    """The stamps under an answer, collapsed to one line until opened."""
+    return {
+        "role": "assistant",
+        "content": stamps_markdown(s),
+        "metadata": {"title": stamps_title(s), "status": "done"},
+    }
+
+
+def note_message(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": literal(text), "metadata": {"title": "⚠️ note", "status": "done"}}
+
+
+def history_messages(past: Sequence[tuple[Event, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
+    """A restored session as chat messages: each answer followed by its stamps when its receipt is on disk."""
+    out: list[dict[str, Any]] = []
+    for ev, body in past:
+        if ev.role == "user":
+            out.append(user_message(ev.text))
+        elif ev.role == "assistant":
+            out.append(answer_message(ev.text))
+            if body is not None:
+                out.append(stamps_message(stamps_from_body(body)))
+        else:
+            out.append(note_message(ev.text))
+    return out
+
+
+def provider_now(described: Mapping[str, object]) -> str:
+    """Who will answer, before anyone asks (from chat.llm.LLM.describe(), which never holds the key)."""
+    if not described.get("configured"):
+        return (
+            "Answers come from the 🔌 **offline stand-in**: `GROQ_API_KEY` is not set, so no language model is called. "
+            "It quotes the retrieved memories, and every reply says it is the stand-in."
+        )
+    return (
+        f"Answers come from 🤖 **Groq** · {md(str(described.get('model', '')), 120)}. If a call fails, the offline "
+        "stand-in answers instead and the reply and its receipt say so."
+    )

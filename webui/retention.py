@@ -1,0 +1,108 @@
+"""RETENTION_HOURS: delete sessions nobody has written to for more than N hours (I/O).
+
+Off by default. For a public Space it bounds how long a visitor's words are
+kept: a session goes once its ledger has been idle for N hours, with its
+auditor cache, its Merkle tree and its receipts; the index rows follow on the
+same sweep (Index.catch_up drops sessions that left the ledger). Gradio's own
+file cache (uploads, download copies) is bounded too: see config.delete_cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from chat.engine import Engine
+from ledger.event import EventError, validate_session_id
+
+log = logging.getLogger("webui.retention")
+OFF = {"", "0", "off", "false", "no", "none"}
+
+
+def parse_hours(value: str | float | None) -> float | None:
+    """None (off) or a positive number of hours. Anything else is refused: a typo must not mean "keep forever"."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() in OFF:
+            return None
+        try:
+            hours = float(value)
+        except ValueError:
+            raise ValueError(f"RETENTION_HOURS {value[:40]!r}: must be a positive number of hours, or 0/off") from None
+    else:
+        hours = float(value)
+    if hours == 0:
+        return None
+    if not math.isfinite(hours) or hours < 0:
+        raise ValueError(f"RETENTION_HOURS {value!r}: must be a positive number of hours, or 0/off")
+    return hours
+
+
+def last_write(data_dir: Path, session: str) -> float:
+    """When the session's ledger was last written (its events file's mtime; the folder's if there is none)."""
+    sdir = data_dir / "sessions" / session
+    try:
+        return (sdir / "events.jsonl").stat().st_mtime
+    except FileNotFoundError:
+        return sdir.stat().st_mtime
+
+
+def idle_sessions(data_dir: Path, hours: float, now: float) -> list[str]:
+    sessions_dir = data_dir / "sessions"
+    if not sessions_dir.is_dir():
+        return []
+    cutoff = now - hours * 3600
+    out = []
+    for p in sorted(sessions_dir.iterdir()):
+        try:
+            session = validate_session_id(p.name)
+            if p.is_dir() and last_write(data_dir, session) < cutoff:
+                out.append(session)
+        except (EventError, FileNotFoundError):
+            continue
+    return out
+
+
+def sweep(engine: Engine, hours: float | None, now: float | None = None) -> list[str]:
+    """Delete every session idle for more than `hours`; return their ids. Does nothing when off.
+
+    Engine.forget re-checks idleness under the session's turn lock, so a session
+    written to meanwhile is kept.
+    """
+    if hours is None:
+        return []
+    now = time.time() if now is None else now
+    cutoff = now - hours * 3600
+    deleted = [s for s in idle_sessions(engine.data_dir, hours, now) if engine.forget(s, idle_before=cutoff)]
+    if deleted:
+        log.info("retention: deleted %d session(s) idle for more than %g hours", len(deleted), hours)
+    return deleted
+
+
+class Sweeper(threading.Thread):
+    """Runs `jobs` every `interval` seconds until stopped; a failing job is logged, never fatal."""
+
+    def __init__(self, jobs: list[Callable[[], object]], interval: float) -> None:
+        super().__init__(name="mre-sweeper", daemon=True)
+        self.jobs = jobs
+        self.interval = interval
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.run_once()
+
+    def run_once(self) -> None:
+        for job in self.jobs:
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a sweep failing must not stop the next one
+                log.exception("sweeper: a job failed")
+
+    def stop(self) -> None:
+        self._stop_event.set()
