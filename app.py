@@ -179,6 +179,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             [chatbot, msg, stamps, download],
             api_name="chat",
             api_visibility=UNDOCUMENTED,
+            show_progress_on=[chatbot],  # an error overlay on the input box would swallow clicks until closed
         )
         gr.on(
             [query.submit, search_btn.click],
@@ -195,6 +196,9 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             [verdict, report],
             api_name="verify",
             api_visibility=UNDOCUMENTED,
+        )
+        upload.clear(
+            lambda: ui.cleared()[2:], None, [verdict, report], api_name="verify_clear", api_visibility="private"
         )
         tamper_btn.click(
             ui.tamper,

@@ -182,7 +182,8 @@ def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey]) ->
         r.add("envelope.signature", False, "the envelope carries no signature", "a signature by a trusted key", "none")
         return
     details = "; ".join(f"{c.keyid or '(no keyid)'}: {c.outcome}" for c in results)
-    r.add("envelope.signature", False, f"no valid signature by a trusted key ({details})", ", ".join(k.key_id for k in trusted), ", ".join(c.keyid for c in results))
+    expected = "a valid signature by " + ", ".join(k.key_id for k in trusted)
+    r.add("envelope.signature", False, f"no valid signature by a trusted key ({details})", expected, details)
 
 
 def _check_checkpoint_signature(r: _Rows, cp: dict[str, Any], trusted: Sequence[PublicKey]) -> None:

@@ -381,7 +381,7 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     caught = re.search(r"Caught by \d+ checks?:\s*(.*)", verdict.inner_text())
     assert caught and "memory[1].digest" in caught.group(1), verdict.inner_text()
     rows = rows_by_check(page)
-    assert rows["memory[1].digest"][1] == "❌ fail"
+    assert rows["memory[1].digest"][1] == "❌\ufe0f fail"
     assert rows["memory[1].digest"][3] and rows["memory[1].digest"][4], (
         "expected and found are shown for the failed check"
     )
@@ -412,7 +412,7 @@ def test_an_uploaded_tampered_copy_fails_and_the_failing_check_is_shown(session:
     expect(verdict).to_contain_text("❌ Failed")
     expect(verdict).to_contain_text(f"memory[{number}].digest")
     rows = rows_by_check(page)
-    failed = {name for name, row in rows.items() if row[1] == "❌ fail"}
+    failed = {name for name, row in rows.items() if row[1] == "❌\ufe0f fail"}
     assert {f"memory[{number}].digest", "envelope.signature"} <= failed
     assert rows[f"memory[{number}].digest"][3] != rows[f"memory[{number}].digest"][4]  # expected vs found digest
     session.visitor.check_clean()
@@ -521,7 +521,7 @@ def test_a_second_visitor_finds_nothing_of_the_first_visitors_session(
         rows = rows_by_check(page)
         not_here = {name for name, row in rows.items() if row[1] == "⚪ not verifiable here"}
         assert {"ledger.events", "ledger.chain"} <= not_here and all(name.startswith("ledger.") for name in not_here)
-        assert not [name for name, row in rows.items() if row[1] == "❌ fail"]
+        assert not [name for name, row in rows.items() if row[1] == "❌\ufe0f fail"]
         other.check_clean()
         shot(page, "second-visitor-verify.png")
     finally:

@@ -56,6 +56,21 @@ class TestScoping:
             assert {h.session for h in resp.results} == {session}
             assert all("kayak" in h.text for h in resp.results)
 
+    def test_a_sessions_ranking_does_not_depend_on_other_sessions(self, tmp_path: Path, ledger: Ledger) -> None:
+        add(ledger, "alice", FILLER + ["my kayak is red", "a red bus", "kayak trip"])
+        alone = Index(tmp_path / "alone", Ledger(tmp_path / "alone"), config=EXACT)
+        add(alone.ledger, "alice", FILLER + ["my kayak is red", "a red bus", "kayak trip"])
+        add(ledger, "bob", ["red red red", "kayak"] * 50)  # would shift a shared IDF
+        shared = Index(tmp_path, ledger, config=EXACT)
+        shared.catch_up()
+
+        def ranking(ix: Index) -> list[tuple[int, float]]:
+            return [(h.seq, round(h.bm25, 9)) for h in ix.search("alice", "red kayak").results]
+
+        assert ranking(shared) == ranking(alone)
+        alone.close()
+        shared.close()
+
     def test_an_unknown_session_is_an_empty_result_with_a_reason(self, index: Index) -> None:
         resp = index.search("nobody", "kayak")
         assert resp.results == [] and "no events indexed" in (resp.reason or "")
@@ -83,7 +98,14 @@ class TestFixedK:
         hit = index.search("s", "apple").results[0]
         ev = events[-1]
         assert (hit.event_id, hit.seq, hit.role, hit.text, hit.meta, hit.digest, hit.chain, hit.ts) == (
-            ev.id, ev.seq, ev.role, ev.text, ev.meta, ev.digest, ev.chain, ev.ts
+            ev.id,
+            ev.seq,
+            ev.role,
+            ev.text,
+            ev.meta,
+            ev.digest,
+            ev.chain,
+            ev.ts,
         )
         assert hit.bm25 < 0 and 0 < hit.collapse <= 1 and hit.score > 0
 
@@ -146,6 +168,9 @@ class TestIndexing:
         shutil.rmtree(tmp_path / "sessions" / "gone")
         warnings = index.catch_up()
         assert warnings == ["session gone: no longer in the ledger; dropped from the index"]
+        with index.read() as conn:
+            fts = conn.execute("SELECT count(*) FROM sqlite_master WHERE name GLOB 'events_fts_*' AND sql LIKE 'CREATE VIRTUAL%'")
+            assert fts.fetchone()[0] == 1
         assert index.search("kept", "ramen").results and not index.search("gone", "ramen").results
 
     def test_catch_up_twice_is_a_no_op(self, ledger: Ledger, index: Index) -> None:
@@ -245,7 +270,6 @@ class TestThreads:
             t.join(60)
         assert errors == []
         assert len(index.search("s", "zeppelin", k=50).results) == 31
-
 
     def test_two_index_objects_on_one_file_index_a_session_once(self, tmp_path: Path, ledger: Ledger) -> None:
         # Two Index objects share no lock, like two processes: the watermark check in each write settles it.

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.scoring import collapse_score, final_score, novelty, rank
-from retrieval.sql import TOKENIZER, row_id, search_sql, session_range
+from retrieval.sql import TOKENIZER, fts_table, row_id, search_sql, session_range
 from retrieval.text import MAX_QUERY_TERMS, build_query, content_terms, quote, stem, tokens
 
 
@@ -26,7 +26,7 @@ class TestBuildQuery:
         ("text", "expected"),
         [
             ("dogs", '"dogs"'),
-            ("cat\"", '"cat"'),
+            ('cat"', '"cat"'),
             ("dogs AND", '"dogs"'),
             ("NOT x", None),  # 'not' is a stop word, 'x' a single letter
             ("NOT rust", '"rust"'),
@@ -84,8 +84,37 @@ class TestBuildQuery:
             assert q.reason
 
     @settings(max_examples=200, deadline=None)
-    @given(st.lists(st.sampled_from(['"', "*", "^", ":", "-", "+", "(", ")", "AND", "OR", "NOT", "NEAR", " ", "x",
-                                     "dog", "\x00", "\ud800", "🐶", "{", "}", ",", "'"]), max_size=20))
+    @given(
+        st.lists(
+            st.sampled_from(
+                [
+                    '"',
+                    "*",
+                    "^",
+                    ":",
+                    "-",
+                    "+",
+                    "(",
+                    ")",
+                    "AND",
+                    "OR",
+                    "NOT",
+                    "NEAR",
+                    " ",
+                    "x",
+                    "dog",
+                    "\x00",
+                    "\ud800",
+                    "🐶",
+                    "{",
+                    "}",
+                    ",",
+                    "'",
+                ]
+            ),
+            max_size=20,
+        )
+    )
     def test_operator_soup_never_raises_in_fts5(self, fts: sqlite3.Connection, parts: list[str]) -> None:
         q = build_query("".join(parts))
         if q.fts is not None:
@@ -98,7 +127,15 @@ class TestTerms:
 
     @pytest.mark.parametrize(
         ("word", "expected"),
-        [("dogs", "dog"), ("parties", "party"), ("running", "run"), ("stopped", "stop"), ("glass", "glass"), ("bus", "bus"), ("cat", "cat")],
+        [
+            ("dogs", "dog"),
+            ("parties", "party"),
+            ("running", "run"),
+            ("stopped", "stop"),
+            ("glass", "glass"),
+            ("bus", "bus"),
+            ("cat", "cat"),
+        ],
     )
     def test_stem(self, word: str, expected: str) -> None:
         assert stem(word) == expected
@@ -143,12 +180,17 @@ class TestSql:
         lo, hi = session_range(3)
         assert lo <= row_id(3, 0) < row_id(3, 10**6) <= hi < session_range(4)[0]
 
-    def test_search_sql_bounds_the_fts_scan_by_rowid(self) -> None:
-        stmt = search_sql(text_weight=1.0, context_weight=0.5)
-        assert "MATCH :match AND rowid BETWEEN :lo AND :hi" in stmt
-        assert "bm25(events_fts, 1.0, 0.5)" in stmt
-        assert "json_each" not in stmt and "json_each(:exclude)" in search_sql(exclude=True)
+    def test_search_sql_reads_only_the_sessions_own_fts_table(self) -> None:
+        stmt = search_sql(7, text_weight=1.0, context_weight=0.5)
+        assert "FROM events_fts_7 WHERE events_fts_7 MATCH :match" in stmt
+        assert "bm25(events_fts_7, 1.0, 0.5)" in stmt
+        assert "json_each" not in stmt and "json_each(:exclude)" in search_sql(7, exclude=True)
+
+    @pytest.mark.parametrize("num", [0, -1, True, "1; DROP TABLE events", 1 << 40])
+    def test_fts_table_refuses_anything_but_a_session_number(self, num: object) -> None:
+        with pytest.raises(ValueError):
+            fts_table(num)  # type: ignore[arg-type]
 
     def test_search_sql_rejects_a_non_finite_weight(self) -> None:
         with pytest.raises(ValueError):
-            search_sql(context_weight=float("nan"))
+            search_sql(1, context_weight=float("nan"))

@@ -218,7 +218,7 @@ class TestVerifyTab:
         download = chat(ui, key, "what tea do I like?")[-1][3]
         verdict, table, copy = ui.tamper(download_path(download), "memory", key)
         assert "Tampered copy: caught" in verdict
-        failed = {row[0] for row in table["data"] if row[1] == "❌ fail"}
+        failed = {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}
         assert {"envelope.signature", "memory[1].digest"} <= failed
         tampered = Path(download_path(copy)).read_bytes()
         assert json.loads(tampered)["payload"] != json.loads(Path(download_path(download)).read_bytes())["payload"]

@@ -11,7 +11,7 @@ from .text import md
 
 REPORT_HEADERS = ["check", "result", "what it checks", "expected", "found", "where"]
 REPORT_WIDTHS = ["15%", "11%", "34%", "14%", "14%", "12%"]
-STATUS_LABEL = {PASS: "✅ pass", FAIL: "❌ fail", NOT_VERIFIABLE: "⚪ not verifiable here"}
+STATUS_LABEL = {PASS: "✅ pass", FAIL: "❌\ufe0f fail", NOT_VERIFIABLE: "⚪ not verifiable here"}
 
 # Why a receipt was checked the way it was (shown with the verdict).
 MODE_LEDGER = "ledger"
