@@ -41,7 +41,8 @@ from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, split_lines
 log = logging.getLogger("ledger")
 CHUNK = 1 << 20
 EVENTS_FILE = "events.jsonl"
-MAX_OPEN_SESSIONS = 128  # sessions whose lock and log descriptors stay open between appends
+MAX_OPEN_SESSIONS = 128
+WRITE_BATCH = 65536  # lines per write() in a bulk append  # sessions whose lock and log descriptors stay open between appends
 
 
 class LedgerCorrupted(RuntimeError):
@@ -107,6 +108,12 @@ def _chunks(f: Any, limit: int | None = None) -> Iterator[bytes]:
         yield chunk
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _random_ids(n: int) -> tuple[list[bytes], list[str]]:
     blob = os.urandom(n * (SALT_BYTES + 16))
     salts, ids = [], []
@@ -144,14 +151,24 @@ class Ledger:
         self._tails: dict[str, _Tail] = {}
         self.quarantined: list[Quarantine] = []
         self._lock_fds: dict[str, int] = {}
+        self._path_cache: dict[str, tuple[Path, Path]] = {}
         self._log_fds: dict[str, tuple[int, int]] = {}
 
     # -- paths -------------------------------------------------------------
     def session_dir(self, session: str) -> Path:
-        return self.sessions_dir / validate_session_id(session)
+        return self._paths(session)[0]
 
     def log_path(self, session: str) -> Path:
-        return self.session_dir(session) / EVENTS_FILE
+        return self._paths(session)[1]
+
+    def _paths(self, session: str) -> tuple[Path, Path]:
+        cached = self._path_cache.get(session)
+        if cached is None:
+            sdir = self.sessions_dir / validate_session_id(session)
+            cached = (sdir, sdir / EVENTS_FILE)
+            if len(self._path_cache) < 4 * MAX_OPEN_SESSIONS:
+                self._path_cache[session] = cached
+        return cached
 
     def exists(self, session: str) -> bool:
         return self.log_path(session).is_file()
@@ -175,11 +192,13 @@ class Ledger:
         with self._guard:
             tlock = self._locks.setdefault(session, threading.Lock())
         with tlock:
-            if create:
+            fd = self._lock_fds.get(session)
+            if fd is not None:
+                pass  # an open lock descriptor: the session's folder exists
+            elif create:
                 self._ensure_session_dir(sdir)
             elif not sdir.is_dir():
                 raise FileNotFoundError(f"session {session}: no such session")
-            fd = self._lock_fds.get(session)
             if fd is None:
                 fd = os.open(sdir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
                 with self._guard:
@@ -217,9 +236,8 @@ class Ledger:
         if log_fd is not None:
             os.close(log_fd[0])
 
-    def _log_fd(self, session: str, path: Path) -> int:
+    def _log_fd(self, session: str, path: Path, ino: int) -> int:
         """A cached O_APPEND descriptor of the session's log, reopened if the file was replaced."""
-        ino = os.stat(path).st_ino
         cached = self._log_fds.get(session)
         if cached is not None:
             if cached[1] == ino:
@@ -241,6 +259,7 @@ class Ledger:
             self._drop_fds(session)
             self._tails.pop(session, None)
             self._locks.pop(session, None)
+            self._path_cache.pop(session, None)
 
     def open_descriptors(self) -> int:
         """How many file descriptors this object holds open (bounded by 2 × MAX_OPEN_SESSIONS)."""
@@ -280,14 +299,15 @@ class Ledger:
             _fsync_dir(p.parent if p.parent != p else p)
 
     # -- recovery ----------------------------------------------------------
-    def _tail_state(self, session: str, sdir: Path) -> _Tail:
+    def _tail_state(self, session: str, sdir: Path, size: int | None = None) -> _Tail:
         """Bring the cached tail up to date with the file (caller holds the lock).
 
         Lines written by other processes since we last looked are verified
         incrementally; a torn tail is quarantined; corruption raises.
         """
         path = sdir / EVENTS_FILE
-        size = path.stat().st_size if path.exists() else 0
+        if size is None:
+            size = path.stat().st_size if path.exists() else 0
         tail = self._tails.get(session)
         if tail is not None and tail.size == size:
             return tail
@@ -375,10 +395,15 @@ class Ledger:
             return []
         salts, ids = _random_ids(len(messages))
         with self._locked(session, create=True) as sdir:
-            tail = self._tail_state(session, sdir)
+            log_file = self._paths(session)[1]
+            st = os.stat(log_file)
+            tail = self._tail_state(session, sdir, st.st_size)
             prev, seq = tail.head, tail.next_seq
             events = []
-            lines = []
+            lines: list[bytes] = []
+            new_offsets = array("Q")
+            pos = tail.size
+            fd = self._log_fd(session, log_file, st.st_ino)
             now = now_ts()
             for i, m in enumerate(messages):
                 meta_bytes = dumps_unchecked(m.meta)
@@ -396,20 +421,19 @@ class Ledger:
                     meta_bytes=meta_bytes,
                 )
                 events.append(ev)
-                lines.append(ev.to_line(meta_bytes))
+                line = ev.to_line(meta_bytes)
+                lines.append(line)
+                new_offsets.append(pos)
+                pos += len(line)
                 prev = bytes.fromhex(ev.chain)
                 seq += 1
-            data = b"".join(lines)
-            fd = self._log_fd(session, sdir / EVENTS_FILE)
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+                if len(lines) >= WRITE_BATCH:  # bounded buffers; still one fsync for the whole batch
+                    _write_all(fd, b"".join(lines))
+                    lines.clear()
+            _write_all(fd, b"".join(lines))
             os.fsync(fd)
-            pos = tail.size
-            for line in lines:
-                tail.offsets.append(pos)
-                pos += len(line)
+            # only now does the cache move on: after a failed write the next call re-reads the tail
+            tail.offsets.extend(new_offsets)
             self._tails[session] = _Tail(pos, seq, prev, tail.offsets)
             return events
 
