@@ -157,9 +157,11 @@ class Engine:
     def _answer(
         self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None, user_ev: Event
     ) -> Turn:
-        self.index.index_session(session, [user_ev])
-        # 2. the top-K memories, never the message just appended
+        # 2. the top-K memories, never the message just appended. Search before indexing
+        # it: the index gives each event its neighbours' words as context, so once the new
+        # message is indexed, the turns just before it would match its own words.
         resp = self.index.search(session, message, k, exclude_seqs=[user_ev.seq])
+        self.index.index_session(session, [user_ev])
         hits = resp.results
         memories = self.ledger.read_events(session, [h.seq for h in hits])
         for h, ev in zip(hits, memories, strict=True):

@@ -86,9 +86,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     for w in index.warnings + warnings:
         print(f"warning: {w}", file=sys.stderr)
     with index.read() as conn:
-        sessions, events = conn.execute(
-            "SELECT count(*), coalesce(sum(last_seq + 1), 0) FROM watermarks"
-        ).fetchone()
+        sessions, events = conn.execute("SELECT count(*), coalesce(sum(last_seq + 1), 0) FROM watermarks").fetchone()
     size = sum(p.stat().st_size for p in data_dir.glob("index.sqlite*") if "corrupt" not in p.name)
     index.close()
     print(
@@ -142,7 +140,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if queries is not None:
         for q in queries:
             resp = index.search(args.session, q, k)
-            out.write(_dumps({"query": q, "results": [h.to_dict() for h in resp.results], "reason": resp.reason}) + "\n")
+            out.write(
+                _dumps({"query": q, "results": [h.to_dict() for h in resp.results], "reason": resp.reason}) + "\n"
+            )
     else:
         resp = index.search(args.session, args.query, k)
         out.write((_dumps(resp.to_dict()) if args.json else format_table(resp)) + "\n")

@@ -36,6 +36,7 @@ log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
 CHUNK = 20_000  # events per write transaction while indexing
 MAX_EXCLUDE = 10_000
+TAIL_BY_OFFSET = 5_000  # up to this many new events are read by byte offset, not by a full pass
 GENESIS_HEX = GENESIS.hex()
 T = TypeVar("T")
 Progress = Callable[[str, int], None]  # (session, events just indexed)
@@ -86,6 +87,7 @@ class Index:
     ) -> None:
         self.data_dir = Path(data_dir)
         self.path = self.data_dir / INDEX_FILE
+        self._own_ledger = ledger is None
         self.ledger = ledger if ledger is not None else Ledger(self.data_dir)
         self.config = config if config is not None else IndexConfig()
         self.warnings: list[str] = []  # what opening and recovering had to do
@@ -152,7 +154,10 @@ class Index:
     def _ensure_schema(self) -> None:
         conn = self._w()
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        wanted = {"schema_version": str(sql.SCHEMA_VERSION), "indexed": orjson.dumps(self.config.indexed_part()).decode()}
+        wanted = {
+            "schema_version": str(sql.SCHEMA_VERSION),
+            "indexed": orjson.dumps(self.config.indexed_part()).decode(),
+        }
         if "retrieval_meta" in tables:
             have = dict(conn.execute("SELECT key, value FROM retrieval_meta").fetchall())
             if have.get("schema_version") != wanted["schema_version"]:
@@ -181,8 +186,14 @@ class Index:
         self._warn(f"{self.path}: {why}; the index is rebuilt from the ledgers")
         conn = self._w()
         with self._tx():
-            for table in sql.OWN_TABLES:
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self._drop_own_tables(conn)
+
+    @staticmethod
+    def _drop_own_tables(conn: sqlite3.Connection) -> None:
+        for (name,) in conn.execute(sql.FTS_TABLES).fetchall():
+            conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for table in sql.OWN_TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
 
     def _move_aside(self, why: str) -> None:
         self._close_writer()
@@ -315,6 +326,8 @@ class Index:
             if self._local.conn is not None:
                 self._local.conn.close()
                 self._local.conn = None
+            if self._own_ledger:
+                self.ledger.close()
 
     # -- indexing ------------------------------------------------------------
     def catch_up(self, progress: Progress | None = None) -> list[str]:
@@ -335,8 +348,7 @@ class Index:
             for session in sorted(set(indexed) - in_ledger):
                 warnings.append(f"session {session}: no longer in the ledger; dropped from the index")
                 with self._tx():
-                    self._drop_session(indexed[session])
-                    self._w().execute("DELETE FROM watermarks WHERE num = ?", (indexed[session],))
+                    self._drop_session(indexed[session], remove=True)
             for session in sorted(in_ledger):
                 warnings.extend(self._index_session(session, None, progress))
             for w in warnings:
@@ -384,21 +396,25 @@ class Index:
             if new_events and self._continues(new_events, last_seq, last_chain, count, head):
                 self._index_stream(session, num, iter(new_events), last_seq, last_chain, progress)
                 return warnings
-            stream = self.ledger.events(session, start_seq=max(0, last_seq))
             if last_seq >= 0:
-                first = next(stream, None)
-                if first is None or first.seq != last_seq or first.chain != last_chain:
-                    found = "nothing" if first is None else f"seq {first.seq} chain {first.chain}"
+                at = self.ledger.read_events(session, [last_seq])[0]  # by byte offset: O(1)
+                if at.chain != last_chain:
                     warnings.append(
                         f"session {session}: ledger does not match the index at seq {last_seq}: "
-                        f"expected chain {last_chain}, found {found}; re-indexed from scratch"
+                        f"expected chain {last_chain}, found {at.chain}; re-indexed from scratch"
                     )
                     with self._tx():
                         self._drop_session(num)
                     last_seq, last_chain = -1, GENESIS_HEX
-                    stream = self.ledger.events(session)
+            stream = self._read_from(session, last_seq + 1, count)
             self._index_stream(session, num, stream, last_seq, last_chain, progress)
             return warnings
+
+    def _read_from(self, session: str, start: int, count: int) -> Iterator[Event]:
+        """The session's events from seq `start`: by offset for a short tail, else one streaming pass."""
+        if count - start <= TAIL_BY_OFFSET:
+            return iter(self.ledger.read_events(session, range(start, count)))
+        return self.ledger.events(session, start_seq=start)
 
     @staticmethod
     def _continues(events: Sequence[Event], last_seq: int, last_chain: str, count: int, head: str) -> bool:
@@ -426,15 +442,21 @@ class Index:
             row = conn.execute(
                 "SELECT num, last_seq, last_chain FROM watermarks WHERE session = ?", (session,)
             ).fetchone()
+            conn.execute(sql.create_fts(int(row[0])))
         return int(row[0]), int(row[1]), str(row[2])
 
-    def _drop_session(self, num: int) -> None:
+    def _drop_session(self, num: int, *, remove: bool = False) -> None:
+        """Forget a session's rows (and with `remove`, the session itself)."""
         conn = self._w()
         lo, hi = sql.session_range(num)
-        conn.execute(sql.DELETE_FTS_RANGE, (lo, hi))
+        conn.execute(f"DROP TABLE IF EXISTS {sql.fts_table(num)}")
         conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", (lo, hi))
         conn.execute("DELETE FROM terms WHERE num = ?", (num,))
-        conn.execute("UPDATE watermarks SET last_seq = -1, last_chain = ? WHERE num = ?", (GENESIS_HEX, num))
+        if remove:
+            conn.execute("DELETE FROM watermarks WHERE num = ?", (num,))
+        else:
+            conn.execute(sql.create_fts(num))
+            conn.execute("UPDATE watermarks SET last_seq = -1, last_chain = ? WHERE num = ?", (GENESIS_HEX, num))
 
     def _index_stream(
         self,
@@ -471,11 +493,11 @@ class Index:
                     old = conn.execute("SELECT text, context FROM events WHERE id = ?", (rid,)).fetchone()
                     if old is None:
                         continue
-                    conn.execute(sql.DELETE_FTS_ONE, (rid, old[0], old[1]))
+                    conn.execute(sql.delete_fts_one(num), (rid, old[0], old[1]))
                     conn.execute("UPDATE events SET context = ? WHERE id = ?", (context, rid))
-                    conn.execute(sql.INSERT_FTS, (rid, old[0], context))
+                    conn.execute(sql.insert_fts(num), (rid, old[0], context))
                 conn.executemany(sql.INSERT_EVENT, (r.values() for r in plan.rows))
-                conn.executemany(sql.INSERT_FTS, ((r.id, r.text, r.context) for r in plan.rows))
+                conn.executemany(sql.insert_fts(num), ((r.id, r.text, r.context) for r in plan.rows))
                 conn.executemany(sql.UPSERT_TERMS, ((num, t, n) for t, n in plan.df.items()))
                 conn.execute(
                     "UPDATE watermarks SET last_seq = ?, last_chain = ? WHERE num = ?", (last_seq, last_chain, num)
@@ -489,9 +511,11 @@ class Index:
         if last_seq < 0 or n == 0:
             return []
         lo = sql.row_id(num, max(0, last_seq - n + 1))
-        rows = self._w().execute(
-            "SELECT text FROM events WHERE id BETWEEN ? AND ? ORDER BY id", (lo, sql.row_id(num, last_seq))
-        ).fetchall()
+        rows = (
+            self._w()
+            .execute("SELECT text FROM events WHERE id BETWEEN ? AND ? ORDER BY id", (lo, sql.row_id(num, last_seq)))
+            .fetchall()
+        )
         return [r[0] for r in rows]
 
     def _load_seen(self, num: int, chunk: Sequence[Event], seen: set[str]) -> None:
@@ -508,12 +532,13 @@ class Index:
         with self._lock:
             conn = self._w()
             with self._tx():
-                for table in sql.OWN_TABLES:
-                    conn.execute(f"DROP TABLE IF EXISTS {table}")
-            self._create_tables({
-                "schema_version": str(sql.SCHEMA_VERSION),
-                "indexed": orjson.dumps(self.config.indexed_part()).decode(),
-            })
+                self._drop_own_tables(conn)
+            self._create_tables(
+                {
+                    "schema_version": str(sql.SCHEMA_VERSION),
+                    "indexed": orjson.dumps(self.config.indexed_part()).decode(),
+                }
+            )
             warnings = self._catch_up(progress)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return warnings
@@ -549,9 +574,9 @@ class Index:
         row = self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
         if row is None and self.ledger.exists(session):
             self._index_session(session, None, None)
-            row = self._reader().execute(
-                "SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)
-            ).fetchone()
+            row = (
+                self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
+            )
         return None if row is None else (int(row[0]), int(row[1]))
 
     def _search(self, session: str, q: Query, k: int, exclude: list[int]) -> SearchResponse:
@@ -560,17 +585,26 @@ class Index:
             return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
         num, last_seq = found
         match = self._prune(num, last_seq + 1, q)
-        lo, hi = sql.session_range(num)
-        params: dict[str, Any] = {"match": match, "lo": lo, "hi": hi, "limit": candidates_for(k) + len(exclude)}
+        params: dict[str, Any] = {"match": match, "limit": candidates_for(k) + len(exclude)}
         if exclude:
             params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
         cfg = self.config
-        stmt = sql.search_sql(text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude))
+        stmt = sql.search_sql(
+            num, text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude)
+        )
         rows = self._reader().execute(stmt, params).fetchall()
         cands = [
             Candidate(
-                seq=r[0], event_id=r[1], role=r[2], ts=r[3], text=r[4], meta=orjson.loads(r[5]),
-                digest=r[6], chain=r[7], bm25=float(r[8]), collapse=float(r[9]),
+                seq=r[0],
+                event_id=r[1],
+                role=r[2],
+                ts=r[3],
+                text=r[4],
+                meta=orjson.loads(r[5]),
+                digest=r[6],
+                chain=r[7],
+                bm25=float(r[8]),
+                collapse=float(r[9]),
             )
             for r in rows
         ]
@@ -578,8 +612,19 @@ class Index:
             return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match)
         hits = [
             Hit(
-                session=session, event_id=c.event_id, seq=c.seq, role=c.role, text=c.text, meta=c.meta,
-                digest=c.digest, chain=c.chain, ts=c.ts, bm25=c.bm25, collapse=c.collapse, score=score, rank=i,
+                session=session,
+                event_id=c.event_id,
+                seq=c.seq,
+                role=c.role,
+                text=c.text,
+                meta=c.meta,
+                digest=c.digest,
+                chain=c.chain,
+                ts=c.ts,
+                bm25=c.bm25,
+                collapse=c.collapse,
+                score=score,
+                rank=i,
             )
             for i, (c, score) in enumerate(rank(cands, k, cfg.collapse_weight), start=1)
         ]

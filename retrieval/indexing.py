@@ -40,8 +40,19 @@ class Row:
 
     def values(self) -> tuple[object, ...]:
         return (
-            self.id, self.session, self.seq, self.event_id, self.role, self.ts, self.text, self.context,
-            self.meta, self.digest, self.chain, self.novelty, self.collapse,
+            self.id,
+            self.session,
+            self.seq,
+            self.event_id,
+            self.role,
+            self.ts,
+            self.text,
+            self.context,
+            self.meta,
+            self.digest,
+            self.chain,
+            self.novelty,
+            self.collapse,
         )
 
 
@@ -99,7 +110,7 @@ def plan_rows(
                 digest=ev.digest,
                 chain=ev.chain,
                 novelty=nov,
-                collapse=collapse_score(ev.role, nov),
+                collapse=collapse_score(ev.role, nov, ev.meta),
             )
         )
     updates = []

@@ -11,7 +11,7 @@ relevance       = -bm25 (FTS5's bm25() is negative, lower is better)
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 # What a speaker's words are worth to a long-term memory: the user states facts
@@ -19,6 +19,9 @@ from typing import Protocol, TypeVar
 # and tool output are boilerplate more often than not.
 ROLE_WEIGHTS: dict[str, float] = {"user": 1.0, "assistant": 0.9, "system": 0.6, "tool": 0.6}
 DEFAULT_ROLE_WEIGHT = 0.6
+# The offline stand-in's answers only quote older memories back: keep them findable,
+# but never let them crowd out the statements they quote.
+STAND_IN_WEIGHT = 0.1
 # A pure repeat still keeps part of its weight: repeating a fact is evidence too.
 NOVELTY_FLOOR = 0.4
 # How much the collapse score can move a BM25 relevance (0 = pure BM25).
@@ -33,15 +36,17 @@ def novelty(terms: Sequence[str], seen: Collection[str]) -> float:
     return new / len(terms)
 
 
-def role_weight(role: str) -> float:
+def role_weight(role: str, meta: Mapping[str, object] | None = None) -> float:
+    if role == "assistant" and meta is not None and meta.get("provider") == "offline":
+        return STAND_IN_WEIGHT
     return ROLE_WEIGHTS.get(role, DEFAULT_ROLE_WEIGHT)
 
 
-def collapse_score(role: str, novelty_value: float) -> float:
+def collapse_score(role: str, novelty_value: float, meta: Mapping[str, object] | None = None) -> float:
     """A per-event estimate of long-term value in [0, 1], computed once, at index time."""
     if not 0.0 <= novelty_value <= 1.0 or math.isnan(novelty_value):
         raise ValueError(f"novelty {novelty_value!r}: must be within [0, 1]")
-    return role_weight(role) * (NOVELTY_FLOOR + (1.0 - NOVELTY_FLOOR) * novelty_value)
+    return role_weight(role, meta) * (NOVELTY_FLOOR + (1.0 - NOVELTY_FLOOR) * novelty_value)
 
 
 def final_score(bm25: float, collapse: float, weight: float = COLLAPSE_WEIGHT) -> float:

@@ -1,22 +1,30 @@
 """SQL text for the index, built by pure functions (tested as strings; db.py runs it).
 
+Each session has its own FTS5 table, `events_fts_<num>`, over the shared
+`events` table (external content). FTS5's bm25() counts, for every query
+term, its hits in the *whole* FTS table to get the IDF; with one shared table
+that scan grows with every session in the index (measured: 4x slower in one
+session of a 1M-row, 100-session index). Per-session tables make a search
+cost, and rank, exactly as if the session were alone, and keep one session's
+words out of another's IDF.
+
 Row ids: every event's rowid is (session number << 32) | seq, so one session's
-rows are one contiguous rowid range and `rowid BETWEEN lo AND hi` lets FTS5
-skip every other session's part of each doclist.
+rows are one contiguous rowid range of `events`.
 """
 
 from __future__ import annotations
 
 import math
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SEQ_BITS = 32
 MAX_SEQ = (1 << SEQ_BITS) - 1
 MAX_SESSION_NUM = (1 << 30) - 1
 TOKENIZER = "porter unicode61 remove_diacritics 1"
 
-# Tables this package owns; others (receipts, ...) share the file and are left alone.
-OWN_TABLES = ("events_fts", "events", "terms", "watermarks", "retrieval_meta")
+# Tables this package owns (plus every events_fts_<num>); others (receipts, ...) share the file and are left alone.
+OWN_TABLES = ("events", "terms", "watermarks", "retrieval_meta")
+FTS_PREFIX = "events_fts_"
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS retrieval_meta (
@@ -45,9 +53,6 @@ CREATE TABLE IF NOT EXISTS events (
     collapse REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(
-    text, context, content='events', content_rowid='id', tokenize='{TOKENIZER}'
-);
 CREATE TABLE IF NOT EXISTS terms (
     num INTEGER NOT NULL,               -- session number
     term TEXT NOT NULL,                 -- retrieval.text.content_terms() form
@@ -60,15 +65,38 @@ INSERT_EVENT = (
     "INSERT INTO events (id, session, seq, event_id, role, ts, text, context, meta, digest, chain, novelty, collapse)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_FTS = "INSERT INTO events_fts (rowid, text, context) VALUES (?, ?, ?)"
-DELETE_FTS_ONE = "INSERT INTO events_fts (events_fts, rowid, text, context) VALUES ('delete', ?, ?, ?)"
-DELETE_FTS_RANGE = (
-    "INSERT INTO events_fts (events_fts, rowid, text, context)"
-    " SELECT 'delete', id, text, context FROM events WHERE id BETWEEN ? AND ?"
+
+
+def fts_table(num: int) -> str:
+    """The name of session `num`'s FTS5 table (an integer in a name: nothing to quote)."""
+    if isinstance(num, bool) or not isinstance(num, int) or not 0 < num <= MAX_SESSION_NUM:
+        raise ValueError(f"session number {num!r}: outside 1..{MAX_SESSION_NUM}")
+    return f"{FTS_PREFIX}{num}"
+
+
+def create_fts(num: int) -> str:
+    t = fts_table(num)
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {t} USING fts5("
+        f"text, context, content='events', content_rowid='id', tokenize='{TOKENIZER}')"
+    )
+
+
+def insert_fts(num: int) -> str:
+    return f"INSERT INTO {fts_table(num)} (rowid, text, context) VALUES (?, ?, ?)"
+
+
+def delete_fts_one(num: int) -> str:
+    t = fts_table(num)
+    return f"INSERT INTO {t} ({t}, rowid, text, context) VALUES ('delete', ?, ?, ?)"
+
+
+FTS_TABLES = (
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+    f" AND name GLOB '{FTS_PREFIX}[0-9]*'"
 )
 UPSERT_TERMS = (
-    "INSERT INTO terms (num, term, df) VALUES (?, ?, ?)"
-    " ON CONFLICT (num, term) DO UPDATE SET df = df + excluded.df"
+    "INSERT INTO terms (num, term, df) VALUES (?, ?, ?) ON CONFLICT (num, term) DO UPDATE SET df = df + excluded.df"
 )
 
 
@@ -88,19 +116,19 @@ def _weight(value: float) -> str:
     return repr(float(value))
 
 
-def search_sql(*, text_weight: float = 1.0, context_weight: float = 0.0, exclude: bool = False) -> str:
-    """Top-:limit BM25 matches of :match within rowids :lo..:hi, joined to their events.
+def search_sql(num: int, *, text_weight: float = 1.0, context_weight: float = 0.0, exclude: bool = False) -> str:
+    """Top-:limit BM25 matches of :match in session `num`, joined to their events.
 
-    Parameters: :match, :lo, :hi, :limit, and :exclude (a JSON array of rowids) when `exclude`.
-    The rowid range is inside the FTS5 query so it bounds the doclist scan.
+    Parameters: :match, :limit, and :exclude (a JSON array of rowids) when `exclude`.
     """
+    t = fts_table(num)
     weights = f"{_weight(text_weight)}, {_weight(context_weight)}"
     excl = " AND rowid NOT IN (SELECT value FROM json_each(:exclude))" if exclude else ""
     return (
         "SELECT e.seq, e.event_id, e.role, e.ts, e.text, e.meta, e.digest, e.chain, c.bm25, e.collapse"
         " FROM ("
-        f"SELECT rowid AS rid, bm25(events_fts, {weights}) AS bm25 FROM events_fts"
-        f" WHERE events_fts MATCH :match AND rowid BETWEEN :lo AND :hi{excl}"
+        f"SELECT rowid AS rid, bm25({t}, {weights}) AS bm25 FROM {t}"
+        f" WHERE {t} MATCH :match{excl}"
         " ORDER BY bm25 LIMIT :limit"
         ") AS c JOIN events AS e ON e.id = c.rid ORDER BY c.bm25, e.seq"
     )

@@ -349,11 +349,17 @@ class TestMaliciousLedger:
 # ------------------------------------------------------------------ end to end
 class TestEndToEnd:
     def test_flipping_one_byte_of_a_cited_event_fails_exactly_the_receipts_that_cite_or_follow_it(self, world: World) -> None:
-        bodies = [parse_receipt(world.raw(i)).body for i in range(3)]
+        fact = world.engine.remember("alice", "Miso's vet is Doctor Costa in Alfama")
+        for q in ("Who is Miso's vet?", "Is Doctor Costa in Alfama?"):
+            world.receipts.append(world.engine.turn("alice", q).receipt_path)
+        n = len(world.receipts)
+        bodies = [parse_receipt(world.raw(i)).body for i in range(n)]
         sizes = [b["checkpoint"]["body"]["tree_size"] for b in bodies]
-        # an event cited by the last receipt and written after the first receipt's checkpoint
-        target = next(m["event"]["seq"] for m in bodies[2]["memories"] if m["event"]["seq"] >= sizes[0])
-        for i in range(3):
+        # an event written after the first three receipts' checkpoints, cited by the last two
+        target = fact.seq
+        assert all(any(m["event"]["seq"] == target for m in b["memories"]) for b in bodies[3:])
+        assert all(size <= target for size in sizes[:3])
+        for i in range(n):
             assert verify_bytes(world.raw(i), data_dir=world.data).verdict == "verified"
         log = world.engine.ledger.log_path("alice")
         lines = log.read_bytes().splitlines(keepends=True)
@@ -583,3 +589,15 @@ def test_forget_removes_every_trace_of_a_session(world: World) -> None:
         assert conn.execute("SELECT count(*) FROM receipts WHERE session='alice'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM receipts WHERE session='bob'").fetchone()[0] == 1
     assert world.engine.turn("alice", "hello again").user_event.seq == 0
+
+
+def test_offline_stand_in_answers_do_not_crowd_out_the_facts_they_quote(tmp_path: Path) -> None:
+    engine = Engine(tmp_path, llm=LLM(api_key=""))
+    engine.remember("s1", "My cat is called Miso")
+    engine.turn("s1", "What is my cat called?")  # a stand-in answer quoting the fact
+    engine.remember("s1", "Miso sleeps on the red sofa")
+    turn = engine.turn("s1", "Where does Miso sleep?")
+    roles = [(h.role, h.text[:20]) for h in turn.hits]
+    facts = [i for i, h in enumerate(turn.hits) if h.role == "user" and "Miso" in h.text and "?" not in h.text]
+    stand_ins = [i for i, h in enumerate(turn.hits) if h.meta.get("provider") == "offline"]
+    assert facts and (not stand_ins or max(facts) < min(stand_ins)), roles

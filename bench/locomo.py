@@ -1,0 +1,114 @@
+"""LoCoMo evidence recall through the project's search, beside a raw FTS5 baseline.
+
+    python bench/locomo.py [--split dev|test|both] [--context-before N] ...
+
+Each conversation is imported as one session through the ledger's import path
+(the issue's mapping), indexed, and every question is searched at K = 5, 10,
+25, 50. Prints markdown tables on stdout. Tune on dev only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import LOCOMO, RawBaseline, import_lines, load, machine, questions, recall, turns  # noqa: E402
+from ledger import Ledger  # noqa: E402
+from retrieval import Index, IndexConfig  # noqa: E402
+
+KS = (5, 10, 25, 50)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+SPLITS = {"dev": range(0, 5), "test": range(5, 10)}
+
+
+def table(title: str, scores: dict[str, dict[tuple[str, int], list[float]]]) -> str:
+    """scores[system][(category label, k)] -> per-question recalls."""
+    lines = [f"**{title}**", "", "| system | category | n | " + " | ".join(f"R@{k}" for k in KS) + " |"]
+    lines.append("|---|---|---:|" + "---:|" * len(KS))
+    labels = ["all"] + [f"{c} {name}" for c, name in CATEGORIES.items()]
+    for system, by in scores.items():
+        for label in labels:
+            vals = [by.get((label, k), []) for k in KS]
+            if not vals[0]:
+                continue
+            cells = " | ".join(f"{100 * sum(v) / len(v):.1f}" for v in vals)
+            lines.append(f"| {system} | {label} | {len(vals[0])} | {cells} |")
+    return "\n".join(lines)
+
+
+def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict]) -> dict[str, dict]:
+    ledger = Ledger(data_dir)
+    index = Index(data_dir, ledger, config=cfg)
+    scores: dict[str, dict[tuple[str, int], list[float]]] = {
+        "raw FTS5 baseline": defaultdict(list),
+        "project": defaultdict(list),
+    }
+    for i in convs:
+        conv = data[i]
+        ts = turns(conv)
+        session = f"locomo-{i}"
+        if not ledger.exists(session):
+            ledger.import_jsonl(session, import_lines(ts))
+        index.index_session(session)
+        raw = RawBaseline([t.text for t in ts])
+        seq_to_dia = [t.dia_id for t in ts]
+        for q in questions(conv, i):
+            labels = ("all", f"{q.category} {CATEGORIES[q.category]}")
+            for k in KS:
+                raw_ids = [seq_to_dia[s] for s in raw.search(q.question, k)]
+                ours = [seq_to_dia[h.seq] for h in index.search(session, q.question, k=k).results]
+                for label in labels:
+                    scores["raw FTS5 baseline"][(label, k)].append(recall(q.gold, raw_ids))
+                    scores["project"][(label, k)].append(recall(q.gold, ours))
+    index.close()
+    return scores
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=LOCOMO, help="locomo10.json (default: ../shared/data)")
+    p.add_argument("--split", choices=["dev", "test", "both"], default="both")
+    p.add_argument("--context-before", type=int, default=None)
+    p.add_argument("--context-after", type=int, default=None)
+    p.add_argument("--context-weight", type=float, default=None)
+    p.add_argument("--collapse-weight", type=float, default=None)
+    p.add_argument("--prune-share", type=float, default=None)
+    p.add_argument("--prune-min-events", type=int, default=None)
+    args = p.parse_args(argv)
+    overrides = {
+        name: getattr(args, name)
+        for name in (
+            "context_before",
+            "context_after",
+            "context_weight",
+            "collapse_weight",
+            "prune_share",
+            "prune_min_events",
+        )
+        if getattr(args, name) is not None
+    }
+    defaults = IndexConfig()
+    cfg = IndexConfig(**{**{f: getattr(defaults, f) for f in defaults.__slots__}, **overrides})
+    data = load(args.data)
+    started = time.perf_counter()
+    print(f"LoCoMo evidence recall (%) — {machine()}")
+    print(f"\nconfig: {cfg.as_dict()}\n")
+    splits = ["dev", "test"] if args.split == "both" else [args.split]
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        for split in splits:
+            # One data dir per split, so one split's turns never enter the other's BM25 statistics.
+            scores = evaluate(Path(tmp) / split, list(SPLITS[split]), cfg, data)
+            print(table(f"{split} split (conversations {SPLITS[split].start}-{SPLITS[split].stop - 1})", scores))
+            print()
+    print(f"_{time.perf_counter() - started:.1f}s_")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
