@@ -319,6 +319,32 @@ class Index:
             local.generation = self._generation
         return local.conn
 
+    def _read_fresh(self, stmt: str, params: dict[str, Any]) -> list[Any]:
+        """Run a read on this thread's connection; reopen it once if its schema view is stale.
+
+        Under concurrent writers (new sessions' FTS5 tables being created, WAL
+        checkpoints), FTS5's table constructor occasionally fails on a reader
+        ("vtable constructor failed": its internal read of the table's config hit a
+        transient state). It is transient: a new connection, after a short pause,
+        succeeds. Other errors propagate at once.
+        """
+        attempts = 6
+        for attempt in range(attempts):
+            try:
+                return self._reader().execute(stmt, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "vtable constructor failed" not in str(exc) or attempt == attempts - 1:
+                    raise
+                local = self._local
+                if local.conn is not None:
+                    try:
+                        local.conn.close()
+                    except sqlite3.Error:
+                        pass
+                local.conn = None
+                time.sleep(0.02 * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def close(self) -> None:
         with self._lock:
             self._close_writer()
@@ -584,6 +610,10 @@ class Index:
         if found is None or found[1] < 0:
             return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
         num, last_seq = found
+        if last_seq + 1 <= len(exclude) and set(range(last_seq + 1)) <= set(exclude):
+            # nothing left to find (a new session's first turn): no FTS query on a table
+            # that was created a moment ago
+            return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
         match = self._prune(num, last_seq + 1, q)
         params: dict[str, Any] = {"match": match, "limit": candidates_for(k) + len(exclude)}
         if exclude:
@@ -592,7 +622,7 @@ class Index:
         stmt = sql.search_sql(
             num, text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude)
         )
-        rows = self._reader().execute(stmt, params).fetchall()
+        rows = self._read_fresh(stmt, params)
         cands = [
             Candidate(
                 seq=r[0],

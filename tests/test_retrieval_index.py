@@ -369,3 +369,32 @@ def test_arbitrary_text_through_search_never_raises(small_index: Index, text: st
     resp = small_index.search("s", text, k=5)
     assert len(resp.results) <= 5
     assert resp.results or resp.reason
+
+
+def test_concurrent_first_turns_of_new_sessions_never_fail(tmp_path: Path) -> None:
+    """50 threads each start a new session (append, search, index) at once: no error escapes."""
+    import threading
+
+    from ledger import Ledger as _Ledger
+    from retrieval import Index as _Index
+
+    led = _Ledger(tmp_path)
+    index = _Index(tmp_path, led)
+    errors: list[str] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(2):
+                ev = led.append(f"new{n}", "user", f"hello number {i} from visitor {n}")
+                index.search(f"new{n}", f"hello number {i}", 8, exclude_seqs=[ev.seq])
+                index.index_session(f"new{n}", [ev])
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert index.search("new7", "visitor", 8).results
