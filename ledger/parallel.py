@@ -21,28 +21,17 @@ from pathlib import Path
 
 import orjson
 
-from .verify import ChainWalker, split_lines, verify_stream
+from .verify import ChainWalker, read_chunks, split_lines, verify_stream
 
-CHUNK = 1 << 20
 MIN_PARALLEL_BYTES = 64 << 20  # below this, process start-up costs more than it saves
-
-
-def _read_range(path: str, start: int, end: int):  # type: ignore[no-untyped-def]
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            chunk = f.read(min(CHUNK, left))
-            if not chunk:
-                return
-            left -= len(chunk)
-            yield chunk
 
 
 def verify_range(path: str, session: str, start: int, end: int, next_seq: int, head_hex: str) -> tuple[bool, int, int]:
     """Verify the lines in [start, end); return (ok, events verified, last seq + 1)."""
     walker = ChainWalker(session, next_seq, bytes.fromhex(head_hex), next_seq)
-    report = verify_stream(session, _read_range(path, start, end), walker=walker)
+    with open(path, "rb") as f:
+        f.seek(start)
+        report = verify_stream(session, read_chunks(f, end - start), walker=walker)
     return report.brk is None, report.events - next_seq, walker.next_seq
 
 

@@ -36,10 +36,9 @@ from .event import (
     validate_session_id,
 )
 from .parallel import verify_file_parallel
-from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, split_lines
+from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, read_chunks, split_lines
 
 log = logging.getLogger("ledger")
-CHUNK = 1 << 20
 EVENTS_FILE = "events.jsonl"
 MAX_OPEN_SESSIONS = 128
 WRITE_BATCH = 65536  # lines per write() in a bulk append  # sessions whose lock and log descriptors stay open between appends
@@ -94,18 +93,6 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _chunks(f: Any, limit: int | None = None) -> Iterator[bytes]:
-    """Read a file in CHUNK-sized pieces, at most `limit` bytes in all."""
-    left = limit
-    while left is None or left > 0:
-        chunk = f.read(CHUNK if left is None else min(CHUNK, left))
-        if not chunk:
-            return
-        if left is not None:
-            left -= len(chunk)
-        yield chunk
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -318,7 +305,7 @@ class Ledger:
         good_end = offset
         with open(path, "rb") as f:
             f.seek(offset)
-            for raw, torn in split_lines(_chunks(f)):
+            for raw, torn in split_lines(read_chunks(f)):
                 end = good_end + len(raw) + (0 if torn else 1)
                 brk = walker.step(raw, last=torn)
                 if brk is None:
@@ -461,7 +448,7 @@ class Ledger:
         tail = self.open_session(session)
         with open(self.log_path(session), "rb") as f:
             line_no = 0
-            for raw, _torn in split_lines(_chunks(f, tail.size)):
+            for raw, _torn in split_lines(read_chunks(f, tail.size)):
                 line_no += 1
                 obj = orjson.loads(raw)
                 if obj["seq"] >= start_seq:
@@ -502,7 +489,7 @@ class Ledger:
             report = SessionReport(session, True, fast[0], fast[1])
         else:  # the serial walk is the judge: it names the first break
             with open(path, "rb") as f:
-                report = verify_stream(session, _chunks(f))
+                report = verify_stream(session, read_chunks(f))
         torn = tuple(sorted(str(p) for p in path.parent.glob(f"{EVENTS_FILE}.torn-*")))
         if torn:
             report = SessionReport(report.session, report.ok, report.events, report.head, report.brk, torn)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +188,18 @@ def _shape_problem(obj: dict[str, Any]) -> str | None:
     if type(obj["id"]) is not str or type(obj["ts"]) is not str or type(obj["session"]) is not str:
         return "id, ts and session must be strings"
     return None
+
+
+def read_chunks(f: Any, limit: int | None = None, size: int = 1 << 20) -> Iterator[bytes]:
+    """Read an open binary file in `size` pieces from where it stands, at most `limit` bytes in all."""
+    left = limit
+    while left is None or left > 0:
+        chunk = f.read(size if left is None else min(size, left))
+        if not chunk:
+            return
+        if left is not None:
+            left -= len(chunk)
+        yield chunk
 
 
 def split_lines(chunks: Iterable[bytes]) -> Iterable[tuple[bytes, bool]]:

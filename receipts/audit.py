@@ -30,25 +30,14 @@ from typing import Any
 import orjson
 
 from ledger.event import validate_session_id
-from ledger.verify import Break, ChainWalker, verify_stream
+from ledger.verify import Break, ChainWalker, read_chunks, verify_stream
 
 from .merkle_store import MerkleStore
 from .verify import LedgerFacts
 
 STATE_VERSION = 1
-CHUNK = 1 << 20
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
-
-
-def _chunks(f: Any, limit: int) -> Iterator[bytes]:
-    left = limit
-    while left > 0:
-        chunk = f.read(min(CHUNK, left))
-        if not chunk:
-            return
-        left -= len(chunk)
-        yield chunk
 
 
 class Auditor:
@@ -163,7 +152,7 @@ class Auditor:
         try:
             with open(log, "rb") as f:
                 f.seek(start)
-                report = verify_stream(session, _chunks(f, st.st_size - start), walker=walker, on_event=on_event)
+                report = verify_stream(session, read_chunks(f, st.st_size - start), walker=walker, on_event=on_event)
             store.extend(digests)
             store.flush()
             with open(adir / "offsets.bin", "ab") as off:
