@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        self.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m chat", description="Run one chat turn with a signed receipt.")
+    parser = Parser(prog="python -m chat", description="Run one chat turn with a signed receipt.")
     parser.add_argument("data_dir")
     parser.add_argument("session")
     parser.add_argument("message")

@@ -7,24 +7,11 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
+from .cli_support import EXIT_FAILED as EXIT_BROKEN
+from .cli_support import EXIT_OK, Parser, fail, run
 from .event import EventError
 from .store import ImportError_, Ledger, LedgerCorrupted
-
-EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # exit 2 with a one-line message, no traceback
-        self.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -35,7 +22,7 @@ def _lines(path: Path) -> Iterator[bytes]:
 def cmd_import(args: argparse.Namespace) -> int:
     src = Path(args.file)
     if not src.is_file():
-        return _fail(f"{src}: no such file")
+        return fail(f"{src}: no such file")
     ledger = Ledger(args.data_dir)
     progress = None
     if sys.stderr.isatty():
@@ -45,13 +32,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         events = ledger.import_jsonl(args.session, _lines(src), progress)
     except ImportError_ as exc:
-        return _fail(f"{src}: {exc}; nothing was imported")
+        return fail(f"{src}: {exc}; nothing was imported")
     except EventError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except LedgerCorrupted as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except OSError as exc:
-        return _fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
+        return fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
     finally:
         if progress is not None:
             progress.close()
@@ -63,18 +50,18 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     data = Path(args.data_dir)
     if not data.is_dir():
-        return _fail(f"{data}: not a readable data directory")
+        return fail(f"{data}: not a readable data directory")
     ledger = Ledger(data)
     try:
         names = args.sessions or ledger.sessions()
         for name in names:
             if not ledger.exists(name):
-                return _fail(f"session {name}: no such session in {data}")
+                return fail(f"session {name}: no such session in {data}")
         reports = [ledger.verify(name) for name in names]
     except EventError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except OSError as exc:
-        return _fail(f"{exc.filename or data}: {exc.strerror or exc}")
+        return fail(f"{exc.filename or data}: {exc.strerror or exc}")
     broken = [r for r in reports if not r.ok]
     if args.json:
         print(json.dumps({"ok": not broken, "sessions": [r.to_dict() for r in reports]}, indent=2))
@@ -94,8 +81,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m ledger", description="The hash-chained session ledger.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m ledger", description="The hash-chained session ledger.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("import", help="import a JSONL file of messages into a session")
     p.add_argument("data_dir")
     p.add_argument("session")
@@ -107,13 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--json", action="store_true", help="print a JSON report")
     v.set_defaults(func=cmd_verify)
     args = parser.parse_args(argv)
-    try:
-        code: int = args.func(args)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # last resort: never a traceback
-        return _fail(f"{type(exc).__name__}: {exc}")
-    return code
+    return run(args.func, args)
 
 
 if __name__ == "__main__":

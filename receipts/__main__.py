@@ -6,27 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, fail, run
 
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt
 from .keys import KeyConfigError, format_public_key, load_or_create
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Report
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        self.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def render_text(report: Report) -> str:
@@ -45,19 +33,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     try:
         size = path.stat().st_size
         if size > MAX_RECEIPT_BYTES:
-            return _fail(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+            return fail(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
         raw = path.read_bytes()
     except OSError as exc:
-        return _fail(f"{path}: {exc.strerror or exc}")
+        return fail(f"{path}: {exc.strerror or exc}")
     if args.data is not None and not Path(args.data).is_dir():
-        return _fail(f"{args.data}: not a readable data directory")
+        return fail(f"{args.data}: not a readable data directory")
     try:
         trusted = load_trust(args.trust)
         report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full)
     except MalformedReceipt as exc:
-        return _fail(f"{path}: {exc}")
+        return fail(f"{path}: {exc}")
     except KeyConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -68,19 +56,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_pubkey(args: argparse.Namespace) -> int:
     data = Path(args.data_dir)
     if not data.is_dir():
-        return _fail(f"{data}: not a readable data directory")
+        return fail(f"{data}: not a readable data directory")
     try:
         key = load_or_create(data)
     except (KeyConfigError, OSError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     print(format_public_key(key.public_key).rstrip("\n"))
     print(f"key id: {key.key_id}", file=sys.stderr)
     return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger")
     v.add_argument("receipt")
     v.add_argument("--data", metavar="DATA_DIR", help="also check against this data directory's ledger")
@@ -92,13 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("data_dir")
     p.set_defaults(func=cmd_pubkey)
     args = parser.parse_args(argv)
-    try:
-        code: int = args.func(args)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # last resort: never a traceback
-        return _fail(f"{type(exc).__name__}: {exc}")
-    return code
+    return run(args.func, args)
 
 
 if __name__ == "__main__":
