@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from .verify import ChainWalker, read_chunks, split_lines, verify_stream
+from .verify import ChainWalker, read_chunks, verify_stream
 
 MIN_PARALLEL_BYTES = 64 << 20  # below this, process start-up costs more than it saves
 
@@ -112,7 +112,7 @@ def verify_file_parallel(
     return total, str(orjson.loads(last)["chain"])
 
 
-__all__ = ["verify_file_parallel", "verify_range", "split_lines"]
+__all__ = ["verify_file_parallel", "verify_range"]
 
 if __name__ == "__main__":  # worker: python -m ledger.parallel PATH SESSION START END NEXT_SEQ HEAD
     _path, _session, _start, _end, _seq, _head = sys.argv[1:7]

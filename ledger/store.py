@@ -36,7 +36,7 @@ from .event import (
     validate_session_id,
 )
 from .parallel import verify_file_parallel
-from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, read_chunks, split_lines
+from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, read_chunks, split_lines, verify_stream
 
 log = logging.getLogger("ledger")
 EVENTS_FILE = "events.jsonl"
@@ -479,8 +479,6 @@ class Ledger:
         Ledgers over 64 MB are first checked in one process per core
         (ledger/parallel.py); any doubt falls back to the serial walk.
         """
-        from .verify import verify_stream
-
         path = self.log_path(session)
         if not path.is_file():
             raise FileNotFoundError(f"session {session}: no such session")

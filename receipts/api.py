@@ -45,11 +45,11 @@ def verify_bytes(
     """
     receipt = parse_receipt(raw)
     keys = list(trusted)
-    facts = None
-    if data_dir is not None:
-        if not keys:
-            own = data_dir_key(data_dir)
-            if own is not None:
-                keys.append(own)
-        facts = Auditor(data_dir, full=full).facts(receipt.session)
-    return verify_receipt(receipt, keys, facts)
+    if data_dir is None:
+        return verify_receipt(receipt, keys, None)
+    if not keys:
+        own = data_dir_key(data_dir)
+        if own is not None:
+            keys.append(own)
+    with Auditor(data_dir, full=full).facts(receipt.session) as facts:
+        return verify_receipt(receipt, keys, facts)

@@ -62,36 +62,42 @@ class Auditor:
             finally:
                 os.close(fd)
 
-    def facts(self, session: str) -> LedgerFacts:
+    @contextmanager
+    def facts(self, session: str) -> Iterator[LedgerFacts]:
+        """What the ledger says, valid inside the `with` block (it holds the audit tree open)."""
         log, adir = self._paths(session)
         if not log.is_file():
-            return LedgerFacts(session, False, 0, None, _none, _none, _none)
+            yield LedgerFacts(session, False, 0, None, _none, _none, _none)
+            return
         with self._locked(adir):
             state = self._refresh(session, log, adir)
-        store = MerkleStore(adir / "merkle")
-        offsets = array("Q")
-        with open(adir / "offsets.bin", "rb") as f:
-            offsets.frombytes(f.read())
         brk = None if state["break"] is None else Break(**state["break"])
+        verified = state["verified"]
 
         def event_at(seq: int) -> dict[str, Any]:
-            start = offsets[seq]
-            end = offsets[seq + 1] if seq + 1 < len(offsets) else state["verified_bytes"]
+            # two offsets read from offsets.bin (8 bytes each), then the line itself
+            with open(adir / "offsets.bin", "rb") as off:
+                off.seek(8 * seq)
+                pair = array("Q")
+                pair.frombytes(off.read(16 if seq + 1 < verified else 8))
+            start = pair[0]
+            end = pair[1] if len(pair) > 1 else state["verified_bytes"]
             with open(log, "rb") as f:
                 f.seek(start)
                 obj: dict[str, Any] = orjson.loads(f.read(end - start))
             return obj
 
-        return LedgerFacts(
-            session=session,
-            exists=True,
-            verified=state["verified"],
-            first_break=brk,
-            event_at=event_at,
-            root_at=store.root,
-            consistency=store.consistency_proof,
-            notes=tuple(state.get("notes", ())),
-        )
+        with MerkleStore(adir / "merkle") as store:
+            yield LedgerFacts(
+                session=session,
+                exists=True,
+                verified=verified,
+                first_break=brk,
+                event_at=event_at,
+                root_at=store.root,
+                consistency=store.consistency_proof,
+                notes=tuple(state.get("notes", ())),
+            )
 
     def _refresh(self, session: str, log: Path, adir: Path) -> dict[str, Any]:
         st = os.stat(log)

@@ -13,7 +13,7 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -134,7 +134,3 @@ def _last_leaf_matches(store: MerkleStore, ledger: Ledger, session: str) -> bool
     n = store.size
     (ev,) = ledger.read_events(session, [n - 1])
     return store.leaf_hash(n - 1) == leaf_hash(bytes.fromhex(ev.digest))
-
-
-def extend_tree(store: MerkleStore, digests: Sequence[str]) -> None:
-    store.extend(bytes.fromhex(d) for d in digests)
