@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -63,6 +64,9 @@ def _batched(it: Iterable[T], n: int) -> Iterator[list[T]]:
 
 class _Raced(Exception):
     """Another process moved a session's watermark while we were indexing it."""
+
+
+RACE_ATTEMPTS = 10  # re-reads of a watermark another writer moved, before giving up
 
 
 class _Local(threading.local):
@@ -391,11 +395,13 @@ class Index:
         return self._guarded(lambda: self._index_session(session, new_events, None))
 
     def _index_session(self, session: str, new_events: Sequence[Event] | None, progress: Progress | None) -> list[str]:
-        for _attempt in range(3):
+        for attempt in range(RACE_ATTEMPTS):
             try:
                 return self._index_session_once(session, new_events, progress)
             except _Raced:
                 new_events = None  # another process moved the watermark: start again from it
+                # a short, jittered pause so two writers do not keep colliding in lockstep
+                time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
         raise IndexUnavailable(f"session {session}: the watermark keeps moving under us (another writer?)")
 
     def _index_session_once(
