@@ -4,6 +4,11 @@
 message); 3. build the prompt from the versioned template; 4. call the model
 (or the offline stand-in); 5. append the answer; 6. write the signed receipt.
 No receipt, no answer: if step 6 fails the turn raises TurnError.
+
+Every append through the engine (a turn's two, `remember`, the failure notes)
+is followed, under the session's turn lock, by a signed checkpoint over the
+whole session (receipts.checkpoints), so every acknowledged event is under a
+signature a visitor can keep and hold us to.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 from ledger import Event, Ledger
 from ledger.event import EventError, now_ts
 from receipts import body as rbody
-from receipts import files
+from receipts import checkpoints, files
 from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
 from retrieval import Index
@@ -116,6 +121,7 @@ class Engine:
         try:
             with files.session_turn_lock(self.data_dir, session):
                 ev = self.ledger.append(session, role, text, meta or {})
+                checkpoints.issue(self.data_dir, self.ledger, session, self.key)
         except EventError as exc:
             raise InputError(str(exc)) from None
         self.index.index_session(session, [ev])
@@ -138,6 +144,7 @@ class Engine:
         # 1. the user's message
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
         try:
+            checkpoints.issue(self.data_dir, self.ledger, session, self.key)
             return self._answer(session, message, k, receipt_id, on_delta, user_ev)
         except TurnError:
             raise
@@ -151,6 +158,7 @@ class Engine:
         """Best effort: leave a system event saying what went wrong, so the ledger never just stops."""
         try:
             self.ledger.append(session, "system", text, {"kind": kind, "receipt_id": receipt_id})
+            checkpoints.issue(self.data_dir, self.ledger, session, self.key)
         except Exception:  # noqa: BLE001 - the turn fails either way
             log.exception("session %s: could not record %s", session, kind)
 
@@ -204,9 +212,9 @@ class Engine:
             tree_size = asst_ev.seq + 1
             if store.size != tree_size:
                 raise TurnError(f"session {session}: Merkle tree holds {store.size} leaves, expected {tree_size}")
-            checkpoint = rbody.sign_checkpoint(
-                session=session, tree_size=tree_size, root=store.root(tree_size), chain_head=asst_ev.chain, issued_at=now_ts(), key=self.key
-            )
+            # the checkpoint after this append: the one the receipt carries, kept as the latest
+            checkpoint = checkpoints.sign_tree(session, store, asst_ev.chain, self.key)
+            checkpoints.keep(self.data_dir, session, checkpoint)
             body = rbody.build_body(
                 receipt_id=receipt_id,
                 issued_at=now_ts(),
