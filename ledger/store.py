@@ -35,6 +35,7 @@ from .event import (
     now_ts,
     validate_session_id,
 )
+from .fsmode import open_private, private_dir
 from .parallel import verify_file_parallel
 from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, read_chunks, split_lines, verify_stream
 
@@ -187,7 +188,7 @@ class Ledger:
             elif not sdir.is_dir():
                 raise FileNotFoundError(f"session {session}: no such session")
             if fd is None:
-                fd = os.open(sdir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+                fd = open_private(sdir / "lock", os.O_RDWR | os.O_CREAT)
                 with self._guard:
                     self._lock_fds[session] = fd
                 self._evict(keep=session)
@@ -275,9 +276,9 @@ class Ledger:
         if sdir.is_dir():
             return
         new_parents = [p for p in (self.data_dir, self.sessions_dir) if not p.is_dir()]
-        sdir.mkdir(parents=True, exist_ok=True)
+        private_dir(sdir)
         log_file = sdir / EVENTS_FILE
-        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = open_private(log_file, os.O_WRONLY | os.O_CREAT)
         os.fsync(fd)
         os.close(fd)
         _fsync_dir(sdir)
@@ -330,7 +331,7 @@ class Ledger:
             f.seek(offset)
             torn = f.read(size - offset)
         qpath = path.with_name(f"{EVENTS_FILE}.torn-{offset}-{now_ts().replace(':', '')}")
-        fd = os.open(qpath, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = open_private(qpath, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
             os.write(fd, torn)
             os.fsync(fd)
