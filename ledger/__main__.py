@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
 from .cli_support import EXIT_OK, Parser, fail, run
@@ -19,18 +21,49 @@ def _lines(path: Path) -> Iterator[bytes]:
         yield from f
 
 
+def _import_signer(data_dir: Path) -> tuple[Any, str]:
+    """The data directory's signing key (or None) and why not. Never creates a key.
+
+    The receipts package sits above the ledger: it is imported here, lazily,
+    only by the command line.
+    """
+    try:
+        from receipts.checkpoints import existing_key
+    except ImportError:  # pragma: no cover - the ledger used on its own
+        return None, "no checkpoint signed (the receipts package is not available)"
+    key = existing_key(data_dir)
+    return key, "" if key is not None else f"no checkpoint signed (no signing key for {data_dir})"
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     src = Path(args.file)
     if not src.is_file():
         return fail(f"{src}: no such file")
-    ledger = Ledger(args.data_dir)
+    data = Path(args.data_dir)
+    try:
+        key, unsigned = _import_signer(data)
+    except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
+        return fail(f"{exc}; nothing was imported")
+    ledger = Ledger(data)
+    lock: AbstractContextManager[Any] = nullcontext()
+    if key is not None:
+        from receipts import checkpoints, files
+
+        lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
     progress = None
     if sys.stderr.isatty():
         from tqdm import tqdm
 
         progress = tqdm(desc="validating", unit=" lines", file=sys.stderr)
     try:
-        events = ledger.import_jsonl(args.session, _lines(src), progress)
+        with lock:
+            events = ledger.import_jsonl(args.session, _lines(src), progress)
+            if key is not None:
+                try:
+                    cp = checkpoints.issue(data, ledger, args.session, key)
+                except (OSError, ValueError) as exc:
+                    print(f"imported {len(events)} events into session {args.session}, head {events[-1].chain[:16]}")
+                    return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_BROKEN)
     except ImportError_ as exc:
         return fail(f"{src}: {exc}; nothing was imported")
     except EventError as exc:
@@ -43,14 +76,59 @@ def cmd_import(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     first, last = events[0].seq, events[-1].seq
-    print(f"imported {len(events)} events into session {args.session} (seq {first}..{last}), head {events[-1].chain[:16]}")
+    signed = unsigned if key is None else f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
+    print(f"imported {len(events)} events into session {args.session} (seq {first}..{last}), head {events[-1].chain[:16]}; {signed}")
     return EXIT_OK
+
+
+MARK = {"pass": "ok  ", "fail": "FAIL", "not_verifiable": "n/a "}
+
+
+def cmd_verify_since(args: argparse.Namespace) -> int:
+    """Prove the session's ledger today extends a checkpoint kept earlier (receipts.checkpoints)."""
+    from receipts.api import load_trust
+    from receipts.checkpoints import MAX_CHECKPOINT_BYTES, MalformedCheckpoint, parse_checkpoint, prove_since
+    from receipts.keys import KeyConfigError
+
+    data, path = Path(args.data_dir), Path(args.since)
+    if len(args.sessions) != 1:
+        return fail("--since proves one session: name exactly one")
+    (session,) = args.sessions
+    try:
+        if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+            return fail(f"{path}: over the {MAX_CHECKPOINT_BYTES}-byte checkpoint limit")
+        kept = parse_checkpoint(path.read_bytes(), source=str(path))
+        trusted = load_trust(args.trust)
+        if not Ledger(data).exists(session):
+            return fail(f"session {session}: no such session in {data}")
+        report = prove_since(data, session, kept, trusted, full=args.full)
+    except (MalformedCheckpoint, KeyConfigError, EventError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{exc.filename or path}: {exc.strerror or exc}")
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        kb = kept["body"]
+        print(f"session {session}: since the checkpoint you kept ({kb['tree_size']} events, {kb['issued_at']}, {kept['key_id']})")
+        for c in report.checks:
+            print(f"  {MARK[c.status]}  {c.name}: {c.message}")
+            if c.status == "fail" and (c.expected is not None or c.found is not None):
+                print(f"          expected {c.expected}\n          found    {c.found}")
+        if not trusted:
+            print("note: no --trust key given: signatures were checked against the data directory's own key only (not independently trusted)")
+        print(f"verdict: {report.verdict.upper()}: {report.message}")
+    return EXIT_OK if report.ok else EXIT_BROKEN
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     data = Path(args.data_dir)
     if not data.is_dir():
         return fail(f"{data}: not a readable data directory")
+    if args.since is not None:
+        return cmd_verify_since(args)
+    if args.trust:
+        return fail("--trust applies to --since CHECKPOINT_FILE")
     ledger = Ledger(data)
     try:
         names = args.sessions or ledger.sessions()
@@ -92,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("data_dir")
     v.add_argument("sessions", nargs="*")
     v.add_argument("--json", action="store_true", help="print a JSON report")
+    v.add_argument("--since", metavar="CHECKPOINT_FILE", help="prove the session extends a checkpoint kept earlier (`python -m receipts checkpoint`)")
+    v.add_argument("--trust", metavar="PUBKEY", action="append", default=[], help="with --since: a trusted public key file (repeatable)")
+    v.add_argument("--full", action="store_true", help="with --since: re-walk from genesis, ignoring the verifier's cache")
     v.set_defaults(func=cmd_verify)
     args = parser.parse_args(argv)
     return run(args.func, args)

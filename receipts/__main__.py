@@ -1,4 +1,4 @@
-"""`python -m receipts verify RECEIPT ...` and `python -m receipts pubkey DATA_DIR`."""
+"""`python -m receipts verify RECEIPT ...`, `python -m receipts pubkey DATA_DIR`, `python -m receipts checkpoint DATA_DIR SESSION`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, fail, run
+from ledger.event import EventError
 
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt
+from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
 from .keys import KeyConfigError, format_public_key, load_or_create
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Report
 
@@ -66,8 +68,32 @@ def cmd_pubkey(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_checkpoint(args: argparse.Namespace) -> int:
+    """Print the session's latest signed checkpoint (JSON), to publish or to keep for `ledger verify --since`."""
+    data = Path(args.data_dir)
+    if not data.is_dir():
+        return fail(f"{data}: not a readable data directory")
+    try:
+        path = checkpoint_path(data, args.session)
+        if not (path.parent / "events.jsonl").is_file():
+            return fail(f"session {args.session}: no such session in {data}")
+        cp = latest(data, args.session)
+    except MalformedCheckpoint as exc:
+        return fail(str(exc))
+    except EventError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{exc.filename or data}: {exc.strerror or exc}")
+    if cp is None:
+        return fail(f"session {args.session}: no signed checkpoint yet (one is signed after every append through the engine or an import with a signing key)")
+    print(json.dumps(cp, indent=2, sort_keys=True))
+    b = cp["body"]
+    print(f"session {b['session']}: {b['tree_size']} events, root {b['root'][:16]}…, signed by {cp['key_id']} at {b['issued_at']}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key.")
+    parser = Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key or a session's latest signed checkpoint.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger")
     v.add_argument("receipt")
@@ -79,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("pubkey", help="print the data directory's public key (a --trust file)")
     p.add_argument("data_dir")
     p.set_defaults(func=cmd_pubkey)
+    c = sub.add_parser("checkpoint", help="print a session's latest signed checkpoint (JSON, to publish or keep)")
+    c.add_argument("data_dir")
+    c.add_argument("session")
+    c.set_defaults(func=cmd_checkpoint)
     args = parser.parse_args(argv)
     return run(args.func, args)
 

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger import Ledger
-from ledger.canonical import CanonicalError, canonical_json, loads_strict
+from ledger.canonical import canonical_json, loads_strict
 from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts, validate_session_id
+from ledger.fsmode import open_private
 
 from .audit import Auditor
 from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
@@ -109,8 +110,8 @@ def parse_checkpoint(raw: bytes, *, source: str = "checkpoint") -> dict[str, Any
         raise MalformedCheckpoint("$", "empty file", source=source)
     try:
         obj = loads_strict(raw, "$")
-    except CanonicalError as exc:
-        raise MalformedCheckpoint("$", str(exc).removeprefix("$: "), source=source) from None
+    except ValueError as exc:  # CanonicalError, and anything else a hostile file provokes in a parser
+        raise MalformedCheckpoint("$", str(exc).removeprefix("$: ")[:300], source=source) from None
     return check_checkpoint_shape(obj, source=source)
 
 
@@ -154,9 +155,8 @@ def keep(data_dir: str | os.PathLike[str], session: str, checkpoint: Mapping[str
     path = checkpoint_path(data_dir, session)
     data = checkpoint_file_bytes(checkpoint)
     tmp = path.with_name(f".{CHECKPOINT_FILE}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
     try:
-        os.fchmod(fd, 0o600)  # whatever the umask
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -414,20 +414,42 @@ def _check_current(
     r.add("current.ledger", not problems, f"the current signed checkpoint covers exactly the ledger today ({n} events)", "the ledger's size, root and chain head", "; ".join(problems))
 
 
+def existing_key(data_dir: str | os.PathLike[str]) -> SigningKey | None:
+    """The data directory's signing key if one exists; never creates one. Raises KeyConfigError.
+
+    (receipts.keys.load_existing where it exists; otherwise the same rule by hand:
+    RECEIPT_SIGNING_KEY, else DATA_DIR/keys/signing.key if present.)
+    """
+    from . import keys
+
+    load_existing: Callable[[Path], SigningKey | None] | None = getattr(keys, "load_existing", None)
+    if load_existing is not None:
+        return load_existing(Path(data_dir))
+    if os.environ.get(keys.ENV_VAR) is None and not (Path(data_dir) / keys.KEYS_DIRNAME / keys.PRIVATE_FILENAME).is_file():
+        return None
+    return keys.load_or_create(Path(data_dir))
+
+
 def _data_dir_public_key(data_dir: Path) -> PublicKey | None:
-    """The data directory's own key, for a self-consistency check only (never trusted)."""
+    """The data directory's own public key, for a self-consistency check only (never trusted).
+
+    Read-only: verification never moves, creates or rewrites a key file.
+    """
     from . import keys
 
     try:
-        load_existing: Callable[[Path], SigningKey | None] | None = getattr(keys, "load_existing", None)
-        if load_existing is not None:
-            key = load_existing(data_dir)
-            return None if key is None else key.public_key
-        from .api import data_dir_key
-
-        return data_dir_key(data_dir)
+        env = os.environ.get(keys.ENV_VAR)
+        if env is not None:
+            return keys.parse_private_key(env).public_key
+        keys_dir: Callable[[Path], Path] | None = getattr(keys, "keys_dir", None)
+        folders = ([keys_dir(data_dir)] if keys_dir is not None else []) + [data_dir / keys.KEYS_DIRNAME]
+        for folder in folders:
+            path = folder / keys.PUBLIC_FILENAME
+            if path.is_file() and not path.is_symlink():
+                return keys.parse_public_key(path.read_text(encoding="utf-8"), source=str(path))
     except (KeyConfigError, OSError, ValueError):
         return None
+    return None
 
 
 def prove_since(
@@ -479,6 +501,7 @@ __all__ = [
     "check_since",
     "checkpoint_file_bytes",
     "checkpoint_path",
+    "existing_key",
     "issue",
     "keep",
     "latest",
