@@ -18,7 +18,7 @@ from chat.engine import Engine
 from webui import ids
 from webui import render as r
 from webui import render_verify as rv
-from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval
+from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval, warn_loose_modes
 from webui.handlers import UI
 from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS
 from webui.mcp_tools import make_tools
@@ -238,6 +238,7 @@ class Running:
 
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
+    warn_loose_modes(cfg.data_dir)  # before the engine: what it creates is private anyway
     engine = Engine(cfg.data_dir)
     service = Service(engine)
     for warning in engine.index.catch_up():

@@ -13,7 +13,7 @@ from ledger.event import EventError
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
-from .keys import KeyConfigError, format_public_key, load_or_create
+from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Report
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
@@ -60,9 +60,11 @@ def cmd_pubkey(args: argparse.Namespace) -> int:
     if not data.is_dir():
         return fail(f"{data}: not a readable data directory")
     try:
-        key = load_or_create(data)
+        key = load_existing(data)
     except (KeyConfigError, OSError) as exc:
         return fail(str(exc))
+    if key is None:
+        return fail(f"{data}: no signing key (looked in {keys_dir(data)} and {legacy_keys_dir(data)}); none was created")
     print(format_public_key(key.public_key).rstrip("\n"))
     print(f"key id: {key.key_id}", file=sys.stderr)
     return EXIT_OK
@@ -97,12 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger")
     v.add_argument("receipt")
-    v.add_argument("--data", metavar="DATA_DIR", help="also check against this data directory's ledger")
-    v.add_argument("--trust", metavar="PUBKEY", action="append", default=[], help="a trusted public key file (repeatable)")
+    v.add_argument("--data", metavar="DATA_DIR", help="also check against this data directory's ledger (its own key is never trusted)")
+    v.add_argument(
+        "--trust", metavar="PUBKEY", action="append", default=[], help="a trusted public key file (repeatable); needed for VERIFIED"
+    )
     v.add_argument("--json", action="store_true")
     v.add_argument("--full", action="store_true", help="re-walk the ledger from genesis, ignoring the audit cache")
     v.set_defaults(func=cmd_verify)
-    p = sub.add_parser("pubkey", help="print the data directory's public key (a --trust file)")
+    p = sub.add_parser("pubkey", help="print the data directory's existing public key (a --trust file); never creates one")
     p.add_argument("data_dir")
     p.set_defaults(func=cmd_pubkey)
     c = sub.add_parser("checkpoint", help="print a session's latest signed checkpoint (JSON, to publish or keep)")

@@ -8,16 +8,22 @@ from pathlib import Path
 
 from .audit import Auditor
 from .body import parse_receipt
-from .keys import KeyConfigError, PublicKey, parse_public_key
+from .keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, keys_dir, legacy_keys_dir, parse_public_key
 from .verify import Report, verify_receipt
 
 
 def data_dir_key(data_dir: str | os.PathLike[str]) -> PublicKey | None:
-    """The public key a data directory signs with (DATA_DIR/keys/signing.pub), if present."""
-    path = Path(data_dir) / "keys" / "signing.pub"
-    if not path.is_file():
-        return None
-    return parse_public_key(path.read_text(encoding="utf-8"), source=str(path))
+    """The public key a data directory says it signs with, if present: its keys folder's ``signing.pub``
+    (receipts.keys.keys_dir), else the old place ``DATA_DIR/keys/signing.pub``. Reads only; never trusted.
+
+    Whoever hands over a data directory also chose this file: it can show that a
+    receipt is *self-consistent* with the directory, never that it is authentic.
+    """
+    for folder in (keys_dir(data_dir), legacy_keys_dir(data_dir)):
+        path = folder / PUBLIC_FILENAME
+        if path.is_file() and not path.is_symlink():
+            return parse_public_key(path.read_text(encoding="utf-8"), source=str(path))
+    return None
 
 
 def load_trust(paths: Sequence[str | os.PathLike[str]]) -> list[PublicKey]:
@@ -40,16 +46,21 @@ def verify_bytes(
 ) -> Report:
     """Parse and verify a receipt. Raises MalformedReceipt for input that is not a receipt.
 
-    With `data_dir`, the ledger checks run too, and when no key is given the
-    data directory's own public key is trusted.
+    Only the keys in `trusted` are trusted. With `data_dir`, the ledger checks
+    run too; a key found with the data directory is never trusted (whoever
+    hands over a directory chose it): with no trusted key the signatures are
+    checked against it for self-consistency only, those rows are
+    "not_verifiable", and the verdict is never "verified".
     """
     receipt = parse_receipt(raw)
     keys = list(trusted)
     if data_dir is None:
         return verify_receipt(receipt, keys, None)
+    own = None
     if not keys:
-        own = data_dir_key(data_dir)
-        if own is not None:
-            keys.append(own)
+        try:
+            own = data_dir_key(data_dir)
+        except (KeyConfigError, OSError, UnicodeDecodeError):
+            own = None  # unreadable: the rows say no key was found
     with Auditor(data_dir, full=full).facts(receipt.session) as facts:
-        return verify_receipt(receipt, keys, facts)
+        return verify_receipt(receipt, keys, facts, untrusted=own)

@@ -15,18 +15,26 @@ Where the signing key comes from (:func:`load_or_create`):
    or an unencrypted PKCS8 PEM (literal ``\\n`` escapes are accepted). Nothing
    is written to disk. Set-but-unusable (including empty) is an error, never a
    silent fall-back to a generated key.
-2. Otherwise ``DATA_DIR/keys/signing.key`` (unencrypted PKCS8 PEM, mode 0600),
-   created on first use together with ``DATA_DIR/keys/signing.pub`` (the trust
-   format below, derived from the key and rewritten whenever it disagrees).
+2. Otherwise ``signing.key`` (unencrypted PKCS8 PEM, mode 0600) in the keys
+   folder (:func:`keys_dir`): ``$RECEIPT_KEYS_DIR`` if set, else the data
+   directory's sibling ``<DATA_DIR>.keys`` (``./data`` -> ``./data.keys/``),
+   created on first use (0700) together with ``signing.pub`` (the trust format
+   below, derived from the key and rewritten whenever it disagrees).
+
+The key is kept *apart* from the data directory so that handing an auditor the
+data does not hand over the key. A key left by an older version in
+``DATA_DIR/keys/signing.key`` is moved to the keys folder (published
+atomically, then the old copy removed) with a logged warning.
 
 Creation is race-safe: the PEM is written and fsynced in a private temp file
 (``O_CREAT|O_EXCL``, 0600) and published with ``os.link``, which fails if the
 name exists. So ``signing.key`` is never visible empty or half-written, and of
 two processes starting at once the loser reads the winner's key.
 
-An existing ``signing.key`` readable or writable by group or others is
-*refused*, not chmod-ed: a key others could read may already be copied, and
-quietly tightening it would hide that. The error says what to check.
+A keys folder or ``signing.key`` that group or others can use, or that another
+user owns, is *refused*, not chmod-ed: a key others could read may already be
+copied, and quietly tightening it would hide that. The error names the
+``chmod`` that fixes it.
 
 Trust format (what ``python -m receipts pubkey`` prints, what ``--trust``
 reads) is one small JSON object::
@@ -49,9 +57,11 @@ import binascii
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
+import shlex
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,12 +71,17 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
+
 ENV_VAR = "RECEIPT_SIGNING_KEY"
 KEY_ID_TAG = b"mre:v1:keyid\x00"
 KEY_ID_PREFIX = "ed25519:"
 KEY_TYPE = "ed25519"
 RAW_KEY_BYTES = 32
-KEYS_DIRNAME = "keys"
+KEYS_DIR_ENV = "RECEIPT_KEYS_DIR"
+KEYS_DIR_SUFFIX = ".keys"
+LEGACY_KEYS_DIRNAME = "keys"  # DATA_DIR/keys/: where keys lived before issue 17
+KEYS_DIRNAME = LEGACY_KEYS_DIRNAME  # the old name, kept for callers
 PRIVATE_FILENAME = "signing.key"
 PUBLIC_FILENAME = "signing.pub"
 MAX_KEY_FILE_BYTES = 64 * 1024
@@ -74,6 +89,7 @@ MAX_KEY_FILE_BYTES = 64 * 1024
 _HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
 _TRUST_FIELDS = frozenset({"type", "key_id", "public_key"})
+log = logging.getLogger("receipts.keys")
 
 
 class KeyConfigError(ValueError):
@@ -258,33 +274,165 @@ def parse_public_key(text: str, *, source: str = "public key") -> PublicKey:
 # --- loading (the only I/O in this package's key handling) -------------------
 
 
+def keys_dir(data_dir: str | os.PathLike[str]) -> Path:
+    """The folder holding ``signing.key``: ``$RECEIPT_KEYS_DIR``, else the sibling ``<DATA_DIR>.keys``.
+
+    The sibling is named after the data directory's resolved path, so ``./data``
+    and ``/abs/path/data`` agree, and a symlinked data directory keeps its key
+    next to the real folder.
+    """
+    env_value = os.environ.get(KEYS_DIR_ENV)
+    if env_value is not None:
+        if not env_value.strip():
+            raise KeyConfigError(source=KEYS_DIR_ENV, expected="a folder path", found="an empty value")
+        return Path(env_value).expanduser()
+    resolved = Path(data_dir).resolve()
+    if not resolved.name:
+        raise KeyConfigError(
+            source=str(data_dir),
+            expected="a data directory with a name (its keys go in <name>.keys beside it)",
+            found="the file-system root",
+            hint=f"set {KEYS_DIR_ENV} to a private folder for the keys",
+        )
+    return resolved.with_name(resolved.name + KEYS_DIR_SUFFIX)
+
+
 def load_or_create(data_dir: Path) -> SigningKey:
-    """The receipt signing key: from ``RECEIPT_SIGNING_KEY``, else ``data_dir/keys/`` (created if absent)."""
+    """The receipt signing key: from ``RECEIPT_SIGNING_KEY``, else the keys folder (created if absent)."""
     env_value = os.environ.get(ENV_VAR)
     if env_value is not None:
         return parse_private_key(env_value, source=ENV_VAR)
-    keys_dir = Path(data_dir) / KEYS_DIRNAME
-    _ensure_dir(keys_dir)
-    key_path = keys_dir / PRIVATE_FILENAME
-    key = _read_private_file(key_path)
+    kdir = keys_dir(data_dir)
+    _ensure_dir(kdir)
+    _check_private_dir(kdir)
+    key_path = kdir / PRIVATE_FILENAME
+    key = _migrate_legacy(Path(data_dir), kdir)
     if key is None:
-        key = _create_private_file(keys_dir, key_path)
-    _sync_public_file(keys_dir, key.public_key)
+        key = _read_private_file(key_path)
+    if key is None:
+        key = _create_private_file(kdir, key_path)
+    _sync_public_file(kdir, key.public_key)
     return key
 
 
-def _ensure_dir(keys_dir: Path) -> None:
-    keys_dir.parent.mkdir(parents=True, exist_ok=True)
+def load_existing(data_dir: str | os.PathLike[str]) -> SigningKey | None:
+    """The signing key ``load_or_create`` would use, or None if there is none yet. Never writes anything.
+
+    A key still in the old place (``DATA_DIR/keys/``) is read there, not moved.
+    """
+    env_value = os.environ.get(ENV_VAR)
+    if env_value is not None:
+        return parse_private_key(env_value, source=ENV_VAR)
+    kdir = keys_dir(data_dir)
+    if kdir.exists():
+        _check_private_dir(kdir)
+        key = _read_private_file(kdir / PRIVATE_FILENAME)
+        if key is not None:
+            return key
+    legacy = legacy_keys_dir(data_dir)
+    if os.path.lexists(legacy / PRIVATE_FILENAME):
+        _check_private_dir(legacy)
+        return _read_private_file(legacy / PRIVATE_FILENAME)
+    return None
+
+
+def legacy_keys_dir(data_dir: str | os.PathLike[str]) -> Path:
+    """Where versions before issue 17 kept the key: inside the data directory."""
+    return Path(data_dir) / LEGACY_KEYS_DIRNAME
+
+
+def _migrate_legacy(data_dir: Path, kdir: Path) -> SigningKey | None:
+    """Move ``DATA_DIR/keys/signing.key`` into ``kdir``; the moved key, or None if there was none.
+
+    Published like a new key (temp file, fsync, exclusive link), so a crash
+    leaves the key in the old place, the new one, or both, never neither. Two
+    different keys in the two places are refused: which one signs is the
+    operator's decision.
+    """
+    legacy = legacy_keys_dir(data_dir)
+    old_path = legacy / PRIVATE_FILENAME
+    if not os.path.lexists(old_path) or legacy.resolve() == kdir.resolve():
+        return None
+    old = _read_private_file(old_path)
+    if old is None:
+        return None
+    new_path = kdir / PRIVATE_FILENAME
+    current = _read_private_file(new_path)
+    if current is None:
+        current = _publish_private_file(kdir, new_path, old)
+    if current.key_id != old.key_id:
+        raise KeyConfigError(
+            source=str(old_path),
+            expected=f"no key, or the same key as {new_path} ({current.key_id})",
+            found=f"a different key ({old.key_id})",
+            hint=f"keep the one that signed your receipts in {new_path} and remove {legacy}",
+        )
+    for name in (PRIVATE_FILENAME, PUBLIC_FILENAME):
+        try:
+            (legacy / name).unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("could not remove the old key file %s (%s): remove it yourself", legacy / name, exc.strerror)
     try:
-        keys_dir.mkdir(mode=0o700)
+        legacy.rmdir()
+    except OSError:
+        pass  # not empty (something else lives there) or already gone: leave it
+    _fsync_dir(data_dir)
+    log.warning(
+        "moved the receipt signing key %s from %s to %s: keys are kept apart from the data directory, "
+        "so handing over the data does not hand over the key",
+        old.key_id,
+        old_path,
+        new_path,
+    )
+    return current
+
+
+def _ensure_dir(kdir: Path) -> None:
+    if kdir.is_dir():
+        return
+    private_dir(kdir.parent)
+    try:
+        kdir.mkdir(mode=PRIVATE_DIR)
     except FileExistsError:
         return
-    os.chmod(keys_dir, 0o700)  # exact mode whatever the umask (0o277 would leave it unwritable)
-    _fsync_dir(keys_dir.parent)
+    os.chmod(kdir, PRIVATE_DIR)  # exact mode whatever the umask (0o277 would leave it unwritable)
+    _fsync_dir(kdir.parent)
+
+
+def _fix_hint(kdir: Path) -> str:
+    folder = shlex.quote(str(kdir))
+    key = shlex.quote(str(kdir / PRIVATE_FILENAME))
+    return f"fix it with `chmod 700 {folder} && chmod 600 {key}` (and rotate the key if others may have read it)"
+
+
+def _check_private_dir(kdir: Path) -> None:
+    """Refuse a keys folder that is not a folder, that others can use, or that another user owns."""
+    try:
+        st = os.stat(kdir)
+    except OSError as exc:
+        raise KeyConfigError(
+            source=str(kdir), expected="a readable keys folder", found=f"cannot stat it ({exc.strerror})"
+        ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise KeyConfigError(source=str(kdir), expected="a keys folder", found="another kind of file")
+    _check_owner_and_mode(kdir, st, "mode 0700 or stricter", kdir)
+
+
+def _check_owner_and_mode(path: Path, st: os.stat_result, expected_mode: str, kdir: Path) -> None:
+    if st.st_uid != os.getuid():
+        raise KeyConfigError(
+            source=str(path),
+            expected=f"owned by you (uid {os.getuid()})",
+            found=f"owned by uid {st.st_uid}",
+            hint=f"another user controls this key: use a keys folder of your own ({KEYS_DIR_ENV})",
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise KeyConfigError(source=str(path), expected=expected_mode, found=f"mode {mode:04o}", hint=_fix_hint(kdir))
 
 
 def _read_private_file(path: Path) -> SigningKey | None:
-    """The key in ``path``, or None if there is no such file. Refuses lax modes and non-files."""
+    """The key in ``path``, or None if there is no such file. Refuses lax modes, other owners and non-files."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -297,14 +445,7 @@ def _read_private_file(path: Path) -> SigningKey | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise KeyConfigError(source=str(path), expected="a regular file", found="another kind of file")
-        mode = stat.S_IMODE(st.st_mode)
-        if mode & 0o077:
-            raise KeyConfigError(
-                source=str(path),
-                expected="mode 0600 or stricter",
-                found=f"mode {mode:04o}",
-                hint="others may have read this key: check, then `chmod 600` it or rotate the key",
-            )
+        _check_owner_and_mode(path, st, "mode 0600 or stricter", path.parent)
         data = os.read(fd, MAX_KEY_FILE_BYTES + 1)
     finally:
         os.close(fd)
@@ -313,14 +454,17 @@ def _read_private_file(path: Path) -> SigningKey | None:
     return _private_from_pem(data, str(path))
 
 
-def _create_private_file(keys_dir: Path, key_path: Path) -> SigningKey:
+def _create_private_file(kdir: Path, key_path: Path) -> SigningKey:
     """Publish a fresh key at ``key_path`` atomically; if another process won, return its key."""
-    key = SigningKey.generate()
-    tmp = keys_dir / f".{PRIVATE_FILENAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    return _publish_private_file(kdir, key_path, SigningKey.generate())
+
+
+def _publish_private_file(kdir: Path, key_path: Path, key: SigningKey) -> SigningKey:
+    """Publish ``key`` at ``key_path`` atomically and exclusively; if the name exists, return the key already there."""
+    tmp = kdir / f".{PRIVATE_FILENAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
+    fd = open_private(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW)
     try:
         try:
-            os.fchmod(fd, 0o600)  # exact mode whatever the umask
             _write_all(fd, key.to_pem())
             os.fsync(fd)
         finally:
@@ -336,24 +480,23 @@ def _create_private_file(keys_dir: Path, key_path: Path) -> SigningKey:
             return winner
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(keys_dir)
+    _fsync_dir(kdir)
     return key
 
 
-def _sync_public_file(keys_dir: Path, pub: PublicKey) -> None:
+def _sync_public_file(kdir: Path, pub: PublicKey) -> None:
     """Make ``signing.pub`` hold the trust-format text of ``pub`` (it is derived data)."""
-    path = keys_dir / PUBLIC_FILENAME
+    path = kdir / PUBLIC_FILENAME
     text = format_public_key(pub).encode("ascii")
     try:
         if path.read_bytes() == text:
             return
     except FileNotFoundError:
         pass
-    tmp = keys_dir / f".{PUBLIC_FILENAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    tmp = kdir / f".{PUBLIC_FILENAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
+    fd = open_private(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW)
     try:
         try:
-            os.fchmod(fd, 0o644)
             _write_all(fd, text)
             os.fsync(fd)
         finally:
@@ -361,7 +504,7 @@ def _sync_public_file(keys_dir: Path, pub: PublicKey) -> None:
         os.replace(tmp, path)  # racers write identical bytes, so last-writer-wins is fine
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(keys_dir)
+    _fsync_dir(kdir)
 
 
 def _write_all(fd: int, data: bytes) -> None:

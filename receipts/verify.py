@@ -135,13 +135,21 @@ def _events(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], list[s
     return out
 
 
-def verify_receipt(receipt: Receipt, trusted: Sequence[PublicKey], ledger: LedgerFacts | None = None) -> Report:
+def verify_receipt(
+    receipt: Receipt,
+    trusted: Sequence[PublicKey],
+    ledger: LedgerFacts | None = None,
+    *,
+    untrusted: PublicKey | None = None,
+) -> Report:
+    """`untrusted`: a key that came with the data (never trusted): with no `trusted` key the
+    signatures are checked against it for self-consistency, and those rows stay not_verifiable."""
     body = receipt.body
     r = _Rows()
-    _check_envelope(r, receipt, trusted)
+    _check_envelope(r, receipt, trusted, untrusted)
     cp = body["checkpoint"]
     cpb = cp["body"]
-    _check_checkpoint_signature(r, cp, trusted)
+    _check_checkpoint_signature(r, cp, trusted, untrusted)
     tree_size, root = cpb["tree_size"], bytes.fromhex(cpb["root"])
     events = _events(body)
     _check_structure(r, body, events)
@@ -167,11 +175,28 @@ def verify_receipt(receipt: Receipt, trusted: Sequence[PublicKey], ledger: Ledge
     return Report(receipt.receipt_id, receipt.session, "offline" if ledger is None else "ledger", tuple(r.rows))
 
 
-def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey]) -> None:
+SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
+NO_TRUSTED_KEY = "no trusted public key given (--trust PUBKEY)"
+
+
+def _untrusted_row(r: _Rows, name: str, key: PublicKey | None, ok: bool | None) -> None:
+    """A signature row without a trusted key: not_verifiable, saying what a data directory's own key showed."""
+    if key is None:
+        r.na(name, NO_TRUSTED_KEY)
+    elif ok:
+        r.na(name, f"{SELF_CONSISTENT}; the signature checks against it ({key.key_id}); {NO_TRUSTED_KEY}")
+    else:
+        r.na(name, f"{SELF_CONSISTENT}; the signature does NOT check against it ({key.key_id}); {NO_TRUSTED_KEY}")
+
+
+def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
     env = receipt.envelope
     r.add("envelope.payload_type", env.payload_type == PAYLOAD_TYPE, "the envelope names this receipt format", PAYLOAD_TYPE, env.payload_type)
     if not trusted:
-        r.na("envelope.signature", "no trusted public key given (--trust PUBKEY, or --data DATA_DIR to use its key)")
+        ok = None
+        if untrusted is not None:
+            ok = any(c.key_trusted and c.signature_valid for c in verify_envelope(env, [untrusted], env.payload_type))
+        _untrusted_row(r, "envelope.signature", untrusted, ok)
         return
     results = verify_envelope(env, trusted, env.payload_type)
     good = [c for c in results if c.key_trusted and c.signature_valid]
@@ -186,16 +211,21 @@ def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey]) ->
     r.add("envelope.signature", False, f"no valid signature by a trusted key ({details})", expected, details)
 
 
-def _check_checkpoint_signature(r: _Rows, cp: dict[str, Any], trusted: Sequence[PublicKey]) -> None:
+def _checkpoint_signed_by(cp: dict[str, Any], key: PublicKey) -> bool:
+    sig = decode_sig(cp["sig"])
+    return sig is not None and key.verify(sig, checkpoint_bytes(cp["body"]))
+
+
+def _check_checkpoint_signature(r: _Rows, cp: dict[str, Any], trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
     if not trusted:
-        r.na("checkpoint.signature", "no trusted public key given")
+        ok = None if untrusted is None else cp["key_id"] == untrusted.key_id and _checkpoint_signed_by(cp, untrusted)
+        _untrusted_row(r, "checkpoint.signature", untrusted, ok)
         return
     key = next((k for k in trusted if k.key_id == cp["key_id"]), None)
     if key is None:
         r.add("checkpoint.signature", False, "the checkpoint is signed by a key that is not trusted", ", ".join(k.key_id for k in trusted), cp["key_id"], "checkpoint.key_id")
         return
-    sig = decode_sig(cp["sig"])
-    ok = sig is not None and key.verify(sig, checkpoint_bytes(cp["body"]))
+    ok = _checkpoint_signed_by(cp, key)
     r.add("checkpoint.signature", ok, f"checkpoint signature by {key.key_id}", "a valid Ed25519 signature", "invalid signature", "checkpoint.sig")
 
 

@@ -166,8 +166,10 @@ class TestBadInput:
         assert resp.status_code == 413  # and the server enforces it for any other caller
 
     def test_the_data_directory_is_never_served(self, server: app.Running) -> None:
-        for path in ("keys/signing.key", "index.sqlite"):
-            target = server.service.data_dir.resolve() / path
+        from receipts.keys import keys_dir
+
+        data = server.service.data_dir
+        for target in (keys_dir(data) / "signing.key", data.resolve() / "index.sqlite"):
             assert target.exists()
             resp = httpx.get(f"{server.url}gradio_api/file={target}", timeout=10)
             assert resp.status_code == 403

@@ -45,6 +45,7 @@ from receipts.keys import (
     SigningKey,
     format_public_key,
     key_id,
+    keys_dir,
     load_or_create,
     parse_private_key,
     parse_public_key,
@@ -135,15 +136,15 @@ class TestSigningKey:
 class TestLoadOrCreate:
     def test_key_file_is_created_0600_and_reloads_to_the_same_key_id(self, tmp_path: Path) -> None:
         first = load_or_create(tmp_path)
-        key_file = tmp_path / "keys" / "signing.key"
+        key_file = keys_dir(tmp_path) / "signing.key"
         assert _mode(key_file) == 0o600
-        assert _mode(tmp_path / "keys") == 0o700
+        assert _mode(keys_dir(tmp_path)) == 0o700
         assert key_file.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
         assert load_or_create(tmp_path).key_id == first.key_id
 
     def test_public_file_is_the_trust_format_of_the_same_key(self, tmp_path: Path) -> None:
         key = load_or_create(tmp_path)
-        pub_text = (tmp_path / "keys" / "signing.pub").read_text()
+        pub_text = (keys_dir(tmp_path) / "signing.pub").read_text()
         assert pub_text == format_public_key(key.public_key)
         assert parse_public_key(pub_text).key_id == key.key_id
 
@@ -154,16 +155,16 @@ class TestLoadOrCreate:
             load_or_create(tmp_path)
         finally:
             os.umask(old)
-        assert _mode(tmp_path / "keys" / "signing.key") == 0o600
+        assert _mode(keys_dir(tmp_path) / "signing.key") == 0o600
 
     def test_creation_leaves_no_temp_files(self, tmp_path: Path) -> None:
         load_or_create(tmp_path)
-        assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["signing.key", "signing.pub"]
+        assert sorted(p.name for p in keys_dir(tmp_path).iterdir()) == ["signing.key", "signing.pub"]
 
     @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660, 0o666])
     def test_key_file_readable_by_others_is_refused_not_fixed(self, tmp_path: Path, mode: int) -> None:
         load_or_create(tmp_path)
-        key_file = tmp_path / "keys" / "signing.key"
+        key_file = keys_dir(tmp_path) / "signing.key"
         before = key_file.read_bytes()
         os.chmod(key_file, mode)
         with pytest.raises(KeyConfigError) as info:
@@ -174,21 +175,21 @@ class TestLoadOrCreate:
 
     def test_stricter_key_file_mode_is_accepted(self, tmp_path: Path) -> None:
         first = load_or_create(tmp_path)
-        os.chmod(tmp_path / "keys" / "signing.key", 0o400)
+        os.chmod(keys_dir(tmp_path) / "signing.key", 0o400)
         assert load_or_create(tmp_path).key_id == first.key_id
 
     def test_empty_key_file_is_refused_not_overwritten(self, tmp_path: Path) -> None:
-        (tmp_path / "keys").mkdir(mode=0o700)
-        fd = os.open(tmp_path / "keys" / "signing.key", os.O_CREAT | os.O_WRONLY, 0o600)
+        keys_dir(tmp_path).mkdir(mode=0o700)
+        fd = os.open(keys_dir(tmp_path) / "signing.key", os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
         with pytest.raises(KeyConfigError, match="found an empty file"):
             load_or_create(tmp_path)
-        assert (tmp_path / "keys" / "signing.key").read_bytes() == b""
+        assert (keys_dir(tmp_path) / "signing.key").read_bytes() == b""
 
     def test_symlinked_key_file_is_refused(self, tmp_path: Path) -> None:
         real = load_or_create(tmp_path / "real")
-        (tmp_path / "linked" / "keys").mkdir(parents=True)
-        os.symlink(tmp_path / "real" / "keys" / "signing.key", tmp_path / "linked" / "keys" / "signing.key")
+        keys_dir(tmp_path / "linked").mkdir(parents=True, mode=0o700)
+        os.symlink(keys_dir(tmp_path / "real") / "signing.key", keys_dir(tmp_path / "linked") / "signing.key")
         with pytest.raises(KeyConfigError, match="regular key file"):
             load_or_create(tmp_path / "linked")
         assert real.key_id  # the real one is untouched and still loads
@@ -196,7 +197,7 @@ class TestLoadOrCreate:
 
     def test_missing_or_tampered_public_file_is_rewritten_from_the_key(self, tmp_path: Path) -> None:
         key = load_or_create(tmp_path)
-        pub_file = tmp_path / "keys" / "signing.pub"
+        pub_file = keys_dir(tmp_path) / "signing.pub"
         pub_file.write_text(format_public_key(SigningKey.generate().public_key))
         load_or_create(tmp_path)
         assert parse_public_key(pub_file.read_text()).key_id == key.key_id
@@ -218,7 +219,7 @@ class TestLoadOrCreate:
         monkeypatch.setattr(keys_module, "_read_private_file", first_read_misses)
         assert load_or_create(tmp_path).key_id == winner.key_id
         assert len(calls) == 2
-        assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["signing.key", "signing.pub"]
+        assert sorted(p.name for p in keys_dir(tmp_path).iterdir()) == ["signing.key", "signing.pub"]
 
     def test_threads_racing_on_empty_dirs_agree_on_one_key(self, tmp_path: Path) -> None:
         dirs = [tmp_path / f"d{i}" for i in range(10)]

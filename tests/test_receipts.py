@@ -90,7 +90,7 @@ class TestVerifies:
 
     def test_a_valid_receipt_verifies_with_the_ledger_every_check_passing(self, world: World) -> None:
         for i in range(3):
-            report = verify_bytes(world.raw(i), data_dir=world.data)
+            report = verify_bytes(world.raw(i), trusted=world.trusted, data_dir=world.data)
             assert report.verdict == "verified"
             assert all(c.status == PASS for c in report.checks), [c for c in report.checks if c.status != PASS]
 
@@ -282,7 +282,7 @@ class TestGeneratedAttacks:
         body = parse_receipt(turn.receipt_path.read_bytes()).body
         body["session"] = "alice"
         forged = resign({}, body, w.key)
-        report = verify_bytes(json.dumps(forged).encode(), data_dir=w.data)
+        report = verify_bytes(json.dumps(forged).encode(), trusted=w.trusted, data_dir=w.data)
         assert statuses(report)["receipt.session"] == FAIL and report.verdict == "failed"
 
 
@@ -312,19 +312,19 @@ class TestMaliciousLedger:
         keep = body["checkpoint"]["body"]["tree_size"] - 1
         lines = log.read_bytes().splitlines(keepends=True)
         log.write_bytes(b"".join(lines[:keep]))
-        report = verify_bytes(world.raw(2), data_dir=world.data)
+        report = verify_bytes(world.raw(2), trusted=world.trusted, data_dir=world.data)
         st_ = statuses(report)
         assert st_["ledger.chain"] == FAIL and st_["ledger.root"] == FAIL and st_["ledger.consistency"] == FAIL
         assert "truncated" in next(c.message for c in report.checks if c.name == "ledger.chain")
 
     def test_a_forked_ledger_with_every_later_hash_recomputed_is_rejected(self, world: World) -> None:
-        assert verify_bytes(world.raw(2), data_dir=world.data).verdict == "verified"  # builds the audit cache
+        assert verify_bytes(world.raw(2), trusted=world.trusted, data_dir=world.data).verdict == "verified"  # builds the audit cache
         log = world.engine.ledger.log_path("alice")
         body = parse_receipt(world.raw(2)).body
         cited = body["memories"][0]["event"]["seq"]
         rewrite_from(log, cited, lambda ev: ev.update(text=ev["text"] + " (edited)"))
         assert Ledger(world.data).verify("alice").ok  # the fork is internally consistent
-        report = verify_bytes(world.raw(2), data_dir=world.data)
+        report = verify_bytes(world.raw(2), trusted=world.trusted, data_dir=world.data)
         st_ = statuses(report)
         assert st_["ledger.root"] == FAIL and st_["ledger.events"] == FAIL
         assert st_["ledger.chain"] == PASS  # the chain itself re-walks: only the signed root exposes the fork
@@ -334,7 +334,7 @@ class TestMaliciousLedger:
         twin = make_world(tmp_path / "twin")  # same session id, same number of events, other salts/ids
         log = w.engine.ledger.log_path("alice")
         log.write_bytes(twin.engine.ledger.log_path("alice").read_bytes())
-        report = verify_bytes(w.raw(2), data_dir=w.data)
+        report = verify_bytes(w.raw(2), trusted=w.trusted, data_dir=w.data)
         st_ = statuses(report)
         # (the deterministic stand-in wrote the same answer text in both, so ledger.response may pass)
         assert st_["ledger.root"] == FAIL and st_["ledger.events"] == FAIL and report.verdict == "failed"
@@ -360,7 +360,7 @@ class TestEndToEnd:
         assert all(any(m["event"]["seq"] == target for m in b["memories"]) for b in bodies[3:])
         assert all(size <= target for size in sizes[:3])
         for i in range(n):
-            assert verify_bytes(world.raw(i), data_dir=world.data).verdict == "verified"
+            assert verify_bytes(world.raw(i), trusted=world.trusted, data_dir=world.data).verdict == "verified"
         log = world.engine.ledger.log_path("alice")
         lines = log.read_bytes().splitlines(keepends=True)
         line = bytearray(lines[target])
@@ -369,7 +369,7 @@ class TestEndToEnd:
         lines[target] = bytes(line)
         log.write_bytes(b"".join(lines))
         for i, b in enumerate(bodies):
-            report = verify_bytes(world.raw(i), data_dir=world.data)
+            report = verify_bytes(world.raw(i), trusted=world.trusted, data_dir=world.data)
             cites = any(m["event"]["seq"] == target for m in b["memories"]) or target in (b["query"]["event"]["seq"], b["response"]["event"]["seq"])
             after = sizes[i] > target
             st_ = statuses(report)
@@ -400,8 +400,10 @@ class TestEndToEnd:
         for p in paths:
             off = subprocess.run([sys.executable, "-m", "receipts", "verify", p, "--trust", str(tmp_path / "pub.json")], capture_output=True, text=True, cwd=ROOT, timeout=60)
             assert off.returncode == 0 and "verdict: VERIFIED" in off.stdout, off.stdout + off.stderr
-            led = subprocess.run([sys.executable, "-m", "receipts", "verify", p, "--data", str(data), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+            led = subprocess.run([sys.executable, "-m", "receipts", "verify", p, "--data", str(data), "--trust", str(tmp_path / "pub.json"), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=60)
             assert led.returncode == 0 and json.loads(led.stdout)["verdict"] == "verified"
+            untrusted = subprocess.run([sys.executable, "-m", "receipts", "verify", p, "--data", str(data), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+            assert untrusted.returncode == 1 and json.loads(untrusted.stdout)["verdict"] == "unverified"  # the data's own key is not trusted
 
     def test_no_receipt_no_answer_when_the_receipt_cannot_be_written(self, tmp_path: Path) -> None:
         engine = Engine(tmp_path, llm=LLM(api_key=""))
@@ -441,7 +443,7 @@ class TestGroqPath:
         assert (r["provider"], r["model"], r["fallback_reason"]) == ("groq", "served-model-id", None)
         sent = fake.requests[-1]["json"]["messages"]
         assert "my cat is Miso" in sent[1]["content"] and sent[0]["role"] == "system"
-        assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
+        assert verify_bytes(turn.receipt_path.read_bytes(), trusted=[engine.key.public_key], data_dir=tmp_path).verdict == "verified"
 
     @pytest.mark.parametrize("status, needle", [(401, "401"), (429, "429")])
     def test_a_groq_failure_falls_back_and_the_receipt_says_so(self, tmp_path: Path, fake: FakeGroq, status: int, needle: str) -> None:
@@ -451,7 +453,7 @@ class TestGroqPath:
         r = turn.body["response"]
         assert r["provider"] == "offline" and r["model"] == "offline-stand-in" and needle in r["fallback_reason"]
         assert turn.answer.startswith("[Offline stand-in")
-        assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
+        assert verify_bytes(turn.receipt_path.read_bytes(), trusted=[engine.key.public_key], data_dir=tmp_path).verdict == "verified"
 
 
     def test_a_streamed_groq_answer_is_signed_as_streamed(self, tmp_path: Path, fake: FakeGroq) -> None:
@@ -461,7 +463,7 @@ class TestGroqPath:
         turn = engine.turn("s1", "where did I move?", on_delta=pieces.append)
         assert pieces == PIECES and turn.answer == "".join(PIECES)
         assert turn.body["response"]["provider"] == "groq"
-        assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
+        assert verify_bytes(turn.receipt_path.read_bytes(), trusted=[engine.key.public_key], data_dir=tmp_path).verdict == "verified"
 
     def test_a_refused_connection_falls_back_and_the_receipt_says_so(self, tmp_path: Path) -> None:
         engine = Engine(tmp_path, llm=LLM(api_key="test-key-not-real", base_url=refused_base_url(), timeout=5))
@@ -469,7 +471,7 @@ class TestGroqPath:
         r = turn.body["response"]
         assert r["provider"] == "offline" and "connection" in r["fallback_reason"].lower()
         assert "test-key-not-real" not in json.dumps(turn.body)
-        assert verify_bytes(turn.receipt_path.read_bytes(), data_dir=tmp_path).verdict == "verified"
+        assert verify_bytes(turn.receipt_path.read_bytes(), trusted=[engine.key.public_key], data_dir=tmp_path).verdict == "verified"
 
 
 # ------------------------------------------------------------------ parser fuzzing and CLI
@@ -512,7 +514,7 @@ class TestParserNeverCrashes:
         parent[path[-1]] = data.draw(json_values)
         forged = resign({}, body, world.key)
         try:
-            report = verify_bytes(json.dumps(forged).encode(), data_dir=world.data)
+            report = verify_bytes(json.dumps(forged).encode(), trusted=world.trusted, data_dir=world.data)
         except MalformedReceipt:
             return
         assert report.verdict in ("verified", "failed")

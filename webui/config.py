@@ -1,14 +1,18 @@
-"""`python app.py` options (pure: argv and environment in, a Config out)."""
+"""`python app.py` options (pure: argv and environment in, a Config out), and the start-up check of file modes."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.fsmode import looser_than_private
 from receipts.body import MAX_RECEIPT_BYTES
+from receipts.keys import KeyConfigError, keys_dir
 
 from .retention import parse_hours
 
@@ -27,7 +31,9 @@ environment:
   GRADIO_SERVER_PORT   default for --port (7860)
   RETENTION_HOURS      default for --retention-hours (off)
   GROQ_API_KEY, GROQ_MODEL, GROQ_BASE_URL   the language model (optional)
-  RECEIPT_SIGNING_KEY  the receipt signing key (else DATA_DIR/keys/, created once)
+  RECEIPT_SIGNING_KEY  the receipt signing key (else signing.key in the keys folder, created once)
+  RECEIPT_KEYS_DIR     the keys folder (default: DATA_DIR.keys beside the data directory, mode 0700)
+  MRE_LOG_PROMPTS      set to 1 to let GROQ_LOG=debug log prompts (memories included); off by default
 """
 
 
@@ -55,7 +61,7 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument(
         "--data",
         default=environ.get("DATA_DIR") or "./data",
-        help="data directory: ledgers, index, receipts, keys (default: $DATA_DIR or ./data)",
+        help="data directory: ledgers, index, receipts (default: $DATA_DIR or ./data); keys live apart, in DATA_DIR.keys",
     )
     p.add_argument(
         "--host",
@@ -124,9 +130,43 @@ def launch_options(cfg: Config) -> dict[str, Any]:
         "server_port": cfg.port,
         "mcp_server": cfg.mcp,
         "max_file_size": MAX_RECEIPT_BYTES,  # uploads over the receipt cap are refused by Gradio, unread
-        "blocked_paths": [str(cfg.data_dir.resolve())],  # never served as a file, whatever a handler returns
+        "blocked_paths": _blocked_paths(cfg.data_dir),  # never served as a file, whatever a handler returns
         "run_history": False,  # no copy of visitors' calls in the browser's run history
         "footer_links": ["api", "gradio"],
         "ssr_mode": False,
         "show_error": False,
     }
+
+
+def _blocked_paths(data_dir: Path) -> list[str]:
+    paths = [str(data_dir.resolve())]
+    try:
+        paths.append(str(keys_dir(data_dir).resolve()))  # the keys live apart from the data: block them too
+    except KeyConfigError:
+        pass  # no keys folder can exist (the engine refuses to start the same way)
+    return paths
+
+
+log = logging.getLogger("webui")
+LOOSE_SHOWN = 3
+
+
+def loose_modes_message(data_dir: Path) -> str | None:
+    """A one-line warning naming what under `data_dir` other local users can read, and the fix; None if nothing."""
+    loose = list(looser_than_private(data_dir))
+    if not loose:
+        return None
+    shown = ", ".join(f"{p} ({mode:04o})" for p, mode in loose[:LOOSE_SHOWN])
+    more = f" and {len(loose) - LOOSE_SHOWN} more" if len(loose) > LOOSE_SHOWN else ""
+    return (
+        f"{data_dir}: {len(loose)} files or folders are open to other local users ({shown}{more}); "
+        f"they hold memories. Nothing was changed; to fix: chmod -R go-rwx {shlex.quote(str(data_dir))}"
+    )
+
+
+def warn_loose_modes(data_dir: Path) -> str | None:
+    """Log the loose-modes warning once (at start-up); returns it. Never chmods anything."""
+    message = loose_modes_message(data_dir)
+    if message is not None:
+        log.warning("%s", message)
+    return message
