@@ -20,6 +20,7 @@ from typing import Any
 
 from ledger import Ledger
 from ledger.event import validate_session_id
+from ledger.fsmode import open_private, private_dir
 
 from .body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
 from .merkle import leaf_hash
@@ -58,10 +59,10 @@ def write_receipt(data_dir: Path, session: str, receipt_id: str, envelope: dict[
     path = receipt_path(data_dir, session, receipt_id)
     folder = path.parent
     created = not folder.is_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     data = (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8")
     tmp = folder / f".{receipt_id}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         view = memoryview(data)
         while view:
@@ -102,8 +103,8 @@ def session_turn_lock(data_dir: Path, session: str) -> Iterator[None]:
         tlock = _locks.setdefault(f"{data_dir}:{session}", threading.Lock())
     with tlock:
         folder = data_dir / "merkle"
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / f"{session}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(folder)
+        fd = open_private(folder / f"{session}.lock", os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

@@ -35,6 +35,8 @@ from itertools import islice
 from pathlib import Path
 from types import TracebackType
 
+from ledger.fsmode import open_private, private_dir, write_private
+
 from .merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
 
 FORMAT_FILE = "FORMAT"
@@ -61,7 +63,7 @@ class MerkleStore:
         self._counts: list[int] = []  # complete nodes per level, always == file length / 32
         self._dir_dirty = False  # a level file was created since the last directory fsync
         self._closed = False
-        self._dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self._dir)
         self._check_format()
         try:
             self._open_existing_levels()
@@ -286,7 +288,7 @@ class MerkleStore:
         if any(self._dir.glob("level-*.bin")):
             raise MerkleStoreError(f"merkle store {self._dir}: level files without a {FORMAT_FILE} file")
         tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(FORMAT_LINE)
+        write_private(tmp, FORMAT_LINE)
         os.replace(tmp, path)
         self._dir_dirty = True
 
@@ -300,7 +302,7 @@ class MerkleStore:
             path = self._dir / level_file_name(len(self._fds))
             if not path.exists():
                 self._dir_dirty = True
-            self._fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644))
+            self._fds.append(open_private(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC))
             if count:
                 self._counts.append(os.fstat(self._fds[-1]).st_size // HASH_SIZE)
 

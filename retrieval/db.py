@@ -25,6 +25,7 @@ import orjson
 import sqlite_utils
 
 from ledger import GENESIS, Event, EventError, Ledger, LedgerCorrupted, validate_session_id
+from ledger.fsmode import open_private, private_dir
 
 from . import sql
 from .config import IndexConfig
@@ -107,6 +108,9 @@ class Index:
 
     # -- opening, recovery ------------------------------------------------
     def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        if not os.path.lexists(self.path):
+            # SQLite gives -wal and -shm the main file's mode: a 0600 database keeps all three private.
+            os.close(open_private(self.path, os.O_RDWR | os.O_CREAT))
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         try:
             conn.execute("PRAGMA busy_timeout = 30000")
@@ -125,7 +129,7 @@ class Index:
     def _open(self) -> None:
         """Open the file, create or check the schema; move a corrupted file aside."""
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)
         except OSError as exc:
             raise IndexUnavailable(f"{self.data_dir}: cannot create the data directory: {exc}") from None
         try:
