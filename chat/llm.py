@@ -16,6 +16,10 @@ failure in `GroqError`. A connection cut or a stall mid-stream surfaces as a raw
 `httpx` error, a truncated JSON body as `json.JSONDecodeError`, and a 200 whose
 body is not JSON comes back as a plain `str` where a `ChatCompletion` is typed.
 Responses are also built without validation, so every field is checked here.
+
+Prompts carry memories, so they stay out of the logs: `GROQ_LOG=debug` would make
+the SDK log every request body to stderr; its loggers are pinned to WARNING unless
+`MRE_LOG_PROMPTS=1` is set (see `pin_sdk_logging`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,22 @@ from groq.types.chat import ChatCompletionMessageParam
 from .offline import MemoryLike, offline_answer, snippet
 
 log = logging.getLogger(__name__)
+
+PROMPT_LOG_ENV = "MRE_LOG_PROMPTS"
+_SDK_LOGGERS = ("groq", "httpx", "httpcore")
+
+
+def pin_sdk_logging() -> None:
+    """Keep prompts out of the logs: `GROQ_LOG=debug` makes the groq SDK log every request body
+    (the prompt, memories included) to stderr. Unless MRE_LOG_PROMPTS=1 asks for exactly that, the
+    SDK's loggers and its HTTP stack's stay at WARNING, whatever GROQ_LOG or a root config says."""
+    if os.environ.get(PROMPT_LOG_ENV) == "1":
+        return
+    for name in _SDK_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+pin_sdk_logging()  # `import groq` above has already applied GROQ_LOG
 
 DEFAULT_MODEL = "openai/gpt-oss-20b"
 OFFLINE_MODEL = "offline-stand-in"
@@ -168,6 +188,7 @@ class LLM:
         # Built lazily: Groq() raises GroqError without a key, and an app with no key must still start.
         with self._lock:
             if self._client is None:
+                pin_sdk_logging()  # again: logging may have been configured since import
                 self._client = groq.Groq(
                     api_key=self._api_key,
                     base_url=self.base_url,
