@@ -47,6 +47,7 @@ BODY_FIELDS = ("type", "v", "session", "tree_size", "root", "chain_head", "issue
 SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
 # rows that must pass for the kept checkpoint to be proved part of today's history
 HISTORY_ROWS = ("kept.session", "ledger.chain", "kept.root", "kept.chain_head", "ledger.consistency")
+ATTEMPTS = 5  # prove_since's tries when a writer moved between its two reads (see there)
 REQUIRED = (*HISTORY_ROWS, "kept.signature", "current.signature", "current.ledger")
 
 
@@ -218,6 +219,7 @@ class SinceReport:
     events: int  # events the verifier recomputed in the ledger today
     proof: tuple[str, ...]  # consistency proof (hex) from the kept size to `events`
     checks: tuple[Check, ...]
+    notes: tuple[str, ...] = ()  # what the auditor re-checked and what it took from its cache
 
     def __bool__(self) -> bool:
         raise TypeError("SinceReport has no truth value; read .ok or .verdict")
@@ -288,6 +290,7 @@ class SinceReport:
             "failed": len(self.failed),
             "not_verifiable": len(self.not_verifiable),
             "checks": [c.to_dict() for c in self.checks],
+            "notes": list(self.notes),
         }
 
 
@@ -361,7 +364,8 @@ def check_since(
         elif brk is not None:
             r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}), after the kept size {m}: {brk.message}", brk.expected, brk.found)
         else:
-            r.add("ledger.chain", True, f"the ledger re-walks from genesis: {n} events, every digest and chain hash recomputed")
+            cache = f" ({'; '.join(facts.notes)})" if facts.notes else ""
+            r.add("ledger.chain", True, f"the ledger re-walks from genesis: {n} events, every digest and chain hash recomputed{cache}")
         if n < m:
             for name in ("kept.root", "kept.chain_head", "ledger.consistency"):
                 r.add(name, False, f"the ledger is shorter than the kept checkpoint ({n} < {m} events): nothing to compare", m, n)
@@ -378,7 +382,7 @@ def check_since(
                 r.add("ledger.consistency", False, f"the ledger today ({n} events) does not extend the kept checkpoint ({m}): {exc}", kb["root"], getattr(exc, "found", None))
     _check_current(r, session, facts, current, trusted, own)
     cur = current if isinstance(current, Mapping) else None
-    return SinceReport(session, dict(kept), None if cur is None else dict(cur), n, tuple(h.hex() for h in proof), tuple(r.rows))
+    return SinceReport(session, dict(kept), None if cur is None else dict(cur), n, tuple(h.hex() for h in proof), tuple(r.rows), facts.notes)
 
 
 def _check_current(
@@ -452,6 +456,13 @@ def _data_dir_public_key(data_dir: Path) -> PublicKey | None:
     return None
 
 
+def _read_latest(data: Path, session: str) -> dict[str, Any] | MalformedCheckpoint | None:
+    try:
+        return latest(data, session)
+    except MalformedCheckpoint as exc:
+        return exc
+
+
 def prove_since(
     data_dir: str | os.PathLike[str],
     session: str,
@@ -474,20 +485,22 @@ def prove_since(
     data = Path(data_dir)
     own = None if trusted else _data_dir_public_key(data)
     report: SinceReport | None = None
-    # A writer appends, then signs: read in that order and retry briefly when the
-    # two moved past each other, so an honest concurrent turn is not reported as
-    # events outside any signature. A tampered ledger fails the same way each try.
-    for attempt in range(3):
+    # A writer appends, then signs its checkpoint (under the turn lock, which a
+    # verifier does not take: it must not block turns or write a lock file). So
+    # the checkpoint read just before the ledger is walked and the one read just
+    # after bracket it; use whichever covers exactly what was walked, and retry
+    # briefly when neither does, so an honest concurrent append is not reported
+    # as events under no signature. A tampered ledger fails the same way each try.
+    for attempt in range(ATTEMPTS):
+        before = _read_latest(data, session)
         with Auditor(data, full=full).facts(session) as facts:
-            current: dict[str, Any] | MalformedCheckpoint | None
-            try:
-                current = latest(data, session)
-            except MalformedCheckpoint as exc:
-                current = exc
+            after = _read_latest(data, session)
+            n = facts.verified
+            current = next((c for c in (after, before) if isinstance(c, dict) and c["body"]["tree_size"] == n), after)
             report = check_since(session, kept, facts, current, trusted, own)
-        if not isinstance(current, dict) or current["body"]["tree_size"] == report.events:
+        if not isinstance(current, dict) or current["body"]["tree_size"] == n:
             break
-        time.sleep(0.05 * (attempt + 1))
+        time.sleep(0.02 * (attempt + 1))
     assert report is not None
     return report
 

@@ -527,3 +527,50 @@ class TestCheckpointCLI:
         got = subprocess.run(cmd, capture_output=True, env=env, timeout=60)
         assert got.returncode == 1, got.stderr
         assert b"this history changed since you last saw it" in got.stdout and b"Traceback" not in got.stderr
+
+
+class TestConcurrentWriter:
+    def test_a_checkpoint_signed_while_the_verifier_walked_is_picked_up_not_reported_missing(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        world = make_world(tmp_path)
+        kept = C.latest(tmp_path, "alice")
+        assert kept is not None
+        stale = C.latest
+        world.engine.remember("alice", "appended just before the verifier looked")
+        calls = []
+
+        def lagging(data: Any, session: str) -> dict[str, Any] | None:
+            calls.append(session)
+            return kept if len(calls) <= 2 else stale(data, session)  # the writer had not signed yet
+
+        monkeypatch.setattr(C, "latest", lagging)
+        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        assert report.verdict == "verified" and len(calls) > 2
+        assert report.current is not None and report.current["body"]["tree_size"] == report.events
+
+    def test_honest_appends_racing_the_verifier_never_fail_it(self, tmp_path: Path) -> None:
+        import threading
+        import time
+
+        world = make_world(tmp_path)
+        kept = C.latest(tmp_path, "alice")
+        assert kept is not None
+        stop = threading.Event()
+
+        def writer() -> None:
+            i = 0
+            while not stop.is_set() and i < 200:
+                world.engine.remember("alice", f"racing fact {i}")
+                i += 1
+                time.sleep(0.005)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            verdicts = [C.prove_since(tmp_path, "alice", kept, world.trusted) for _ in range(8)]
+        finally:
+            stop.set()
+            thread.join()
+        failed = [[c.to_dict() for c in r.failed] for r in verdicts if r.verdict != "verified"]
+        assert not failed, failed
