@@ -57,7 +57,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         progress = tqdm(desc="validating", unit=" lines", file=sys.stderr)
     try:
         with lock:
-            events = ledger.import_jsonl(args.session, _lines(src), progress)
+            events = ledger.import_jsonl(args.session, _lines(src), progress, allow_system=args.allow_system)
             if key is not None:
                 try:
                     cp = checkpoints.issue(data, ledger, args.session, key)
@@ -165,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("data_dir")
     p.add_argument("session")
     p.add_argument("file", help='JSONL: {"role": ..., "text": ..., "meta": {...}?, "ts": "..."?} per line')
+    p.add_argument(
+        "--allow-system", action="store_true", help='import lines with role "system" (refused by default: the model reads them as instructions)'
+    )
     p.set_defaults(func=cmd_import)
     v = sub.add_parser("verify", help="verify sessions (all when none is named)")
     v.add_argument("data_dir")

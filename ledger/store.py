@@ -425,14 +425,20 @@ class Ledger:
             self._tails[session] = _Tail(pos, seq, prev, tail.offsets)
             return events
 
-    def import_jsonl(self, session: str, lines: Iterable[bytes], progress: Any = None) -> list[Event]:
-        """Validate every line of an import file, then append them all in one batch."""
+    def import_jsonl(
+        self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False
+    ) -> list[Event]:
+        """Validate every line of an import file, then append them all in one batch.
+
+        Role "system" is refused unless `allow_system`: an imported line would
+        reach the model labelled as the app's own instruction.
+        """
         validate_session_id(session)
         # Millions of small acyclic objects: the cyclic GC would only re-scan them.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            messages = parse_import(lines, progress)
+            messages = parse_import(lines, progress, allow_system=allow_system)
             if not messages:
                 raise ImportError_(0, "the import file holds no messages")
             return self.append_many(session, messages, _validated=True)
@@ -504,8 +510,9 @@ def _parse_import_line(stripped: bytes, n: int) -> Any:
         raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
 
 
-def parse_import(lines: Iterable[bytes], progress: Any = None) -> list[Message]:
-    """Parse and validate an import file; raise ImportError_ naming the first bad line."""
+def parse_import(lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False) -> list[Message]:
+    """Parse and validate an import file; raise ImportError_ naming the first bad line (role "system" is one
+    unless `allow_system`)."""
     messages = []
     allowed = {"role", "text", "meta", "ts"}
     for n, raw in enumerate(lines, start=1):
@@ -519,6 +526,8 @@ def parse_import(lines: Iterable[bytes], progress: Any = None) -> list[Message]:
             raise ImportError_(n, "must be a JSON object with role and text")
         if not obj.keys() <= allowed:
             raise ImportError_(n, f"unknown fields {sorted(set(obj) - allowed)}")
+        if obj.get("role") == "system" and not allow_system:
+            raise ImportError_(n, 'role "system" is refused: it would reach the model as an instruction (--allow-system imports it)')
         try:
             messages.append(
                 validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts"), parsed_json=True)
