@@ -99,10 +99,10 @@ def bench_size(root: Path, n: int, turns: int) -> dict[str, object]:
 
     floor = timed(crypto_floor, 200)
     t = time.perf_counter()
-    cold_report = verify_bytes(raw, data_dir=data, full=True)
+    cold_report = verify_bytes(raw, trusted=pub, data_dir=data, full=True)
     cold = (time.perf_counter() - t) * 1000
     assert cold_report.verdict == "verified", cold_report.failed
-    warm = timed(lambda: verify_bytes(raw, data_dir=data), 50)
+    warm = timed(lambda: verify_bytes(raw, trusted=pub, data_dir=data), 50)
     rewalk = timed(lambda: Ledger(data).verify("s"), 1)
 
     def fsync_floor() -> None:
