@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from ledger.fsmode import open_private
 from .audit import Auditor
 from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
 from .files import synced_tree
-from .keys import KeyConfigError, PublicKey, SigningKey
+from .keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
 from .merkle import ProofError, verify_consistency
 from .merkle_store import MerkleStore
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts
@@ -419,41 +419,25 @@ def _check_current(
 
 
 def existing_key(data_dir: str | os.PathLike[str]) -> SigningKey | None:
-    """The data directory's signing key if one exists; never creates one. Raises KeyConfigError.
-
-    (receipts.keys.load_existing where it exists; otherwise the same rule by hand:
-    RECEIPT_SIGNING_KEY, else DATA_DIR/keys/signing.key if present.)
-    """
-    from . import keys
-
-    load_existing: Callable[[Path], SigningKey | None] | None = getattr(keys, "load_existing", None)
-    if load_existing is not None:
-        return load_existing(Path(data_dir))
-    if os.environ.get(keys.ENV_VAR) is None and not (Path(data_dir) / keys.KEYS_DIRNAME / keys.PRIVATE_FILENAME).is_file():
-        return None
-    return keys.load_or_create(Path(data_dir))
+    """The data directory's signing key if one exists (receipts.keys.load_existing): never creates one."""
+    return load_existing(data_dir)
 
 
 def _data_dir_public_key(data_dir: Path) -> PublicKey | None:
     """The data directory's own public key, for a self-consistency check only (never trusted).
 
-    Read-only: verification never moves, creates or rewrites a key file.
+    Read-only, and never the private key file: `RECEIPT_SIGNING_KEY` when set
+    (the app's key), else the keys folder's `signing.pub` (receipts.api.data_dir_key).
     """
-    from . import keys
+    from .api import data_dir_key
 
     try:
-        env = os.environ.get(keys.ENV_VAR)
+        env = os.environ.get(ENV_VAR)
         if env is not None:
-            return keys.parse_private_key(env).public_key
-        keys_dir: Callable[[Path], Path] | None = getattr(keys, "keys_dir", None)
-        folders = ([keys_dir(data_dir)] if keys_dir is not None else []) + [data_dir / keys.KEYS_DIRNAME]
-        for folder in folders:
-            path = folder / keys.PUBLIC_FILENAME
-            if path.is_file() and not path.is_symlink():
-                return keys.parse_public_key(path.read_text(encoding="utf-8"), source=str(path))
+            return parse_private_key(env).public_key
+        return data_dir_key(data_dir)
     except (KeyConfigError, OSError, ValueError):
         return None
-    return None
 
 
 def _read_latest(data: Path, session: str) -> dict[str, Any] | MalformedCheckpoint | None:

@@ -199,6 +199,20 @@ class TestEveryAppendIsSigned:
         assert not (data / "keys").exists()
 
 
+    def test_an_import_with_an_unusable_signing_key_imports_nothing(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        from receipts.keys import keys_dir
+
+        data = tmp_path / "data"
+        load_or_create(data)
+        keys_dir(data).chmod(0o755)  # loose: refused, naming the chmod
+        src = tmp_path / "in.jsonl"
+        src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
+        assert ledger_cli.main(["import", str(data), "bob", str(src)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "nothing was imported" in err and "chmod" in err
+        assert not Ledger(data).exists("bob")
+
+
 # -- proving a kept checkpoint ---------------------------------------------------------
 class TestProveSince:
     def test_an_honest_append_after_a_kept_checkpoint_is_consistent(self, tmp_path: Path) -> None:
