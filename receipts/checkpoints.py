@@ -377,7 +377,7 @@ def check_since(
             try:
                 proof = facts.consistency(m, n)
                 verify_consistency(m, n, proof, kept_root, facts.root_at(n))
-                r.add("ledger.consistency", True, f"RFC 9162 consistency proof ({len(proof)} hashes): the ledger today ({n} events) extends the kept checkpoint ({m})")
+                r.add("ledger.consistency", True, f"RFC 9162 consistency proof ({len(proof)} hash{'' if len(proof) == 1 else 'es'}): the ledger today ({n} events) extends the kept checkpoint ({m})")
             except ProofError as exc:
                 r.add("ledger.consistency", False, f"the ledger today ({n} events) does not extend the kept checkpoint ({m}): {exc}", kb["root"], getattr(exc, "found", None))
     _check_current(r, session, facts, current, trusted, own)
