@@ -24,11 +24,11 @@ import logging, sys
 logging.basicConfig(level=logging.DEBUG)  # the loudest an embedding program could be
 from chat.llm import LLM
 llm = LLM(api_key="test-key-not-real", base_url=sys.argv[1], timeout=5)
-memory = "{secret}"
-done = llm.complete([{{"role": "system", "content": "memories: " + memory}}, {{"role": "user", "content": "hi"}}],
+memory = sys.argv[2]
+done = llm.complete([{"role": "system", "content": "memories: " + memory}, {"role": "user", "content": "hi"}],
                     query="hi", memories=[])
 print("provider=" + done.provider)
-""".format(secret=SECRET)
+"""
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def run_client(fake: FakeGroq, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "MRE_LOG")) and "proxy" not in k.lower()}
     full.update(env)
     return subprocess.run(
-        [sys.executable, "-c", CLIENT, fake.base_url], capture_output=True, text=True, cwd=ROOT, env=full, timeout=60
+        [sys.executable, "-c", CLIENT, fake.base_url, SECRET], capture_output=True, text=True, cwd=ROOT, env=full, timeout=60
     )
 
 
