@@ -238,8 +238,8 @@ class Running:
 
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
-    warn_loose_modes(cfg.data_dir)  # before the engine: what it creates is private anyway
-    engine = Engine(cfg.data_dir)
+    engine = Engine(cfg.data_dir)  # moves a key left in DATA_DIR/keys/ out first
+    warn_loose_modes(cfg.data_dir)  # what the engine creates is private: anything loose was there before
     service = Service(engine)
     for warning in engine.index.catch_up():
         log.warning("%s", warning)

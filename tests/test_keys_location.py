@@ -187,3 +187,10 @@ class TestLooseKeysFolders:
         os.chown(target, 12345, -1)
         with pytest.raises(KeyConfigError, match="owned by uid 12345"):
             load_or_create(data)
+
+
+def test_the_app_never_serves_the_keys_folder(tmp_path: Path) -> None:
+    from webui.config import Config, launch_options
+
+    blocked = launch_options(Config(tmp_path / "data", "127.0.0.1", 7860, None, 16, True))["blocked_paths"]
+    assert str((tmp_path / "data").resolve()) in blocked and str(keys_dir(tmp_path / "data")) in blocked
