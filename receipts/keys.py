@@ -301,7 +301,11 @@ def load_or_create(data_dir: Path) -> SigningKey:
     """The receipt signing key: from ``RECEIPT_SIGNING_KEY``, else the keys folder (created if absent)."""
     env_value = os.environ.get(ENV_VAR)
     if env_value is not None:
-        return parse_private_key(env_value, source=ENV_VAR)
+        env_key = parse_private_key(env_value, source=ENV_VAR)
+        old_path = legacy_keys_dir(data_dir) / PRIVATE_FILENAME
+        if os.path.lexists(old_path):
+            log.warning("%s is set, but a private key is still inside the data directory at %s: remove it", ENV_VAR, old_path)
+        return env_key
     kdir = keys_dir(data_dir)
     _ensure_dir(kdir)
     _check_private_dir(kdir)

@@ -194,3 +194,17 @@ def test_the_app_never_serves_the_keys_folder(tmp_path: Path) -> None:
 
     blocked = launch_options(Config(tmp_path / "data", "127.0.0.1", 7860, None, 16, True))["blocked_paths"]
     assert str((tmp_path / "data").resolve()) in blocked and str(keys_dir(tmp_path / "data")) in blocked
+
+
+def test_with_receipt_signing_key_a_key_left_inside_the_data_is_reported_not_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = tmp_path / "data"
+    plant_legacy_key(data)
+    monkeypatch.setenv("RECEIPT_SIGNING_KEY", bytes(range(32)).hex())
+    with caplog.at_level(logging.WARNING, logger="receipts.keys"):
+        key = load_or_create(data)
+    assert key.key_id == SigningKey.from_seed(bytes(range(32))).key_id
+    (msg,) = [r.getMessage() for r in caplog.records if r.name == "receipts.keys"]
+    assert str(legacy_keys_dir(data) / "signing.key") in msg
+    assert (legacy_keys_dir(data) / "signing.key").is_file() and not keys_dir(data).exists()
