@@ -175,6 +175,9 @@ class Engine:
         for h, ev in zip(hits, memories, strict=True):
             if h.digest != ev.digest or h.event_id != ev.id:
                 raise TurnError(f"session {session}: the index disagrees with the ledger at seq {h.seq}; rebuild the index")
+        # only as many memories as one receipt can cite within MAX_RECEIPT_BYTES (best first)
+        fit = rbody.citable(user_ev, memories)
+        hits, memories = hits[:fit], memories[:fit]
         # 3. the prompt
         messages = build_messages(TEMPLATE_V1, message, [ev.to_dict() for ev in memories])
         p_hash = prompt_hash(messages)

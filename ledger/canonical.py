@@ -13,29 +13,43 @@ hypothesis against ``rfc8785.dumps``):
 * ``int`` with ``-(2**53 - 1) <= n <= 2**53 - 1`` (no floats at all);
 * ``list`` of domain values; ``dict`` whose keys are ``str`` of ASCII
   characters (so UTF-16 and UTF-8 key order agree);
-* nesting at most :data:`MAX_DEPTH` deep.
+* nesting at most :data:`MAX_DEPTH` deep (a receipt body, the deepest value
+  the project signs; an event's meta has its own, smaller limit derived from
+  it: ledger.event.MAX_META_DEPTH).
 
 Anything outside the domain is refused with :class:`CanonicalError`, which
-names the JSON path of the offending value.
+names the JSON path of the offending value. :func:`loads_strict` is the one
+parser for JSON read from outside; it refuses what the domain refuses before a
+value is built (duplicate keys, non-finite numbers, floats, long integers,
+lone surrogates).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 import orjson
 
 MAX_SAFE_INT = 2**53 - 1
-MAX_DEPTH = 32
+# The deepest nesting of any canonical value: the receipt body, whose memories[i].event.meta
+# sits 4 levels down (ledger.event.META_NESTING_IN_RECEIPT), so that any meta the ledger
+# accepts (ledger.event.MAX_META_DEPTH = 32, unchanged since format 1) fits in a receipt.
+MAX_DEPTH = 36
 
 
 class CanonicalError(ValueError):
     """A value lies outside the canonical-JSON domain; the message names where."""
 
 
-def check_domain(value: Any, path: str = "$", depth: int = 0) -> None:
-    """Raise :class:`CanonicalError` unless ``value`` is inside the domain."""
+def check_domain(value: Any, path: str = "$", depth: int = 0, max_depth: int = MAX_DEPTH) -> None:
+    """Raise :class:`CanonicalError` unless ``value`` is inside the domain.
+
+    A container at ``depth >= max_depth`` is refused: ``max_depth`` levels of
+    nested arrays/objects (the outermost counts as one) are allowed.
+    """
     t = type(value)
     if t is str or t is bool or value is None:
         return
@@ -43,19 +57,19 @@ def check_domain(value: Any, path: str = "$", depth: int = 0) -> None:
         if -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
             return
         raise CanonicalError(f"{path}: integer {value} is outside ±(2^53-1)")
-    if depth >= MAX_DEPTH:
-        raise CanonicalError(f"{path}: nesting deeper than {MAX_DEPTH}")
+    if depth >= max_depth:
+        raise CanonicalError(f"{path}: nesting deeper than {max_depth}")
     if t is dict:
         for k, v in value.items():
             if type(k) is not str:
                 raise CanonicalError(f"{path}: object key {k!r} is not a string")
             if not k.isascii():
                 raise CanonicalError(f"{path}: object key {k!r} is not plain ASCII")
-            check_domain(v, f"{path}.{k}", depth + 1)
+            check_domain(v, f"{path}.{k}", depth + 1, max_depth)
         return
     if t is list:
         for i, v in enumerate(value):
-            check_domain(v, f"{path}[{i}]", depth + 1)
+            check_domain(v, f"{path}[{i}]", depth + 1, max_depth)
         return
     if t is float:
         raise CanonicalError(f"{path}: floating-point numbers are not allowed ({value!r})")
@@ -76,49 +90,210 @@ def dumps_unchecked(value: Any, path: str = "$") -> bytes:
         raise CanonicalError(f"{path}: {exc}") from None
 
 
-def _unique_pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(items)
-    if len(out) != len(items):
-        seen: set[str] = set()
-        for k, _ in items:
-            if k in seen:
-                raise CanonicalError(f"duplicate key {k!r}")
-            seen.add(k)
-    return out
+class JSONSyntaxError(CanonicalError):
+    """The input is not JSON at all (RFC 8259 grammar, or not UTF-8), as opposed to JSON we refuse."""
 
 
-def _bad_constant(name: str) -> Any:
-    raise CanonicalError(f"{name} is not valid JSON")
+# A sound fast path for loads_strict (see there): bytes that could hold a float, an
+# exponent or an integer of 16+ digits (beyond ±(2^53-1) is possible only from 16 digits)
+# always take the careful parser.
+_SUSPECT_NUMBER = re.compile(rb"[0-9](?:[.eE]|[0-9]{15})")
+# A `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a parsed string.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+INT_DIGITS = len(str(MAX_SAFE_INT))  # 16: a longer literal is out of range without converting it
 
 
-_STRICT = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_bad_constant)
+class _Bad:
+    """Stands in for a value the careful parser refuses, until the walk names where it is."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
-def loads_strict(data: bytes | str, where: str = "input") -> Any:
-    """Parse JSON refusing duplicate keys, NaN/Infinity and invalid UTF-8.
+class _Careful:
+    """One careful parse: stdlib json (C scanner) with hooks that mark what is refused.
 
-    Used at the edges (import files, uploaded receipts) where a duplicate key
-    would let two parsers disagree about what was signed.
+    The hooks never raise (the scanner would lose the position): they leave a
+    :class:`_Bad` in place of the refused value and set `flagged`; a walk then
+    names the first one by its JSON path, in document order.
     """
-    # Fast path: orjson never keeps a duplicate key silently *and* re-serialises to the
-    # same length (its output is never longer than its input, and strictly shorter once
-    # a key was dropped); anything else takes the strict stdlib parser below.
+
+    def __init__(self, allow_floats: bool) -> None:
+        self.allow_floats = allow_floats
+        self.flagged = False
+        self.decoder = json.JSONDecoder(
+            object_pairs_hook=self._pairs,
+            parse_float=self._float,
+            parse_int=self._int,
+            parse_constant=self._constant,
+        )
+
+    def _bad(self, reason: str) -> _Bad:
+        self.flagged = True
+        return _Bad(reason)
+
+    def _pairs(self, items: list[tuple[str, Any]]) -> Any:
+        out = dict(items)
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for k, _ in items:
+                if k in seen:
+                    return self._bad(f"duplicate key {_short(k)}")
+                seen.add(k)
+        return out
+
+    def _float(self, literal: str) -> Any:
+        if not math.isfinite(float(literal)):
+            return self._bad(f"number {literal[:40]} is not finite as a double")
+        if not self.allow_floats:
+            return self._bad(f"number {literal[:40]} is not an integer (floating-point numbers are refused)")
+        return float(literal)
+
+    def _int(self, literal: str) -> Any:
+        digits = len(literal) - (literal[0] == "-")
+        if digits > INT_DIGITS:
+            return self._bad(f"integer of {digits} digits is outside ±(2^53-1)")
+        value = int(literal)
+        if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+            return self._bad(f"integer {literal} is outside ±(2^53-1)")
+        return value
+
+    def _constant(self, name: str) -> Any:
+        return self._bad(f"{name} is not valid JSON")
+
+
+def _short(key: str) -> str:
+    return repr(key[:40] + ("…" if len(key) > 40 else ""))
+
+
+def _first_problem(value: Any, path: str, depth: int, max_depth: int | None, strings: bool) -> str | None:
+    """The first refused value (document order), lone surrogate or too-deep container, with its path."""
+    t = type(value)
+    if t is _Bad:
+        return f"{path}: {value.reason}"
+    if t is str:
+        if strings and not _valid_unicode(value):
+            return f"{path}: string holds a lone surrogate (not valid Unicode)"
+        return None
+    if t is dict or t is list:
+        if max_depth is not None and depth >= max_depth:
+            return f"{path}: nesting deeper than {max_depth}"
+        if t is list:
+            for i, v in enumerate(value):
+                found = _first_problem(v, f"{path}[{i}]", depth + 1, max_depth, strings)
+                if found is not None:
+                    return found
+            return None
+        for k, v in value.items():
+            if strings and not _valid_unicode(k):
+                return f"{path}: key holds a lone surrogate (not valid Unicode)"
+            where = f"{path}.{k}" if k.isidentifier() else f"{path}[{_short(k)}]"
+            found = _first_problem(v, where, depth + 1, max_depth, strings)
+            if found is not None:
+                return found
+    return None
+
+
+def _valid_unicode(s: str) -> bool:
     try:
-        obj = orjson.loads(data)
-        if len(orjson.dumps(obj)) == len(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")):
-            return obj
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _opens(data: bytes) -> int:
+    return data.count(b"{") + data.count(b"[")
+
+
+def loads_strict(
+    data: bytes | str, where: str = "input", *, allow_floats: bool = False, max_depth: int | None = None
+) -> Any:
+    """THE parser for JSON read from outside (import files, receipts, envelopes, ledger lines).
+
+    Refused, each with one :class:`CanonicalError` line naming `where` and the
+    JSON path: not UTF-8 or not JSON (:class:`JSONSyntaxError`); a duplicate key
+    at any depth; NaN/Infinity and numbers that are infinite as a double
+    (``1e400``); floating-point numbers unless ``allow_floats`` (no format of
+    this project has them); integers outside ±(2^53-1), however many digits;
+    lone surrogates (``"\ud800"``); nesting deeper than ``max_depth`` (when given).
+    Never raises anything else.
+
+    Fast path, sound by construction: when orjson's compact re-serialisation of
+    its parse is byte-identical to the input, the input has no whitespace, no
+    duplicate key (orjson keeps one member, so the output would be shorter), no
+    NaN/Infinity and no lone surrogate (orjson refuses both), and every string
+    reads the same in any parser. Numbers: when the bytes hold nothing float-like
+    and no 16-digit run, every number is an integer within ±(2^53-1); otherwise
+    a walk of the parsed value must find no float (orjson also turns integers
+    beyond 64 bits into floats) and no integer out of range. Depth is walked when
+    the bytes hold more `{`/`[` than ``max_depth``. Then the careful parser would
+    accept the input and build the same value; anything else is decided (and
+    its error worded) by the careful parser.
+    """
+    if isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CanonicalError(f"{where}: not valid Unicode (lone surrogate at character {exc.start})") from None
+    else:
+        raw = bytes(data)
+    try:
+        obj = orjson.loads(raw)
+        if orjson.dumps(obj) == raw:
+            numbers = _SUSPECT_NUMBER.search(raw) is not None
+            deep = max_depth is not None and _opens(raw) > max_depth
+            if not (numbers or deep) or _plain(obj, 0, max_depth if deep else None):
+                return obj
     except (orjson.JSONDecodeError, TypeError):
         pass
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CanonicalError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return _loads_careful(raw, where, allow_floats, max_depth)
+
+
+def _plain(value: Any, depth: int, max_depth: int | None) -> bool:
+    """No float, no integer outside ±(2^53-1), no container at depth >= max_depth (when given)."""
+    t = type(value)
+    if t is int:
+        return bool(-MAX_SAFE_INT <= value <= MAX_SAFE_INT)
+    if t is float:
+        return False
+    if t is dict or t is list:
+        if max_depth is not None and depth >= max_depth:
+            return False
+        for v in value.values() if t is dict else value:
+            if not _plain(v, depth + 1, max_depth):
+                return False
+    return True
+
+
+def _loads_careful(raw: bytes, where: str, allow_floats: bool, max_depth: int | None) -> Any:
     try:
-        return _STRICT.decode(data)
-    except CanonicalError as exc:
-        raise CanonicalError(f"{where}: {exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONSyntaxError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    careful = _Careful(allow_floats)
+    try:
+        obj = careful.decoder.decode(text)
     except json.JSONDecodeError as exc:
-        raise CanonicalError(f"{where}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise JSONSyntaxError(
+            f"{where}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except RecursionError:
         raise CanonicalError(f"{where}: JSON nested too deeply") from None
+    strings = _SURROGATE_ESCAPE.search(text) is not None
+    check_depth = max_depth is not None and _opens(raw) > max_depth
+    if careful.flagged or strings or check_depth:
+        try:
+            problem = _first_problem(obj, "$", 0, max_depth if check_depth else None, strings)
+        except RecursionError:
+            problem = "$: JSON nested too deeply"
+        if problem is not None:
+            raise CanonicalError(_at(where, problem))
+    return obj
+
+
+def _at(where: str, problem: str) -> str:
+    """`where: $.path: reason`, or `$.path: reason` when where is the document root "$" itself."""
+    return problem if where == "$" else f"{where}: {problem}"

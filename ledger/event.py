@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .canonical import CanonicalError, canonical_json, check_domain, dumps_unchecked
+from .canonical import MAX_DEPTH, CanonicalError, check_domain, dumps_unchecked
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system", "tool")
@@ -25,6 +25,11 @@ TAG_CHAIN = b"mre:v1:chain\x00"
 SALT_BYTES = 32
 MAX_TEXT_BYTES = 64 * 1024  # UTF-8 bytes of `text`
 MAX_META_BYTES = 16 * 1024  # canonical bytes of `meta`
+# A receipt body holds an event's meta at body.memories[i].event.meta, 4 levels down; the
+# receipt body may nest MAX_DEPTH (36) levels, so meta may nest 32 (meta itself counts as
+# one): every meta the ledger accepts can be cited by a receipt (docs/FORMAT.md §1).
+META_NESTING_IN_RECEIPT = 4
+MAX_META_DEPTH = MAX_DEPTH - META_NESTING_IN_RECEIPT
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 EVENT_ID_RE = re.compile(r"evt_[0-9a-f]{32}")
 HEX64_RE = re.compile(r"[0-9a-f]{64}")
@@ -65,35 +70,67 @@ def now_ts() -> str:
     return format_ts(datetime.now(UTC))
 
 
-_FLOATY = re.compile(rb"[0-9][.eE]|[0-9]{16}")
+# a digit followed by a fraction or exponent, or a run of 16 digits (the same as [0-9][.eE]|[0-9]{16}, faster)
+_FLOATY = re.compile(rb"[0-9](?:[.eE]|[0-9]{15})")
+
+
+def needs_domain_walk(meta_bytes: bytes) -> bool:
+    """Whether meta serialised as `meta_bytes` (orjson, sorted keys) could be outside the domain.
+
+    False proves it is inside, without a walk: only ASCII (so no non-ASCII key),
+    no float-like or 16-digit number, and fewer `{`/`[` bytes than the depth
+    limit (so no nesting past it). orjson never writes NaN or Infinity as such.
+    """
+    return (
+        not meta_bytes.isascii()
+        or _FLOATY.search(meta_bytes) is not None
+        or meta_bytes.count(b"{") + meta_bytes.count(b"[") > MAX_META_DEPTH
+    )
+
+
+def check_meta(meta: dict[str, Any], path: str = "meta") -> None:
+    """Raise CanonicalError unless meta is in the domain and nests at most MAX_META_DEPTH levels."""
+    check_domain(meta, path, max_depth=MAX_META_DEPTH)
 
 
 def check_content(text: object, meta: object, *, parsed_json: bool = False) -> None:
     """Validate the user-supplied part of an event (text and meta).
 
-    `parsed_json=True` says meta came from orjson.loads, which never yields
-    NaN/Infinity: then the full domain walk runs only when the serialized meta
-    could hold a float, a long integer or a non-ASCII key (a cheap byte scan).
+    `parsed_json=True` says meta came from a JSON parser, so it holds only JSON
+    values: then the full domain walk runs only when the serialized meta could
+    be outside the domain (:func:`needs_domain_walk`, a cheap byte scan).
     """
     if not isinstance(text, str):
         raise EventError(f"text: must be a string, not {type(text).__name__}")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise EventError("text: contains a lone surrogate (not valid Unicode)") from None
-    if size > MAX_TEXT_BYTES:
-        raise EventError(f"text: {size} bytes is over the limit of {MAX_TEXT_BYTES}")
     if not isinstance(meta, dict):
         raise EventError(f"meta: must be a JSON object, not {type(meta).__name__}")
     try:
         if parsed_json:
             meta_bytes = dumps_unchecked(meta, "meta")
-            if not meta_bytes.isascii() or _FLOATY.search(meta_bytes):
-                check_domain(meta, "meta")
+            if needs_domain_walk(meta_bytes):
+                check_meta(meta)
         else:
-            meta_bytes = canonical_json(meta, "meta")
+            check_meta(meta)
+            meta_bytes = dumps_unchecked(meta, "meta")
     except CanonicalError as exc:
         raise EventError(str(exc)) from None
+    check_sizes(text, meta_bytes)
+
+
+def check_sizes(text: str, meta_bytes: bytes) -> None:
+    """The size limits, the same at import, append and in both verifier paths."""
+    if len(text) > MAX_TEXT_BYTES // 4:  # shorter texts cannot be over the limit in UTF-8
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise EventError("text: contains a lone surrogate (not valid Unicode)") from None
+        if size > MAX_TEXT_BYTES:
+            raise EventError(f"text: {size} bytes is over the limit of {MAX_TEXT_BYTES}")
+    elif not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise EventError("text: contains a lone surrogate (not valid Unicode)") from None
     if len(meta_bytes) > MAX_META_BYTES:
         raise EventError(f"meta: {len(meta_bytes)} canonical bytes is over the limit of {MAX_META_BYTES}")
 
@@ -245,8 +282,10 @@ def recompute_digest(obj: dict[str, Any]) -> bytes:
         meta = obj["meta"]
         if len(salt) != SALT_BYTES or type(text) is not str or type(meta) is not dict:
             raise EventError("salt, text or meta has the wrong type or size")
-        check_domain(meta, "meta")
-        commit = content_commitment(salt, text, meta)
+        check_meta(meta)
+        meta_bytes = dumps_unchecked(meta, "meta")
+        check_sizes(text, meta_bytes)
+        commit = content_commitment(salt, text, meta, meta_bytes)
         return event_digest(
             session=obj["session"], seq=obj["seq"], event_id=obj["id"], role=obj["role"], ts=obj["ts"], commit=commit
         )

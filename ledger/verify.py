@@ -8,24 +8,27 @@ sequence numbers must run 0, 1, 2, ... without a gap or repeat.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from .canonical import check_domain
+from .canonical import CanonicalError, JSONSyntaxError, dumps_unchecked, loads_strict
 from .event import (
     FORMAT_VERSION,
     GENESIS,
     HEX64_RE,
     LINE_KEYS,
+    MAX_META_BYTES,
+    MAX_TEXT_BYTES,
     ROLES,
     TAG_CHAIN,
     TAG_CONTENT,
     TAG_EVENT,
     EventError,
+    check_meta,
+    needs_domain_walk,
     recompute_digest,
 )
 
@@ -39,6 +42,9 @@ SEQ_GAP = "seq_gap"
 SEQ_REPEAT = "seq_repeat"
 DIGEST_MISMATCH = "digest_mismatch"
 CHAIN_MISMATCH = "chain_mismatch"
+# The line is not exactly the canonical bytes of its fields plus "\n" (Event.to_line):
+# whitespace, CRLF, key order, escapes, a float for an integer, a duplicate key, ...
+NON_CANONICAL = "non_canonical"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,18 +114,27 @@ class ChainWalker:
         """Verify one line (without its newline). `last` marks a line that had no newline."""
         self.line_no += 1
         line = self.line_no
+        refused: CanonicalError | None = None
+        obj: Any = None
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
+            obj = loads_strict(raw, f"line {line}")
+        except JSONSyntaxError as exc:
             kind = TORN_TAIL if last else PARSE_ERROR
-            return Break(line, None, kind, None, None, f"line {line}: not valid JSON ({exc})")
+            return Break(line, None, kind, None, None, str(exc))
+        except CanonicalError as exc:
+            refused = exc
         if last:
             return Break(
                 line, _seq_of(obj), TORN_TAIL, "a newline", "end of file", f"line {line}: has no trailing newline"
             )
+        if refused is not None:
+            return Break(line, None, NON_CANONICAL, "canonical JSON", "JSON outside it", f"{refused}")
         if type(obj) is not dict:
             return Break(line, None, MALFORMED_EVENT, "a JSON object", type(obj).__name__, f"line {line}: not an object")
         seq = _seq_of(obj)
+        brk = _canonical_problem(raw, obj, line, seq)
+        if brk is not None:
+            return brk
         version = obj.get("v")
         if version != FORMAT_VERSION or type(version) is not int:
             return Break(
@@ -158,6 +173,26 @@ class ChainWalker:
         self.last_digest = digest
         self.next_seq += 1
         return None
+
+
+def _canonical_problem(raw: bytes, obj: dict[str, Any], line: int, seq: int | None) -> Break | None:
+    """NON_CANONICAL unless `raw` is byte for byte the canonical serialisation of `obj`."""
+    try:
+        canon = dumps_unchecked(obj, f"line {line}")
+    except CanonicalError as exc:  # e.g. nesting past orjson's limit: far outside the format
+        return Break(line, seq, MALFORMED_EVENT, None, None, str(exc))
+    if canon == raw:
+        return None
+    at = next((i for i, (a, b) in enumerate(zip(canon, raw, strict=False)) if a != b), min(len(canon), len(raw)))
+    return Break(
+        line,
+        seq,
+        NON_CANONICAL,
+        f"sha256 {hashlib.sha256(canon).hexdigest()} ({len(canon)} bytes)",
+        f"sha256 {hashlib.sha256(raw).hexdigest()} ({len(raw)} bytes)",
+        f"line {line}: not the canonical serialisation of its fields (first difference at byte {at}:"
+        f" expected {canon[at : at + 12]!r}, found {raw[at : at + 12]!r})",
+    )
 
 
 def _seq_of(obj: Any) -> int | None:
@@ -216,15 +251,27 @@ def split_lines(chunks: Iterable[bytes]) -> Iterable[tuple[bytes, bool]]:
         yield rest, True
 
 
-_FLOATY = re.compile(rb"[0-9][.eE]|[0-9]{16}")
+_SORTED = orjson.OPT_SORT_KEYS
+_SMALL_TEXT = MAX_TEXT_BYTES // 4  # a str of at most this many characters is within the limit in UTF-8
 
 
-def _fast_ok(obj: Any, session: str, next_seq: int, head: bytes) -> tuple[bytes, bytes] | None:
+def _fast_ok(raw: bytes, session: str, next_seq: int, head: bytes) -> tuple[bytes, bytes] | None:
     """The common case, fast: return (chain hash, digest) if the line verifies, else None.
 
     Returning None never means "broken" by itself: the caller then runs the
     careful ChainWalker.step, which defines the semantics and names the break.
+    Soundness (this accepts only what step accepts): orjson's sorted, compact
+    re-serialisation equal to the raw bytes proves the line has no whitespace,
+    no duplicate key (orjson keeps one: the output would be shorter), no
+    non-canonical escape and sorted keys, and that loads_strict would build the
+    same value once every top-level field has its type and meta passes the
+    domain scan (ledger.event.needs_domain_walk: no float, no long integer, no
+    non-ASCII key, no nesting past the limit); the sizes are the same limits.
     """
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
     if type(obj) is not dict or obj.keys() != _KEYSET:
         return None
     seq = obj["seq"]
@@ -246,17 +293,23 @@ def _fast_ok(obj: Any, session: str, next_seq: int, head: bytes) -> tuple[bytes,
         or type(ts) is not str
         or role not in ROLES
         or type(salt) is not str
-        or not HEX64_RE.fullmatch(salt)
     ):
         return None
     try:
-        meta_bytes = orjson.dumps(meta, option=orjson.OPT_SORT_KEYS)
-        if not meta_bytes.isascii() or _FLOATY.search(meta_bytes):
-            check_domain(meta, "meta")
+        salt_raw = bytes.fromhex(salt)
+        if len(salt_raw) != 32 or salt_raw.hex() != salt:  # 64 lowercase hex digits, as step requires
+            return None
+        if orjson.dumps(obj, option=_SORTED) != raw:
+            return None
+        meta_bytes = orjson.dumps(meta, option=_SORTED)
+        if len(meta_bytes) > MAX_META_BYTES or (len(text) > _SMALL_TEXT and len(text.encode("utf-8")) > MAX_TEXT_BYTES):
+            return None
+        if needs_domain_walk(meta_bytes):
+            check_meta(meta)
         content = b'{"meta":' + meta_bytes + b',"text":' + orjson.dumps(text) + b"}"
     except (TypeError, ValueError):
         return None
-    commit = hashlib.sha256(TAG_CONTENT + bytes.fromhex(salt) + content).hexdigest()
+    commit = hashlib.sha256(TAG_CONTENT + salt_raw + content).hexdigest()
     hashed = {"commit": commit, "id": event_id, "role": role, "seq": seq, "session": session, "ts": ts, "v": FORMAT_VERSION}
     digest = hashlib.sha256(TAG_EVENT + orjson.dumps(hashed)).digest()
     if digest.hex() != obj["digest"] or obj["prev"] != head.hex():
@@ -281,13 +334,9 @@ def verify_stream(
     for every line that verified, in order.
     """
     walker = walker if walker is not None else ChainWalker(session)
-    loads = orjson.loads
     for raw, torn in split_lines(chunks):
         if not torn:
-            try:
-                fast = _fast_ok(loads(raw), session, walker.next_seq, walker.head)
-            except orjson.JSONDecodeError:
-                fast = None
+            fast = _fast_ok(raw, session, walker.next_seq, walker.head)
             if fast is not None:
                 if on_event is not None:
                     on_event(walker.next_seq, fast[1], len(raw) + 1)

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.canonical import CanonicalError, canonical_json, loads_strict
-from ledger.event import EVENT_ID_RE, HEX64_RE, ROLES, SESSION_ID_RE, TS_RE, Event
+from ledger.canonical import CanonicalError, canonical_json, dumps_unchecked, loads_strict
+from ledger.event import EVENT_ID_RE, HEX64_RE, MAX_META_BYTES, MAX_TEXT_BYTES, ROLES, SESSION_ID_RE, TS_RE, Event
 
 from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
 from .keys import SigningKey
@@ -30,6 +30,17 @@ TAG_CHECKPOINT = b"mre:v1:checkpoint\x00"
 MAX_RECEIPT_BYTES = 5 * 1024 * 1024  # uploads and files over this are refused unread
 MAX_MEMORIES = 50
 MAX_PROOF = 64
+# The size budget (docs/FORMAT.md §1, "Limits"). A receipt file is the DSSE envelope, whose
+# payload is base64 (4 bytes per 3) plus a little JSON around it; so the payload may take:
+ENVELOPE_OVERHEAD = 4096  # payloadType, one signature, keyid, indentation: under 1 KiB in practice
+MAX_PAYLOAD_BYTES = (MAX_RECEIPT_BYTES - ENVELOPE_OVERHEAD) // 4 * 3
+# JCS escapes a control character as \u00XX: one text byte can take 6 bytes. The largest
+# event record the ledger accepts, as JCS, is therefore at most:
+MAX_EVENT_RECORD_BYTES = 6 * MAX_TEXT_BYTES + MAX_META_BYTES + 1024  # + 12 fields' keys and values
+PROOF_RESERVE = MAX_PROOF * 67 + 2  # a proof list at its longest
+CITATION_OVERHEAD = 48  # {"event":...,"proof":...,"rank":50}, and the comma between
+RESPONSE_RESERVE = MAX_EVENT_RECORD_BYTES + PROOF_RESERVE + 6 * 2000 + 1024  # + fallback_reason, model, ...
+BODY_RESERVE = 8192  # everything else: ids, times, retrieval, prompt, the checkpoint
 RECEIPT_ID_RE = re.compile(r"rcpt_[0-9a-f]{32}")
 KEY_ID_RE = re.compile(r"ed25519:[0-9a-f]{16}")
 EVENT_FIELDS = ("v", "session", "seq", "id", "role", "ts", "meta", "text", "salt", "digest", "prev", "chain")
@@ -129,6 +140,22 @@ def build_body(
     }
 
 
+def citable(query: Event, memories: Sequence[Event]) -> int:
+    """How many of `memories` (best first) a receipt can cite and stay within MAX_RECEIPT_BYTES.
+
+    The engine cites (and prompts with) only that many: K memories of the
+    largest size the ledger accepts do not fit in one receipt (50 × 64 KiB of
+    text can take 20 MB as JCS), while any one of them always does (a test holds
+    the constants to that). The response is reserved at its largest.
+    """
+    used = BODY_RESERVE + len(dumps_unchecked(event_record(query))) + PROOF_RESERVE + RESPONSE_RESERVE
+    for n, ev in enumerate(memories):
+        used += len(dumps_unchecked(event_record(ev))) + PROOF_RESERVE + CITATION_OVERHEAD
+        if used > MAX_PAYLOAD_BYTES:
+            return n
+    return len(memories)
+
+
 def response_hash(text: str) -> str:
     """hex(sha256(UTF-8 bytes of the answer text)) — the same text the assistant event stores."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -149,9 +176,11 @@ def parse_receipt(data: bytes | str | Mapping[str, Any]) -> Receipt:
         if size == 0:
             raise MalformedReceipt("$", "empty file")
         try:
-            obj: Any = loads_strict(data, "$")
+            # floats are parsed (a foreign envelope field may hold one; inside the body the
+            # shape check and the digest recomputation refuse them, as named failed checks)
+            obj: Any = loads_strict(data, "$", allow_floats=True)
         except CanonicalError as exc:
-            raise MalformedReceipt("$", str(exc).removeprefix("$: ")) from None
+            raise _refused("$", exc) from None
     else:
         obj = data
     try:
@@ -159,11 +188,18 @@ def parse_receipt(data: bytes | str | Mapping[str, Any]) -> Receipt:
     except MalformedEnvelope as exc:
         raise MalformedReceipt("envelope", str(exc)) from None
     try:
-        body = loads_strict(env.payload, "payload")
+        body = loads_strict(env.payload, "$", allow_floats=True)
     except CanonicalError as exc:
-        raise MalformedReceipt("payload", str(exc).removeprefix("payload: ")) from None
+        raise _refused("payload", exc) from None
     check_body_shape(body)
     return Receipt(env, body)
+
+
+def _refused(root: str, exc: CanonicalError) -> MalformedReceipt:
+    """The strict parser's one line (`$.path: reason`) as a MalformedReceipt rooted at `root`."""
+    path, _, reason = str(exc).partition(": ")
+    where = root + path[1:] if path.startswith("$") else root
+    return MalformedReceipt(where, reason if path.startswith("$") else str(exc))
 
 
 def _fail(where: str, message: str) -> MalformedReceipt:
