@@ -71,6 +71,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ledger.canonical import CanonicalError, loads_strict
 from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 
 ENV_VAR = "RECEIPT_SIGNING_KEY"
@@ -241,9 +242,11 @@ def parse_public_key(text: str, *, source: str = "public key") -> PublicKey:
     if value.startswith("-----BEGIN"):
         return _public_from_pem(value, source)
     try:
-        doc = json.loads(value)
-    except (ValueError, RecursionError):
-        raise KeyConfigError(source=source, expected="trust-format JSON or a PEM public key", found="neither") from None
+        doc = loads_strict(value, "$")  # the one strict parser: a duplicate public_key is refused
+    except CanonicalError as exc:
+        raise KeyConfigError(
+            source=source, expected="trust-format JSON or a PEM public key", found=f"neither ({exc})"
+        ) from None
     if type(doc) is not dict:
         raise KeyConfigError(source=source, expected="a JSON object", found=f"JSON {type(doc).__name__}")
     unknown = sorted(str(k) for k in doc.keys() - _TRUST_FIELDS)

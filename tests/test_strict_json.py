@@ -237,3 +237,14 @@ class TestCommandLines:
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "line 2" in err[0] and what in err[0] and "nothing was imported" in err[0], err
         assert not Ledger(data).exists("s1") or Ledger(data).head("s1")[0] == 0
+
+
+class TestTrustFiles:
+    def test_a_trust_file_with_two_public_keys_is_refused_not_read_last_wins(self, tmp_path: Path) -> None:
+        from receipts.keys import KeyConfigError
+
+        good = (VECTORS / "receipt_v1_pubkey.json").read_text().strip()
+        assert parse_public_key(good).key_id.startswith("ed25519:")
+        twice = good[:-1] + ', "public_key": "' + "A" * 43 + '="}'
+        with pytest.raises(KeyConfigError, match="duplicate key 'public_key'"):
+            parse_public_key(twice)
