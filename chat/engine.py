@@ -24,6 +24,7 @@ from ledger import Event, Ledger
 from ledger.event import EventError, now_ts
 from receipts import body as rbody
 from receipts import checkpoints, files
+from receipts.audit import forget_cache
 from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
 from retrieval import Index
@@ -107,8 +108,9 @@ class Engine:
                 if written >= idle_before:
                     return False
             self.ledger.forget(session)
-            for path in (sdir, self.data_dir / "audit" / session, self.data_dir / "merkle" / session):
+            for path in (sdir, self.data_dir / "merkle" / session):
                 shutil.rmtree(path, ignore_errors=True)
+            forget_cache(self.data_dir, session)  # the verifier's audit cache lives outside the data directory
             with self.index.write() as db:
                 db.execute("DELETE FROM receipts WHERE session = ?", [session])
             (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)

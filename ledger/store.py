@@ -15,13 +15,14 @@ import threading
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from .canonical import dumps_unchecked
+from .chunks import PREFIX_CHANGED, ChunkLog, rehash
 from .event import (
     GENESIS,
     ROLES,
@@ -82,10 +83,32 @@ class Quarantine:
 
 @dataclass(slots=True)
 class _Tail:
+    """What this writer verified (or wrote) of a session's log.
+
+    `stat` is the file's (inode, size, mtime_ns, ctime_ns) after this writer's
+    last write or check: while it matches, the prefix is trusted as is (O(1)).
+    On any mismatch, `chunks` (sha256 per CHUNK_LINES lines of the prefix)
+    prove the prefix is unchanged before the lines after it are walked, and
+    `marks` (the first 8 bytes of each line's chain hash) name the first line
+    that changed when it is not.
+    """
+
     size: int  # bytes of verified, complete lines
     next_seq: int  # also the number of lines: line n holds seq n-1
     head: bytes
     offsets: array[int]  # byte offset of each line (seq -> offset), for reads by seq
+    chunks: ChunkLog = field(default_factory=ChunkLog)
+    marks: array[int] = field(default_factory=lambda: array("Q"))
+    stat: tuple[int, int, int, int] | None = None
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    # ctime cannot be set back by an unprivileged user: an edit with the mtime restored still shows
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _mark(chain: bytes) -> int:
+    return int.from_bytes(chain[:8], "big")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -287,39 +310,116 @@ class Ledger:
             _fsync_dir(p.parent if p.parent != p else p)
 
     # -- recovery ----------------------------------------------------------
-    def _tail_state(self, session: str, sdir: Path, size: int | None = None) -> _Tail:
+    def _tail_state(self, session: str, sdir: Path, st: os.stat_result | None = None) -> _Tail:
         """Bring the cached tail up to date with the file (caller holds the lock).
 
-        Lines written by other processes since we last looked are verified
-        incrementally; a torn tail is quarantined; corruption raises.
+        O(1) while the file's (inode, size, mtime, ctime) are what this writer
+        last saw. Otherwise the prefix it verified is re-hashed chunk by chunk
+        (ledger/chunks.py) and must be unchanged, byte for byte: a changed line
+        raises LedgerCorrupted naming it, and appends stay refused. Lines
+        written by other processes after it are then verified incrementally; a
+        torn tail is quarantined; corruption raises.
         """
         path = sdir / EVENTS_FILE
-        if size is None:
-            size = path.stat().st_size if path.exists() else 0
+        if st is None:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                st = None
+        key = _stat_key(st) if st is not None else None
         tail = self._tails.get(session)
-        if tail is not None and tail.size == size:
+        if tail is not None and key is not None and tail.stat == key:
             return tail
-        if tail is None or size < tail.size:
+        size = st.st_size if st is not None else 0
+        if tail is None:
             tail = _Tail(0, 0, GENESIS, array("Q"))
+        elif tail.next_seq:
+            self._check_prefix(session, path, tail)
+        if size == tail.size:
+            tail.stat = key
+            self._tails[session] = tail
+            return tail
+        return self._walk_after(session, path, tail, size)
+
+    def _walk_after(self, session: str, path: Path, tail: _Tail, size: int) -> _Tail:
+        """Verify the lines after `tail` (written by another process) and extend it with them."""
         walker = ChainWalker(session, tail.next_seq, tail.head, tail.next_seq)
-        offset = tail.size
-        good_end = offset
-        with open(path, "rb") as f:
-            f.seek(offset)
-            for raw, torn in split_lines(read_chunks(f)):
-                end = good_end + len(raw) + (0 if torn else 1)
-                brk = walker.step(raw, last=torn)
-                if brk is None:
+        n0 = len(tail.offsets)
+        chunks = tail.chunks.copy()
+        good_end = tail.size
+        try:
+            with open(path, "rb") as f:
+                f.seek(good_end)
+                for raw, torn in split_lines(chunks.tee(read_chunks(f))):
+                    end = good_end + len(raw) + (0 if torn else 1)
+                    brk = walker.step(raw, last=torn)
+                    if brk is not None:
+                        if self._is_torn_tail(brk, end, size):
+                            self._quarantine(session, path, good_end, size)
+                            break
+                        raise LedgerCorrupted(SessionReport(session, False, walker.next_seq, walker.head.hex(), brk))
                     tail.offsets.append(good_end)
+                    tail.marks.append(_mark(walker.head))
+                    chunks.line(end - good_end, walker.head)
+                    good_end = end
+            chunks.finish()
+        except BaseException:
+            del tail.offsets[n0:]  # the cached tail stays what was verified before this walk
+            del tail.marks[n0:]
+            raise
+        after = os.stat(path)
+        stat = _stat_key(after) if after.st_size == good_end else None
+        new = _Tail(good_end, walker.next_seq, walker.head, tail.offsets, chunks, tail.marks, stat)
+        self._tails[session] = new
+        return new
+
+    def _check_prefix(self, session: str, path: Path, tail: _Tail) -> None:
+        """Raise LedgerCorrupted unless the bytes this writer verified are all still there, unchanged."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            brk = Break(1, 0, PREFIX_CHANGED, f"{tail.next_seq} lines", "no file", f"{path}: the ledger this writer held ({tail.next_seq} lines) is gone")
+            raise LedgerCorrupted(SessionReport(session, False, 0, GENESIS.hex(), brk)) from None
+        try:
+            found = rehash(fd, tail.chunks.chunks())
+            if found.first_changed is not None:
+                brk = self._first_changed_line(session, fd, tail, found.first_changed)
+                raise LedgerCorrupted(SessionReport(session, False, brk.line - 1, "", brk))
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _first_changed_line(session: str, fd: int, tail: _Tail, index: int) -> Break:
+        """The first line of chunk `index` on that differs from what this writer verified (error path only)."""
+        recorded = tail.chunks.chunks()
+        chunk = recorded[index]
+        before = recorded[index - 1].head if index else GENESIS
+        walker = ChainWalker(session, chunk.first_line, before, chunk.first_line)
+        pos = chunk.start
+        seq = chunk.first_line
+
+        def changed(detail: str, expected: str | None = None, found: str | None = None) -> Break:
+            return Break(seq + 1, seq, PREFIX_CHANGED, expected, found,
+                         f"line {seq + 1} (seq {seq}) changed after this writer verified it: {detail}")
+
+        with os.fdopen(os.dup(fd), "rb") as f:
+            f.seek(chunk.start)
+            for raw, torn in split_lines(read_chunks(f)):
+                if seq >= tail.next_seq:
+                    break
+                if pos != tail.offsets[seq]:
+                    return changed("it moved", f"offset {tail.offsets[seq]}", f"offset {pos}")
+                brk = walker.step(raw, last=torn)
                 if brk is not None:
-                    if self._is_torn_tail(brk, end, size):
-                        self._quarantine(session, path, good_end, size)
-                        break
-                    raise LedgerCorrupted(SessionReport(session, False, walker.next_seq, walker.head.hex(), brk))
-                good_end = end
-        tail = _Tail(good_end, walker.next_seq, walker.head, tail.offsets)
-        self._tails[session] = tail
-        return tail
+                    return changed(f"it no longer verifies ({brk.kind}: {brk.message})", brk.expected, brk.found)
+                if _mark(walker.head) != tail.marks[seq]:
+                    return changed("its bytes differ (it verifies, with a different chain hash: rewritten)")
+                pos += len(raw) + 1
+                seq += 1
+        if seq < tail.next_seq:
+            return changed(f"the file now ends before it (this writer verified {tail.next_seq} lines)")
+        seq = chunk.first_line
+        return changed(f"bytes differ in lines {chunk.first_line + 1}–{chunk.first_line + chunk.lines}")
 
     @staticmethod
     def _is_torn_tail(brk: Break, end: int, size: int) -> bool:
@@ -385,7 +485,10 @@ class Ledger:
         with self._locked(session, create=True) as sdir:
             log_file = self._paths(session)[1]
             st = os.stat(log_file)
-            tail = self._tail_state(session, sdir, st.st_size)
+            tail = self._tail_state(session, sdir, st)
+            chunks = tail.chunks.copy()  # moves on only after the fsync, like the rest of the tail
+            new_marks = array("Q")
+            heads: list[bytes] = []
             prev, seq = tail.head, tail.next_seq
             events = []
             lines: list[bytes] = []
@@ -414,15 +517,22 @@ class Ledger:
                 new_offsets.append(pos)
                 pos += len(line)
                 prev = bytes.fromhex(ev.chain)
+                heads.append(prev)
+                new_marks.append(_mark(prev))
                 seq += 1
                 if len(lines) >= WRITE_BATCH:  # bounded buffers; still one fsync for the whole batch
                     _write_all(fd, b"".join(lines))
+                    chunks.append_lines(lines, heads)
                     lines.clear()
+                    heads.clear()
             _write_all(fd, b"".join(lines))
+            chunks.append_lines(lines, heads)
             os.fsync(fd)
+            stat = _stat_key(os.fstat(fd))
             # only now does the cache move on: after a failed write the next call re-reads the tail
             tail.offsets.extend(new_offsets)
-            self._tails[session] = _Tail(pos, seq, prev, tail.offsets)
+            tail.marks.extend(new_marks)
+            self._tails[session] = _Tail(pos, seq, prev, tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None)
             return events
 
     def import_jsonl(

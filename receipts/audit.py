@@ -1,43 +1,188 @@
 """The auditor's own view of a ledger, for verifying receipts "with the ledger" (I/O).
 
 It never trusts a tree or digest the producer stored: it re-walks the JSONL
-itself, recomputing every digest, and keeps what it learnt as a cache under
-DATA_DIR/audit/<session>/ (a Merkle tree of the digests it recomputed, the byte
-offset of each line, and state.json with how far it got).
+itself, recomputing every digest, and keeps what it learnt as a cache in the
+*verifier's* own folder (`cache_dir`), never inside the data directory it
+audits: verifying writes nothing there, and a read-only or hostile data
+directory gives the same verdict. The cache holds a Merkle tree of the digests
+it recomputed, the byte offset of each line, and state.json with how far it got
+and the sha256 of every chunk of CHUNK_LINES lines it walked (ledger/chunks.py).
 
-How the cache is trusted (the "trusted, cached checkpoint"): the cache records
-the file's inode, size, mtime and the chain head it verified. When the file is
-unchanged, the cache is used as is; when it only grew, just the new lines are
-walked, continuing the chain from the cached head; anything else (an in-place
-edit changes the mtime without growing the file, a rewrite changes inode or
-size) discards the cache and re-walks from genesis. An edit that also grows
-the file within the same mtime tick would slip past the cache — `full=True`
-(`--full` on the CLI) always re-walks from genesis.
+How the cache is trusted: it is reused only after the bytes it covers are
+re-hashed (a raw sha256, at disk speed — the per-line parse is what the cache
+saves) and match what was recorded when they were walked, every time, for
+every verdict. A chunk that differs (an in-place edit, mtime put back or not;
+or the erased lines of a later issue) is re-walked from its start, with the
+Merkle tree and offsets after it cut off and rebuilt; lines appended after the
+cached end are walked on from the cached chain head. `full=True` (`--full`)
+re-walks from genesis. The cache files themselves are outside input: state.json
+is parsed strictly and anything odd means "no cache".
+
+Files: folders 0700, files 0600, every path opened with O_NOFOLLOW. A symlink
+planted in the cache folder is removed (never followed); the audited ledger is
+opened with O_NOFOLLOW and must be a regular file.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import hashlib
 import os
 import shutil
+import stat
+import tempfile
 import threading
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ledger.event import validate_session_id
+from ledger.canonical import CanonicalError, loads_strict
+from ledger.chunks import Chunk, ChunkLog, check_contiguous, rehash
+from ledger.event import GENESIS, validate_session_id
+from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 from ledger.verify import Break, ChainWalker, read_chunks, verify_stream
 
-from .merkle_store import MerkleStore
-from .verify import LedgerFacts
+from .merkle_store import MerkleStore, MerkleStoreError
+from .verify import LedgerFacts, describe_audit
 
-STATE_VERSION = 1
+STATE_VERSION = 2
+STATE_FILE = "state.json"
+OFFSETS_FILE = "offsets.bin"
+MERKLE_DIR = "merkle"
+LOCK_FILE = "lock"
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
+
+
+def cache_root() -> Path:
+    """The verifier's own cache folder: $MRE_CACHE_DIR, else $XDG_CACHE_HOME/memory-receipts, else ~/.cache/memory-receipts."""
+    env = os.environ.get("MRE_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "memory-receipts"
+
+
+def cache_dir(data_dir: str | os.PathLike[str], session: str) -> Path:
+    """Where the audit cache of one session of one data directory lives (keyed by the directory's real path)."""
+    validate_session_id(session)
+    key = hashlib.sha256(os.fsencode(os.path.realpath(data_dir))).hexdigest()[:16]
+    return cache_root() / "audit" / key / session
+
+
+def forget_cache(data_dir: str | os.PathLike[str], session: str) -> None:
+    """Delete a session's audit cache (Engine.forget, retention). Symlinks in it are removed, never followed."""
+    path = cache_dir(data_dir, session)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+class LedgerUnreadable(Exception):
+    """The audited ledger is not something the auditor reads: a symlink, not a regular file, unreadable."""
+
+
+@dataclass(slots=True)
+class _Walk:
+    state: dict[str, Any]
+    rehashed_bytes: int = 0
+    rehashed_lines: int = 0
+    cached_lines: int = 0
+    rewalked_from_line: int | None = None  # 1-based; None: nothing was walked
+    changed_from_line: int | None = None  # first line of the first chunk whose bytes changed
+    reason: str | None = None  # why the walk started at genesis
+
+
+def _open_ledger(data_dir: Path, session: str) -> int:
+    sdir = data_dir / "sessions" / session
+    path = sdir / "events.jsonl"
+    try:
+        if stat.S_ISLNK(os.lstat(sdir).st_mode):
+            raise LedgerUnreadable(f"{sdir}: not a regular directory (a symlink); refused")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LedgerUnreadable(f"{path}: not a regular file (a symlink); refused") from None
+        raise LedgerUnreadable(f"{path}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LedgerUnreadable(f"{path}: not a regular file; refused")
+    return fd
+
+
+def _own_dir(path: Path) -> None:
+    """`path` is a real folder of ours: a symlink or file planted there is removed (never followed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        private_dir(path)
+        st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(path)  # a symlink (or a file) where our folder belongs: unlink removes the link itself
+        private_dir(path)
+        st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(errno.EPERM, f"{path}: not a folder of this user")
+    if stat.S_IMODE(st.st_mode) != PRIVATE_DIR:
+        os.chmod(path, PRIVATE_DIR, follow_symlinks=False)
+
+
+def _secure_tree(root: Path, adir: Path) -> None:
+    private_dir(root)
+    cur = root
+    for part in adir.relative_to(root).parts:
+        cur = cur / part
+        _own_dir(cur)
+    _own_dir(adir / MERKLE_DIR)
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """open_private with O_NOFOLLOW; a symlink planted at `path` is removed and the file made afresh."""
+    try:
+        return open_private(path, flags | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP or not flags & os.O_CREAT:
+            raise
+        os.unlink(path)
+        return open_private(path, flags | os.O_NOFOLLOW)
+
+
+def _read_own(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _pread_all(fd: int, n: int, offset: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        block = os.pread(fd, n - len(out), offset + len(out))
+        if not block:
+            break
+        out += block
+    return bytes(out)
 
 
 class Auditor:
@@ -45,17 +190,12 @@ class Auditor:
         self.data_dir = Path(data_dir)
         self.full = full
 
-    def _paths(self, session: str) -> tuple[Path, Path]:
-        validate_session_id(session)
-        return self.data_dir / "sessions" / session / "events.jsonl", self.data_dir / "audit" / session
-
     @contextmanager
     def _locked(self, adir: Path) -> Iterator[None]:
         with _locks_guard:
             tlock = _locks.setdefault(str(adir), threading.Lock())
         with tlock:
-            adir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(adir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_own(adir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield
@@ -64,125 +204,220 @@ class Auditor:
 
     @contextmanager
     def facts(self, session: str) -> Iterator[LedgerFacts]:
-        """What the ledger says, valid inside the `with` block (it holds the audit tree open)."""
-        log, adir = self._paths(session)
-        if not log.is_file():
+        """What the ledger says, valid inside the `with` block (it holds the audit tree open and locked)."""
+        validate_session_id(session)
+        try:
+            fd = _open_ledger(self.data_dir, session)
+        except FileNotFoundError:
             yield LedgerFacts(session, False, 0, None, _none, _none, _none)
             return
-        with self._locked(adir):
-            state = self._refresh(session, log, adir)
-        brk = None if state["break"] is None else Break(**state["break"])
-        verified = state["verified"]
-
-        def event_at(seq: int) -> dict[str, Any]:
-            # two offsets read from offsets.bin (8 bytes each), then the line itself
-            with open(adir / "offsets.bin", "rb") as off:
-                off.seek(8 * seq)
-                pair = array("Q")
-                pair.frombytes(off.read(16 if seq + 1 < verified else 8))
-            start = pair[0]
-            end = pair[1] if len(pair) > 1 else state["verified_bytes"]
-            with open(log, "rb") as f:
-                f.seek(start)
-                obj: dict[str, Any] = orjson.loads(f.read(end - start))
-            return obj
-
-        with MerkleStore(adir / "merkle") as store:
-            yield LedgerFacts(
-                session=session,
-                exists=True,
-                verified=verified,
-                first_break=brk,
-                event_at=event_at,
-                root_at=store.root,
-                consistency=store.consistency_proof,
-                notes=tuple(state.get("notes", ())),
-            )
-
-    def _refresh(self, session: str, log: Path, adir: Path) -> dict[str, Any]:
-        st = os.stat(log)
-        state = self._load_state(adir)
-        if state is not None and not self.full:
-            same_file = state["ino"] == st.st_ino
-            if same_file and state["size"] == st.st_size and state["mtime_ns"] == st.st_mtime_ns:
-                return state
-            grew = same_file and st.st_size > state["size"] and state["break"] is None
-            if grew and self._tail_is_newline(log, state["verified_bytes"]):
-                return self._walk(session, log, adir, st, state)
-        return self._walk(session, log, adir, st, None)
-
-    @staticmethod
-    def _tail_is_newline(log: Path, offset: int) -> bool:
-        if offset == 0:
-            return True
-        with open(log, "rb") as f:
-            f.seek(offset - 1)
-            return f.read(1) == b"\n"
-
-    def _load_state(self, adir: Path) -> dict[str, Any] | None:
+        except LedgerUnreadable as exc:
+            yield LedgerFacts(session, True, 0, None, _none, _none, _none, problem=str(exc))
+            return
         try:
-            state: dict[str, Any] = orjson.loads((adir / "state.json").read_bytes())
-            if state.get("format") != STATE_VERSION:
+            adir = cache_dir(self.data_dir, session)
+            try:
+                _secure_tree(cache_root(), adir)
+            except OSError as exc:  # the cache cannot be used: walk in a throw-away folder instead
+                with tempfile.TemporaryDirectory(prefix="mre-audit-") as tmp:
+                    _own_dir(Path(tmp) / MERKLE_DIR)
+                    with self._facts_in(session, fd, Path(tmp), f"the audit cache {adir} is unusable ({exc})") as facts:
+                        yield facts
+                return
+            with self._facts_in(session, fd, adir, None) as facts:
+                yield facts
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def _facts_in(self, session: str, fd: int, adir: Path, reason: str | None) -> Iterator[LedgerFacts]:
+        with self._locked(adir):
+            try:
+                walk = self._refresh(session, fd, adir, reason)
+            except (MerkleStoreError, OSError) as exc:  # e.g. a symlink planted among the level files
+                shutil.rmtree(adir / MERKLE_DIR, ignore_errors=True)
+                (adir / STATE_FILE).unlink(missing_ok=True)
+                _own_dir(adir / MERKLE_DIR)
+                walk = self._refresh(session, fd, adir, f"the audit cache was unusable ({type(exc).__name__}); rebuilt")
+            state = walk.state
+            brk = None if state["break"] is None else Break(**state["break"])
+            verified: int = state["verified"]
+            off_fd = _open_own(adir / OFFSETS_FILE, os.O_RDONLY)
+
+            def event_at(seq: int) -> dict[str, Any]:
+                # two offsets read from offsets.bin (8 bytes each), then the line itself, from the same open ledger
+                pair = array("Q")
+                pair.frombytes(_pread_all(off_fd, 16 if seq + 1 < verified else 8, 8 * seq))
+                start = pair[0]
+                end = pair[1] if len(pair) > 1 else state["verified_bytes"]
+                obj: dict[str, Any] = loads_strict(_pread_all(fd, end - start, start), f"line {seq + 1}")
+                return obj
+
+            try:
+                with MerkleStore(adir / MERKLE_DIR) as store:
+                    facts = LedgerFacts(
+                        session=session,
+                        exists=True,
+                        verified=verified,
+                        first_break=brk,
+                        event_at=event_at,
+                        root_at=store.root,
+                        consistency=store.consistency_proof,
+                        rehashed_bytes=walk.rehashed_bytes,
+                        rehashed_lines=walk.rehashed_lines,
+                        cached_lines=walk.cached_lines,
+                        rewalked_from_line=walk.rewalked_from_line,
+                        changed_from_line=walk.changed_from_line,
+                        cache_reason=walk.reason,
+                    )
+                    note = describe_audit(facts)
+                    yield LedgerFacts(**{**_fields(facts), "notes": (note,)})
+            finally:
+                os.close(off_fd)
+
+    # -- the cache --------------------------------------------------------------------------
+    def _load_state(self, adir: Path) -> dict[str, Any] | None:
+        """The cached state, if it is exactly what this module writes and agrees with the tree and offsets."""
+        raw = _read_own(adir / STATE_FILE)
+        if raw is None:
+            return None
+        try:
+            state = loads_strict(raw, str(adir / STATE_FILE))
+            if type(state) is not dict or state.get("format") != STATE_VERSION:
                 return None
-            with MerkleStore(adir / "merkle") as store:
-                if store.size != state["verified"]:
+            if set(state) != {"format", "verified", "verified_bytes", "head", "break", "chunks"}:
+                return None
+            verified, vbytes, head, brk = state["verified"], state["verified_bytes"], state["head"], state["break"]
+            if type(verified) is not int or type(vbytes) is not int or verified < 0 or vbytes < 0:
+                return None
+            if type(head) is not str or len(bytes.fromhex(head)) != 32:
+                return None
+            if brk is not None:
+                Break(**brk)
+            if type(state["chunks"]) is not list:
+                return None
+            chunks = [Chunk.from_list(c) for c in state["chunks"]]
+            check_contiguous(chunks)
+            if (chunks[-1].end if chunks else 0) != vbytes or (chunks[-1].first_line + chunks[-1].lines if chunks else 0) != verified:
+                return None
+            if (chunks[-1].head if chunks else GENESIS).hex() != head:
+                return None
+            state["chunks"] = chunks
+            with MerkleStore(adir / MERKLE_DIR) as store:
+                if store.size != verified:
                     return None
-            if (adir / "offsets.bin").stat().st_size != 8 * state["verified"]:
+            st = os.lstat(adir / OFFSETS_FILE)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != 8 * verified:
                 return None
             return state
-        except (OSError, ValueError, KeyError, TypeError):
+        except (CanonicalError, OSError, ValueError, KeyError, TypeError, MerkleStoreError):
             return None
 
-    def _walk(self, session: str, log: Path, adir: Path, st: os.stat_result, state: dict[str, Any] | None) -> dict[str, Any]:
+    def _refresh(self, session: str, fd: int, adir: Path, reason: str | None) -> _Walk:
+        size = os.fstat(fd).st_size
+        state = None if self.full else self._load_state(adir)
         if state is None:
-            shutil.rmtree(adir / "merkle", ignore_errors=True)
-            (adir / "offsets.bin").unlink(missing_ok=True)
-            walker = ChainWalker(session)
-            start = 0
-        else:
-            walker = ChainWalker(session, state["verified"], bytes.fromhex(state["head"]), state["verified"])
-            start = state["verified_bytes"]
-        store = MerkleStore(adir / "merkle")
-        digests: list[bytes] = []
-        offsets = array("Q")
-        pos = [start]
+            why = reason or ("--full: re-walked from genesis" if self.full else "no audit cache")
+            return self._walk(session, fd, adir, size, ChunkLog(), _Walk({}, reason=why))
+        chunks: list[Chunk] = state["chunks"]
+        found = rehash(fd, chunks)
+        if found.first_changed is None:
+            walk = _Walk(state, found.bytes_hashed, state["verified"], state["verified"])
+            if state["break"] is None and size == state["verified_bytes"]:
+                return walk  # every byte it vouches for re-hashed and matched; nothing new
+            return self._walk(session, fd, adir, size, ChunkLog.resume(chunks, found.last), walk)
+        kept = chunks[: found.first_changed]
+        changed = chunks[found.first_changed]
+        walk = _Walk(
+            state,
+            found.bytes_hashed,
+            changed.first_line,
+            changed.first_line,
+            changed_from_line=changed.first_line + 1,
+        )
+        return self._walk(session, fd, adir, size, ChunkLog(kept), walk)
 
-        def on_event(_seq: int, digest: bytes, length: int) -> None:
-            digests.append(digest)
-            offsets.append(pos[0])
-            pos[0] += length
-            if len(digests) >= 65536:
-                store.extend(digests)
-                digests.clear()
-
+    def _walk(self, session: str, fd: int, adir: Path, size: int, log: ChunkLog, walk: _Walk) -> _Walk:
+        """Walk the ledger from where `log` ends to its end, extending the tree, offsets and chunks."""
+        start_line, start = log.lines, log.end
+        if start_line == 0:
+            shutil.rmtree(adir / MERKLE_DIR, ignore_errors=True)
+            _own_dir(adir / MERKLE_DIR)
+        store = MerkleStore(adir / MERKLE_DIR)
+        off_fd = _open_own(adir / OFFSETS_FILE, os.O_RDWR | os.O_CREAT)
         try:
-            with open(log, "rb") as f:
+            store.truncate(min(start_line, store.size))
+            if store.size != start_line:
+                raise MerkleStoreError(f"audit cache: the Merkle tree holds {store.size} leaves, expected {start_line}")
+            os.ftruncate(off_fd, 8 * start_line)
+            walker = ChainWalker(session, start_line, log.head, start_line)
+            digests: list[bytes] = []
+            offsets = array("Q")
+            pos = [start]
+
+            def on_event(_seq: int, digest: bytes, length: int) -> None:
+                digests.append(digest)
+                offsets.append(pos[0])
+                pos[0] += length
+                log.line(length)
+                if len(digests) >= 65536:
+                    store.extend(digests)
+                    digests.clear()
+
+            with os.fdopen(os.dup(fd), "rb") as f:
                 f.seek(start)
-                report = verify_stream(session, read_chunks(f, st.st_size - start), walker=walker, on_event=on_event)
+                report = verify_stream(session, log.tee(read_chunks(f, size - start)), walker=walker, on_event=on_event)
+            log.finish()
+            log.head = bytes.fromhex(report.head)
             store.extend(digests)
             store.flush()
-            with open(adir / "offsets.bin", "ab") as off:
-                off.write(offsets.tobytes())
+            data = offsets.tobytes()
+            at = 8 * start_line
+            while data:
+                n = os.pwrite(off_fd, data, at)
+                data, at = data[n:], at + n
+            os.fsync(off_fd)
         finally:
+            os.close(off_fd)
             store.close()
         new_state = {
             "format": STATE_VERSION,
-            "ino": st.st_ino,
-            "size": st.st_size,
-            "mtime_ns": st.st_mtime_ns,
             "verified": report.events,
             "verified_bytes": pos[0],
             "head": report.head,
             "break": None if report.brk is None else report.brk.to_dict(),
+            "chunks": [c.to_list() for c in log.chunks()],
         }
-        tmp = adir / "state.json.tmp"
-        tmp.write_bytes(orjson.dumps(new_state))
-        os.replace(tmp, adir / "state.json")
-        return new_state
+        self._save_state(adir, new_state)
+        new_state["chunks"] = log.chunks()
+        walk.state = new_state
+        walk.rewalked_from_line = start_line + 1
+        walk.cached_lines = start_line
+        return walk
+
+    @staticmethod
+    def _save_state(adir: Path, state: dict[str, Any]) -> None:
+        import orjson  # serialising our own values; everything read back goes through loads_strict
+
+        tmp = adir / (STATE_FILE + ".tmp")
+        tmp.unlink(missing_ok=True)  # a leftover, or a planted symlink: removed, never followed
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+        try:
+            data = orjson.dumps(state)
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, adir / STATE_FILE)  # rename replaces the name itself, a symlink there included
+
+
+def _fields(facts: LedgerFacts) -> dict[str, Any]:
+    return {name: getattr(facts, name) for name in LedgerFacts.__dataclass_fields__}
 
 
 def _none(*_args: int) -> Any:
-    raise LookupError("the session has no ledger")
+    raise LookupError("the session has no readable ledger")
 
 
-__all__ = ["Auditor"]
+__all__ = ["Auditor", "LedgerUnreadable", "cache_dir", "cache_root", "forget_cache"]

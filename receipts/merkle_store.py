@@ -278,8 +278,12 @@ class MerkleStore:
 
     def _check_format(self) -> None:
         path = self._dir / FORMAT_FILE
-        if path.exists():
-            found = path.read_bytes()
+        if os.path.lexists(path):
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)  # a symlink: OSError, not followed
+            try:
+                found = os.read(fd, len(FORMAT_LINE) + 200)
+            finally:
+                os.close(fd)
             if found != FORMAT_LINE:
                 raise MerkleStoreError(
                     f"merkle store {self._dir}: unknown format: expected {FORMAT_LINE!r}, found {found[:200]!r}"
@@ -288,6 +292,7 @@ class MerkleStore:
         if any(self._dir.glob("level-*.bin")):
             raise MerkleStoreError(f"merkle store {self._dir}: level files without a {FORMAT_FILE} file")
         tmp = path.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)  # a leftover or a planted symlink: the name is removed, never written through
         write_private(tmp, FORMAT_LINE)
         os.replace(tmp, path)
         self._dir_dirty = True
@@ -302,7 +307,8 @@ class MerkleStore:
             path = self._dir / level_file_name(len(self._fds))
             if not path.exists():
                 self._dir_dirty = True
-            self._fds.append(open_private(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC))
+            # O_NOFOLLOW: a symlink planted among the level files is refused (OSError), never written through
+            self._fds.append(open_private(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW))
             if count:
                 self._counts.append(os.fstat(self._fds[-1]).st_size // HASH_SIZE)
 

@@ -104,6 +104,41 @@ class LedgerFacts:
     root_at: Callable[[int], bytes]
     consistency: Callable[[int, int], list[bytes]]
     notes: tuple[str, ...] = field(default=())
+    # What this run re-checked and what it took from the auditor's cache (receipts.audit):
+    rehashed_bytes: int = 0  # bytes re-hashed (raw sha256) against the cache's per-chunk hashes
+    rehashed_lines: int = 0  # lines those bytes hold (the ones that matched)
+    cached_lines: int = 0  # lines whose walk was taken from the cache, after their bytes re-hashed equal
+    rewalked_from_line: int | None = None  # 1-based first line walked (parsed, digests recomputed) this run
+    changed_from_line: int | None = None  # first line of the first cached chunk whose bytes had changed
+    cache_reason: str | None = None  # why the walk started at genesis (no cache, --full, unusable cache)
+    problem: str | None = None  # the ledger could not be read at all (e.g. a symlink): every ledger row fails
+
+
+def _n(k: int) -> str:
+    return f"{k:,}"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.0f} MB" if n >= 10_000_000 else f"{n / 1e6:.1f} MB"
+
+
+def describe_audit(led: LedgerFacts) -> str:
+    """One line saying what the auditor re-checked and what it took from its cache (pure)."""
+    brk = led.first_break
+    last = brk.line if brk is not None else led.verified
+    walked = (
+        "nothing new to walk"
+        if led.rewalked_from_line is None or led.rewalked_from_line > last
+        else f"re-walked lines {_n(led.rewalked_from_line)}–{_n(last)}"
+    )
+    if led.cache_reason is not None:
+        return f"{walked} ({led.cache_reason})"
+    if led.changed_from_line is not None:
+        return (
+            f"re-hashed {_mb(led.rehashed_bytes)} against the audit cache: bytes changed from the chunk starting at"
+            f" line {_n(led.changed_from_line)} since the last walk; took {_n(led.cached_lines)} lines from the cache; {walked}"
+        )
+    return f"re-hashed {_n(led.rehashed_lines)} lines ({_mb(led.rehashed_bytes)}) against the audit cache; {walked}"
 
 
 class _Rows:
@@ -302,6 +337,10 @@ def _check_ledger(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, d
         for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
             r.add(name, False, f"the data directory has no session {led.session}", "the session's ledger", "no such session")
         return
+    if led.problem is not None:
+        for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
+            r.add(name, False, f"the session's ledger was not read: {led.problem}", "a regular file", "refused")
+        return
     # each cited event, recomputed from the stored line
     problems = []
     for prefix, _path, ev, _proof in events:
@@ -319,12 +358,14 @@ def _check_ledger(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, d
             problems.append(f"{prefix} (seq {seq}): ledger digest {digest[:16]}…, receipt {ev['digest'][:16]}…")
     r.add("ledger.events", not problems, "every cited event is in the ledger at its seq with the same recomputed digest", "all match", "; ".join(problems))
     brk = led.first_break
+    how = "; ".join(led.notes) if led.notes else describe_audit(led)  # what was re-checked, what came from a cache
     if brk is not None and led.verified < tree_size:
-        r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}): {brk.message}", brk.expected, brk.found)
+        r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}): {brk.message} [{how}]", brk.expected, brk.found)
     elif led.verified < tree_size:
-        r.add("ledger.chain", False, f"the ledger holds {led.verified} events, fewer than the checkpoint's {tree_size}: truncated below the checkpoint", tree_size, led.verified)
+        r.add("ledger.chain", False, f"the ledger holds {led.verified} events, fewer than the checkpoint's {tree_size}: truncated below the checkpoint [{how}]", tree_size, led.verified)
     else:
-        r.add("ledger.chain", True, f"the first {tree_size} events re-walk from genesis" + (f" (a later break at line {brk.line} does not affect this receipt)" if brk else ""))
+        later = f" (a later break at line {brk.line} does not affect this receipt)" if brk else ""
+        r.add("ledger.chain", True, f"the first {tree_size} events chain from genesis{later}: {how}")
     if led.verified < tree_size:
         r.add("ledger.root", False, "the ledger is shorter than the checkpoint: its root at that size cannot exist", tree_size, led.verified)
         r.add("ledger.consistency", False, "no consistency proof: the ledger does not reach the checkpoint", tree_size, led.verified)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +17,16 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"shared test data missing: expected {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _verifier_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The verifier's own cache (receipts.audit.cache_root) points at a temp folder, never at ~/.cache."""
+    path = tmp_path_factory.mktemp("mre-cache")
+    old = os.environ.get("MRE_CACHE_DIR")
+    os.environ["MRE_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("MRE_CACHE_DIR", None)
+    else:
+        os.environ["MRE_CACHE_DIR"] = old

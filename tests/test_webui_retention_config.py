@@ -10,6 +10,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
+from receipts.audit import cache_dir
 from receipts.body import MAX_RECEIPT_BYTES
 from webui.config import ConfigError, delete_cache, launch_options, parse_args
 from webui.downloads import Downloads
@@ -55,12 +56,12 @@ class TestSweep:
             turn = service.turn(key, "when does the walrus sing?", 8)
             service.verify(turn.receipt_path.read_bytes(), key)  # fills the auditor's cache
         s_old, s_new = session_id(old), session_id(new)
-        assert (tmp_path / "audit" / s_old).is_dir()
+        assert cache_dir(tmp_path, s_old).is_dir()  # the verifier's own cache, outside the data directory
         age(tmp_path, s_old, 30)
         assert sweep(engine, 24) == [s_old]
         for gone in (
             tmp_path / "sessions" / s_old,
-            tmp_path / "audit" / s_old,
+            cache_dir(tmp_path, s_old),
             tmp_path / "merkle" / s_old,
             tmp_path / "merkle" / f"{s_old}.lock",
         ):

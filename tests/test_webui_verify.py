@@ -12,6 +12,7 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from ledger.canonical import canonical_json
+from receipts.audit import cache_dir
 from receipts.body import MalformedReceipt
 from webui import render_verify as rv
 from webui.service import Service
@@ -64,7 +65,7 @@ class TestWhoseLedger:
         assert mode == rv.MODE_OTHER_SESSION and report.mode == "offline"
         assert {c.name for c in report.not_verifiable} >= {"ledger.events", "ledger.chain", "ledger.root"}
         assert report.verdict == "verified"  # signature and proofs hold; the ledger was not consulted
-        assert not (service.data_dir / "audit" / session_id(owner)).exists()  # the auditor never opened it
+        assert not cache_dir(service.data_dir, session_id(owner)).exists()  # the auditor never opened it
 
     def test_without_a_key_only_the_offline_checks_run(self, service: Service) -> None:
         raw = receipt_of(service, new_session_key(), "hello there")
