@@ -94,10 +94,6 @@ class JSONSyntaxError(CanonicalError):
     """The input is not JSON at all (RFC 8259 grammar, or not UTF-8), as opposed to JSON we refuse."""
 
 
-# A sound fast path for loads_strict (see there): bytes that could hold a float, an
-# exponent or an integer of 16+ digits (beyond ±(2^53-1) is possible only from 16 digits)
-# always take the careful parser.
-_SUSPECT_NUMBER = re.compile(rb"[0-9](?:[.eE]|[0-9]{15})")
 # A `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a parsed string.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 INT_DIGITS = len(str(MAX_SAFE_INT))  # 16: a longer literal is out of range without converting it
@@ -225,13 +221,11 @@ def loads_strict(
     its parse is byte-identical to the input, the input has no whitespace, no
     duplicate key (orjson keeps one member, so the output would be shorter), no
     NaN/Infinity and no lone surrogate (orjson refuses both), and every string
-    reads the same in any parser. Numbers: when the bytes hold nothing float-like
-    and no 16-digit run, every number is an integer within ±(2^53-1); otherwise
-    a walk of the parsed value must find no float (orjson also turns integers
-    beyond 64 bits into floats) and no integer out of range. Depth is walked when
-    the bytes hold more `{`/`[` than ``max_depth``. Then the careful parser would
-    accept the input and build the same value; anything else is decided (and
-    its error worded) by the careful parser.
+    reads the same in any parser; a walk of the parsed value (:func:`_plain`)
+    then finds no float (orjson also turns integers beyond 64 bits into floats),
+    no integer out of range and no nesting past ``max_depth``. So the careful
+    parser would accept the input and build the same value; anything else is
+    decided (and its error worded) by the careful parser.
     """
     if isinstance(data, str):
         try:
@@ -239,31 +233,42 @@ def loads_strict(
         except UnicodeEncodeError as exc:
             raise CanonicalError(f"{where}: not valid Unicode (lone surrogate at character {exc.start})") from None
     else:
-        raw = bytes(data)
+        raw = data if type(data) is bytes else bytes(data)
     try:
         obj = orjson.loads(raw)
-        if orjson.dumps(obj) == raw:
-            numbers = _SUSPECT_NUMBER.search(raw) is not None
-            deep = max_depth is not None and _opens(raw) > max_depth
-            if not (numbers or deep) or _plain(obj, 0, max_depth if deep else None):
-                return obj
+        if orjson.dumps(obj) == raw and _plain(obj, max_depth):
+            return obj
     except (orjson.JSONDecodeError, TypeError):
         pass
     return _loads_careful(raw, where, allow_floats, max_depth)
 
 
-def _plain(value: Any, depth: int, max_depth: int | None) -> bool:
-    """No float, no integer outside ±(2^53-1), no container at depth >= max_depth (when given)."""
+def _plain(value: Any, max_depth: int | None) -> bool:
+    """No float, no integer outside ±(2^53-1), no container at depth >= max_depth (when given).
+
+    Iterative, with the common types first: it runs on every fast-path parse.
+    """
     t = type(value)
-    if t is int:
-        return bool(-MAX_SAFE_INT <= value <= MAX_SAFE_INT)
-    if t is float:
+    if t is not dict and t is not list:
+        return t is not float and (t is not int or -MAX_SAFE_INT <= value <= MAX_SAFE_INT)
+    if max_depth is not None and max_depth < 1:
         return False
-    if t is dict or t is list:
-        if max_depth is not None and depth >= max_depth:
-            return False
-        for v in value.values() if t is dict else value:
-            if not _plain(v, depth + 1, max_depth):
+    todo: list[tuple[Any, int]] = [(value.values() if t is dict else value, 1)]
+    while todo:
+        items, depth = todo.pop()
+        for v in items:
+            t = type(v)
+            if t is str:
+                continue
+            if t is int:
+                if -MAX_SAFE_INT <= v <= MAX_SAFE_INT:
+                    continue
+                return False
+            if t is dict or t is list:
+                if max_depth is not None and depth >= max_depth:
+                    return False
+                todo.append((v.values() if t is dict else v, depth + 1))
+            elif t is float:
                 return False
     return True
 

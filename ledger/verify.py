@@ -8,6 +8,7 @@ sequence numbers must run 0, 1, 2, ... without a gap or repeat.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,7 +129,7 @@ class ChainWalker:
                 line, _seq_of(obj), TORN_TAIL, "a newline", "end of file", f"line {line}: has no trailing newline"
             )
         if refused is not None:
-            return Break(line, None, NON_CANONICAL, "canonical JSON", "JSON outside it", f"{refused}")
+            return Break(line, _seq_guess(raw), NON_CANONICAL, "canonical JSON", "JSON outside it", f"{refused}")
         if type(obj) is not dict:
             return Break(line, None, MALFORMED_EVENT, "a JSON object", type(obj).__name__, f"line {line}: not an object")
         seq = _seq_of(obj)
@@ -193,6 +194,14 @@ def _canonical_problem(raw: bytes, obj: dict[str, Any], line: int, seq: int | No
         f"line {line}: not the canonical serialisation of its fields (first difference at byte {at}:"
         f" expected {canon[at : at + 12]!r}, found {raw[at : at + 12]!r})",
     )
+
+
+def _seq_guess(raw: bytes) -> int | None:
+    """The seq a refused line claims, as a lenient parser reads it (only to report where)."""
+    try:
+        return _seq_of(json.loads(raw, parse_int=lambda s: int(s) if len(s) < 20 else None))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _seq_of(obj: Any) -> int | None:

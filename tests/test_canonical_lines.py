@@ -231,3 +231,28 @@ class TestFastAndCarefulAgree:
         first = event_line(0, GENESIS)[0]
         assert careful(first + b"\n" + ok[0] + b"\n").ok
         assert verify_stream(SESSION, [first + b"\n" + ok[0] + b"\n"]).ok
+
+
+class TestHostileLinesThroughTheCli:
+    @pytest.mark.parametrize(
+        "edit",
+        [
+            lambda line: line.replace(b'"meta":{"i":1}', b'"meta":{"i":' + b"7" * 5000 + b"}", 1),
+            lambda line: line.replace(b'"text":"turn', b'"text":"\\ud800turn', 1),
+            lambda line: line.replace(b'"meta":{"i":1}', b'"meta":{"i":1e400}', 1),
+        ],
+        ids=["5000-digit-integer", "lone-surrogate", "1e400"],
+    )
+    def test_ledger_verify_names_the_line_and_exits_1_without_a_traceback(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object
+    ) -> None:
+        from ledger.__main__ import main
+
+        lines = chain_of(3)
+        lines[1] = edit(lines[1])  # type: ignore[operator]
+        sdir = tmp_path / "sessions" / SESSION
+        sdir.mkdir(parents=True)
+        (sdir / "events.jsonl").write_bytes(b"".join(x + b"\n" for x in lines))
+        assert main(["verify", str(tmp_path), SESSION]) == 1
+        out = capsys.readouterr()
+        assert f"BROKEN  {SESSION}: line 2, seq 1, {NON_CANONICAL}" in out.out and "Traceback" not in out.err
