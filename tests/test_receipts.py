@@ -22,6 +22,7 @@ from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import GENESIS, make_event
 from receipts.api import verify_bytes
+from receipts.audit import cache_dir
 from receipts.body import MAX_RECEIPT_BYTES, PAYLOAD_TYPE, MalformedReceipt, checkpoint_bytes, parse_receipt
 from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, format_public_key
@@ -587,7 +588,7 @@ def test_forget_removes_every_trace_of_a_session(world: World) -> None:
     world.engine.turn("bob", "a message from bob")
     world.engine.forget("alice")
     assert not world.engine.ledger.exists("alice")
-    assert not (world.data / "audit" / "alice").exists() and not (world.data / "merkle" / "alice").exists()
+    assert not cache_dir(world.data, "alice").exists() and not (world.data / "merkle" / "alice").exists()
     assert world.engine.index.search("alice", "Miso").results == []
     with world.engine.index.read() as conn:
         assert conn.execute("SELECT count(*) FROM receipts WHERE session='alice'").fetchone()[0] == 0
