@@ -271,6 +271,16 @@ class TestVerifyingWritesNothingIntoTheDataDirectory:
         status, message = chain_row(report)
         assert status == "fail" and "not a regular file" in message
 
+    def test_a_symlinked_session_folder_is_refused_too(self, world: World, tmp_path: Path) -> None:
+        import shutil
+
+        elsewhere = tmp_path / "elsewhere"
+        shutil.copytree(world.data / "sessions" / S, elsewhere)
+        shutil.rmtree(world.data / "sessions" / S)
+        (world.data / "sessions" / S).symlink_to(elsewhere)
+        report = world.verify(2)
+        assert report.verdict == "failed" and "not a regular directory" in chain_row(report)[1]
+
     @pytest.mark.parametrize("name", ["lock", "state.json", "state.json.tmp", "offsets.bin", "merkle", "merkle/level-00.bin", "merkle/FORMAT", "."])
     def test_a_symlink_planted_in_the_cache_folder_is_not_followed(self, world: World, outside: Path, name: str) -> None:
         assert world.verify(2).verdict == "verified"
@@ -303,6 +313,17 @@ class TestTheCacheFolder:
             modes[path] = stat.S_IMODE(os.lstat(path).st_mode)
         wrong = {str(p): oct(m) for p, m in modes.items() if m != (0o700 if p.is_dir() else 0o600)}
         assert not wrong
+
+    def test_an_unusable_cache_folder_still_gives_the_verdict_walking_from_genesis(
+        self, world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        not_a_folder = tmp_path / "cache-is-a-file"
+        not_a_folder.write_bytes(b"x")
+        monkeypatch.setenv("MRE_CACHE_DIR", str(not_a_folder))
+        report = world.verify(2)
+        assert report.verdict == "verified"
+        assert "re-walked lines 1–12 (the audit cache" in chain_row(report)[1] and "is unusable" in chain_row(report)[1]
+        assert not_a_folder.read_bytes() == b"x"
 
     def test_the_cache_is_keyed_by_the_real_path_of_the_data_directory(self, world: World, tmp_path: Path) -> None:
         alias = tmp_path / "alias"
