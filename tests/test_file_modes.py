@@ -20,6 +20,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from ledger import Ledger
 from ledger.fsmode import PRIVATE_DIR, PRIVATE_FILE, looser_than_private, open_private, private_dir, write_private
+from receipts.api import verify_bytes
 from receipts.keys import keys_dir
 from retrieval.db import Index
 
@@ -106,6 +107,21 @@ class TestEverythingCreatedIsPrivate:
         assert {"events.jsonl", "lock", "index.sqlite", "merkle", "receipts"} <= names
         assert wrong_modes(data) == []
         assert wrong_modes(kdir) == []
+
+    def test_verifying_with_the_ledger_leaves_only_private_files_in_the_verifiers_cache(
+        self, tmp_path: Path, umask: int, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        cache = tmp_path / "cache"
+        monkeypatch.setenv("MRE_CACHE_DIR", str(cache))
+        data = tmp_path / "data"
+        engine = Engine(data, llm=LLM(api_key=""))
+        engine.remember("alice", "My cat is called Miso")
+        turn = engine.turn("alice", "What is my cat called?", k=4)
+        report = verify_bytes(turn.receipt_path.read_bytes(), trusted=[engine.key.public_key], data_dir=data)
+        assert report.verdict == "verified"
+        assert cache.is_dir() and any(p.is_file() for p in cache.rglob("*"))
+        assert wrong_modes(cache) == []
+        assert wrong_modes(data) == []
 
     def test_the_index_wal_and_shm_files_are_0600(self, tmp_path: Path, umask: int) -> None:
         led = Ledger(tmp_path / "data")
