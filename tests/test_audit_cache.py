@@ -124,6 +124,36 @@ class TestTheCacheProvesTheBytes:
         assert world.log.stat().st_size == size  # nothing appended, nothing signed on top of it
         assert world.verify(0).verdict == "failed" and world.verify(2).verdict == "failed"
 
+    def test_every_line_edited_in_place_is_caught_by_a_warm_check(self, world: World) -> None:
+        """Generated: each of the 12 lines in turn, one character changed, mtime restored; all must fail."""
+        pristine = world.log.read_bytes()
+        slipped = []
+        for line_no in range(1, 13):
+            assert world.verify(2).verdict == "verified"  # the cache is warm and matches
+            edit_in_place(world.log, line_no)
+            if world.verify(2).verdict != "failed":
+                slipped.append(line_no)
+            before = os.stat(world.log)
+            world.log.write_bytes(pristine)
+            os.utime(world.log, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert slipped == []
+
+    def test_the_verify_tab_of_a_running_app_says_failed_after_an_edit(self, tmp_path: Path) -> None:
+        from webui.service import Service
+        from webui.sessions import new_session_key, session_id
+
+        engine = Engine(tmp_path / "app", llm=LLM(api_key=""))
+        service = Service(engine)
+        key = new_session_key()
+        service.turn(key, "the walrus sings at dawn", 8)
+        raw = service.turn(key, "when does the walrus sing?", 8).receipt_path.read_bytes()
+        assert service.verify(raw, key)[0].verdict == "verified"
+        edit_in_place(tmp_path / "app" / "sessions" / session_id(key) / "events.jsonl", 1)
+        assert service.verify(raw, key)[0].verdict == "failed"
+        with pytest.raises((TurnError, LedgerCorrupted)):
+            service.turn(key, "and now?", 8)
+        assert service.verify(raw, key)[0].verdict == "failed"
+
     def test_a_warm_check_re_hashes_and_says_so(self, world: World) -> None:
         assert world.verify(2).verdict == "verified"
         size = world.log.stat().st_size

@@ -82,6 +82,27 @@ class TestInPlaceEdits:
         with pytest.raises(LedgerCorrupted, match=r"line 8 \(seq 7\)"):  # and it stays refused
             led.append(S, "user", "again")
 
+    def test_every_line_edited_in_place_is_named_and_restoring_it_is_accepted(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Generated: each line in turn (chunks of 4 lines, so every chunk position is hit), mtime restored."""
+        monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", 4)
+        led = _filled(tmp_path, 14)
+        pristine = _lines(led)
+        wrong = []
+        for i in range(len(pristine)):
+            lines = list(pristine)
+            lines[i] = _flip_text(lines[i])
+            _write_back(led, lines, restore_mtime=True)
+            try:
+                led.open_session(S)
+                wrong.append((i, "accepted"))
+            except LedgerCorrupted as exc:
+                if f"line {i + 1} (seq {i}) changed" not in str(exc):
+                    wrong.append((i, str(exc)))
+            _write_back(led, pristine, restore_mtime=True)
+            led.open_session(S)  # the prefix is back, byte for byte: trusted again
+        assert wrong == []
+        assert led.append(S, "user", "after all that").seq == 14
+
     def test_a_rewritten_and_rechained_line_is_named_not_the_one_after_it(self, tmp_path: Path) -> None:
         led = _filled(tmp_path)
         lines = _lines(led)
