@@ -16,7 +16,9 @@ import gradio as gr
 
 from chat.engine import Engine
 from webui import ids
+from webui import kept as kp
 from webui import render as r
+from webui import render_history as rh
 from webui import render_verify as rv
 from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval, warn_loose_modes
 from webui.handlers import UI
@@ -48,9 +50,17 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             # Not a secret (the page carries it); tied to the signing key so a new data directory starts afresh.
             secret=hashlib.sha256(b"mre-browser-state:" + service.key_id.encode()).hexdigest()[:32],
         )
+        kept_state = gr.BrowserState(None, storage_key=kp.STORAGE_KEY, secret=kp.STATE_SECRET)
         gr.Markdown(INTRO)
+        with gr.Column(visible=False, elem_id=ids.HISTORY_BOX) as history_box:
+            history_md = gr.Markdown(elem_id=ids.HISTORY_WARNING, latex_delimiters=[])
+            with gr.Row():
+                kept_dl = gr.DownloadButton(rh.KEPT_LABEL, visible=False, elem_id=ids.HISTORY_KEPT_DOWNLOAD)
+                current_dl = gr.DownloadButton(rh.CURRENT_LABEL, visible=False, elem_id=ids.HISTORY_CURRENT_DOWNLOAD)
+                accept_btn = gr.Button(rh.ACCEPT_LABEL, visible=False, elem_id=ids.HISTORY_ACCEPT)
         with gr.Accordion("Your session", open=False):
             session_md = gr.Markdown(elem_id=ids.SESSION_ID)
+            history_status = gr.Markdown(elem_id=ids.HISTORY_STATUS, latex_delimiters=[])
             with gr.Row():
                 key_box = gr.Textbox(
                     label="Session key (secret — paste another key and press Enter to open that session)",
@@ -163,15 +173,30 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         session_outputs = [key_state, key_box, session_md, chatbot, stamps, download]
         ledger_outputs = [ledger_status, events, checkpoint]
         cleared = [search_status, results, verdict, report]
+        history_inputs = [key_state, kept_state]
+        history_outputs = [kept_state, history_box, history_md, kept_dl, current_dl, accept_btn, history_status]
 
-        demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED)
+        # After every load, session switch and turn: prove today's history extends the checkpoint this browser kept.
+        demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED).then(
+            ui.check_history,
+            history_inputs,
+            history_outputs,
+            api_name="history_check",
+            api_visibility=UNDOCUMENTED,
+            show_progress="hidden",
+        )
         for trigger, fn, inputs, name in (
             (new_btn.click, ui.new_session, None, "new_session"),
             (key_box.submit, ui.resume, [key_box], "resume"),
         ):
             trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED).then(
                 ui.cleared, None, cleared, api_name=f"{name}_clear", api_visibility="private"
-            ).then(ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private")
+            ).then(ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private").then(
+                ui.check_history, history_inputs, history_outputs, api_name=f"{name}_history", api_visibility="private"
+            )
+        accept_btn.click(
+            ui.accept_history, history_inputs, history_outputs, api_name="history_accept", api_visibility=UNDOCUMENTED
+        )
         gr.on(
             [msg.submit, send.click],
             ui.chat,
@@ -180,6 +205,8 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             api_name="chat",
             api_visibility=UNDOCUMENTED,
             show_progress_on=[chatbot],  # an error overlay on the input box would swallow clicks until closed
+        ).then(  # runs after a refused turn too: a ledger edited under the app is then named here
+            ui.check_history, history_inputs, history_outputs, api_name="chat_history", api_visibility="private"
         )
         gr.on(
             [query.submit, search_btn.click],

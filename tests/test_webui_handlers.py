@@ -234,7 +234,10 @@ class TestLedgerTab:
         assert "Chain intact" in status and "4 events" in status
         assert [row[0] for row in table["data"]] == [0, 1, 2, 3]
         rid = last[0][-1]["metadata"]["title"].split(" · ")[-1]
-        assert rid in checkpoint and '"tree_size": 4' in checkpoint
+        # the checkpoint signed after the last append: after an answer, the one its receipt carries
+        body = ui.service.history(key)[-1].body
+        assert body is not None and body["receipt_id"] == rid
+        assert json.loads(checkpoint) == body["checkpoint"] and body["checkpoint"]["body"]["tree_size"] == 4
 
     def test_an_empty_session(self, ui: UI) -> None:
         status, table, checkpoint = ui.ledger(new_session_key())

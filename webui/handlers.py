@@ -8,6 +8,7 @@ area. Anything unexpected is logged with its traceback and shown as a short
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import logging
@@ -22,7 +23,9 @@ from chat.engine import Turn, TurnError
 from ledger import LedgerCorrupted
 from receipts.body import MalformedReceipt
 
+from . import kept as kp
 from . import render as r
+from . import render_history as rh
 from . import render_verify as rv
 from .inputs import BadInput, read_upload
 from .service import Service
@@ -173,6 +176,51 @@ class UI:
             copy = None
         yield final, gr.skip(), r.stamps_markdown(s), self._download(turn.receipt_id, copy)
 
+    # -- the history the visitor saw ----------------------------------------------------------
+    @edge
+    def check_history(self, key: object, state: object) -> tuple[Any, ...]:
+        """After a page load, a session switch and each turn: prove today's history extends the kept checkpoint.
+
+        Outputs: (kept-checkpoints BrowserState, warning box, warning text, kept download, current download,
+        accept button, history status).
+        """
+        return self._history(key, state, accept=False)
+
+    @edge
+    def accept_history(self, key: object, state: object) -> tuple[Any, ...]:
+        """The visitor, warned and holding both downloads, keeps the server's current checkpoint from now on
+        (it is still checked against the ledger first). Same outputs as check_history."""
+        return self._history(key, state, accept=True)
+
+    def _history(self, key: object, state: object, *, accept: bool) -> tuple[Any, ...]:
+        session = self.service.session(key)
+        kept = kp.kept_for(state, session)
+        check = self.service.history_check(key, None if accept else kept.text)
+        notes = [n for n in (kept.note, check.note) if n]
+        check = dataclasses.replace(check, note="; ".join(notes) or None)
+        if check.keep is not None:
+            new_state: Any = kp.stored(state, session, check.keep)
+        elif notes:  # drop what could not be read, so the note is not shown again on the next visit
+            new_state = kp.dropped(state, session) if check.note else kp.normalised(state)
+        else:
+            new_state = gr.skip()
+        text = rh.warning_markdown(check)
+
+        def offer(which: str, label: str, cp: dict[str, Any] | None) -> Any:
+            if not check.warning or cp is None:
+                return gr.DownloadButton(value=None, visible=False)
+            return gr.DownloadButton(label=label, value=self.service.checkpoint_download(which, cp), visible=True)
+
+        return (
+            new_state,
+            gr.Column(visible=bool(text)),
+            text,
+            offer("kept", rh.KEPT_LABEL, check.kept),
+            offer("current", rh.CURRENT_LABEL, check.current),
+            gr.Button(visible=check.warning),
+            rh.status_markdown(check),
+        )
+
     # -- search ----------------------------------------------------------------------------
     @edge
     def search(self, query: object, k: object, key: object) -> tuple[Any, ...]:
@@ -223,7 +271,7 @@ class UI:
         status = r.chain_status(view.report, len(rows), view.total)
         if view.problem:
             status += f"\n\n_The events cannot be listed: {r.md(view.problem, 300)}_"
-        return status, table(r.LEDGER_HEADERS, rows), r.checkpoint_text(view.latest_receipt_id, view.checkpoint)
+        return status, table(r.LEDGER_HEADERS, rows), r.checkpoint_text(view.checkpoint)
 
 
 def _batches(pieces: queue.SimpleQueue[object]) -> Iterator[str]:

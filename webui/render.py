@@ -159,11 +159,11 @@ def chain_status(report: SessionReport | None, shown: int, total: int) -> str:
     return f"❌ **Chain broken** after {report.events} good events, at {detail}{values}"
 
 
-def checkpoint_text(receipt_id: str | None, checkpoint: Mapping[str, Any] | None) -> str:
-    """The latest signed checkpoint, as JSON, with the receipt it came from."""
-    if receipt_id is None or checkpoint is None:
-        return "// no signed checkpoint yet: one is issued with every answer"
-    return json.dumps({"from_receipt": receipt_id, "checkpoint": checkpoint}, indent=2, sort_keys=True)
+def checkpoint_text(checkpoint: Mapping[str, Any] | None) -> str:
+    """The latest signed checkpoint, as JSON (the object `python -m receipts checkpoint` prints)."""
+    if checkpoint is None:
+        return "// no signed checkpoint yet: one is signed after every event appended"
+    return json.dumps(checkpoint, indent=2, sort_keys=True)
 
 
 def key_markdown(key_id: str) -> str:

@@ -16,14 +16,16 @@ from typing import Any
 
 from chat.engine import Engine, InputError, Turn
 from ledger import Event, LedgerCorrupted, SessionReport
-from receipts import files
+from receipts import checkpoints, files
 from receipts.api import verify_bytes
-from receipts.body import MalformedReceipt, parse_receipt
+from receipts.body import parse_receipt
 from receipts.keys import format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
 
+from . import history as h
 from .downloads import Downloads
+from .history import HistoryCheck
 from .inputs import BadInput, check_query, message_or_error, parse_k
 from .render_verify import MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
 from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
@@ -39,8 +41,7 @@ class LedgerView:
     events: list[Event]  # the last RESTORE-sized tail is enough for display; all are verified
     total: int
     report: SessionReport | None  # None: no such session yet
-    latest_receipt_id: str | None
-    checkpoint: dict[str, Any] | None
+    checkpoint: dict[str, Any] | None  # the latest signed checkpoint (receipts.checkpoints.latest)
     problem: str | None = None  # why the events could not be listed
 
 
@@ -148,12 +149,73 @@ class Service:
         report, mode = self.verify(t.raw, key)
         return t, report, mode
 
+    # -- the history the visitor saw ------------------------------------------------------------
+    def history_check(self, key: object, kept_text: object) -> h.HistoryCheck:
+        """Prove that the key's session today extends the checkpoint the visitor's browser kept.
+
+        `kept_text` is the JSON text the browser kept for this session (visitor
+        input: parsed strictly, anything unusable is ignored with a note). The
+        trusted key is the engine's own, as in `verify`. Raises SessionKeyError only.
+        """
+        session = self.session(key)
+        kept, note = h.parse_kept(kept_text, session)
+        try:
+            if kept is not None and kept["key_id"] != self.key_id:
+                return self._key_changed(session, kept, note)
+            trusted = [self.engine.key.public_key]
+            if kept is not None:
+                report = checkpoints.prove_since(self.data_dir, session, kept, trusted)
+                if not h.bad_kept_signature(report):
+                    return h.from_report(session, kept, report, note)
+                note = "the checkpoint kept in this browser does not carry a valid signature by this app's key: ignored"
+            try:
+                current = checkpoints.latest(self.data_dir, session)
+            except checkpoints.MalformedCheckpoint as exc:
+                return h.HistoryCheck(
+                    session, h.UNSOUND, f"the server's signed checkpoint cannot be read: {exc}", note=note
+                )
+            if current is None:
+                if self.engine.ledger.exists(session) and self.engine.ledger.head(session)[0] > 0:
+                    return h.HistoryCheck(
+                        session, h.FIRST, "the server holds no signed checkpoint of this session yet", note=note
+                    )
+                return h.HistoryCheck(session, h.EMPTY, "", note=note)
+            return h.first_look(
+                session, current, checkpoints.prove_since(self.data_dir, session, current, trusted), note
+            )
+        except (OSError, LedgerCorrupted) as exc:  # the check could not run: say so, never an error page
+            log.warning("session %s: the kept checkpoint could not be checked: %s", session, exc)
+            return h.HistoryCheck(
+                session,
+                h.UNCHECKED,
+                f"the history could not be checked just now ({type(exc).__name__})",
+                kept=kept,
+                note=note,
+            )
+
+    def _key_changed(self, session: str, kept: dict[str, Any], note: str | None) -> h.HistoryCheck:
+        try:
+            current = checkpoints.latest(self.data_dir, session)
+        except checkpoints.MalformedCheckpoint:
+            current = None
+        message = (
+            f"the app's signing key changed since you last saw this history: the checkpoint this browser kept was "
+            f"signed by {kept['key_id']}, this app signs with {self.key_id}, so the history cannot be checked against it"
+        )
+        return h.HistoryCheck(session, h.KEY_CHANGED, message, kept=kept, current=current, note=note)
+
+    def checkpoint_download(self, which: str, checkpoint: dict[str, Any]) -> str:
+        """A download copy of a checkpoint (`which`: "kept" or "current"), as `receipts checkpoint` prints it."""
+        b = checkpoint["body"]
+        name = f"checkpoint-{which}-{b['session'][:12]}-{b['tree_size']}.json"
+        return self.downloads.put(name, checkpoints.checkpoint_file_bytes(checkpoint))
+
     # -- the ledger tab --------------------------------------------------------------------
     def ledger(self, key: object, limit: int = 500) -> LedgerView:
         session = self.session(key)
         led = self.engine.ledger
         if not led.exists(session):
-            return LedgerView(session, [], 0, None, None, None)
+            return LedgerView(session, [], 0, None, None)
         report = led.verify(session)
         problem = None
         events: list[Event] = []
@@ -162,17 +224,12 @@ class Service:
             events = list(led.events(session, start_seq=max(0, count - limit)))
         except LedgerCorrupted as exc:
             problem, count = str(exc), report.events
-        rid, checkpoint = self._latest_checkpoint(session)
-        return LedgerView(session, events, count, report, rid, checkpoint, problem)
-
-    def _latest_checkpoint(self, session: str) -> tuple[str | None, dict[str, Any] | None]:
-        for path in reversed(files.list_receipts(self.data_dir, session)):
-            try:
-                body = parse_receipt(files.read_receipt_bytes(path)).body
-            except (OSError, ValueError, MalformedReceipt):
-                continue
-            return body["receipt_id"], body["checkpoint"]
-        return None, None
+        checkpoint = None
+        try:  # signed after every append (receipts.checkpoints): newer than the newest receipt's
+            checkpoint = checkpoints.latest(self.data_dir, session)
+        except (OSError, checkpoints.MalformedCheckpoint) as exc:
+            problem = f"{problem}; {exc}" if problem else f"the latest signed checkpoint cannot be read: {exc}"
+        return LedgerView(session, events, count, report, checkpoint, problem)
 
 
-__all__ = ["BadInput", "LedgerView", "Past", "Service", "SessionKeyError"]
+__all__ = ["BadInput", "HistoryCheck", "LedgerView", "Past", "Service", "SessionKeyError"]
