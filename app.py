@@ -177,13 +177,17 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         history_outputs = [kept_state, history_box, history_md, kept_dl, current_dl, accept_btn, history_status]
 
         # After every load, session switch and turn: prove today's history extends the checkpoint this browser kept.
-        demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED).then(
+        loaded = demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED)
+        loaded.then(
             ui.check_history,
             history_inputs,
             history_outputs,
             api_name="history_check",
             api_visibility=UNDOCUMENTED,
             show_progress="hidden",
+        )
+        loaded.failure(  # the session could not be opened (e.g. its ledger changed under the app): check anyway
+            ui.check_history, history_inputs, history_outputs, api_name="load_failed_history", api_visibility="private"
         )
         for trigger, fn, inputs, name in (
             (new_btn.click, ui.new_session, None, "new_session"),
@@ -197,7 +201,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         accept_btn.click(
             ui.accept_history, history_inputs, history_outputs, api_name="history_accept", api_visibility=UNDOCUMENTED
         )
-        gr.on(
+        turn = gr.on(
             [msg.submit, send.click],
             ui.chat,
             [msg, chatbot, k_chat, key_state],
@@ -205,9 +209,11 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             api_name="chat",
             api_visibility=UNDOCUMENTED,
             show_progress_on=[chatbot],  # an error overlay on the input box would swallow clicks until closed
-        ).then(  # runs after a refused turn too: a ledger edited under the app is then named here
-            ui.check_history, history_inputs, history_outputs, api_name="chat_history", api_visibility="private"
         )
+        # After a refused turn too (a ledger edited under the app is then named here): Gradio 6.31's page runs a
+        # `.then` only after a success, so the check is chained both ways.
+        for chained, name in ((turn.then, "chat_history"), (turn.failure, "chat_failed_history")):
+            chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
         gr.on(
             [query.submit, search_btn.click],
             ui.search,

@@ -15,10 +15,14 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 import app
+from receipts import checkpoints
 from receipts.api import verify_bytes
 from receipts.body import MAX_RECEIPT_BYTES
+from webui import kept
 from webui.config import Config
 from webui.sessions import new_session_key, session_id
+
+from .history_support import edit_in_place, rewrite_and_recompute
 
 TIMEOUT = 60
 
@@ -131,6 +135,54 @@ class TestIsolation:
             "ledger.events",
             "ledger.chain",
         }
+
+
+class TestHistoryTheVisitorKept:
+    """What the page's chained history check does, called as the page calls it (gradio_client: no chaining).
+
+    Over the API its outputs are (kept state, warning, kept download, current download, status): Gradio leaves
+    the layout (the warning box) and the accept button's update out."""
+
+    def test_the_kept_checkpoint_moves_on_with_an_honest_turn_and_a_rewrite_is_named(
+        self, client: Client, server: app.Running
+    ) -> None:
+        key = new_session_key()
+        say(client, key, "My cat is called Miso")
+        state, warning, _kept_file, _current_file, status = call(client, key, None, api_name="/history_check")
+        assert warning == "" and "2 events" in status
+        say(client, key, "What is my cat called?")
+        state, warning, _kept_file, _current_file, status = call(client, key, state, api_name="/history_check")
+        assert warning == "" and "2 → 4 events" in status
+        assert '"tree_size":4' in (kept.kept_for(state, session_id(key)).text or "")
+        data, engine_key = server.service.data_dir, server.service.engine.key
+        resigned = rewrite_and_recompute(data, session_id(key), 0, "My cat is called Rex!", engine_key)
+        again, warning, _kept_file, current_file, status = call(client, key, state, api_name="/history_check")
+        assert warning.startswith("## ⚠️ This history changed since you last saw it") and "⚠️" in status
+        assert again == {"__type__": "update"}  # no new value: the kept checkpoint is the evidence, not overwritten
+        current = Path(current_file["value"] if isinstance(current_file, dict) else current_file)
+        assert current.read_bytes() == checkpoints.checkpoint_file_bytes(resigned)
+
+
+class TestEditedInPlace:
+    def test_a_running_app_whose_ledger_is_edited_in_place_says_failed_and_refuses_to_append(
+        self, client: Client, server: app.Running
+    ) -> None:
+        key = new_session_key()
+        session, data = session_id(key), server.service.data_dir
+        say(client, key, "My bike is green")
+        _h, _s, _rid, receipt = say(client, key, "What colour is my bike?")
+        verdict, _table = call(client, handle_file(str(receipt)), key, api_name="/verify")
+        assert "✅ Verified" in verdict  # the verifier's cache and the writer's tail are warm
+        edit_in_place(data, session, 0, b"green", b"grean")  # same length, mtime put back
+        verdict, table = call(client, handle_file(str(receipt)), key, api_name="/verify")
+        assert "❌ Failed" in verdict
+        assert "ledger.chain" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}
+        receipts = sorted((data / "sessions" / session / "receipts").iterdir())
+        lines = (data / "sessions" / session / "events.jsonl").read_bytes()
+        with pytest.raises(AppError, match=r"line 1 \(seq 0\) changed after this writer verified it"):
+            call(client, "What colour is my bike now?", [], 8, key, api_name="/chat")
+        assert sorted((data / "sessions" / session / "receipts").iterdir()) == receipts  # no new receipt
+        assert (data / "sessions" / session / "events.jsonl").read_bytes() == lines  # no new event
 
 
 class TestBadInput:

@@ -175,6 +175,7 @@ class TestChangedHistory:
         edit_in_place(service.data_dir, session_id(key), 0, b"Miso", b"Mimi")
         check = service.history_check(key, text(kept))
         assert check.outcome == H.CHANGED and check.warning, check.to_dict()
+        assert check.message.startswith("this history changed since you last saw it: chain broken at line 1")
 
     def test_a_current_checkpoint_that_does_not_match_the_ledger_is_never_kept(self, service: Service) -> None:
         key = new_session_key()

@@ -96,6 +96,10 @@ def from_report(session: str, kept: Mapping[str, Any], report: SinceReport, note
     """The outcome of proving a (well-signed) kept checkpoint against today's history."""
     common: dict[str, Any] = {"kept": dict(kept), "current": report.current, "note": note, "report": report}
     if any(_status(report, name) == FAIL for name in HISTORY_ROWS):
+        chain = next((c for c in report.checks if c.name == "ledger.chain"), None)
+        if chain is not None and chain.status == FAIL and chain.message.startswith("chain broken"):
+            # an edited line stops the walk there: say so, rather than "the ledger holds fewer events"
+            return HistoryCheck(session, CHANGED, _changed(chain.message), **common)
         return HistoryCheck(session, CHANGED, _changed(report.message), **common)
     if report.failed:
         return HistoryCheck(session, UNSOUND, report.message, **common)
