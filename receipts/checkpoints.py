@@ -32,6 +32,7 @@ from ledger import Ledger
 from ledger.canonical import canonical_json, loads_strict
 from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts, validate_session_id
 from ledger.fsmode import open_private
+from ledger.verify import TORN_TAIL
 
 from .audit import Auditor
 from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
@@ -39,7 +40,7 @@ from .files import synced_tree
 from .keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
 from .merkle import ProofError, verify_consistency
 from .merkle_store import MerkleStore
-from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts
+from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
 
 CHECKPOINT_FILE = "checkpoint.json"
 MAX_CHECKPOINT_BYTES = 64 * 1024
@@ -260,6 +261,10 @@ class SinceReport:
             return f"the checkpoint you kept is for session {self.kept['body']['session']}, not {self.session}"
         history = [row[name] for name in HISTORY_ROWS[1:] if row[name].status == FAIL]
         if history:
+            chain = row["ledger.chain"]
+            if n < m and chain.status == FAIL and chain.message.startswith(("chain broken", "the session's ledger was not read")):
+                # an edited line stops the walk there: name it, rather than "the ledger holds fewer events"
+                return f"this history changed since you last saw it: {chain.message}"
             if n < m:
                 return f"this history changed since you last saw it: the ledger holds {n} events, fewer than the {m} in the checkpoint you kept"
             if row["ledger.chain"].status == FAIL and len(history) == 1:
@@ -356,6 +361,9 @@ def check_since(
     elif not facts.exists:
         for name in HISTORY_ROWS[1:]:
             r.add(name, False, f"the data directory has no session {session}", "the session's ledger", "no such session")
+    elif facts.problem is not None:
+        for name in HISTORY_ROWS[1:]:
+            r.add(name, False, f"the session's ledger was not read: {facts.problem}", "a regular file", "refused")
     else:
         if brk is not None and n < m:
             r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}) before the kept size {m}: {brk.message}", brk.expected, brk.found)
@@ -364,8 +372,7 @@ def check_since(
         elif brk is not None:
             r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}), after the kept size {m}: {brk.message}", brk.expected, brk.found)
         else:
-            cache = f" ({'; '.join(facts.notes)})" if facts.notes else ""
-            r.add("ledger.chain", True, f"the ledger re-walks from genesis: {n} events, every digest and chain hash recomputed{cache}")
+            r.add("ledger.chain", True, f"the ledger re-walks from genesis: {n} events, every digest and chain hash recomputed ({describe_audit(facts)})")
         if n < m:
             for name in ("kept.root", "kept.chain_head", "ledger.consistency"):
                 r.add(name, False, f"the ledger is shorter than the kept checkpoint ({n} < {m} events): nothing to compare", m, n)
@@ -404,6 +411,8 @@ def _check_current(
         problems.append(f"it names session {cb['session']}")
     elif not facts.exists:
         problems.append(f"the data directory has no session {session}")
+    elif facts.problem is not None:
+        problems.append(f"the session's ledger was not read: {facts.problem}")
     elif size > n:
         problems.append(f"it covers {size} events, the ledger verifies {n}: events were removed after it was signed")
     else:
@@ -474,7 +483,8 @@ def prove_since(
     # the checkpoint read just before the ledger is walked and the one read just
     # after bracket it; use whichever covers exactly what was walked, and retry
     # briefly when neither does, so an honest concurrent append is not reported
-    # as events under no signature. A tampered ledger fails the same way each try.
+    # as events under no signature (nor its half-written last line as a torn
+    # tail). A tampered ledger fails the same way each try.
     for attempt in range(ATTEMPTS):
         before = _read_latest(data, session)
         with Auditor(data, full=full).facts(session) as facts:
@@ -482,7 +492,9 @@ def prove_since(
             n = facts.verified
             current = next((c for c in (after, before) if isinstance(c, dict) and c["body"]["tree_size"] == n), after)
             report = check_since(session, kept, facts, current, trusted, own)
-        if not isinstance(current, dict) or current["body"]["tree_size"] == n:
+            # a last line caught half-written by a writer is a torn tail only if it stays so
+            in_flight = facts.first_break is not None and facts.first_break.kind == TORN_TAIL
+        if not in_flight and (not isinstance(current, dict) or current["body"]["tree_size"] == n):
             break
         time.sleep(0.02 * (attempt + 1))
     assert report is not None

@@ -272,6 +272,44 @@ class TestProveSince:
         assert r["ledger.chain"] == FAIL and r["ledger.consistency"] == FAIL and r["current.ledger"] == PASS
         assert report.message == f"this history changed since you last saw it: the ledger holds {m - 2} events, fewer than the {m} in the checkpoint you kept"
 
+    def test_an_old_line_edited_in_place_is_named_as_a_chain_break_not_as_fewer_events(self, tmp_path: Path) -> None:
+        world = make_world(tmp_path)
+        kept = C.latest(tmp_path, "alice")
+        assert kept is not None
+        path = tmp_path / "sessions" / "alice" / "events.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        obj = orjson.loads(lines[1])
+        obj["text"] = "I live in Madrid"  # digest not recomputed: the walk stops at line 2
+        lines[1] = event_from_dict(obj).to_line()
+        path.write_bytes(b"".join(lines))
+        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        assert report.verdict == "failed" and rows(report)["ledger.chain"] == FAIL
+        assert report.message.startswith("this history changed since you last saw it: chain broken at line 2")
+
+    def test_a_symlinked_ledger_is_refused_with_every_history_row_failing(self, tmp_path: Path) -> None:
+        world = make_world(tmp_path)
+        kept = C.latest(tmp_path, "alice")
+        assert kept is not None
+        path = tmp_path / "sessions" / "alice" / "events.jsonl"
+        elsewhere = tmp_path / "elsewhere.jsonl"
+        path.rename(elsewhere)
+        path.symlink_to(elsewhere)
+        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        r = rows(report)
+        assert report.verdict == "failed" and not report.ok
+        assert all(r[n] == FAIL for n in ("ledger.chain", "kept.root", "kept.chain_head", "ledger.consistency", "current.ledger"))
+        assert report.message.startswith("this history changed since you last saw it: the session's ledger was not read")
+
+    def test_a_torn_tail_that_stays_torn_still_fails(self, tmp_path: Path) -> None:
+        world = make_world(tmp_path)
+        kept = C.latest(tmp_path, "alice")
+        assert kept is not None
+        with open(tmp_path / "sessions" / "alice" / "events.jsonl", "ab") as f:
+            f.write(b'{"chain": "half a line')
+        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        chain = next(c for c in report.checks if c.name == "ledger.chain")
+        assert report.verdict == "failed" and chain.status == FAIL and "torn_tail" in chain.message
+
     def test_events_appended_without_a_checkpoint_are_named(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
         kept = C.latest(tmp_path, "alice")
