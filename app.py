@@ -134,13 +134,14 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     )
                     tamper_btn = gr.Button("🔨 Tamper with it", elem_id=ids.TAMPER_BUTTON)
                 verdict = gr.Markdown(rv.VERIFY_HELP, elem_id=ids.VERIFY_VERDICT, latex_delimiters=[])
-                report = gr.Dataframe(
-                    headers=rv.REPORT_HEADERS,
-                    interactive=False,
-                    wrap=True,
-                    column_widths=rv.REPORT_WIDTHS,
-                    elem_id=ids.VERIFY_REPORT,
-                )
+                with gr.Accordion(rv.RAW_ROWS_LABEL, open=False, elem_id=ids.VERIFY_RAW):  # the summary is above
+                    report = gr.Dataframe(
+                        headers=rv.REPORT_HEADERS,
+                        interactive=False,
+                        wrap=True,
+                        column_widths=rv.REPORT_WIDTHS,
+                        elem_id=ids.VERIFY_REPORT,
+                    )
                 tamper_dl = gr.DownloadButton(
                     "⬇ Download the tampered copy", interactive=False, elem_id=ids.TAMPER_DOWNLOAD
                 )

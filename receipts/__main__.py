@@ -13,25 +13,63 @@ from ledger.event import EventError
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
+from .groups import group_report
 from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
-from .verify import FAIL, NOT_VERIFIABLE, PASS, Report
+from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, Report
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
+# `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
+EXIT_UNVERIFIED = 3
+EXIT_BY_VERDICT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unverified": EXIT_UNVERIFIED}
+VERIFY_EPILOG = (
+    "exit status: 0 VERIFIED (nothing failed, both signatures checked against a --trust key); "
+    "1 FAILED (a check failed: the receipt or the ledger does not match); "
+    "3 UNVERIFIED (nothing failed, but something could not be checked here, e.g. no --trust key or no such session in --data); "
+    "2 unusable input (not a receipt, unreadable, a directory, an empty path, a bad --trust or --data)."
+)
 
 
-def render_text(report: Report) -> str:
-    lines = [f"receipt {report.receipt_id} (session {report.session}), checked {report.mode}"]
-    for c in report.checks:
-        lines.append(f"  {MARK[c.status]}  {c.name}: {c.message}")
-        if c.status == FAIL and (c.expected is not None or c.found is not None):
-            lines.append(f"          expected {c.expected}\n          found    {c.found}")
+def _row_lines(c: Check, indent: str) -> list[str]:
+    lines = [f"{indent}{MARK[c.status]}  {c.name}: {c.message}"]
+    if c.status == FAIL and (c.expected is not None or c.found is not None):
+        pad = indent + " " * 6
+        lines.append(f"{pad}expected {c.expected}\n{pad}found    {c.found}")
+    return lines
+
+
+def render_text(report: Report, *, rows: bool = False) -> str:
+    """One line per group (the signature, the receipt, the question, memory 1…K, the answer, the ledger);
+    a failed group lists its failed rows with expected and found; `rows` adds every raw row below."""
+    mode = "with the ledger" if report.mode == "ledger" else "offline"
+    lines = [f"receipt {report.receipt_id} (session {report.session}), checked {mode}"]
+    by_name = {c.name: c for c in report.checks}
+    groups = group_report(report)
+    width = max((len(g.title) for g in groups), default=0)
+    for g in groups:
+        lines.append(f"  {MARK[g.status]}  {g.title.ljust(width)}  {g.sentence}")
+        if g.status == FAIL and not rows:
+            for name in g.checks:
+                if by_name[name].status == FAIL:
+                    lines.extend(_row_lines(by_name[name], " " * 10))
+    if rows:
+        lines.append(f"all {len(report.checks)} checks:")
+        for c in report.checks:
+            lines.extend(_row_lines(c, "  "))
     n_na = len(report.not_verifiable)
-    lines.append(f"verdict: {report.verdict.upper()} ({len(report.failed)} failed, {n_na} not verifiable here)")
+    tail = "" if rows else f"; --rows lists all {len(report.checks)} checks"
+    lines.append(f"verdict: {report.verdict.upper()} ({len(report.failed)} failed, {n_na} not verifiable here{tail})")
     return "\n".join(lines)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    expected = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
+    if not args.receipt.strip():
+        return fail(f"receipt: an empty path; {expected}")
     path = Path(args.receipt)
+    if path.is_dir():
+        return fail(f"{path}: is a directory; {expected}")
+    if args.data is not None and not args.data.strip():
+        return fail("--data: an empty path; expected a data directory (the DATA_DIR the app or `python -m chat` writes)")
     try:
         size = path.stat().st_size
         if size > MAX_RECEIPT_BYTES:
@@ -51,8 +89,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(render_text(report))
-    return EXIT_OK if report.verdict == "verified" else EXIT_FAILED
+        print(render_text(report, rows=args.rows))
+    return EXIT_BY_VERDICT[report.verdict]
 
 
 def cmd_pubkey(args: argparse.Namespace) -> int:
@@ -97,13 +135,14 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key or a session's latest signed checkpoint.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger")
+    v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger", epilog=VERIFY_EPILOG)
     v.add_argument("receipt")
     v.add_argument("--data", metavar="DATA_DIR", help="also check against this data directory's ledger (its own key is never trusted)")
     v.add_argument(
         "--trust", metavar="PUBKEY", action="append", default=[], help="a trusted public key file (repeatable); needed for VERIFIED"
     )
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="the report as JSON: verdict, groups (one sentence each) and every check row")
+    v.add_argument("--rows", "--verbose", action="store_true", help="also list every raw check row (the table the groups summarise)")
     v.add_argument("--full", action="store_true", help="re-walk the ledger from genesis, ignoring the audit cache")
     v.set_defaults(func=cmd_verify)
     p = sub.add_parser("pubkey", help="print the data directory's existing public key (a --trust file); never creates one")

@@ -1,5 +1,8 @@
 """Receipt verification (pure): a parsed receipt in, a report with one row per check out.
 
+Every memory is named by its rank, `memory#1` … `memory#K`, in check names and in
+`where` paths alike (`memory#N` in a path stands for the body's `memories[N-1]`).
+
 Three outcomes per check: "pass", "fail", and "not_verifiable" (the check needs
 something this run does not have, such as the ledger). "not_verifiable" is
 never a pass. A report is "verified" only when no check failed, there is at
@@ -24,6 +27,7 @@ from .prompt import TemplateError, build_messages, prompt_hash
 
 PASS, FAIL, NOT_VERIFIABLE = "pass", "fail", "not_verifiable"
 REQUIRED = ("envelope.signature", "checkpoint.signature")
+LEDGER_ROWS = ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +51,21 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
+class Cited:
+    """An event the receipt cites, and what the ledger said about it (read by receipts.groups)."""
+
+    name: str  # "query", "memory#N" (N = rank) or "response"
+    seq: int
+    ledger: str | None = None  # None: not compared with a ledger; "": the ledger holds it as cited; else why not ("lies after …")
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     receipt_id: str
     session: str
     mode: str  # "offline" or "ledger"
     checks: tuple[Check, ...]
+    cited: tuple[Cited, ...] = ()
 
     def __bool__(self) -> bool:
         raise TypeError("Report has no truth value; read .verdict")
@@ -66,11 +80,15 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        """'verified', 'failed' (some check failed) or 'unverified' (nothing failed, but not enough was checked)."""
+        """'verified', 'failed' (some check failed) or 'unverified' (nothing failed, but not enough was checked).
+
+        Checked with a ledger, the ledger rows are required too: a data directory without the
+        session is not a failure, but it is not a ledger check either."""
         if self.failed:
             return "failed"
         passed = {c.name for c in self.checks if c.status == PASS}
-        if not passed or any(name not in passed for name in REQUIRED):
+        required = REQUIRED + (LEDGER_ROWS if self.mode == "ledger" else ())
+        if not passed or any(name not in passed for name in required):
             return "unverified"
         return "verified"
 
@@ -82,8 +100,15 @@ class Report:
             "verdict": self.verdict,
             "failed": len(self.failed),
             "not_verifiable": len(self.not_verifiable),
+            "groups": [g.to_dict() for g in self.groups()],
             "checks": [c.to_dict() for c in self.checks],
         }
+
+    def groups(self) -> list[Any]:
+        """The checks grouped by what they are about, one plain sentence each (receipts.groups)."""
+        from .groups import group_report  # groups reads Report: imported here to avoid a cycle
+
+        return list(group_report(self))
 
 
 @dataclass(frozen=True)
@@ -165,7 +190,7 @@ def _events(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], list[s
     """(check prefix, JSON path, event record, proof) for the query, each memory and the response."""
     out = [("query", "query", body["query"]["event"], body["query"]["proof"])]
     for i, m in enumerate(body["memories"]):
-        out.append((f"memory[{i + 1}]", f"memories[{i}]", m["event"], m["proof"]))
+        out.append((f"memory#{i + 1}", f"memory#{i + 1}", m["event"], m["proof"]))
     out.append(("response", "response", body["response"]["event"], body["response"]["proof"]))
     return out
 
@@ -202,12 +227,15 @@ def verify_receipt(
         "checkpoint.body.chain_head",
     )
     _check_prompt(r, body)
+    in_ledger: dict[str, str] = {}
     if ledger is None:
-        for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
+        for name in LEDGER_ROWS:
             r.na(name, "needs the ledger: run with --data DATA_DIR")
     else:
-        _check_ledger(r, body, events, ledger)
-    return Report(receipt.receipt_id, receipt.session, "offline" if ledger is None else "ledger", tuple(r.rows))
+        in_ledger = _check_ledger(r, body, events, ledger)
+    cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix)) for prefix, _path, ev, _proof in events)
+    mode = "offline" if ledger is None else "ledger"
+    return Report(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
 
 
 SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
@@ -330,45 +358,72 @@ def _check_prompt(r: _Rows, body: dict[str, Any]) -> None:
     r.add("prompt.hash", derived == body["prompt"]["sha256"], f"prompt re-derived from the query and memories with {template}", body["prompt"]["sha256"], derived, "prompt.sha256")
 
 
-def _check_ledger(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]], led: LedgerFacts) -> None:
+def _break_words(brk: Break) -> str:
+    """The ledger's own first break, as `ledger verify` names it: line, seq, kind."""
+    seq = "unreadable seq" if brk.seq is None else f"seq {brk.seq}"
+    return f"line {brk.line}, {seq}, {brk.kind}"
+
+
+def _check_ledger(
+    r: _Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]], led: LedgerFacts
+) -> dict[str, str]:
+    """The five ledger rows; returns, per cited event, "" (the ledger holds it as cited) or what differs."""
     cpb = body["checkpoint"]["body"]
     tree_size = cpb["tree_size"]
     if not led.exists:
-        for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
-            r.add(name, False, f"the data directory has no session {led.session}", "the session's ledger", "no such session")
-        return
+        # Not evidence of tampering: this directory simply is not where the session lives.
+        # (A ledger that exists but is shorter than the checkpoint fails below.)
+        for name in LEDGER_ROWS:
+            r.na(name, f"this data directory has no session {led.session}: the ledger checks cannot run here")
+        return {}
     if led.problem is not None:
-        for name in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"):
+        for name in LEDGER_ROWS:
             r.add(name, False, f"the session's ledger was not read: {led.problem}", "a regular file", "refused")
-        return
+        return {}
+    brk = led.first_break
+    # Where the ledger stops verifying, in its own words (line, seq, kind), or how short it is.
+    if brk is not None:
+        stop = f"the ledger's first break ({_break_words(brk)})"
+    else:
+        stop = f"the end of the ledger, which holds {led.verified} events: truncated below the checkpoint's {tree_size}"
     # each cited event, recomputed from the stored line
+    per: dict[str, str] = {}
     problems = []
     for prefix, _path, ev, _proof in events:
         seq = ev["seq"]
-        if seq >= led.verified:
-            problems.append(f"{prefix} (seq {seq}) is not in the verified ledger ({led.verified} events)")
-            continue
-        stored = led.event_at(seq)
-        try:
-            digest = recompute_digest(stored).hex()
-        except EventError as exc:
-            problems.append(f"{prefix} (seq {seq}): stored event unreadable: {exc}")
-            continue
-        if digest != ev["digest"] or stored.get("id") != ev["id"]:
-            problems.append(f"{prefix} (seq {seq}): ledger digest {digest[:16]}…, receipt {ev['digest'][:16]}…")
+        if brk is not None and seq == brk.seq and seq >= led.verified:
+            per[prefix] = f"is where the ledger first breaks ({_break_words(brk)}): the stored line no longer verifies"
+        elif seq >= led.verified:
+            per[prefix] = f"lies after {stop}"
+        else:
+            stored = led.event_at(seq)
+            try:
+                digest = recompute_digest(stored).hex()
+            except EventError as exc:
+                per[prefix] = f"has an unreadable stored event: {exc}"
+                continue
+            same = digest == ev["digest"] and stored.get("id") == ev["id"]
+            per[prefix] = "" if same else f"differs from the ledger: ledger digest {digest[:16]}…, receipt {ev['digest'][:16]}…"
+        if per[prefix]:
+            problems.append(f"{prefix} (seq {seq}) {per[prefix]}")
     r.add("ledger.events", not problems, "every cited event is in the ledger at its seq with the same recomputed digest", "all match", "; ".join(problems))
-    brk = led.first_break
     how = "; ".join(led.notes) if led.notes else describe_audit(led)  # what was re-checked, what came from a cache
     if brk is not None and led.verified < tree_size:
-        r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}): {brk.message} [{how}]", brk.expected, brk.found)
+        r.add("ledger.chain", False, f"chain broken at {_break_words(brk)}: {brk.message} [{how}]", brk.expected, brk.found)
     elif led.verified < tree_size:
         r.add("ledger.chain", False, f"the ledger holds {led.verified} events, fewer than the checkpoint's {tree_size}: truncated below the checkpoint [{how}]", tree_size, led.verified)
     else:
         later = f" (a later break at line {brk.line} does not affect this receipt)" if brk else ""
         r.add("ledger.chain", True, f"the first {tree_size} events chain from genesis{later}: {how}")
     if led.verified < tree_size:
-        r.add("ledger.root", False, "the ledger is shorter than the checkpoint: its root at that size cannot exist", tree_size, led.verified)
-        r.add("ledger.consistency", False, "no consistency proof: the ledger does not reach the checkpoint", tree_size, led.verified)
+        if brk is not None:
+            cut = f"the ledger verifies only up to {_break_words(brk)}, before the checkpoint's {tree_size} events"
+            exp, found = f"{tree_size} events that chain from genesis", f"{led.verified} before the break at line {brk.line}"
+        else:
+            cut = f"the ledger holds {led.verified} events, fewer than the checkpoint's {tree_size}"
+            exp, found = str(tree_size), str(led.verified)
+        r.add("ledger.root", False, f"{cut}: its root at that size cannot be recomputed", exp, found)
+        r.add("ledger.consistency", False, f"{cut}: no consistency proof to the signed checkpoint", exp, found)
     else:
         root_then = led.root_at(tree_size).hex()
         r.add("ledger.root", root_then == cpb["root"], f"the ledger's Merkle root at size {tree_size} equals the signed root", cpb["root"], root_then, "checkpoint.body.root")
@@ -386,4 +441,5 @@ def _check_ledger(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, d
         actual = hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else "unreadable"
         r.add("ledger.response", actual == resp["sha256"], f"the stored assistant event (seq {seq}) hashes to the response hash", resp["sha256"], actual)
     else:
-        r.add("ledger.response", False, f"the assistant event (seq {seq}) is not in the verified ledger", seq, led.verified)
+        r.add("ledger.response", False, f"the assistant event (seq {seq}) lies after {stop}", f"seq {seq} in the verified ledger", f"{led.verified} verified events")
+    return per

@@ -209,6 +209,10 @@ def upload(page: Page, path: Path) -> None:
 
 
 def rows_by_check(page: Page) -> dict[str, list[str]]:
+    """The raw check rows, which sit in a collapsed accordion below the grouped summary: opened first."""
+    toggle = page.locator(f"#{ids.VERIFY_RAW} button.label-wrap")
+    if "open" not in (toggle.get_attribute("class") or "").split():
+        toggle.click()
     rows = read_grid(page, ids.VERIFY_REPORT)
     assert rows, "the verification report is empty"
     return {row[0]: row for row in rows}
@@ -338,6 +342,10 @@ def test_the_downloaded_receipt_verifies_on_the_verify_tab_with_every_check_pass
     expect(verdict).to_contain_text("✅ Verified")
     expect(verdict).to_contain_text(session.body["receipt_id"])
     expect(verdict).to_contain_text("this session's ledger")
+    # The grouped summary reads as sentences; the raw rows are collapsed until asked for.
+    seq = session.body["memories"][0]["event"]["seq"]
+    expect(verdict).to_contain_text(f"memory 1 (seq {seq}) is exactly what is in the signed ledger")
+    expect(page.locator(f"#{ids.VERIFY_RAW} [data-testid=accordion-content]")).to_be_hidden()
     assert_all_pass(rows_by_check(page))
     # Make the verdict something else, then the Verify button brings the verified report back.
     page.locator(f"#{ids.TAMPER_BUTTON}").click()
@@ -355,7 +363,7 @@ def assert_all_pass(rows: dict[str, list[str]]) -> None:
     assert {
         "envelope.signature",
         "checkpoint.signature",
-        "memory[1].digest",
+        "memory#1.digest",
         "prompt.hash",
         "ledger.chain",
         "ledger.events",
@@ -377,12 +385,12 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     expect(page.locator(f"#{ids.TAMPER_TARGET} input")).to_have_value(re.compile("memory"))  # the default target
     page.locator(f"#{ids.TAMPER_BUTTON}").click()
     expect(verdict).to_contain_text("🔨 Tampered copy: caught")
-    expect(verdict).to_contain_text("memories[0].event.text")
+    expect(verdict).to_contain_text("memory#1.event.text")
     caught = re.search(r"Caught by \d+ checks?:\s*(.*)", verdict.inner_text())
-    assert caught and "memory[1].digest" in caught.group(1), verdict.inner_text()
+    assert caught and "memory#1.digest" in caught.group(1), verdict.inner_text()
     rows = rows_by_check(page)
-    assert rows["memory[1].digest"][1] == "❌\ufe0f fail"
-    assert rows["memory[1].digest"][3] and rows["memory[1].digest"][4], (
+    assert rows["memory#1.digest"][1] == "❌\ufe0f fail"
+    assert rows["memory#1.digest"][3] and rows["memory#1.digest"][4], (
         "expected and found are shown for the failed check"
     )
     # The tampered copy can be downloaded, and it fails offline too.
@@ -393,7 +401,7 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     copy = tmp_path / info.value.suggested_filename
     info.value.save_as(str(copy))
     offline = verify_bytes(copy.read_bytes(), trusted=[server.service.engine.key.public_key])
-    assert offline.verdict == "failed" and "memory[1].digest" in {c.name for c in offline.failed}
+    assert offline.verdict == "failed" and "memory#1.digest" in {c.name for c in offline.failed}
     session.visitor.check_clean()
     shot(page, "tab-verify-tamper-button.png")
 
@@ -410,11 +418,11 @@ def test_an_uploaded_tampered_copy_fails_and_the_failing_check_is_shown(session:
     upload(page, path)
     verdict = markdown(page, ids.VERIFY_VERDICT)
     expect(verdict).to_contain_text("❌ Failed")
-    expect(verdict).to_contain_text(f"memory[{number}].digest")
+    expect(verdict).to_contain_text(f"memory#{number}.digest")
     rows = rows_by_check(page)
     failed = {name for name, row in rows.items() if row[1] == "❌\ufe0f fail"}
-    assert {f"memory[{number}].digest", "envelope.signature"} <= failed
-    assert rows[f"memory[{number}].digest"][3] != rows[f"memory[{number}].digest"][4]  # expected vs found digest
+    assert {f"memory#{number}.digest", "envelope.signature"} <= failed
+    assert rows[f"memory#{number}.digest"][3] != rows[f"memory#{number}.digest"][4]  # expected vs found digest
     session.visitor.check_clean()
     shot(page, "tab-verify-tampered-upload.png")
 

@@ -179,11 +179,11 @@ def body_attacks(world: World) -> list[tuple[str, Mutator, str]]:
 
     return [
         ("query text", lambda b: b["query"]["event"].update(text=b["query"]["event"]["text"] + "!"), "query.digest"),
-        ("memory snippet", lambda b: m0(b).update(text=m0(b)["text"].replace("a", "o", 1)), "memory[1].digest"),
-        ("memory digest", lambda b: m0(b).update(digest=flip_hex(m0(b)["digest"])), "memory[1].digest"),
-        ("memory chain hash", lambda b: m0(b).update(chain=flip_hex(m0(b)["chain"])), "memory[1].chain_link"),
-        ("memory seq", lambda b: m0(b).update(seq=m0(b)["seq"] + 1), "memory[1].digest"),
-        ("memory salt", lambda b: m0(b).update(salt=flip_hex(m0(b)["salt"])), "memory[1].digest"),
+        ("memory snippet", lambda b: m0(b).update(text=m0(b)["text"].replace("a", "o", 1)), "memory#1.digest"),
+        ("memory digest", lambda b: m0(b).update(digest=flip_hex(m0(b)["digest"])), "memory#1.digest"),
+        ("memory chain hash", lambda b: m0(b).update(chain=flip_hex(m0(b)["chain"])), "memory#1.chain_link"),
+        ("memory seq", lambda b: m0(b).update(seq=m0(b)["seq"] + 1), "memory#1.digest"),
+        ("memory salt", lambda b: m0(b).update(salt=flip_hex(m0(b)["salt"])), "memory#1.digest"),
         ("prompt hash", lambda b: b["prompt"].update(sha256=flip_hex(b["prompt"]["sha256"])), "prompt.hash"),
         ("response hash", lambda b: b["response"].update(sha256=flip_hex(b["response"]["sha256"])), "response.hash"),
         ("response text", lambda b: b["response"]["event"].update(text="something else"), "response.digest"),
@@ -196,9 +196,9 @@ def body_attacks(world: World) -> list[tuple[str, Mutator, str]]:
         ("drop a memory", lambda b: b["memories"].pop(), "prompt.hash"),
         ("add a memory", add, "prompt.hash"),
         ("swap two memories", swap, "prompt.hash"),
-        ("truncate a proof", lambda b: b["memories"][0].update(proof=b["memories"][0]["proof"][:-1]), "memory[1].inclusion"),
-        ("extend a proof", lambda b: b["memories"][0].update(proof=b["memories"][0]["proof"] + ["00" * 32]), "memory[1].inclusion"),
-        ("a proof for a different leaf", other_leaf_proof, "memory[1].inclusion"),
+        ("truncate a proof", lambda b: b["memories"][0].update(proof=b["memories"][0]["proof"][:-1]), "memory#1.inclusion"),
+        ("extend a proof", lambda b: b["memories"][0].update(proof=b["memories"][0]["proof"] + ["00" * 32]), "memory#1.inclusion"),
+        ("a proof for a different leaf", other_leaf_proof, "memory#1.inclusion"),
         ("receipt claims another session", lambda b: b.update(session="mallory"), "receipt.session"),
         ("an event from another session", lambda b: m0(b).update(session="mallory"), "receipt.session"),
         ("the query cited as a memory", cite_the_query, "receipt.structure"),
@@ -206,8 +206,8 @@ def body_attacks(world: World) -> list[tuple[str, Mutator, str]]:
         ("unknown template", lambda b: b["prompt"].update(template="mre-prompt/v0"), "prompt.hash"),
         # (a lone surrogate in a memory's text is refused by the strict parser as MalformedReceipt:
         # tests/test_strict_json.py)
-        ("a float in a memory's meta", lambda b: m0(b).update(meta={"x": 1.5}), "memory[1].digest"),
-        ("an event of this session at the wrong seq", lambda b: b["memories"][0].update(event=dict(other_event, seq=b["memories"][0]["event"]["seq"])), "memory[1].digest"),
+        ("a float in a memory's meta", lambda b: m0(b).update(meta={"x": 1.5}), "memory#1.digest"),
+        ("an event of this session at the wrong seq", lambda b: b["memories"][0].update(event=dict(other_event, seq=b["memories"][0]["event"]["seq"])), "memory#1.digest"),
     ]
 
 
@@ -342,11 +342,20 @@ class TestMaliciousLedger:
         # (the deterministic stand-in wrote the same answer text in both, so ledger.response may pass)
         assert st_["ledger.root"] == FAIL and st_["ledger.events"] == FAIL and report.verdict == "failed"
 
-    def test_a_missing_session_fails_every_ledger_check(self, world: World, tmp_path: Path) -> None:
+    def test_a_data_directory_without_the_session_is_not_verifiable_not_a_forgery(self, world: World, tmp_path: Path) -> None:
         empty = tmp_path / "empty"
         empty.mkdir()
         report = verify_bytes(world.raw(0), trusted=world.trusted, data_dir=empty)
-        assert all(statuses(report)[n] == FAIL for n in ("ledger.events", "ledger.chain", "ledger.root"))
+        ledger_rows = [c for c in report.checks if c.name.startswith("ledger.")]
+        assert len(ledger_rows) == 5 and all(c.status == NOT_VERIFIABLE for c in ledger_rows)
+        assert all("this data directory has no session alice" in c.message for c in ledger_rows)
+        assert not report.failed and report.verdict == "unverified"  # asked for the ledger, and it was not there
+
+    def test_a_ledger_emptied_below_the_checkpoint_still_fails(self, world: World) -> None:
+        world.engine.ledger.log_path("alice").write_bytes(b"")  # the file exists: the events were removed
+        report = verify_bytes(world.raw(0), trusted=world.trusted, data_dir=world.data)
+        assert all(statuses(report)[n] == FAIL for n in ("ledger.events", "ledger.chain", "ledger.root")), statuses(report)
+        assert report.verdict == "failed"
 
 
 # ------------------------------------------------------------------ end to end
@@ -406,7 +415,7 @@ class TestEndToEnd:
             led = subprocess.run([sys.executable, "-m", "receipts", "verify", p, "--data", str(data), "--trust", str(tmp_path / "pub.json"), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=60)
             assert led.returncode == 0 and json.loads(led.stdout)["verdict"] == "verified"
             untrusted = subprocess.run([sys.executable, "-m", "receipts", "verify", p, "--data", str(data), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=60)
-            assert untrusted.returncode == 1 and json.loads(untrusted.stdout)["verdict"] == "unverified"  # the data's own key is not trusted
+            assert untrusted.returncode == 3 and json.loads(untrusted.stdout)["verdict"] == "unverified"  # the data's own key is not trusted
 
     def test_no_receipt_no_answer_when_the_receipt_cannot_be_written(self, tmp_path: Path) -> None:
         engine = Engine(tmp_path, llm=LLM(api_key=""))

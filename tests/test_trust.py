@@ -114,7 +114,7 @@ class TestAFabricatedDataDirectory:
         data = tmp_path / "forged"
         _engine, receipt = fabricate(data)
         plain = cli("verify", str(receipt), "--data", str(data))
-        assert plain.returncode == 1, plain.stdout + plain.stderr
+        assert plain.returncode == 3, plain.stdout + plain.stderr  # UNVERIFIED: nothing failed, no trusted key
         assert "verdict: UNVERIFIED" in plain.stdout and SELF_CONSISTENT in plain.stdout
         pub = tmp_path / "their.pub"
         got = cli("pubkey", str(data))

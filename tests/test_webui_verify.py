@@ -139,7 +139,7 @@ class TestReportTable:
 class TestTamper:
     # target -> checks that must catch a one-byte change there (others may catch it too)
     MUST_CATCH = {
-        "memory": {"envelope.signature", "memory[1].digest", "memory[1].inclusion", "prompt.hash"},
+        "memory": {"envelope.signature", "memory#1.digest", "memory#1.inclusion", "prompt.hash"},
         "response": {"envelope.signature", "response.digest", "response.hash"},
         "query": {"envelope.signature", "query.digest", "prompt.hash"},
         "root": {"envelope.signature", "checkpoint.signature", "ledger.root"},
@@ -181,7 +181,7 @@ class TestTamper:
         t, report, mode = service.tamper(receipt_of(service, key, "tea", "tea?"), "memory", key)
         text = rv.tamper_markdown(t, report, mode)
         assert "caught" in text and t.where in text and f"`{t.before}` → `{t.after}`" in text
-        assert "`memory[1].digest`" in text
+        assert "`memory#1.digest`" in text
 
     def test_unknown_targets_and_non_receipts_are_refused(self, service: Service) -> None:
         raw = receipt_of(service, new_session_key(), "x marks")

@@ -31,6 +31,7 @@ TAMPER_BUTTON = "tamper-button"
 TAMPER_DOWNLOAD = "tamper-download"
 VERIFY_VERDICT = "verify-verdict"
 VERIFY_REPORT = "verify-report"
+VERIFY_RAW = "verify-raw"  # the accordion holding the raw check rows
 
 LEDGER_REFRESH = "ledger-refresh"
 LEDGER_STATUS = "ledger-status"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from receipts.groups import group_report
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Report
 
 from .tamper import Tampered
@@ -12,6 +13,8 @@ from .text import md
 REPORT_HEADERS = ["check", "result", "what it checks", "expected", "found", "where"]
 REPORT_WIDTHS = ["15%", "11%", "34%", "14%", "14%", "12%"]
 STATUS_LABEL = {PASS: "✅ pass", FAIL: "❌\ufe0f fail", NOT_VERIFIABLE: "⚪ not verifiable here"}
+GROUP_ICON = {PASS: "✅", FAIL: "❌\ufe0f", NOT_VERIFIABLE: "⚪"}
+RAW_ROWS_LABEL = "All checks, one row each (what the summary above groups)"
 
 # Why a receipt was checked the way it was (shown with the verdict).
 MODE_LEDGER = "ledger"
@@ -38,6 +41,14 @@ def report_rows(report: Report) -> list[list[Any]]:
     ]
 
 
+def groups_markdown(report: Report) -> str:
+    """The checks grouped by what they are about (receipts.groups), one plain sentence each, as a table."""
+    lines = ["| | about | what the checks show | checks |", "|---|---|---|---|"]
+    for g in group_report(report):
+        lines.append(f"| {GROUP_ICON[g.status]} | **{md(g.title)}** | {md(g.sentence, 600)} | {len(g.checks)} |")
+    return "\n".join(lines)
+
+
 def verdict_markdown(report: Report, mode: str) -> str:
     failed, na = report.failed, report.not_verifiable
     passed = len(report.checks) - len(failed) - len(na)
@@ -49,7 +60,9 @@ def verdict_markdown(report: Report, mode: str) -> str:
         head = f"## ❌ Failed\n{len(failed)} check{'s' if len(failed) != 1 else ''} failed: {names} ({counts})."
     else:
         head = f"## ⚠️ Unverified\nNothing failed, but the signatures could not be checked against a trusted key ({counts})."
-    return "\n\n".join([head, f"Receipt `{report.receipt_id}` of session `{report.session}`.", MODE_NOTES[mode]])
+    return "\n\n".join(
+        [head, f"Receipt `{report.receipt_id}` of session `{report.session}`.", groups_markdown(report), MODE_NOTES[mode]]
+    )
 
 
 def malformed_markdown(message: str) -> str:
@@ -73,7 +86,7 @@ def tamper_markdown(t: Tampered, report: Report, mode: str) -> str:
         f"**Caught by {len(caught)} check{'s' if len(caught) != 1 else ''}:** {names}.\n\n"
         f"Verdict on the copy: **{report.verdict}**."
     )
-    return "\n\n".join([head, MODE_NOTES[mode]])
+    return "\n\n".join([head, groups_markdown(report), MODE_NOTES[mode]])
 
 
 VERIFY_HELP = (

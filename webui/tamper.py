@@ -43,7 +43,7 @@ class TamperError(ValueError):
 class Tampered:
     raw: bytes  # the tampered receipt file
     target: str
-    where: str  # JSON path of the changed value
+    where: str  # path of the changed value in the body, a memory named by rank ("memory#1.event.text")
     offset: int  # byte offset in the signed payload (or in the decoded signature)
     before: str
     after: str
@@ -95,8 +95,15 @@ def _tamper_payload(
         raise TamperError("tamper: changing that value would change more than one byte")
     urlsafe = "-" in envelope["payload"] or "_" in envelope["payload"]
     envelope["payload"] = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(changed).decode("ascii")
-    where = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
+    where = _where(path)
     return Tampered(_dump(envelope), target, f"{where}, character {i + 1}", diffs[0], value[i], new_char, note)
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    """A path in the receipt body, written the way the checks name it: memories[i] is memory#(i+1), its rank."""
+    if path[0] == "memories":
+        return ".".join([f"memory#{int(path[1]) + 1}", *map(str, path[2:])])
+    return ".".join(map(str, path))
 
 
 def _pick(value: str, *, hex_only: bool) -> tuple[int, str]:
