@@ -11,10 +11,12 @@ from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, fail, run
 from ledger.event import EventError
 
 from .api import load_trust, verify_bytes
-from .body import MAX_RECEIPT_BYTES, MalformedReceipt
+from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
 from .groups import group_report
 from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
+from .show import render_text as render_show
+from .show import summarize
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, Report
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
@@ -93,6 +95,31 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_BY_VERDICT[report.verdict]
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print what a receipt says (it verifies nothing; `receipts verify` does)."""
+    expected = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
+    if not args.receipt.strip():
+        return fail(f"receipt: an empty path; {expected}")
+    path = Path(args.receipt)
+    if path.is_dir():
+        return fail(f"{path}: is a directory; {expected}")
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECEIPT_BYTES:
+            return fail(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+        raw = path.read_bytes()
+        summary = summarize(parse_receipt(raw).body)
+    except OSError as exc:
+        return fail(f"{path}: {exc.strerror or exc}")
+    except MalformedReceipt as exc:
+        return fail(f"{path}: {exc}")
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=True))
+    else:
+        print(render_show(summary))
+    return EXIT_OK
+
+
 def cmd_pubkey(args: argparse.Namespace) -> int:
     data = Path(args.data_dir)
     if not data.is_dir():
@@ -145,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--rows", "--verbose", action="store_true", help="also list every raw check row (the table the groups summarise)")
     v.add_argument("--full", action="store_true", help="re-walk the ledger from genesis, ignoring the audit cache")
     v.set_defaults(func=cmd_verify)
+    s = sub.add_parser("show", help="print what a receipt says: the question, the memories, the answer (verifies nothing)")
+    s.add_argument("receipt")
+    s.add_argument("--json", action="store_true", help="the summary as JSON (stable keys; full texts)")
+    s.set_defaults(func=cmd_show)
     p = sub.add_parser("pubkey", help="print the data directory's existing public key (a --trust file); never creates one")
     p.add_argument("data_dir")
     p.set_defaults(func=cmd_pubkey)

@@ -1,0 +1,139 @@
+"""What a receipt says, as a person reads it (pure: a parsed body → a summary → text).
+
+`show` verifies nothing: it reads the body of a well-formed receipt (one that
+receipts.body.parse_receipt accepted) and lays it out. Whether any of it is
+true is `python -m receipts verify`'s job. Every text in a receipt may come
+from a visitor, so `render_text` neutralises control characters and terminal
+escape sequences (ESC prints as the four characters ``\\x1b``).
+
+The summary's keys are stable (README, "receipts show --json"). Each memory
+row has a `state`: "cited" for every format-1 row; a later format may mark a
+row withheld or erased (the erasure issue) without changing the other keys.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+SHOW_VERSION = 1
+TEXT_LIMIT = 200  # characters of a memory or answer text shown in text mode (JSON keeps all)
+NOT_VERIFIED = (
+    "show does not verify anything; run `python -m receipts verify RECEIPT --trust PUBKEY [--data DATA_DIR]` for that"
+)
+
+
+def _event_row(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "seq": event["seq"],
+        "id": event["id"],
+        "role": event["role"],
+        "ts": event["ts"],
+        "text": event["text"],
+        "digest": event["digest"],
+    }
+
+
+def summarize(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The receipt body (as parse_receipt returns it) as a summary with stable keys."""
+    response = body["response"]
+    cp = body["checkpoint"]
+    return {
+        "show": SHOW_VERSION,
+        "verified": False,
+        "note": NOT_VERIFIED,
+        "receipt_id": body["receipt_id"],
+        "format": body["v"],
+        "issued_at": body["issued_at"],
+        "session": body["session"],
+        "k": body["k"],
+        "retrieval": body["retrieval"],
+        "question": _event_row(body["query"]["event"]),
+        "memories": [{"rank": m["rank"], "state": "cited", **_event_row(m["event"])} for m in body["memories"]],
+        "answer": {
+            **_event_row(response["event"]),
+            "sha256": response["sha256"],
+            "provider": response["provider"],
+            "model": response["model"],
+            "fallback_reason": response["fallback_reason"],
+        },
+        "prompt": {"template": body["prompt"]["template"], "sha256": body["prompt"]["sha256"]},
+        "checkpoint": {
+            "tree_size": cp["body"]["tree_size"],
+            "root": cp["body"]["root"],
+            "chain_head": cp["body"]["chain_head"],
+            "issued_at": cp["body"]["issued_at"],
+            "key_id": cp["key_id"],
+        },
+    }
+
+
+def neutralise(text: str) -> str:
+    """`text` with every control or format character (C0, DEL, C1, bidi overrides, …) and the
+    backslash written as a visible escape, so a terminal shows it and acts on none of it."""
+    out = []
+    for ch in text:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            n = ord(ch)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
+    """The first `limit` characters of the neutralised text, with a marker saying how much was cut."""
+    safe = neutralise(text)
+    if len(safe) <= limit:
+        return safe
+    return f"{safe[:limit]}… [{len(safe) - limit} more characters; --json has the full text]"
+
+
+def _quoted(text: str) -> str:
+    return f"“{shorten(text)}”"
+
+
+def render_text(summary: Mapping[str, Any]) -> str:
+    """The summary as a person reads it; every visitor-controlled text neutralised."""
+    n = neutralise
+    q = summary["question"]
+    a = summary["answer"]
+    cp = summary["checkpoint"]
+    mems = summary["memories"]
+    lines = [
+        f"receipt {n(summary['receipt_id'])} (format {summary['format']}), issued {n(summary['issued_at'])}",
+        f"session {n(summary['session'])}",
+        "",
+        f"the question (seq {q['seq']}, {n(q['role'])}, {n(q['ts'])}):",
+        f"  {_quoted(q['text'])}",
+        "",
+        f"memories handed to the model: {len(mems)} (asked for up to {summary['k']}, retrieval {n(summary['retrieval'])})",
+    ]
+    if not mems:
+        lines.append("  (none)")
+    for m in mems:
+        lines.append(
+            f"  memory#{m['rank']}  seq {m['seq']}, {n(m['role'])}, {n(m['ts'])}, digest {n(m['digest'])[:12]}"
+        )
+        lines.append(f"      {_quoted(m['text'])}")
+    who = f"{n(a['provider'])}/{n(a['model'])}"
+    if a["fallback_reason"] is not None:
+        who += f" (offline fallback: {shorten(a['fallback_reason'])})"
+    lines += [
+        "",
+        f"the answer (seq {a['seq']}, {n(a['ts'])}), from {who}:",
+        f"  {_quoted(a['text'])}",
+        f"  sha256 {n(a['sha256'])[:16]}…",
+        "",
+        f"checkpoint: {cp['tree_size']} events, root {n(cp['root'])[:16]}…, signed by {n(cp['key_id'])} at {n(cp['issued_at'])}",
+        "",
+        f"note: {summary['note']}",
+    ]
+    return "\n".join(lines)
