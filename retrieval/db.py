@@ -507,7 +507,7 @@ class Index:
         before, after = self.config.context_before, self.config.context_after
         seen: set[str] = set()
         fresh = last_seq < 0  # nothing of this session is in the terms table
-        prior_texts = self._tail_texts(num, last_seq, before + after) if (before or after) else []
+        prior = self._tail_rows(num, last_seq, before + after) if (before or after) else []
         for chunk in _batched(stream, CHUNK):
             expected = (last_seq, last_chain)
             for ev in chunk:
@@ -519,7 +519,7 @@ class Index:
                 last_seq, last_chain = ev.seq, ev.chain
             if not fresh:
                 self._load_seen(num, chunk, seen)
-            plan = plan_rows(num=num, events=chunk, seen=seen, prior_texts=prior_texts, before=before, after=after)
+            plan = plan_rows(num=num, events=chunk, seen=seen, prior=prior, before=before, after=after)
             with self._tx():
                 now = conn.execute("SELECT last_seq, last_chain FROM watermarks WHERE num = ?", (num,)).fetchone()
                 if now is None or (now[0], now[1]) != expected:
@@ -539,20 +539,24 @@ class Index:
                     "UPDATE watermarks SET last_seq = ?, last_chain = ? WHERE num = ?", (last_seq, last_chain, num)
                 )
             if before or after:
-                prior_texts = (list(prior_texts) + [r.text for r in plan.rows])[-(before + after) :]
+                prior = (list(prior) + [(r.seq, r.text) for r in plan.rows])[-(before + after) :]
             if progress is not None:
                 progress(session, len(chunk))
 
-    def _tail_texts(self, num: int, last_seq: int, n: int) -> list[str]:
+    def _tail_rows(self, num: int, last_seq: int, n: int) -> list[tuple[int, str]]:
+        """(seq, text) of the session's last `n` indexed rows up to `last_seq`, oldest first."""
         if last_seq < 0 or n == 0:
             return []
-        lo = sql.row_id(num, max(0, last_seq - n + 1))
+        lo = sql.row_id(num, 0)
         rows = (
             self._w()
-            .execute("SELECT text FROM events WHERE id BETWEEN ? AND ? ORDER BY id", (lo, sql.row_id(num, last_seq)))
+            .execute(
+                "SELECT seq, text FROM events WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT ?",
+                (lo, sql.row_id(num, last_seq), n),
+            )
             .fetchall()
         )
-        return [r[0] for r in rows]
+        return [(int(r[0]), str(r[1])) for r in reversed(rows)]
 
     def _load_seen(self, num: int, chunk: Sequence[Event], seen: set[str]) -> None:
         from .text import content_terms

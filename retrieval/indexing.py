@@ -3,6 +3,12 @@
 db.py feeds a session's new events here in seq order, together with what the
 index already holds about the session (the terms it has seen, the texts of the
 last few turns), and writes out what comes back.
+
+What has no words is never indexed: an erased event (its text, meta and salt
+are gone from the ledger, FORMAT.md "Erasure") and an erasure record (it names
+seqs, not words). They get no row, are nobody's neighbour in `context`, and add
+nothing to the terms a later event's novelty is judged against, so an index
+built from a ledger with erased lines equals one that forgot them afterwards.
 """
 
 from __future__ import annotations
@@ -56,6 +62,34 @@ class Row:
         )
 
 
+def is_erased(ev: Event) -> bool:
+    """An erased ledger line: text, meta and salt removed (a live event always has a salt)."""
+    return ev.salt == ""
+
+
+def is_erasure_record(ev: Event) -> bool:
+    """The system event an erasure appends: it lists erased seqs, never their words."""
+    return ev.role == "system" and isinstance(ev.meta.get("erasure"), dict)
+
+
+def skipped(ev: Event) -> bool:
+    """True for an event the index holds nothing of."""
+    return is_erased(ev) or is_erasure_record(ev)
+
+
+def erased_by(ev: Event) -> list[int]:
+    """The seqs an erasure record lists (empty for any other event)."""
+    if not is_erasure_record(ev):
+        return []
+    listed = ev.meta["erasure"].get("erased")
+    out = []
+    for item in listed if isinstance(listed, list) else ():
+        seq = item.get("seq") if isinstance(item, dict) else None
+        if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < ev.seq:
+            out.append(seq)
+    return out
+
+
 def context_of(texts: Sequence[str], i: int, before: int, after: int) -> str:
     """The neighbours of texts[i]: up to `before` turns before it and `after` turns after it."""
     parts = list(texts[max(0, i - before) : i]) + list(texts[i + 1 : i + 1 + after])
@@ -68,6 +102,8 @@ class Plan:
     df: Counter[str]  # per-term number of new events holding it
     # (seq, new context) of already-indexed events whose after-context grew.
     context_updates: list[tuple[int, str]]
+    # seqs that erasure records among `events` list (their rows, if any, must be forgotten)
+    erased: list[int]
 
 
 def plan_rows(
@@ -75,7 +111,7 @@ def plan_rows(
     num: int,
     events: Sequence[Event],
     seen: set[str],
-    prior_texts: Sequence[str],
+    prior: Sequence[tuple[int, str]],
     before: int = 0,
     after: int = 0,
 ) -> Plan:
@@ -84,11 +120,14 @@ def plan_rows(
     `seen` holds the session's content terms so far (at least every term of
     `events` that it held); it is updated in place, event by event, so each
     event's novelty is judged against exactly what came before it.
-    `prior_texts` are the texts of the indexed events just before events[0]
-    (the last before + after of them, oldest first).
+    `prior` are (seq, text) of the indexed rows just before events[0] (the
+    last before + after of them, oldest first). Neighbours are the nearest
+    indexed rows: skipped events (see skipped()) are not counted.
     """
-    texts = list(prior_texts) + [e.text for e in events]
-    p = len(prior_texts)
+    erased = [s for ev in events for s in erased_by(ev)]
+    events = [ev for ev in events if not skipped(ev)]
+    texts = [t for _, t in prior] + [e.text for e in events]
+    p = len(prior)
     df: Counter[str] = Counter()
     rows = []
     for j, ev in enumerate(events):
@@ -115,7 +154,6 @@ def plan_rows(
         )
     updates = []
     if after and events:
-        first = events[0].seq
         for i in range(max(0, p - after), p):
-            updates.append((first - (p - i), context_of(texts, i, before, after)))
-    return Plan(rows, df, updates)
+            updates.append((prior[i][0], context_of(texts, i, before, after)))
+    return Plan(rows, df, updates, erased)
