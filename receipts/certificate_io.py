@@ -1,0 +1,57 @@
+"""Verifying an erasure certificate, offline or against a data directory (I/O around receipts.certificate).
+
+The CLI (`python -m receipts verify CERT`), the app and MCP call `verify_certificate_bytes`.
+The ledger is read through the auditor (receipts.audit), never through a tree the producer stored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from .api import data_dir_key
+from .audit import Auditor
+from .certificate import CertificateReport, LedgerView, parse_certificate, verify_certificate
+from .keys import KeyConfigError, PublicKey
+from .merkle import ProofError, verify_consistency
+from .verify import LedgerFacts, describe_audit
+
+
+def _view(facts: LedgerFacts) -> LedgerView:
+    brk = facts.first_break
+    words = None if brk is None else f"line {brk.line}, {'unreadable seq' if brk.seq is None else f'seq {brk.seq}'}, {brk.kind}"
+
+    def consistent(m: int, n: int) -> str:
+        try:
+            verify_consistency(m, n, facts.consistency(m, n), facts.root_at(m), facts.root_at(n))
+        except ProofError as exc:
+            return str(exc)
+        return ""
+
+    how = "; ".join(facts.notes) if facts.notes else (describe_audit(facts) if facts.exists and facts.problem is None else "")
+    return LedgerView(facts.session, facts.exists, facts.problem, facts.verified, words, facts.event_at, facts.root_at, consistent, how)
+
+
+def verify_certificate_bytes(
+    raw: bytes,
+    *,
+    trusted: Sequence[PublicKey] = (),
+    data_dir: str | os.PathLike[str] | None = None,
+    full: bool = False,
+) -> CertificateReport:
+    """Parse and verify a certificate. Raises MalformedCertificate for input that is not one.
+
+    As for receipts (receipts.api.verify_bytes): only `trusted` keys are trusted; with `data_dir` and no
+    trusted key, the signatures are checked against the directory's own key for self-consistency only."""
+    cert = parse_certificate(raw)
+    keys = list(trusted)
+    if data_dir is None:
+        return verify_certificate(cert, keys)
+    own = None
+    if not keys:
+        try:
+            own = data_dir_key(data_dir)
+        except (KeyConfigError, OSError, UnicodeDecodeError):
+            own = None
+    with Auditor(data_dir, full=full).facts(cert.session) as facts:
+        return verify_certificate(cert, keys, _view(facts), untrusted=own)
