@@ -10,7 +10,6 @@ import pytest
 from ledger import GENESIS, Event, Ledger, Message, make_event
 from retrieval import Index, IndexConfig
 from retrieval.indexing import CONTEXT_SEP, erased_by, plan_rows, skipped
-from retrieval.text import content_terms
 
 MARKER = "Zorblaxian"
 CTX = IndexConfig(context_before=2, context_after=2)
@@ -175,16 +174,4 @@ class TestIndexSkips:
         assert index.search("s", "cello").results[0].seq == 4
         # the watermark moved past the skipped event: nothing is re-read
         assert index.index_session("s") == []
-        index.close()
-
-    def test_an_erasure_record_gets_no_row(self, tmp_path: Path, ledger: Ledger) -> None:
-        ledger.append_many("s", [Message("user", t, {}) for t in TEXTS[:2]])
-        ledger.append(
-            "s", "system", "[erasure record: 0 event(s) erased]", {"erasure": {"v": 1, "erased": [], "reason": None}}
-        )
-        index = Index(tmp_path, ledger, config=CTX)
-        index.catch_up()
-        assert [r[0] for r in rows(index, "s")] == [0, 1]
-        assert index.search("s", "erasure record erased").results == []
-        assert not any(t[1] in content_terms("erasure record erased") for t in terms(index))
         index.close()
