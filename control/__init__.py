@@ -1,0 +1,7 @@
+"""The visitor's decisions about a memory (issue 10: forget), one package the app, the CLI and MCP all call.
+
+`control.forget.forget(data_dir, session, seqs)` erases events with proof;
+`control.forget.forget_session(data_dir, session)` deletes a whole session;
+`control.forget.recover(data_dir)` finishes an erasure a crash interrupted.
+The adapters hold no rules: they call these functions and show what they return.
+"""
