@@ -1,10 +1,19 @@
-"""`python -m chat DATA_DIR SESSION MESSAGE [-k K]`: one turn; the last line names the receipt."""
+"""`python -m chat DATA_DIR SESSION MESSAGE [-k K] [--create]`: one turn; the last line names the receipt."""
 
 from __future__ import annotations
 
-import sys
-
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Parser
+from ledger.cli_support import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    Parser,
+    describe_os_error,
+    fail,
+    make_data_dir,
+    note,
+    writable_data_dir,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,21 +22,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("session")
     parser.add_argument("message")
     parser.add_argument("-k", type=int, default=8, help="memories handed to the model (1-50, default 8)")
+    parser.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
     args = parser.parse_args(argv)
+    from ledger import LedgerCorrupted
+    from receipts.keys import KeyConfigError, keys_dir, load_existing
+    from retrieval.model import RetrievalError
+
     from .engine import Engine, InputError, TurnError
 
     try:
-        engine = Engine(args.data_dir)
+        data = writable_data_dir(args.data_dir, create=args.create)
+        had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
+        make_data_dir(data)
+        engine = Engine(data)
+        if not had_key:
+            note(
+                f"created a new receipt signing key {engine.key.key_id} in {keys_dir(data)} "
+                f"(keep it private; `python -m receipts pubkey {data}` prints its public key for --trust)"
+            )
         turn = engine.turn(args.session, args.message, args.k)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except TurnError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except Exception as exc:  # never a traceback
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except CliError as exc:
+        return fail(str(exc), exc.code)
+    except (InputError, KeyConfigError, RetrievalError) as exc:
+        return fail(str(exc), EXIT_USAGE)
+    except (TurnError, LedgerCorrupted) as exc:
+        return fail(str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return fail(describe_os_error(exc), EXIT_USAGE)
+    except Exception as exc:  # never a traceback, never an internal class name
+        return fail(f"unexpected failure: {exc or 'no details'}", EXIT_FAILED)
     print(turn.answer)
     c = turn.completion
     print(f"answered by: {c.provider} ({c.model})" + (f" — {c.fallback_reason}" if c.fallback_reason else ""))

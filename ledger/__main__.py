@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
-from .cli_support import EXIT_OK, Parser, fail, run
-from .event import EventError
-from .store import ImportError_, Ledger, LedgerCorrupted
+from .cli_support import EXIT_OK, Parser, existing_data_dir, fail, make_data_dir, run, writable_data_dir
+from .event import Event, EventError, validate_session_id
+from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -38,47 +39,71 @@ def _import_signer(data_dir: Path) -> tuple[Any, str]:
 def cmd_import(args: argparse.Namespace) -> int:
     src = Path(args.file)
     if not src.is_file():
-        return fail(f"{src}: no such file")
-    data = Path(args.data_dir)
+        return fail(f"{src}: {'a directory' if src.is_dir() else 'no such file'}; expected a JSONL file of messages")
+    data = writable_data_dir(args.data_dir, create=args.create)
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        return fail(str(exc))
     try:
         key, unsigned = _import_signer(data)
     except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
         return fail(f"{exc}; nothing was imported")
+    progress = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = tqdm(desc="validating", unit=" lines", file=sys.stderr)
+    try:  # every line is validated before the data directory is created or anything is written
+        with _no_gc():
+            messages = parse_import(_lines(src), progress, allow_system=args.allow_system)
+        if not messages:
+            raise ImportError_(0, "the import file holds no messages")
+    except ImportError_ as exc:
+        return fail(f"{src}: {exc}; nothing was imported")
+    finally:
+        if progress is not None:
+            progress.close()
+    make_data_dir(data)
     ledger = Ledger(data)
     lock: AbstractContextManager[Any] = nullcontext()
     if key is not None:
         from receipts import checkpoints, files
 
         lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
-    progress = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-
-        progress = tqdm(desc="validating", unit=" lines", file=sys.stderr)
     try:
         with lock:
-            events = ledger.import_jsonl(args.session, _lines(src), progress, allow_system=args.allow_system)
+            events = ledger.append_many(args.session, messages, _validated=True)
             if key is not None:
                 try:
                     cp = checkpoints.issue(data, ledger, args.session, key)
                 except (OSError, ValueError) as exc:
-                    print(f"imported {len(events)} events into session {args.session}, head {events[-1].chain[:16]}")
+                    print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_BROKEN)
-    except ImportError_ as exc:
-        return fail(f"{src}: {exc}; nothing was imported")
-    except EventError as exc:
-        return fail(str(exc))
-    except LedgerCorrupted as exc:
+    except (EventError, LedgerCorrupted) as exc:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
-    finally:
-        if progress is not None:
-            progress.close()
     first, last = events[0].seq, events[-1].seq
     signed = unsigned if key is None else f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
-    print(f"imported {len(events)} events into session {args.session} (seq {first}..{last}), head {events[-1].chain[:16]}; {signed}")
+    print(f"{_imported(events, args.session)} (seq {first}..{last}), head {events[-1].chain[:16]}; {signed}")
     return EXIT_OK
+
+
+def _imported(events: list[Event], session: str) -> str:
+    return f"imported {len(events)} event{'' if len(events) == 1 else 's'} into session {session}"
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Millions of small acyclic objects: the cyclic GC would only re-scan them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 MARK = {"pass": "ok  ", "fail": "FAIL", "not_verifiable": "n/a "}
@@ -122,9 +147,7 @@ def cmd_verify_since(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    data = Path(args.data_dir)
-    if not data.is_dir():
-        return fail(f"{data}: not a readable data directory")
+    data = existing_data_dir(args.data_dir)
     if args.since is not None:
         return cmd_verify_since(args)
     if args.trust:
@@ -168,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--allow-system", action="store_true", help='import lines with role "system" (refused by default: the model reads them as instructions)'
     )
+    p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
     p.set_defaults(func=cmd_import)
     v = sub.add_parser("verify", help="verify sessions (all when none is named)")
     v.add_argument("data_dir")

@@ -1,16 +1,35 @@
-"""What every command line of the project shares: exit codes, a parser that never prints a traceback.
+"""What every command line of the project shares: exit codes, a parser that never prints a traceback and
+the data-directory rules.
 
-Used by `python -m ledger`, `python -m receipts` and `python -m chat`.
+Used by `python -m ledger`, `python -m receipts`, `python -m retrieval` and `python -m chat`.
+
+Data directories: a command that only reads (verify, list, search, show, pubkey, checkpoint) needs the
+directory to exist and creates nothing in it or beside it. A command that writes (import, chat) creates
+at most the last component of the path — the whole path only with `--create` — and says so on stderr,
+so a typo cannot silently start a second, empty history.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
+from .fsmode import private_dir
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXPECTED_DATA_DIR = "expected a data directory (the DATA_DIR the app, `python -m chat` or `ledger import` writes)"
+
+
+class CliError(Exception):
+    """One line for the user (no traceback, no class name); `run` prints it and exits with `code`."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Parser(argparse.ArgumentParser):
@@ -27,14 +46,84 @@ def fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
+def note(message: str) -> None:
+    """A line for the person at the terminal (stderr), never mixed into the output a script reads."""
+    print(message, file=sys.stderr)
+
+
+def existing_data_dir(raw: str) -> Path:
+    """The data directory a reading command uses: it must exist. Nothing is created."""
+    if not raw.strip():
+        raise CliError(f"DATA_DIR: an empty path; {EXPECTED_DATA_DIR}")
+    path = Path(raw)
+    if not path.exists():
+        raise CliError(f"{raw}: no such data directory (nothing was created)")
+    if not path.is_dir():
+        raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
+    return path
+
+
+def writable_data_dir(raw: str, *, create: bool) -> Path:
+    """Check the data directory a writing command will write into; creates nothing (see `make_data_dir`).
+
+    A missing directory is fine when the folder it would go in exists (it will be created, and the
+    command says so); a missing parent is refused unless `create` (`--create`: the whole path).
+    """
+    if not raw.strip():
+        raise CliError(f"DATA_DIR: an empty path; {EXPECTED_DATA_DIR}")
+    path = Path(raw)
+    if path.is_dir():
+        return path
+    if os.path.lexists(path):
+        raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
+    parent = path.parent
+    if not create and not parent.is_dir():
+        raise CliError(
+            f"{raw}: no such data directory, and the folder it would go in ({parent}) does not exist either; "
+            "nothing was created (check the path, or pass --create to create all of it)"
+        )
+    return path
+
+
+def make_data_dir(path: Path) -> Path:
+    """Create the data directory checked by `writable_data_dir` if it is missing (0700), saying so on stderr."""
+    if not path.is_dir():
+        private_dir(path)
+        note(f"created data directory {path}")
+    return path
+
+
 def run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a command; anything unexpected becomes one error line, never a traceback."""
     try:
         return func(args)
+    except CliError as exc:
+        return fail(str(exc), exc.code)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # last resort: never a traceback
-        return fail(f"{type(exc).__name__}: {exc}")
+    except OSError as exc:
+        return fail(describe_os_error(exc))
+    except Exception as exc:  # last resort: never a traceback, never an internal class name
+        return fail(f"unexpected failure: {exc or 'no details'}", EXIT_FAILED)
 
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "Parser", "fail", "run"]
+def describe_os_error(exc: OSError) -> str:
+    """`path: reason`, as a person reads it (`No such file or directory`), without the exception's class."""
+    where = exc.filename if exc.filename is not None else "file system"
+    return f"{where}: {exc.strerror or exc}"
+
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "Parser",
+    "describe_os_error",
+    "existing_data_dir",
+    "fail",
+    "make_data_dir",
+    "note",
+    "run",
+    "writable_data_dir",
+]

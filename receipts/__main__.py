@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, fail, run
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, existing_data_dir, fail, run
 from ledger.event import EventError
 
 from .api import load_trust, verify_bytes
@@ -79,8 +79,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raw = path.read_bytes()
     except OSError as exc:
         return fail(f"{path}: {exc.strerror or exc}")
-    if args.data is not None and not Path(args.data).is_dir():
-        return fail(f"{args.data}: not a readable data directory")
+    if args.data is not None:
+        existing_data_dir(args.data)
     try:
         trusted = load_trust(args.trust)
         report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full)
@@ -121,9 +121,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_pubkey(args: argparse.Namespace) -> int:
-    data = Path(args.data_dir)
-    if not data.is_dir():
-        return fail(f"{data}: not a readable data directory")
+    data = existing_data_dir(args.data_dir)
     try:
         key = load_existing(data)
     except (KeyConfigError, OSError) as exc:
@@ -137,9 +135,7 @@ def cmd_pubkey(args: argparse.Namespace) -> int:
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     """Print the session's latest signed checkpoint (JSON), to publish or to keep for `ledger verify --since`."""
-    data = Path(args.data_dir)
-    if not data.is_dir():
-        return fail(f"{data}: not a readable data directory")
+    data = existing_data_dir(args.data_dir)
     try:
         path = checkpoint_path(data, args.session)
         if not (path.parent / "events.jsonl").is_file():

@@ -8,7 +8,9 @@ are one `error: ...` line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +20,7 @@ import orjson
 
 from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
 
-from .db import Index
+from .db import INDEX_FILE, Index
 from .model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
 
 USAGE_ERROR = 2
@@ -133,7 +135,22 @@ def cmd_search(args: argparse.Namespace) -> int:
             queries = Path(args.queries).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{args.queries}: cannot read the queries: {exc}") from None
-    index = Index(data_dir, ledger)
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+    if os.path.lexists(data_dir / INDEX_FILE):
+        index = Index(data_dir, ledger)
+    else:  # searching only reads: with no index yet, use a throwaway one rather than create DATA_DIR/index.sqlite
+        scratch = tempfile.TemporaryDirectory(prefix="mre-search-")
+        index = Index(scratch.name, ledger)
+        print(f"note: {data_dir} has no {INDEX_FILE}; searched a temporary index (`python -m retrieval rebuild {data_dir}` builds one)", file=sys.stderr)
+    try:
+        return _search(args, index, queries, k)
+    finally:
+        index.close()
+        if scratch is not None:
+            scratch.cleanup()
+
+
+def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k: int) -> int:
     for w in index.warnings + index.index_session(args.session):
         print(f"warning: {w}", file=sys.stderr)
     out = sys.stdout
@@ -147,7 +164,6 @@ def cmd_search(args: argparse.Namespace) -> int:
         resp = index.search(args.session, args.query, k)
         out.write((_dumps(resp.to_dict()) if args.json else format_table(resp)) + "\n")
     out.flush()
-    index.close()
     return 0
 
 

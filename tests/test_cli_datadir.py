@@ -1,0 +1,191 @@
+"""Data directories on the command line: reading creates nothing; writing creates at most the last folder
+(the whole path with --create) and says so; a missing parent is one line, exit 2 (issue 18, §3)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from chat.__main__ import main as chat_main
+from chat.engine import Engine
+from ledger import Ledger
+from ledger.__main__ import main as ledger_main
+from receipts import checkpoints
+from receipts.__main__ import main as receipts_main
+from receipts.keys import format_public_key, load_or_create
+from retrieval.cli import main as retrieval_main
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under root (root's siblings too: keys live beside DATA_DIR) with its size and mtime."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            out[str(p.relative_to(root))] = (st.st_size if p.is_file() else 0, st.st_mtime_ns)
+    return out
+
+
+def one_error_line(err: str) -> str:
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err and "Error:" not in err, err
+    return err
+
+
+def import_file(tmp_path: Path, n: int = 2, name: str = "in.jsonl") -> Path:
+    src = tmp_path / name
+    src.write_text("".join(json.dumps({"role": "user", "text": f"fact {i}"}) + "\n" for i in range(n)))
+    return src
+
+
+@pytest.fixture
+def populated(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(root, data dir with a session, a key, a checkpoint and a receipt — but no index.sqlite, receipt path)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    data = root / "data"
+    engine = Engine(data)
+    engine.remember("alice", "I adopted a grey cat named Miso")
+    turn = engine.turn("alice", "What is my cat called?", k=4)
+    engine.index.close()
+    for p in data.glob("index.sqlite*"):
+        p.unlink()
+    (root / "pub.json").write_text(format_public_key(engine.key.public_key))
+    return root, data, turn.receipt_path
+
+
+READS = [
+    ["ledger", "verify", "{d}"],
+    ["ledger", "verify", "{d}", "alice"],
+    ["ledger", "verify", "{d}", "alice", "--since", "{root}/kept.json", "--trust", "{root}/pub.json"],
+    ["receipts", "pubkey", "{d}"],
+    ["receipts", "checkpoint", "{d}", "alice"],
+    ["receipts", "verify", "{receipt}", "--data", "{d}", "--trust", "{root}/pub.json"],
+    ["receipts", "show", "{receipt}"],
+    ["retrieval", "search", "{d}", "alice", "cat"],
+]
+MAINS = {"ledger": ledger_main, "receipts": receipts_main, "retrieval": retrieval_main, "chat": chat_main}
+
+
+def call(argv: list[str], **fmt: str) -> int:
+    cli, *rest = argv
+    return MAINS[cli]([a.format(**fmt) for a in rest])
+
+
+@pytest.mark.parametrize("argv", READS, ids=[" ".join(a[:2]) + (" " + a[3] if len(a) > 3 else "") for a in READS])
+def test_a_reading_command_creates_nothing_in_or_beside_the_data_directory(
+    populated: tuple[Path, Path, Path], argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, data, receipt = populated
+    cp = checkpoints.latest(data, "alice")
+    (root / "kept.json").write_text(json.dumps(cp))
+    before = tree(root)
+    code = call(argv, d=str(data), root=str(root), receipt=str(receipt))
+    assert code == 0, capsys.readouterr().err
+    assert tree(root) == before
+    assert not (data / "index.sqlite").exists()
+
+
+@pytest.mark.parametrize("missing", ["missing", "missing/deep/dir"])
+@pytest.mark.parametrize("argv", READS[:6] + READS[7:], ids=lambda a: " ".join(a[:2]) if isinstance(a, list) else a)
+def test_a_reading_command_on_a_missing_data_directory_is_one_line_and_creates_nothing(
+    populated: tuple[Path, Path, Path], argv: list[str], missing: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, data, receipt = populated
+    (root / "kept.json").write_text(json.dumps(checkpoints.latest(data, "alice")))
+    before = tree(root)
+    code = call(argv, d=str(root / missing), root=str(root), receipt=str(receipt))
+    assert code == 2
+    one_error_line(capsys.readouterr().err)
+    assert tree(root) == before
+
+
+def test_import_creates_the_last_folder_of_a_new_data_directory_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = import_file(tmp_path)
+    assert ledger_main(["import", str(tmp_path / "new"), "s1", str(src)]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"created data directory {tmp_path / 'new'}\n"
+    assert out.startswith("imported 2 events into session s1")
+    assert Ledger(tmp_path / "new").verify("s1").events == 2
+    assert ledger_main(["import", str(tmp_path / "new"), "s2", str(src)]) == 0
+    assert "created" not in capsys.readouterr().err
+
+
+def test_import_into_a_path_whose_parent_is_missing_is_refused_and_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = import_file(tmp_path)
+    before = tree(tmp_path)
+    assert ledger_main(["import", str(tmp_path / "nonexistent" / "deep" / "dir"), "s1", str(src)]) == 2
+    err = one_error_line(capsys.readouterr().err)
+    assert "does not exist" in err and "--create" in err and "nothing was created" in err
+    assert tree(tmp_path) == before
+
+
+def test_import_with_create_makes_the_whole_path_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = import_file(tmp_path)
+    target = tmp_path / "a" / "b" / "data"
+    assert ledger_main(["import", str(target), "s1", str(src), "--create"]) == 0
+    assert capsys.readouterr().err == f"created data directory {target}\n"
+    assert Ledger(target).verify("s1").ok
+    assert all((p.stat().st_mode & 0o777) == 0o700 for p in (tmp_path / "a", tmp_path / "a" / "b", target))
+
+
+def test_a_refused_import_creates_no_data_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"role": "user", "text": "ok"}\n{"role": "user"}\n')
+    before = tree(tmp_path)
+    assert ledger_main(["import", str(tmp_path / "new"), "s1", str(src)]) == 2
+    err = one_error_line(capsys.readouterr().err)
+    assert "line 2" in err and "nothing was imported" in err and "created" not in err
+    assert tree(tmp_path) == before
+
+
+def test_import_into_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = import_file(tmp_path)
+    assert ledger_main(["import", str(src), "s1", str(src)]) == 2
+    assert "not a directory" in one_error_line(capsys.readouterr().err)
+
+
+def test_chat_into_a_new_folder_says_it_created_the_folder_and_a_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "fresh"
+    assert chat_main([str(data), "alice", "I moved to Lisbon"]) == 0
+    out, err = capsys.readouterr()
+    key = load_or_create(data)
+    lines = err.splitlines()
+    assert lines[0] == f"created data directory {data}"
+    assert lines[1].startswith(f"created a new receipt signing key {key.key_id} in {tmp_path / 'fresh.keys'}")
+    assert "receipt: " in out
+    assert chat_main([str(data), "alice", "Where do I live?"]) == 0
+    assert "created" not in capsys.readouterr().err
+
+
+def test_chat_into_an_existing_folder_without_a_key_says_it_made_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    Ledger(data).append("alice", "user", "imported earlier")
+    assert chat_main([str(data), "alice", "hello"]) == 0
+    err = capsys.readouterr().err
+    assert "created data directory" not in err and "created a new receipt signing key" in err
+
+
+def test_chat_into_a_path_whose_parent_is_missing_is_refused_and_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = tree(tmp_path)
+    assert chat_main([str(tmp_path / "typo" / "data"), "alice", "hello"]) == 2
+    err = one_error_line(capsys.readouterr().err)
+    assert "does not exist" in err and "--create" in err
+    assert tree(tmp_path) == before
+
+
+def test_chat_with_create_makes_the_whole_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "x" / "y"
+    assert chat_main([str(data), "alice", "hello", "--create"]) == 0
+    assert f"created data directory {data}" in capsys.readouterr().err
+    assert Ledger(data).verify("alice").ok
