@@ -137,6 +137,7 @@ class LedgerFacts:
     changed_from_line: int | None = None  # first line of the first cached chunk whose bytes had changed
     cache_reason: str | None = None  # why the walk started at genesis (no cache, --full, unusable cache)
     problem: str | None = None  # the ledger could not be read at all (e.g. a symlink): every ledger row fails
+    erased: tuple[int, ...] = ()  # seqs of the erased lines among the verified events (FORMAT.md §4.4)
 
 
 def _n(k: int) -> str:
