@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -35,6 +36,9 @@ EVENT_ID_RE = re.compile(r"evt_[0-9a-f]{32}")
 HEX64_RE = re.compile(r"[0-9a-f]{64}")
 TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 LINE_KEYS = ("v", "session", "seq", "id", "role", "ts", "meta", "text", "salt", "digest", "prev", "chain")
+# An erased line (docs/FORMAT.md §4.4): text, meta and salt removed, the content commitment stored instead.
+ERASED_KEYS = ("v", "session", "seq", "id", "role", "ts", "commit", "digest", "prev", "chain")
+ERASURE_VERSION = 1  # of the erasure record's meta["erasure"] object
 
 
 class EventError(ValueError):
@@ -185,8 +189,27 @@ class Event(NamedTuple):
     chain: str
     v: int = FORMAT_VERSION
     line: int | None = None  # 1-based line number when read from a file
+    commit: str | None = None  # hex content commitment, stored only in an erased line (text "", meta {}, salt "")
+
+    @property
+    def erased(self) -> bool:
+        """True for an event in erased form: its text, meta and salt are gone, only `commit` remains."""
+        return self.commit is not None
 
     def to_dict(self) -> dict[str, Any]:
+        if self.commit is not None:
+            return {
+                "v": self.v,
+                "session": self.session,
+                "seq": self.seq,
+                "id": self.id,
+                "role": self.role,
+                "ts": self.ts,
+                "commit": self.commit,
+                "digest": self.digest,
+                "prev": self.prev,
+                "chain": self.chain,
+            }
         return {
             "v": self.v,
             "session": self.session,
@@ -203,7 +226,26 @@ class Event(NamedTuple):
         }
 
     def to_line(self, meta_bytes: bytes | None = None) -> bytes:
-        """The JSONL line (JCS of the fields, with its newline) written to events.jsonl."""
+        """The JSONL line (JCS of the fields, with its newline) written to events.jsonl.
+
+        An erased event writes its erased form: the 10 keys of ERASED_KEYS.
+        """
+        if self.commit is not None:
+            return orjson.dumps(
+                {
+                    "chain": self.chain,
+                    "commit": self.commit,
+                    "digest": self.digest,
+                    "id": self.id,
+                    "prev": self.prev,
+                    "role": self.role,
+                    "seq": self.seq,
+                    "session": self.session,
+                    "ts": self.ts,
+                    "v": self.v,
+                },
+                option=orjson.OPT_APPEND_NEWLINE,
+            )
         meta = orjson.Fragment(meta_bytes if meta_bytes is not None else dumps_unchecked(self.meta))
         # keys in sorted order; meta is pre-serialised with sorted keys
         ordered = {
@@ -275,8 +317,18 @@ def recompute_digest(obj: dict[str, Any]) -> bytes:
     """Digest of a parsed stored line, from its fields (the stored digest is ignored).
 
     Raises EventError when a field is missing, mistyped or outside the domain.
+    An erased line (it has `commit` instead of text, meta and salt) is
+    recomputed from its stored commitment.
     """
     try:
+        if "commit" in obj:
+            stored = obj["commit"]
+            if type(stored) is not str or not HEX64_RE.fullmatch(stored):
+                raise EventError("commit is not 64 lowercase hex digits")
+            return event_digest(
+                session=obj["session"], seq=obj["seq"], event_id=obj["id"], role=obj["role"], ts=obj["ts"],
+                commit=bytes.fromhex(stored),
+            )
         salt = bytes.fromhex(obj["salt"])
         text = obj["text"]
         meta = obj["meta"]
@@ -296,6 +348,24 @@ def recompute_digest(obj: dict[str, Any]) -> bytes:
 
 
 def event_from_dict(obj: dict[str, Any], line: int | None = None) -> Event:
+    """An Event from a parsed stored line (either form)."""
+    if "commit" in obj:
+        return Event(
+            session=obj["session"],
+            seq=obj["seq"],
+            id=obj["id"],
+            role=obj["role"],
+            ts=obj["ts"],
+            meta={},
+            text="",
+            salt="",
+            digest=obj["digest"],
+            prev=obj["prev"],
+            chain=obj["chain"],
+            v=obj["v"],
+            line=line,
+            commit=obj["commit"],
+        )
     return Event(
         session=obj["session"],
         seq=obj["seq"],
@@ -311,3 +381,38 @@ def event_from_dict(obj: dict[str, Any], line: int | None = None) -> Event:
         v=obj["v"],
         line=line,
     )
+
+
+# -- erasure (docs/FORMAT.md §4.4, §4.5) ------------------------------------------------------------
+
+
+def erased_form(ev: Event) -> Event:
+    """The erased copy of `ev`: text "", meta {}, salt "", and `commit` recomputed from them (pure).
+
+    Digest, chain and every other field are unchanged. An event already erased is returned as is.
+    """
+    if ev.commit is not None:
+        return ev
+    commit = content_commitment(bytes.fromhex(ev.salt), ev.text, ev.meta)
+    return ev._replace(text="", meta={}, salt="", commit=commit.hex())
+
+
+def erasure_record_text(n: int) -> str:
+    """The erasure record's text: a count, never the erased words."""
+    return f"[erasure record: {n} event(s) erased]"
+
+
+def erasure_record_meta(erased: Sequence[Event], reason: str | None) -> dict[str, Any]:
+    """meta of the erasure record listing `erased` (events in erased form, in seq order)."""
+    return {
+        "erasure": {
+            "v": ERASURE_VERSION,
+            "erased": [{"seq": e.seq, "id": e.id, "digest": e.digest, "commit": e.commit} for e in erased],
+            "reason": reason,
+        }
+    }
+
+
+def is_erasure_record(ev: Event) -> bool:
+    """Whether `ev` is an erasure record (role system, meta["erasure"] an object; the verifier checks the rest)."""
+    return ev.commit is None and ev.role == "system" and type(ev.meta.get("erasure")) is dict

@@ -8,6 +8,11 @@ worker checks everything the serial walk checks, including that its first line
 links to that stored chain hash; the range before it checks that the stored
 chain hash is the recomputed one. When every range verifies, the file verifies.
 
+Erasure is the one check that is not local: an erased line is legitimate only
+when a later erasure record lists it, possibly in a later range. Each worker
+returns the erased lines and record entries it saw; the parent replays them in
+seq order through one ErasureState, exactly as the serial walk would.
+
 When any range reports a problem (or a boundary line cannot be read), the
 caller runs the serial walk, which alone produces the report naming the break.
 """
@@ -18,21 +23,51 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from .erasures import Entry, ErasureState
 from .verify import ChainWalker, read_chunks, verify_stream
 
 MIN_PARALLEL_BYTES = 64 << 20  # below this, process start-up costs more than it saves
 
 
-def verify_range(path: str, session: str, start: int, end: int, next_seq: int, head_hex: str) -> tuple[bool, int, int]:
-    """Verify the lines in [start, end); return (ok, events verified, last seq + 1)."""
-    walker = ChainWalker(session, next_seq, bytes.fromhex(head_hex), next_seq)
+def verify_range(
+    path: str, session: str, start: int, end: int, next_seq: int, head_hex: str
+) -> tuple[bool, int, int, list[list[Any]], list[list[Any]]]:
+    """Verify the lines in [start, end); return (ok, events verified, last seq + 1, erased lines, record entries).
+
+    Erased lines are [seq, id, digest, commit, prev]; record entries [record seq, seq, id, digest, commit],
+    every entry of every erasure record in the range (whether or not it names a seq in this range).
+    """
+    walker = ChainWalker(session, next_seq, bytes.fromhex(head_hex), next_seq, ErasureState(unknown_before=next_seq))
     with open(path, "rb") as f:
         f.seek(start)
-        report = verify_stream(session, read_chunks(f, end - start), walker=walker)
-    return report.brk is None, report.events - next_seq, walker.next_seq
+        report = verify_stream(session, read_chunks(f, end - start), walker=walker, final=False)
+    state = walker.erasures
+    erased = [list(e) for e in sorted(state.erased.values())]
+    lines = {s: e for s, e in state.erased.items()}
+    entries = [[r, s, lines[s].id, lines[s].digest, lines[s].commit] for s, r in state.recorded.items() if s in lines]
+    entries += [[r, *e] for r, e in state.unchecked]
+    return report.brk is None, report.events - next_seq, walker.next_seq, erased, sorted(entries)
+
+
+def _replay(erased: list[list[Any]], entries: list[list[Any]]) -> tuple[int, ...] | None:
+    """Erased seqs when every erased line is listed by a later record that matches it; None otherwise."""
+    state = ErasureState()
+    records: dict[int, list[Entry]] = {}
+    for r, *e in entries:
+        records.setdefault(int(r), []).append(Entry(int(e[0]), str(e[1]), str(e[2]), str(e[3])))
+    items = sorted([(int(e[0]), 0, e) for e in erased] + [(r, 1, es) for r, es in records.items()], key=lambda t: t[:2])
+    for seq, kind, item in items:
+        if kind == 0:
+            state.saw_erased(seq, {"id": item[1], "digest": item[2], "commit": item[3], "prev": item[4]})
+        elif state.saw_record(seq, item) is not None:
+            return None
+    if state.first_unrecorded() is not None:
+        return None
+    return state.seqs()
 
 
 def _boundaries(path: Path, size: int, parts: int) -> list[tuple[int, int, str]] | None:
@@ -64,6 +99,14 @@ def verify_file_parallel(
     path: Path, session: str, workers: int | None = None, min_bytes: int = MIN_PARALLEL_BYTES
 ) -> tuple[int, str] | None:
     """(events, head) when every range verifies; None when the serial walk must decide."""
+    out = verify_file_parallel_erased(path, session, workers, min_bytes)
+    return None if out is None else (out[0], out[1])
+
+
+def verify_file_parallel_erased(
+    path: Path, session: str, workers: int | None = None, min_bytes: int = MIN_PARALLEL_BYTES
+) -> tuple[int, str, tuple[int, ...]] | None:
+    """(events, head, erased seqs) when every range verifies; None when the serial walk must decide."""
     size = path.stat().st_size
     workers = workers or os.cpu_count() or 1
     if workers < 2 or size < max(min_bytes, 1):
@@ -89,12 +132,16 @@ def verify_file_parallel(
         for a, b, seq, head in ranges
     ]
     results = []
+    erased: list[list[Any]] = []
+    entries: list[list[Any]] = []
     for proc in procs:
         out, _ = proc.communicate()
         if proc.returncode != 0:
             return None
         try:
-            ok, n, after = orjson.loads(out)
+            ok, n, after, some_erased, some_entries = orjson.loads(out)
+            erased.extend(some_erased)
+            entries.extend(some_entries)
         except (orjson.JSONDecodeError, ValueError, TypeError):
             return None
         results.append((bool(ok), int(n), int(after)))
@@ -104,15 +151,21 @@ def verify_file_parallel(
         if not ok or (nxt is not None and after != nxt):
             return None
         total += n
+    try:
+        erased_seqs = _replay(erased, entries)
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+    if erased_seqs is None:
+        return None
     # the head is the stored chain of the last line, which the last range verified
     with open(path, "rb") as f:
         f.seek(max(0, size - (256 << 10)))
         tail = f.read()
     last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    return total, str(orjson.loads(last)["chain"])
+    return total, str(orjson.loads(last)["chain"]), erased_seqs
 
 
-__all__ = ["verify_file_parallel", "verify_range"]
+__all__ = ["verify_file_parallel", "verify_file_parallel_erased", "verify_range"]
 
 if __name__ == "__main__":  # worker: python -m ledger.parallel PATH SESSION START END NEXT_SEQ HEAD
     _path, _session, _start, _end, _seq, _head = sys.argv[1:7]

@@ -23,6 +23,7 @@ import orjson
 
 from .canonical import dumps_unchecked
 from .chunks import PREFIX_CHANGED, ChunkLog, rehash
+from .erasures import ErasureState
 from .event import (
     GENESIS,
     ROLES,
@@ -37,8 +38,8 @@ from .event import (
     validate_session_id,
 )
 from .fsmode import open_private, private_dir
-from .parallel import verify_file_parallel
-from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, read_chunks, split_lines, verify_stream
+from .parallel import verify_file_parallel_erased
+from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines, verify_stream
 
 log = logging.getLogger("ledger")
 EVENTS_FILE = "events.jsonl"
@@ -100,6 +101,7 @@ class _Tail:
     chunks: ChunkLog = field(default_factory=ChunkLog)
     marks: array[int] = field(default_factory=lambda: array("Q"))
     stat: tuple[int, int, int, int] | None = None
+    erasures: ErasureState = field(default_factory=ErasureState)  # erased lines and their records in the prefix
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -141,6 +143,8 @@ def validate_message(role: object, text: object, meta: object, ts: object, *, pa
         raise EventError(f"role {role!r}: must be one of {', '.join(ROLES)}")
     if meta is None:
         meta = {}
+    if role == "system" and isinstance(meta, dict) and "erasure" in meta:
+        raise EventError('meta: the key "erasure" of a system event is reserved for erasure records (Ledger.erase writes them)')
     check_content(text, meta, parsed_json=parsed_json)
     norm_ts = None if ts is None else normalize_ts(ts)
     assert isinstance(role, str) and isinstance(text, str) and isinstance(meta, dict)
@@ -343,7 +347,7 @@ class Ledger:
 
     def _walk_after(self, session: str, path: Path, tail: _Tail, size: int) -> _Tail:
         """Verify the lines after `tail` (written by another process) and extend it with them."""
-        walker = ChainWalker(session, tail.next_seq, tail.head, tail.next_seq)
+        walker = ChainWalker(session, tail.next_seq, tail.head, tail.next_seq, tail.erasures.copy())
         n0 = len(tail.offsets)
         chunks = tail.chunks.copy()
         good_end = tail.size
@@ -363,13 +367,16 @@ class Ledger:
                     chunks.line(end - good_end, walker.head)
                     good_end = end
             chunks.finish()
+            ended = finish(walker)
+            if ended.brk is not None:  # an erased line no erasure record lists
+                raise LedgerCorrupted(ended)
         except BaseException:
             del tail.offsets[n0:]  # the cached tail stays what was verified before this walk
             del tail.marks[n0:]
             raise
         after = os.stat(path)
         stat = _stat_key(after) if after.st_size == good_end else None
-        new = _Tail(good_end, walker.next_seq, walker.head, tail.offsets, chunks, tail.marks, stat)
+        new = _Tail(good_end, walker.next_seq, walker.head, tail.offsets, chunks, tail.marks, stat, walker.erasures)
         self._tails[session] = new
         return new
 
@@ -532,7 +539,9 @@ class Ledger:
             # only now does the cache move on: after a failed write the next call re-reads the tail
             tail.offsets.extend(new_offsets)
             tail.marks.extend(new_marks)
-            self._tails[session] = _Tail(pos, seq, prev, tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None)
+            self._tails[session] = _Tail(
+                pos, seq, prev, tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None, tail.erasures
+            )
             return events
 
     def import_jsonl(
@@ -599,15 +608,15 @@ class Ledger:
         path = self.log_path(session)
         if not path.is_file():
             raise FileNotFoundError(f"session {session}: no such session")
-        fast = verify_file_parallel(path, session) if parallel else None
+        fast = verify_file_parallel_erased(path, session) if parallel else None
         if fast is not None:
-            report = SessionReport(session, True, fast[0], fast[1])
+            report = SessionReport(session, True, fast[0], fast[1], erased=fast[2])
         else:  # the serial walk is the judge: it names the first break
             with open(path, "rb") as f:
                 report = verify_stream(session, read_chunks(f))
         torn = tuple(sorted(str(p) for p in path.parent.glob(f"{EVENTS_FILE}.torn-*")))
         if torn:
-            report = SessionReport(report.session, report.ok, report.events, report.head, report.brk, torn)
+            report = report.with_quarantined(torn)
         return report
 
 

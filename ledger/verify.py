@@ -16,7 +16,9 @@ from typing import Any
 import orjson
 
 from .canonical import CanonicalError, JSONSyntaxError, dumps_unchecked, loads_strict
+from .erasures import ErasureState, record_entries
 from .event import (
+    ERASED_KEYS,
     FORMAT_VERSION,
     GENESIS,
     HEX64_RE,
@@ -46,6 +48,10 @@ CHAIN_MISMATCH = "chain_mismatch"
 # The line is not exactly the canonical bytes of its fields plus "\n" (Event.to_line):
 # whitespace, CRLF, key order, escapes, a float for an integer, a duplicate key, ...
 NON_CANONICAL = "non_canonical"
+# An erased line (FORMAT.md §4.4) that no later erasure record lists (at the end of the ledger).
+ERASED_UNRECORDED = "erased_unrecorded"
+# An erasure record (§4.5) of the wrong shape, or listing a seq that is not an erased line matching it.
+BAD_ERASURE_RECORD = "bad_erasure_record"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,10 @@ class SessionReport:
     head: str  # chain hash of the last verified event (GENESIS hex when none)
     brk: Break | None = None
     quarantined: tuple[str, ...] = field(default=())
+    erased: tuple[int, ...] = field(default=())  # seqs of the erased lines among the verified events
+
+    def with_quarantined(self, quarantined: tuple[str, ...]) -> SessionReport:
+        return SessionReport(self.session, self.ok, self.events, self.head, self.brk, quarantined, self.erased)
 
     def __bool__(self) -> bool:
         raise TypeError("SessionReport has no truth value; read .ok")
@@ -92,6 +102,7 @@ class SessionReport:
             "head": self.head,
             "break": None if self.brk is None else self.brk.to_dict(),
             "quarantined": list(self.quarantined),
+            "erased": list(self.erased),
         }
 
 
@@ -102,14 +113,23 @@ class ChainWalker:
     verification incrementally.
     """
 
-    __slots__ = ("session", "next_seq", "head", "line_no", "last_digest")
+    __slots__ = ("session", "next_seq", "head", "line_no", "last_digest", "erasures")
 
-    def __init__(self, session: str, next_seq: int = 0, head: bytes = GENESIS, line_no: int = 0) -> None:
+    def __init__(
+        self,
+        session: str,
+        next_seq: int = 0,
+        head: bytes = GENESIS,
+        line_no: int = 0,
+        erasures: ErasureState | None = None,
+    ) -> None:
         self.session = session
         self.next_seq = next_seq
         self.head = head
         self.line_no = line_no
         self.last_digest = b""  # recomputed digest of the last line that verified
+        # what the prefix before next_seq holds of erasure; without it, entries naming that prefix are unchecked
+        self.erasures = erasures if erasures is not None else ErasureState(unknown_before=next_seq)
 
     def step(self, raw: bytes, *, last: bool = False) -> Break | None:
         """Verify one line (without its newline). `last` marks a line that had no newline."""
@@ -170,6 +190,13 @@ class ChainWalker:
             return Break(
                 line, seq, CHAIN_MISMATCH, chain.hex(), obj["chain"], f"line {line} (seq {seq}): chain hash does not link"
             )
+        if "commit" in obj:
+            self.erasures.saw_erased(seq, obj)
+        elif obj["role"] == "system" and "erasure" in obj["meta"]:
+            entries = record_entries(seq, obj)
+            problem = entries if isinstance(entries, str) else self.erasures.saw_record(seq, entries)
+            if problem is not None:
+                return Break(line, seq, BAD_ERASURE_RECORD, None, None, f"line {line} (seq {seq}): erasure record: {problem}")
         self.head = chain
         self.last_digest = digest
         self.next_seq += 1
@@ -213,19 +240,25 @@ def _seq_of(obj: Any) -> int | None:
 
 
 _KEYSET = frozenset(LINE_KEYS)
+_ERASED_KEYSET = frozenset(ERASED_KEYS)
 
 
 def _shape_problem(obj: dict[str, Any]) -> str | None:
-    if obj.keys() != _KEYSET:
-        missing = [k for k in LINE_KEYS if k not in obj]
-        extra = [k for k in obj if k not in _KEYSET]
-        return f"fields differ from format v1 (missing {missing}, unexpected {extra})"
+    keys = obj.keys()
+    erased = keys == _ERASED_KEYSET
+    if keys != _KEYSET and not erased:
+        # name the difference from the form the line is closer to
+        form, keyset = (ERASED_KEYS, _ERASED_KEYSET) if "commit" in obj else (LINE_KEYS, _KEYSET)
+        missing = [k for k in form if k not in obj]
+        extra = [k for k in obj if k not in keyset]
+        what = "an erased line of format v1" if "commit" in obj else "format v1"
+        return f"fields differ from {what} (missing {missing}, unexpected {extra})"
     seq = obj["seq"]
     if type(seq) is not int or seq < 0:
         return f"seq {seq!r} is not a non-negative integer"
     if obj["role"] not in ROLES:
         return f"role {obj['role']!r} is not one of {', '.join(ROLES)}"
-    for key in ("digest", "prev", "chain", "salt"):
+    for key in ("digest", "prev", "chain", "commit" if erased else "salt"):
         value = obj[key]
         if type(value) is not str or not HEX64_RE.fullmatch(value):
             return f"{key} is not 64 lowercase hex digits"
@@ -302,6 +335,7 @@ def _fast_ok(raw: bytes, session: str, next_seq: int, head: bytes) -> tuple[byte
         or type(ts) is not str
         or role not in ROLES
         or type(salt) is not str
+        or (role == "system" and "erasure" in meta)  # an erasure record: step checks what it lists
     ):
         return None
     try:
@@ -335,12 +369,16 @@ def verify_stream(
     *,
     walker: ChainWalker | None = None,
     on_event: Callable[[int, bytes, int], None] | None = None,
+    final: bool = True,
 ) -> SessionReport:
     """Verify a session from its bytes; stop at the first break.
 
     `walker` continues from a known-good state (incremental verification);
     `on_event(seq, recomputed digest, line length incl. newline)` is called
-    for every line that verified, in order.
+    for every line that verified, in order. `final` says the bytes run to the
+    end of the ledger: an erased line no record listed is then the break
+    ERASED_UNRECORDED, and the report stops before it (events = its seq, head =
+    its prev), although `on_event` was called for the lines after it.
     """
     walker = walker if walker is not None else ChainWalker(session)
     for raw, torn in split_lines(chunks):
@@ -355,7 +393,30 @@ def verify_stream(
                 continue
         brk = walker.step(raw, last=torn)
         if brk is not None:
-            return SessionReport(session, False, walker.next_seq, walker.head.hex(), brk)
+            return SessionReport(session, False, walker.next_seq, walker.head.hex(), brk, erased=walker.erasures.seqs())
         if on_event is not None:
             on_event(walker.next_seq - 1, walker.last_digest, len(raw) + 1)
-    return SessionReport(session, True, walker.next_seq, walker.head.hex())
+    return finish(walker, final=final)
+
+
+def erased_words(seqs: tuple[int, ...] | list[int]) -> str:
+    """'2 events erased (seqs 3, 7)': what a report says of the erased lines it verified (pure)."""
+    shown = ", ".join(str(s) for s in seqs[:20]) + (f", … {len(seqs) - 20} more" if len(seqs) > 20 else "")
+    return f"{len(seqs)} event{'' if len(seqs) == 1 else 's'} erased (seq{'' if len(seqs) == 1 else 's'} {shown})"
+
+
+def finish(walker: ChainWalker, *, final: bool = True) -> SessionReport:
+    """The report of a walk that reached the end of its bytes without a break (see verify_stream's `final`)."""
+    pending = walker.erasures.first_unrecorded() if final else None
+    if pending is not None:
+        seq = pending.seq
+        brk = Break(
+            seq + 1,
+            seq,
+            ERASED_UNRECORDED,
+            f"an erasure record after line {seq + 1} listing seq {seq}",
+            "none",
+            f"line {seq + 1} (seq {seq}): in erased form, but no later erasure record lists it",
+        )
+        return SessionReport(walker.session, False, seq, pending.prev, brk, erased=walker.erasures.seqs(seq))
+    return SessionReport(walker.session, True, walker.next_seq, walker.head.hex(), erased=walker.erasures.seqs())

@@ -42,14 +42,15 @@ from typing import Any
 
 from ledger.canonical import CanonicalError, loads_strict
 from ledger.chunks import Chunk, ChunkLog, check_contiguous, rehash
+from ledger.erasures import ErasureState
 from ledger.event import GENESIS, validate_session_id
 from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
-from ledger.verify import Break, ChainWalker, read_chunks, verify_stream
+from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
 
 from .merkle_store import MerkleStore, MerkleStoreError
 from .verify import LedgerFacts, describe_audit
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: with the erasure state of the verified prefix (ledger/erasures.py)
 STATE_FILE = "state.json"
 OFFSETS_FILE = "offsets.bin"
 MERKLE_DIR = "merkle"
@@ -271,7 +272,9 @@ class Auditor:
                         cache_reason=walk.reason,
                     )
                     note = describe_audit(facts)
-                    yield LedgerFacts(**{**_fields(facts), "notes": (note,)})
+                    erased: tuple[int, ...] = state["erasures"].seqs(verified)
+                    notes = (note, erased_words(erased)) if erased else (note,)
+                    yield LedgerFacts(**{**_fields(facts), "notes": notes, "erased": erased})
             finally:
                 os.close(off_fd)
 
@@ -285,7 +288,7 @@ class Auditor:
             state = loads_strict(raw, str(adir / STATE_FILE))
             if type(state) is not dict or state.get("format") != STATE_VERSION:
                 return None
-            if set(state) != {"format", "verified", "verified_bytes", "head", "break", "chunks"}:
+            if set(state) != {"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures"}:
                 return None
             verified, vbytes, head, brk = state["verified"], state["verified_bytes"], state["head"], state["break"]
             if type(verified) is not int or type(vbytes) is not int or verified < 0 or vbytes < 0:
@@ -303,6 +306,7 @@ class Auditor:
             if (chunks[-1].head if chunks else GENESIS).hex() != head:
                 return None
             state["chunks"] = chunks
+            state["erasures"] = ErasureState.from_json(state["erasures"], verified)
             with MerkleStore(adir / MERKLE_DIR) as store:
                 if store.size != verified:
                     return None
@@ -318,14 +322,15 @@ class Auditor:
         state = None if self.full else self._load_state(adir)
         if state is None:
             why = reason or ("--full: re-walked from genesis" if self.full else "no audit cache")
-            return self._walk(session, fd, adir, size, ChunkLog(), _Walk({}, reason=why))
+            return self._walk(session, fd, adir, size, ChunkLog(), ErasureState(), _Walk({}, reason=why))
         chunks: list[Chunk] = state["chunks"]
         found = rehash(fd, chunks)
         if found.first_changed is None:
             walk = _Walk(state, found.bytes_hashed, state["verified"], state["verified"])
             if state["break"] is None and size == state["verified_bytes"]:
                 return walk  # every byte it vouches for re-hashed and matched; nothing new
-            return self._walk(session, fd, adir, size, ChunkLog.resume(chunks, found.last), walk)
+            log = ChunkLog.resume(chunks, found.last)
+            return self._walk(session, fd, adir, size, log, state["erasures"].cut(log.lines), walk)
         kept = chunks[: found.first_changed]
         changed = chunks[found.first_changed]
         walk = _Walk(
@@ -335,9 +340,11 @@ class Auditor:
             changed.first_line,
             changed_from_line=changed.first_line + 1,
         )
-        return self._walk(session, fd, adir, size, ChunkLog(kept), walk)
+        # From the changed chunk on (an erasure rewrites lines in place): walked again from the head before it,
+        # with what the lines before it hold of erasure; the tree and offsets are cut there and rebuilt.
+        return self._walk(session, fd, adir, size, ChunkLog(kept), state["erasures"].cut(changed.first_line), walk)
 
-    def _walk(self, session: str, fd: int, adir: Path, size: int, log: ChunkLog, walk: _Walk) -> _Walk:
+    def _walk(self, session: str, fd: int, adir: Path, size: int, log: ChunkLog, erasures: ErasureState, walk: _Walk) -> _Walk:
         """Walk the ledger from where `log` ends to its end, extending the tree, offsets and chunks."""
         start_line, start = log.lines, log.end
         if start_line == 0:
@@ -350,7 +357,8 @@ class Auditor:
             if store.size != start_line:
                 raise MerkleStoreError(f"audit cache: the Merkle tree holds {store.size} leaves, expected {start_line}")
             os.ftruncate(off_fd, 8 * start_line)
-            walker = ChainWalker(session, start_line, log.head, start_line)
+            write_from = start_line
+            walker = ChainWalker(session, start_line, log.head, start_line, erasures)
             digests: list[bytes] = []
             offsets = array("Q")
             pos = [start]
@@ -370,9 +378,19 @@ class Auditor:
             log.finish()
             log.head = bytes.fromhex(report.head)
             store.extend(digests)
+            if report.brk is not None and report.brk.kind == ERASED_UNRECORDED:
+                # the walk went on to the end before it knew: what it vouches for stops before that line
+                cut = report.events
+                at_cut = offsets[cut - start_line] if cut >= start_line else _offset_at(off_fd, cut)
+                log = _cut_log(fd, log, cut, at_cut, bytes.fromhex(report.head))
+                store.truncate(cut)
+                os.ftruncate(off_fd, 8 * min(cut, start_line))
+                del offsets[max(0, cut - start_line) :]
+                pos[0] = at_cut
+                write_from = min(start_line, cut)
             store.flush()
             data = offsets.tobytes()
-            at = 8 * start_line
+            at = 8 * write_from
             while data:
                 n = os.pwrite(off_fd, data, at)
                 data, at = data[n:], at + n
@@ -387,9 +405,11 @@ class Auditor:
             "head": report.head,
             "break": None if report.brk is None else report.brk.to_dict(),
             "chunks": [c.to_list() for c in log.chunks()],
+            "erasures": walker.erasures.cut(report.events).to_json(),
         }
         self._save_state(adir, new_state)
         new_state["chunks"] = log.chunks()
+        new_state["erasures"] = walker.erasures.cut(report.events)
         walk.state = new_state
         walk.rewalked_from_line = start_line + 1
         walk.cached_lines = start_line
@@ -410,6 +430,26 @@ class Auditor:
         finally:
             os.close(fd)
         os.replace(tmp, adir / STATE_FILE)  # rename replaces the name itself, a symlink there included
+
+
+def _offset_at(off_fd: int, seq: int) -> int:
+    pair = array("Q")
+    pair.frombytes(_pread_all(off_fd, 8, 8 * seq))
+    return pair[0]
+
+
+def _cut_log(fd: int, log: ChunkLog, lines: int, end: int, head: bytes) -> ChunkLog:
+    """The chunk log of the first `lines` lines (ending at byte `end`, chain head `head` after them)."""
+    keep = [c for c in log.chunks() if c.first_line + c.lines <= lines]
+    out = ChunkLog(keep)
+    start = out.end
+    if end > start:
+        rest = _pread_all(fd, end - start, start)
+        parts = [p + b"\n" for p in rest.split(b"\n")[:-1]]
+        if len(parts) != lines - out.lines or sum(map(len, parts)) != end - start:
+            raise OSError(errno.EIO, "audit cache: the ledger changed while it was walked")
+        out.append_lines(parts, [head] * len(parts))  # fewer than a chunk: only the last head is kept
+    return out
 
 
 def _fields(facts: LedgerFacts) -> dict[str, Any]:

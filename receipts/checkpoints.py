@@ -32,7 +32,7 @@ from ledger import Ledger
 from ledger.canonical import canonical_json, loads_strict
 from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts, validate_session_id
 from ledger.fsmode import open_private
-from ledger.verify import TORN_TAIL
+from ledger.verify import TORN_TAIL, erased_words
 
 from .audit import Auditor
 from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
@@ -372,7 +372,8 @@ def check_since(
         elif brk is not None:
             r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}), after the kept size {m}: {brk.message}", brk.expected, brk.found)
         else:
-            r.add("ledger.chain", True, f"the ledger re-walks from genesis: {n} events, every digest and chain hash recomputed ({describe_audit(facts)})")
+            erased = f"; {erased_words(facts.erased)}, each verified from its commitment" if facts.erased else ""
+            r.add("ledger.chain", True, f"the ledger re-walks from genesis: {n} events, every digest and chain hash recomputed{erased} ({describe_audit(facts)})")
         if n < m:
             for name in ("kept.root", "kept.chain_head", "ledger.consistency"):
                 r.add(name, False, f"the ledger is shorter than the kept checkpoint ({n} < {m} events): nothing to compare", m, n)
