@@ -17,9 +17,9 @@ from .groups import group_report
 from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
 from .show import render_text as render_show
 from .show import summarize
-from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, Report
+from .verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
 
-MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
+MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a ", WITHHELD: "held", ERASED: "gone"}
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
 EXIT_UNVERIFIED = 3
 EXIT_BY_VERDICT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unverified": EXIT_UNVERIFIED}
@@ -59,7 +59,9 @@ def render_text(report: Report, *, rows: bool = False) -> str:
             lines.extend(_row_lines(c, "  "))
     n_na = len(report.not_verifiable)
     tail = "" if rows else f"; --rows lists all {len(report.checks)} checks"
-    lines.append(f"verdict: {report.verdict.upper()} ({len(report.failed)} failed, {n_na} not verifiable here{tail})")
+    counts = {s: sum(c.status == s for c in report.withheld) for s in (WITHHELD, ERASED)}
+    held = "".join(f", {n} {s}" for s, n in counts.items() if n)
+    lines.append(f"verdict: {report.verdict.upper()} ({len(report.failed)} failed, {n_na} not verifiable here{held}{tail})")
     return "\n".join(lines)
 
 

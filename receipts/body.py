@@ -1,9 +1,15 @@
-"""The receipt and checkpoint formats, version 1 (pure: build, sign, parse).
+"""The receipt and checkpoint formats, versions 1 and 2 (pure: build, sign, parse).
 
 A receipt file is a DSSE envelope (docs/FORMAT.md §9) whose payload is
-JCS(receipt body). Parsing is strict and total: anything that is not a
-well-formed v1 receipt raises MalformedReceipt naming the JSON path; only a
-parsed receipt reaches the checks in receipts.verify.
+JCS(receipt body). Format 1 signs every cited event whole (text, meta, salt
+inside the payload). Format 2 (docs/FORMAT.md §15) signs each cited event in
+its erased form (hashed fields + `commit`) and carries the text, meta and salt
+beside the envelope as *disclosures*, one per cited seq, checked against the
+signed commitment: dropping one (redaction) leaves the signature intact.
+
+Parsing is strict and total: anything that is not a well-formed receipt of a
+known format raises MalformedReceipt naming the JSON path; only a parsed
+receipt reaches the checks in receipts.verify.
 """
 
 from __future__ import annotations
@@ -11,13 +17,24 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.canonical import CanonicalError, canonical_json, dumps_unchecked, loads_strict
-from ledger.event import EVENT_ID_RE, HEX64_RE, MAX_META_BYTES, MAX_TEXT_BYTES, ROLES, SESSION_ID_RE, TS_RE, Event
+from ledger.event import (
+    EVENT_ID_RE,
+    HEX64_RE,
+    MAX_META_BYTES,
+    MAX_TEXT_BYTES,
+    ROLES,
+    SESSION_ID_RE,
+    TS_RE,
+    Event,
+    content_commitment,
+)
 
 from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
 from .keys import SigningKey
@@ -26,6 +43,9 @@ RECEIPT_TYPE = "mre/receipt"
 CHECKPOINT_TYPE = "mre/checkpoint"
 RECEIPT_VERSION = 1
 PAYLOAD_TYPE = "application/vnd.mre.receipt+json; version=1"
+RECEIPT_VERSION_2 = 2
+PAYLOAD_TYPE_2 = "application/vnd.mre.receipt+json; version=2"
+PAYLOAD_TYPES = {RECEIPT_VERSION: PAYLOAD_TYPE, RECEIPT_VERSION_2: PAYLOAD_TYPE_2}
 TAG_CHECKPOINT = b"mre:v1:checkpoint\x00"
 MAX_RECEIPT_BYTES = 5 * 1024 * 1024  # uploads and files over this are refused unread
 MAX_MEMORIES = 50
@@ -41,9 +61,19 @@ PROOF_RESERVE = MAX_PROOF * 67 + 2  # a proof list at its longest
 CITATION_OVERHEAD = 48  # {"event":...,"proof":...,"rank":50}, and the comma between
 RESPONSE_RESERVE = MAX_EVENT_RECORD_BYTES + PROOF_RESERVE + 6 * 2000 + 1024  # + fallback_reason, model, ...
 BODY_RESERVE = 8192  # everything else: ids, times, retrieval, prompt, the checkpoint
+# Format 2: the answer's disclosure at its largest, as indented JSON with \uXXXX escapes (6 bytes per text
+# byte at worst; its meta is the engine's five flat fields, reserved at the meta limit and doubled for layout)
+RESPONSE_DISCLOSURE_RESERVE = 6 * MAX_TEXT_BYTES + 2 * MAX_META_BYTES + 1024
 RECEIPT_ID_RE = re.compile(r"rcpt_[0-9a-f]{32}")
 KEY_ID_RE = re.compile(r"ed25519:[0-9a-f]{16}")
 EVENT_FIELDS = ("v", "session", "seq", "id", "role", "ts", "meta", "text", "salt", "digest", "prev", "chain")
+# Format 2: a cited event as signed (the erased ledger line's 10 fields, docs/FORMAT.md §4.1) and its disclosure.
+ERASED_EVENT_FIELDS = ("v", "session", "seq", "id", "role", "ts", "commit", "digest", "prev", "chain")
+DISCLOSURE_FIELDS = ("seq", "salt", "text", "meta")
+FILE_FIELDS_2 = ("payloadType", "payload", "signatures", "disclosures")
+MAX_DISCLOSURES = MAX_MEMORIES + 2  # the query, every memory, the answer
+# A format-2 event record, as JCS: 10 short fields (ids, times, four hashes) — no text, no meta.
+MAX_ERASED_RECORD_BYTES = 1024
 
 
 class MalformedReceipt(ValueError):
@@ -56,10 +86,27 @@ class MalformedReceipt(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """A parsed receipt: the envelope exactly as received and its decoded body."""
+    """A parsed receipt: the envelope exactly as received and its decoded body.
+
+    `signed` is the decoded payload, exactly what the signature covers. `body` is what the
+    receipt says: for format 1 the same object; for format 2 a copy whose cited events carry
+    their disclosed `text`, `meta` and `salt` beside `commit` (an event whose disclosure is
+    missing stays in erased form, with no `text`). Nothing here is checked: receipts.verify does.
+    `disclosures` maps a cited seq to its disclosure ({"seq", "salt", "text", "meta"}; format 2).
+    """
 
     envelope: Envelope
     body: dict[str, Any]
+    signed: dict[str, Any] | None = None  # None: the same as body (format 1)
+    disclosures: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def format(self) -> int:
+        return int(self.body["v"])
+
+    @property
+    def signed_body(self) -> dict[str, Any]:
+        return self.body if self.signed is None else self.signed
 
     @property
     def session(self) -> str:
@@ -74,6 +121,55 @@ class Receipt:
 def event_record(ev: Event) -> dict[str, Any]:
     """Everything needed to recompute an event's digest, chain link and Merkle leaf."""
     return ev.to_dict()
+
+
+def event_commit(ev: Event) -> str:
+    """hex of the event's content commitment (FORMAT.md §4.1): the stored one for an erased event."""
+    stored = getattr(ev, "commit", None)  # ledger.event.Event.commit: set exactly when the event is erased
+    if isinstance(stored, str):
+        return stored
+    return content_commitment(bytes.fromhex(ev.salt), ev.text, ev.meta).hex()
+
+
+def erased_record(ev: Event) -> dict[str, Any]:
+    """A format-2 cited event: the erased ledger line's fields (hashed fields, `commit`, digest, prev, chain)."""
+    return {
+        "v": ev.v,
+        "session": ev.session,
+        "seq": ev.seq,
+        "id": ev.id,
+        "role": ev.role,
+        "ts": ev.ts,
+        "commit": event_commit(ev),
+        "digest": ev.digest,
+        "prev": ev.prev,
+        "chain": ev.chain,
+    }
+
+
+def disclosure(ev: Event) -> dict[str, Any] | None:
+    """What opens an event's commitment: {"seq", "salt", "text", "meta"}; None for an erased event."""
+    if getattr(ev, "commit", None) is not None:
+        return None
+    return {"seq": ev.seq, "salt": ev.salt, "text": ev.text, "meta": ev.meta}
+
+
+def receipt_view(signed: Mapping[str, Any], disclosures: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """A format-2 body as the receipt says it: each cited event with its disclosed salt, text and meta
+    merged in beside `commit` (the shape format 1 consumers read); an undisclosed event stays erased."""
+
+    def merged(ev: Mapping[str, Any]) -> dict[str, Any]:
+        d = disclosures.get(ev["seq"])
+        out = dict(ev)
+        if d is not None:
+            out.update(salt=d["salt"], text=d["text"], meta=d["meta"])
+        return out
+
+    view = dict(signed)
+    view["query"] = {**signed["query"], "event": merged(signed["query"]["event"])}
+    view["memories"] = [{**m, "event": merged(m["event"])} for m in signed["memories"]]
+    view["response"] = {**signed["response"], "event": merged(signed["response"]["event"])}
+    return view
 
 
 def checkpoint_bytes(body: Mapping[str, Any]) -> bytes:
@@ -113,23 +209,29 @@ def build_body(
     template: str,
     prompt_sha256: str,
     checkpoint: Mapping[str, Any],
+    receipt_format: int = RECEIPT_VERSION,
 ) -> dict[str, Any]:
+    """The signed body. `receipt_format` 2 cites every event in erased form (its disclosures
+    come from :func:`disclosures_for`); 1 cites every event whole."""
+    if receipt_format not in PAYLOAD_TYPES:
+        raise ValueError(f"receipt format {receipt_format!r} is unknown (known: 1, 2)")
+    event_record_ = event_record if receipt_format == RECEIPT_VERSION else erased_record
     return {
         "type": RECEIPT_TYPE,
-        "v": RECEIPT_VERSION,
+        "v": receipt_format,
         "receipt_id": receipt_id,
         "issued_at": issued_at,
         "session": session,
         "k": k,
         "retrieval": retrieval,
-        "query": {"event": event_record(query), "proof": [h.hex() for h in query_proof]},
+        "query": {"event": event_record_(query), "proof": [h.hex() for h in query_proof]},
         "memories": [
-            {"rank": rank, "event": event_record(ev), "proof": [h.hex() for h in proof]}
+            {"rank": rank, "event": event_record_(ev), "proof": [h.hex() for h in proof]}
             for rank, (ev, proof) in enumerate(memories, start=1)
         ],
         "prompt": {"template": template, "sha256": prompt_sha256},
         "response": {
-            "event": event_record(response),
+            "event": event_record_(response),
             "proof": [h.hex() for h in response_proof],
             "sha256": response_hash(response.text),
             "provider": provider,
@@ -140,7 +242,35 @@ def build_body(
     }
 
 
-def citable(query: Event, memories: Sequence[Event]) -> int:
+def disclosures_for(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The disclosures of the cited events, in seq order (an erased event has none)."""
+    found = (disclosure(ev) for ev in sorted(events, key=lambda e: e.seq))
+    return [d for d in found if d is not None]
+
+
+def disclosure_file_bytes(ev: Event) -> int:
+    """Bytes an event's disclosure takes in the receipt file (the layout of :func:`dump_file`, two levels in)."""
+    d = disclosure(ev)
+    if d is None:
+        return 0
+    text = json.dumps(d, indent=2, sort_keys=True)
+    return len(text) + 4 * (text.count("\n") + 1) + 2  # its lines' indentation and the ",\n" after it
+
+
+def _citable_2(query: Event, memories: Sequence[Event]) -> int:
+    """Format 2: the payload holds erased records (base64: 4 bytes per 3), the file the disclosures beside it."""
+    payload = BODY_RESERVE + MAX_ERASED_RECORD_BYTES + PROOF_RESERVE + MAX_ERASED_RECORD_BYTES + PROOF_RESERVE + 6 * 2000 + 1024
+    outside = disclosure_file_bytes(query) + RESPONSE_DISCLOSURE_RESERVE
+    budget = MAX_RECEIPT_BYTES - ENVELOPE_OVERHEAD
+    for n, ev in enumerate(memories):
+        payload += len(dumps_unchecked(erased_record(ev))) + PROOF_RESERVE + CITATION_OVERHEAD
+        outside += disclosure_file_bytes(ev)
+        if 4 * -(-payload // 3) + outside > budget:
+            return n
+    return len(memories)
+
+
+def citable(query: Event, memories: Sequence[Event], receipt_format: int = RECEIPT_VERSION) -> int:
     """How many of `memories` (best first) a receipt can cite and stay within MAX_RECEIPT_BYTES.
 
     The engine cites (and prompts with) only that many: K memories of the
@@ -148,6 +278,8 @@ def citable(query: Event, memories: Sequence[Event]) -> int:
     text can take 20 MB as JCS), while any one of them always does (a test holds
     the constants to that). The response is reserved at its largest.
     """
+    if receipt_format == RECEIPT_VERSION_2:
+        return _citable_2(query, memories)
     used = BODY_RESERVE + len(dumps_unchecked(event_record(query))) + PROOF_RESERVE + RESPONSE_RESERVE
     for n, ev in enumerate(memories):
         used += len(dumps_unchecked(event_record(ev))) + PROOF_RESERVE + CITATION_OVERHEAD
@@ -161,9 +293,20 @@ def response_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sign_receipt(body: Mapping[str, Any], key: SigningKey) -> dict[str, Any]:
-    """The DSSE envelope (a JSON object) that is the receipt file."""
+def sign_receipt(body: Mapping[str, Any], key: SigningKey, disclosures: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The DSSE envelope (a JSON object) that is the receipt file; format 2 adds the disclosures beside it."""
+    if body.get("v") == RECEIPT_VERSION_2:
+        env = sign_envelope(canonical_json(dict(body)), PAYLOAD_TYPE_2, key)
+        env["disclosures"] = sorted((dict(d) for d in disclosures), key=lambda d: int(d["seq"]))
+        return env
+    if disclosures:
+        raise ValueError("a format 1 receipt carries no disclosures: its events are signed whole")
     return sign_envelope(canonical_json(dict(body)), PAYLOAD_TYPE, key)
+
+
+def dump_file(obj: Mapping[str, Any]) -> bytes:
+    """The receipt file's bytes: the layout receipts.files.write_receipt writes (indented, keys sorted, ASCII)."""
+    return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 # -- parsing -------------------------------------------------------------------
@@ -191,8 +334,49 @@ def parse_receipt(data: bytes | str | Mapping[str, Any]) -> Receipt:
         body = loads_strict(env.payload, "$", allow_floats=True)
     except CanonicalError as exc:
         raise _refused("payload", exc) from None
+    if type(body) is dict and body.get("v") == RECEIPT_VERSION_2 and type(body.get("v")) is int:
+        check_body_shape(body, RECEIPT_VERSION_2)
+        disclosures = _disclosures(obj, body)
+        return Receipt(env, receipt_view(body, disclosures), body, disclosures)
     check_body_shape(body)
     return Receipt(env, body)
+
+
+def cited_events(body: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, signed event) for the query, each memory by rank (`memory#N`) and the answer."""
+    out = [("query", body["query"]["event"])]
+    out += [(f"memory#{i + 1}", m["event"]) for i, m in enumerate(body["memories"])]
+    out.append(("response", body["response"]["event"]))
+    return out
+
+
+def _disclosures(obj: Any, body: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """A format-2 file's members beside the envelope: exactly `disclosures`, a list in ascending seq
+    order, each {"seq", "salt", "text", "meta"} for a seq the signed body cites, at most one per seq."""
+    _obj(obj, "$", FILE_FIELDS_2, 2)
+    items = obj["disclosures"]
+    if type(items) is not list or len(items) > MAX_DISCLOSURES:
+        raise _fail("disclosures", f"expected a list of at most {MAX_DISCLOSURES} disclosures")
+    cited = {ev["seq"] for _name, ev in cited_events(body)}
+    out: dict[int, dict[str, Any]] = {}
+    last = -1
+    for i, d in enumerate(items):
+        where = f"disclosures[{i}]"
+        d = _obj(d, where, DISCLOSURE_FIELDS, 2)
+        seq = _int(d["seq"], f"{where}.seq")
+        if seq in out:
+            raise _fail(f"{where}.seq", f"seq {seq} is disclosed twice")
+        if seq < last:
+            raise _fail(f"{where}.seq", f"seq {seq} after seq {last}: disclosures are in ascending seq order")
+        if seq not in cited:
+            raise _fail(f"{where}.seq", f"seq {seq} is not an event this receipt cites")
+        _str(d["salt"], f"{where}.salt", HEX64_RE)
+        _str(d["text"], f"{where}.text")
+        if type(d["meta"]) is not dict:
+            raise _fail(f"{where}.meta", "expected an object")
+        out[seq] = d
+        last = seq
+    return out
 
 
 def _refused(root: str, exc: CanonicalError) -> MalformedReceipt:
@@ -206,13 +390,13 @@ def _fail(where: str, message: str) -> MalformedReceipt:
     return MalformedReceipt(where, message)
 
 
-def _obj(value: Any, where: str, keys: Sequence[str]) -> dict[str, Any]:
+def _obj(value: Any, where: str, keys: Sequence[str], version: int = RECEIPT_VERSION) -> dict[str, Any]:
     if type(value) is not dict:
         raise _fail(where, f"expected an object, found {type(value).__name__}")
     missing = [k for k in keys if k not in value]
     extra = [k for k in value if k not in keys]
     if missing or extra:
-        raise _fail(where, f"fields differ from format v1 (missing {missing}, unexpected {extra})")
+        raise _fail(where, f"fields differ from format v{version} (missing {missing}, unexpected {extra})")
     return value
 
 
@@ -244,8 +428,8 @@ def _hex_list(value: Any, where: str) -> None:
         _str(h, f"{where}[{i}]", HEX64_RE)
 
 
-def _event(value: Any, where: str) -> None:
-    ev = _obj(value, where, EVENT_FIELDS)
+def _event(value: Any, where: str, fields: Sequence[str] = EVENT_FIELDS) -> None:
+    ev = _obj(value, where, fields, 1 if fields is EVENT_FIELDS else 2)
     if ev["v"] != 1 or type(ev["v"]) is not int:
         raise _fail(f"{where}.v", f"event format version {ev['v']!r} is unknown")
     _str(ev["session"], f"{where}.session", SESSION_ID_RE)
@@ -254,54 +438,60 @@ def _event(value: Any, where: str) -> None:
     if ev["role"] not in ROLES:
         raise _fail(f"{where}.role", f"{ev['role']!r} is not one of {', '.join(ROLES)}")
     _str(ev["ts"], f"{where}.ts", TS_RE)
-    if type(ev["meta"]) is not dict:
-        raise _fail(f"{where}.meta", "expected an object")
-    _str(ev["text"], f"{where}.text")
-    for key in ("salt", "digest", "prev", "chain"):
+    if fields is ERASED_EVENT_FIELDS:
+        _str(ev["commit"], f"{where}.commit", HEX64_RE)
+    else:
+        if type(ev["meta"]) is not dict:
+            raise _fail(f"{where}.meta", "expected an object")
+        _str(ev["text"], f"{where}.text")
+        _str(ev["salt"], f"{where}.salt", HEX64_RE)
+    for key in ("digest", "prev", "chain"):
         _str(ev[key], f"{where}.{key}", HEX64_RE)
 
 
-def check_body_shape(body: Any) -> None:
-    """Raise MalformedReceipt unless `body` has exactly the v1 shape and types."""
+def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
+    """Raise MalformedReceipt unless `body` has exactly the shape and types of format `version` (1 or 2)."""
     if type(body) is not dict:
         raise _fail("payload", "expected a JSON object")
     if body.get("type") != RECEIPT_TYPE:
         raise _fail("payload.type", f"expected {RECEIPT_TYPE!r}, found {body.get('type')!r}"[:200])
-    if body.get("v") != RECEIPT_VERSION or type(body.get("v")) is not int:
-        raise _fail("payload.v", f"receipt format version {body.get('v')!r} is unknown (this verifier knows {RECEIPT_VERSION})"[:200])
+    if body.get("v") != version or type(body.get("v")) is not int:
+        known = ", ".join(map(str, PAYLOAD_TYPES))
+        raise _fail("payload.v", f"receipt format version {body.get('v')!r} is unknown (this verifier knows {known})"[:200])
+    fields = EVENT_FIELDS if version == RECEIPT_VERSION else ERASED_EVENT_FIELDS
     keys = ("type", "v", "receipt_id", "issued_at", "session", "k", "retrieval", "query", "memories", "prompt", "response", "checkpoint")
-    _obj(body, "payload", keys)
+    _obj(body, "payload", keys, version)
     _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
     _str(body["session"], "session", SESSION_ID_RE)
     _int(body["k"], "k", 1, MAX_MEMORIES)
     _str(body["retrieval"], "retrieval", max_len=200)
-    q = _obj(body["query"], "query", ("event", "proof"))
-    _event(q["event"], "query.event")
+    q = _obj(body["query"], "query", ("event", "proof"), version)
+    _event(q["event"], "query.event", fields)
     _hex_list(q["proof"], "query.proof")
     mems = body["memories"]
     if type(mems) is not list or len(mems) > MAX_MEMORIES:
         raise _fail("memories", f"expected a list of at most {MAX_MEMORIES}")
     for i, m in enumerate(mems):
-        m = _obj(m, f"memories[{i}]", ("rank", "event", "proof"))
+        m = _obj(m, f"memories[{i}]", ("rank", "event", "proof"), version)
         _int(m["rank"], f"memories[{i}].rank", 1, MAX_MEMORIES)
-        _event(m["event"], f"memories[{i}].event")
+        _event(m["event"], f"memories[{i}].event", fields)
         _hex_list(m["proof"], f"memories[{i}].proof")
-    p = _obj(body["prompt"], "prompt", ("template", "sha256"))
+    p = _obj(body["prompt"], "prompt", ("template", "sha256"), version)
     _str(p["template"], "prompt.template", max_len=100)
     _str(p["sha256"], "prompt.sha256", HEX64_RE)
-    r = _obj(body["response"], "response", ("event", "proof", "sha256", "provider", "model", "fallback_reason"))
-    _event(r["event"], "response.event")
+    r = _obj(body["response"], "response", ("event", "proof", "sha256", "provider", "model", "fallback_reason"), version)
+    _event(r["event"], "response.event", fields)
     _hex_list(r["proof"], "response.proof")
     _str(r["sha256"], "response.sha256", HEX64_RE)
     _str(r["provider"], "response.provider", max_len=100)
     _str(r["model"], "response.model", max_len=200)
     if r["fallback_reason"] is not None:
         _str(r["fallback_reason"], "response.fallback_reason", max_len=2000)
-    c = _obj(body["checkpoint"], "checkpoint", ("body", "key_id", "sig"))
+    c = _obj(body["checkpoint"], "checkpoint", ("body", "key_id", "sig"), version)
     _str(c["key_id"], "checkpoint.key_id", KEY_ID_RE)
     _str(c["sig"], "checkpoint.sig", max_len=200)
-    cb = _obj(c["body"], "checkpoint.body", ("type", "v", "session", "tree_size", "root", "chain_head", "issued_at"))
+    cb = _obj(c["body"], "checkpoint.body", ("type", "v", "session", "tree_size", "root", "chain_head", "issued_at"), version)
     if cb["type"] != CHECKPOINT_TYPE or cb["v"] != RECEIPT_VERSION or type(cb["v"]) is not int:
         raise _fail("checkpoint.body", f"unknown checkpoint type/version {cb['type']!r}/{cb['v']!r}"[:200])
     _str(cb["session"], "checkpoint.body.session", SESSION_ID_RE)

@@ -3,7 +3,8 @@
 Groups, in order: the signature; the receipt as a whole; the question; memory 1 … K
 (by rank, the check names' `memory#N`); the answer; the ledger. Every check row
 belongs to exactly one group, so a group's status is its rows' status: `fail` if
-one failed, else `not_verifiable` if one could not run, else `pass`. The CLI, its
+one failed, else `not_verifiable` if one could not run, else `erased` or
+`withheld` (format 2: a cited event's content is not in this copy), else `pass`. The CLI, its
 `--json` output and the Verify tab all show these, with the raw rows one step away.
 """
 
@@ -13,10 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .verify import FAIL, NO_TRUSTED_KEY, NOT_VERIFIABLE, PASS, Check, Cited, Report
+from .disclose import held_message
+from .verify import ERASED, FAIL, NO_TRUSTED_KEY, NOT_VERIFIABLE, PASS, WITHHELD, Check, Cited, Report
 
 # What a failed row means, in plain words, by the part of its name after the subject.
 _EVENT_FAIL = {
+    "content": "its disclosed text, meta or salt does not open the signed commitment",
     "digest": "its text or fields were changed: the digest no longer recomputes",
     "chain_link": "its chain hash does not link its predecessor to its digest",
     "inclusion": "it is not in the signed Merkle tree",
@@ -35,7 +38,7 @@ _ROW_FAIL = {
 class Group:
     key: str  # "signature", "receipt", "question", "memory#N", "answer", "ledger"
     title: str  # "the signature", "memory 3 (seq 41)", ...
-    status: str  # pass / fail / not_verifiable
+    status: str  # pass / fail / not_verifiable / erased / withheld
     sentence: str  # one plain sentence: what was shown, or what failed
     checks: tuple[str, ...]  # the names of the raw rows in this group
 
@@ -67,6 +70,9 @@ def _status(rows: Sequence[Check], extra: str | None = None) -> str:
         return FAIL
     if NOT_VERIFIABLE in states or not rows:
         return NOT_VERIFIABLE
+    for held in (ERASED, WITHHELD):
+        if held in states:
+            return held
     return PASS
 
 
@@ -94,6 +100,9 @@ def _event_sentence(title: str, rows: Sequence[Check], cited: Cited | None) -> t
         return status, f"{title} does not verify: {'; '.join(parts)}"
     if status == NOT_VERIFIABLE:
         return status, f"{title} could not be fully checked here"
+    if status in (ERASED, WITHHELD) and cited is not None:
+        where = "; the ledger holds it at that seq with the same digest" if ledger_status == PASS else ""
+        return status, held_message(cited.name, cited.seq, status, f"its digest, chain link and inclusion in the signed tree verify from its signed commitment{where}")
     if ledger_status == PASS:
         return status, f"{title} is exactly what is in the signed ledger"
     seq = "" if cited is None else f" at seq {cited.seq}"
@@ -115,6 +124,10 @@ def _signature_sentence(rows: Sequence[Check]) -> str:
 
 
 def _receipt_sentence(rows: Sequence[Check], k: int) -> str:
+    prompt = next((c for c in rows if c.name == "prompt.hash"), None)
+    if _status(rows) == NOT_VERIFIABLE and prompt is not None and prompt.status == NOT_VERIFIABLE:
+        ranks = "no memories cited" if k == 0 else "memory ranked 1" if k == 1 else f"memories ranked 1…{k}"
+        return f"one session throughout and {ranks}; the prompt hash was {prompt.message}"
     if _status(rows) == FAIL:
         details = "; ".join(
             f"{_ROW_FAIL.get(c.name) or c.message}" + (f" ({c.found})" if c.found and c.name not in _ROW_FAIL else "")
@@ -143,7 +156,8 @@ def _ledger_sentence(rows: Sequence[Check]) -> str:
         na = next((c.message for c in rows if c.status == NOT_VERIFIABLE), "not checked")
         return f"not compared with a ledger: {na}"
     chain = next((c for c in rows if c.name == "ledger.consistency"), None)
-    return "the ledger chains from genesis to the signed root" + (f"; {chain.message}" if chain is not None else "")
+    held = "".join(f"; {c.message}" for c in rows if c.status in (ERASED, WITHHELD))
+    return "the ledger chains from genesis to the signed root" + (f"; {chain.message}" if chain is not None else "") + held
 
 
 def group_report(report: Report) -> tuple[Group, ...]:

@@ -7,14 +7,17 @@ from a visitor, so `render_text` neutralises control characters and terminal
 escape sequences (ESC prints as the four characters ``\\x1b``).
 
 The summary's keys are stable (README, "receipts show --json"). Each memory
-row has a `state`: "cited" for every format-1 row; a later format may mark a
-row withheld or erased (the erasure issue) without changing the other keys.
+row has a `state`: "cited" for every format-1 row. A format-2 summary gives
+every event row (question, memories, answer) a `state` and its signed
+`commit`: "cited" when the copy discloses its text, "withheld" when it does not,
+"erased" when the caller knows the ledger erased it too (`erased=`); a withheld
+or erased row's `text` is null and nothing else stands in for it.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 SHOW_VERSION = 1
@@ -24,21 +27,35 @@ NOT_VERIFIED = (
 )
 
 
-def _event_row(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+CITED, WITHHELD, ERASED = "cited", "withheld", "erased"
+
+
+def _event_row(event: Mapping[str, Any], erased: Collection[int] = (), v2: bool = False) -> dict[str, Any]:
+    row = {
         "seq": event["seq"],
         "id": event["id"],
         "role": event["role"],
         "ts": event["ts"],
-        "text": event["text"],
+        "text": event.get("text"),
         "digest": event["digest"],
     }
+    if v2:
+        state = CITED if "text" in event else ERASED if event["seq"] in erased else WITHHELD
+        row.update(state=state, commit=event["commit"])
+    return row
 
 
-def summarize(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The receipt body (as parse_receipt returns it) as a summary with stable keys."""
+def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[str, Any]:
+    """The receipt body (as parse_receipt returns it: Receipt.body) as a summary with stable keys.
+
+    `erased`: seqs the caller knows the ledger erased (a format-2 row without a disclosure is
+    then "erased" rather than "withheld"); show itself never reads a ledger."""
     response = body["response"]
     cp = body["checkpoint"]
+    v2 = body["v"] == 2
+    memories = [
+        {"rank": m["rank"], "state": CITED, **_event_row(m["event"], erased, v2)} for m in body["memories"]
+    ]
     return {
         "show": SHOW_VERSION,
         "verified": False,
@@ -49,10 +66,10 @@ def summarize(body: Mapping[str, Any]) -> dict[str, Any]:
         "session": body["session"],
         "k": body["k"],
         "retrieval": body["retrieval"],
-        "question": _event_row(body["query"]["event"]),
-        "memories": [{"rank": m["rank"], "state": "cited", **_event_row(m["event"])} for m in body["memories"]],
+        "question": _event_row(body["query"]["event"], erased, v2),
+        "memories": memories,
         "answer": {
-            **_event_row(response["event"]),
+            **_event_row(response["event"], erased, v2),
             "sha256": response["sha256"],
             "provider": response["provider"],
             "model": response["model"],
@@ -96,7 +113,12 @@ def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
     return f"{safe[:limit]}… [{len(safe) - limit} more characters; --json has the full text]"
 
 
-def _quoted(text: str) -> str:
+def _quoted(text: str | None, row: Mapping[str, Any] | None = None) -> str:
+    if text is None:
+        state = (row or {}).get("state", WITHHELD)
+        commit = str((row or {}).get("commit", ""))[:16]
+        why = "erased from the ledger" if state == ERASED else "withheld from this copy"
+        return f"[{why}: not disclosed; only its commitment {commit}… is signed]"
     return f"“{shorten(text)}”"
 
 
@@ -112,7 +134,7 @@ def render_text(summary: Mapping[str, Any]) -> str:
         f"session {n(summary['session'])}",
         "",
         f"the question (seq {q['seq']}, {n(q['role'])}, {n(q['ts'])}):",
-        f"  {_quoted(q['text'])}",
+        f"  {_quoted(q['text'], q)}",
         "",
         f"memories handed to the model: {len(mems)} (asked for up to {summary['k']}, retrieval {n(summary['retrieval'])})",
     ]
@@ -122,14 +144,14 @@ def render_text(summary: Mapping[str, Any]) -> str:
         lines.append(
             f"  memory#{m['rank']}  seq {m['seq']}, {n(m['role'])}, {n(m['ts'])}, digest {n(m['digest'])[:12]}"
         )
-        lines.append(f"      {_quoted(m['text'])}")
+        lines.append(f"      {_quoted(m['text'], m)}")
     who = f"{n(a['provider'])}/{n(a['model'])}"
     if a["fallback_reason"] is not None:
         who += f" (offline fallback: {shorten(a['fallback_reason'])})"
     lines += [
         "",
         f"the answer (seq {a['seq']}, {n(a['ts'])}), from {who}:",
-        f"  {_quoted(a['text'])}",
+        f"  {_quoted(a['text'], a)}",
         f"  sha256 {n(a['sha256'])[:16]}…",
         "",
         f"checkpoint: {cp['tree_size']} events, root {n(cp['root'])[:16]}…, signed by {n(cp['key_id'])} at {n(cp['issued_at'])}",

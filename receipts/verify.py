@@ -7,6 +7,11 @@ Three outcomes per check: "pass", "fail", and "not_verifiable" (the check needs
 something this run does not have, such as the ledger). "not_verifiable" is
 never a pass. A report is "verified" only when no check failed, there is at
 least one passing check, and both signatures were checked against a trusted key.
+
+Format 2 (detached disclosures) adds two outcomes for a cited event's content:
+"withheld" (this copy carries no disclosure for it) and "erased" (nor does the
+ledger: its line is in erased form). Neither is a pass nor a fail: what the
+signed commitment alone proves (digest, chain link, inclusion) is still checked.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from typing import Any
 from ledger.event import EventError, chain_link, recompute_digest
 from ledger.verify import Break
 
-from .body import PAYLOAD_TYPE, Receipt, checkpoint_bytes, decode_sig
+from .body import PAYLOAD_TYPES, RECEIPT_VERSION_2, Receipt, checkpoint_bytes, decode_sig
+from .disclose import content_problem, digest_from_commit, held_message, is_erased_line
 from .dsse import verify_envelope
 from .keys import PublicKey
 from .merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
 from .prompt import TemplateError, build_messages, prompt_hash
 
 PASS, FAIL, NOT_VERIFIABLE = "pass", "fail", "not_verifiable"
+WITHHELD, ERASED = "withheld", "erased"  # format 2: a cited event's content is not in this copy (nor in the ledger)
+HELD = (WITHHELD, ERASED)
 REQUIRED = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS = ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response")
 
@@ -57,6 +65,7 @@ class Cited:
     name: str  # "query", "memory#N" (N = rank) or "response"
     seq: int
     ledger: str | None = None  # None: not compared with a ledger; "": the ledger holds it as cited; else why not ("lies after …")
+    content: str | None = None  # format 2: "disclosed", WITHHELD or ERASED; None for format 1 (the text is signed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +88,28 @@ class Report:
         return [c for c in self.checks if c.status == NOT_VERIFIABLE]
 
     @property
+    def withheld(self) -> list[Check]:
+        """Rows whose content this copy (and, for "erased", the ledger) does not carry: neither pass nor fail."""
+        return [c for c in self.checks if c.status in HELD]
+
+    @property
+    def passed(self) -> list[Check]:
+        return [c for c in self.checks if c.status == PASS]
+
+    @property
     def verdict(self) -> str:
         """'verified', 'failed' (some check failed) or 'unverified' (nothing failed, but not enough was checked).
 
         Checked with a ledger, the ledger rows are required too: a data directory without the
-        session is not a failure, but it is not a ledger check either."""
+        session is not a failure, but it is not a ledger check either. Withheld and erased rows
+        (a redacted format-2 receipt) neither fail nor block it: what the copy still proves was
+        checked, and `withheld` says what it does not carry (docs/FORMAT.md §15)."""
         if self.failed:
             return "failed"
         passed = {c.name for c in self.checks if c.status == PASS}
+        held = {c.name for c in self.checks if c.status in HELD}
         required = REQUIRED + (LEDGER_ROWS if self.mode == "ledger" else ())
-        if not passed or any(name not in passed for name in required):
+        if not passed or any(name not in passed and name not in held for name in required):
             return "unverified"
         return "verified"
 
@@ -100,6 +121,8 @@ class Report:
             "verdict": self.verdict,
             "failed": len(self.failed),
             "not_verifiable": len(self.not_verifiable),
+            "withheld": sum(c.status == WITHHELD for c in self.checks),
+            "erased": sum(c.status == ERASED for c in self.checks),
             "groups": [g.to_dict() for g in self.groups()],
             "checks": [c.to_dict() for c in self.checks],
         }
@@ -186,6 +209,9 @@ class _Rows:
     def na(self, name: str, message: str, where: str | None = None) -> None:
         self.rows.append(Check(name, NOT_VERIFIABLE, message, where=where))
 
+    def held(self, name: str, status: str, message: str, where: str | None = None) -> None:
+        self.rows.append(Check(name, status, message, where=where))
+
 
 def _events(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], list[str]]]:
     """(check prefix, JSON path, event record, proof) for the query, each memory and the response."""
@@ -205,7 +231,8 @@ def verify_receipt(
 ) -> Report:
     """`untrusted`: a key that came with the data (never trusted): with no `trusted` key the
     signatures are checked against it for self-consistency, and those rows stay not_verifiable."""
-    body = receipt.body
+    body = receipt.signed_body
+    v2 = receipt.format == RECEIPT_VERSION_2
     r = _Rows()
     _check_envelope(r, receipt, trusted, untrusted)
     cp = body["checkpoint"]
@@ -214,11 +241,24 @@ def verify_receipt(
     tree_size, root = cpb["tree_size"], bytes.fromhex(cpb["root"])
     events = _events(body)
     _check_structure(r, body, events)
+    # format 2: what is missing from this copy, and whether the ledger (if here) erased it too
+    state: dict[str, str] = {}
+    if v2:
+        gone = _erased_in_ledger(ledger, events)
+        for prefix, _path, ev, _proof in events:
+            disclosed = ev["seq"] in receipt.disclosures
+            state[prefix] = "disclosed" if disclosed else ERASED if ev["seq"] in gone else WITHHELD
     for prefix, path, ev, proof in events:
-        _check_event(r, prefix, path, ev, proof, tree_size, root)
+        if v2:
+            _check_content(r, prefix, path, ev, receipt, state[prefix])
+        _check_event(r, prefix, path, ev, proof, tree_size, root, v2)
     resp = body["response"]
-    actual = hashlib.sha256(resp["event"]["text"].encode("utf-8")).hexdigest()
-    r.add("response.hash", actual == resp["sha256"], "the response hash is the hash of the assistant event's text", resp["sha256"], actual, "response.sha256")
+    text = _text(receipt, resp["event"])
+    if text is None:
+        r.held("response.hash", state["response"], held_message("response", resp["event"]["seq"], state["response"], "its hash cannot be compared"), "response.sha256")
+    else:
+        actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        r.add("response.hash", actual == resp["sha256"], "the response hash is the hash of the assistant event's text", resp["sha256"], actual, "response.sha256")
     r.add(
         "checkpoint.chain_head",
         cpb["chain_head"] == resp["event"]["chain"],
@@ -227,14 +267,14 @@ def verify_receipt(
         cpb["chain_head"],
         "checkpoint.body.chain_head",
     )
-    _check_prompt(r, body)
+    _check_prompt(r, receipt, state)
     in_ledger: dict[str, str] = {}
     if ledger is None:
         for name in LEDGER_ROWS:
             r.na(name, "needs the ledger: run with --data DATA_DIR")
     else:
         in_ledger = _check_ledger(r, body, events, ledger)
-    cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix)) for prefix, _path, ev, _proof in events)
+    cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix), state.get(prefix)) for prefix, _path, ev, _proof in events)
     mode = "offline" if ledger is None else "ledger"
     return Report(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
 
@@ -253,9 +293,41 @@ def _untrusted_row(r: _Rows, name: str, key: PublicKey | None, ok: bool | None) 
         r.na(name, f"{SELF_CONSISTENT}; the signature does NOT check against it ({key.key_id}); {NO_TRUSTED_KEY}")
 
 
+def _text(receipt: Receipt, ev: dict[str, Any]) -> str | None:
+    """A cited event's text: signed (format 1) or disclosed (format 2); None when this copy withholds it."""
+    if receipt.format != RECEIPT_VERSION_2:
+        return str(ev["text"])
+    d = receipt.disclosures.get(ev["seq"])
+    return None if d is None else str(d["text"])
+
+
+def _erased_in_ledger(led: LedgerFacts | None, events: list[tuple[str, str, dict[str, Any], list[str]]]) -> set[int]:
+    """The cited seqs whose ledger line (before any break) is in erased form."""
+    if led is None or not led.exists or led.problem is not None:
+        return set()
+    return {ev["seq"] for _p, _w, ev, _pr in events if 0 <= ev["seq"] < led.verified and is_erased_line(led.event_at(ev["seq"]))}
+
+
+def _check_content(r: _Rows, prefix: str, path: str, ev: dict[str, Any], receipt: Receipt, state: str) -> None:
+    """Format 2: the disclosure recomputes the signed commitment (and the answer's meta names this receipt)."""
+    seq = ev["seq"]
+    d = receipt.disclosures.get(seq)
+    if d is None:
+        r.held(f"{prefix}.content", state, held_message(prefix, seq, state, "its digest, chain link and inclusion are checked from the signed commitment"), f"{path}.disclosure")
+        return
+    problem = content_problem(ev, d, receipt.receipt_id if prefix == "response" else None)
+    if problem is None:
+        what = "; its meta names this receipt" if prefix == "response" else ""
+        r.add(f"{prefix}.content", True, f"seq {seq}: the disclosed text, meta and salt recompute the signed commitment{what}")
+    else:
+        message, expected, found = problem
+        r.add(f"{prefix}.content", False, f"seq {seq}: {message}", expected, found, f"{path}.disclosure")
+
+
 def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
     env = receipt.envelope
-    r.add("envelope.payload_type", env.payload_type == PAYLOAD_TYPE, "the envelope names this receipt format", PAYLOAD_TYPE, env.payload_type)
+    want = PAYLOAD_TYPES[receipt.format]
+    r.add("envelope.payload_type", env.payload_type == want, "the envelope names this receipt format", want, env.payload_type)
     if not trusted:
         ok = None
         if untrusted is not None:
@@ -321,19 +393,23 @@ def _check_structure(r: _Rows, body: dict[str, Any], events: list[tuple[str, str
         problems.append(f"query seq {q['seq']} is not before response seq {resp['seq']}")
     if resp["seq"] != tree_size - 1:
         problems.append(f"response seq {resp['seq']} is not the last leaf of the checkpoint (tree size {tree_size})")
-    if resp["meta"].get("receipt_id") != body["receipt_id"]:
+    # (format 2: the answer's meta is disclosed, not signed; response.content checks that it names the receipt)
+    if "meta" in resp and resp["meta"].get("receipt_id") != body["receipt_id"]:
         problems.append("the assistant event does not name this receipt id")
     r.add("receipt.structure", not problems, "seqs, ids and ranks agree", "consistent", "; ".join(problems))
 
 
-def _check_event(r: _Rows, prefix: str, path: str, ev: dict[str, Any], proof: list[str], tree_size: int, root: bytes) -> None:
+def _check_event(
+    r: _Rows, prefix: str, path: str, ev: dict[str, Any], proof: list[str], tree_size: int, root: bytes, v2: bool = False
+) -> None:
     seq = ev["seq"]
     try:
-        digest = recompute_digest(ev)
+        digest = digest_from_commit(ev) if v2 else recompute_digest(ev)
     except EventError as exc:
         r.add(f"{prefix}.digest", False, f"digest cannot be recomputed: {exc}", ev["digest"], "error", f"{path}.event")
         return
-    r.add(f"{prefix}.digest", digest.hex() == ev["digest"], f"seq {seq}: digest recomputed from text, salt and fields", ev["digest"], digest.hex(), f"{path}.event.digest")
+    source = "the signed commitment" if v2 else "text, salt"
+    r.add(f"{prefix}.digest", digest.hex() == ev["digest"], f"seq {seq}: digest recomputed from {source} and fields", ev["digest"], digest.hex(), f"{path}.event.digest")
     link = chain_link(bytes.fromhex(ev["prev"]), bytes.fromhex(ev["digest"])).hex()
     r.add(f"{prefix}.chain_link", link == ev["chain"], f"seq {seq}: chain hash links prev and digest", ev["chain"], link, f"{path}.event.chain")
     try:
@@ -345,8 +421,14 @@ def _check_event(r: _Rows, prefix: str, path: str, ev: dict[str, Any], proof: li
         r.add(f"{prefix}.inclusion", False, f"seq {seq}: {exc}", root.hex(), getattr(exc, "found", None), f"{path}.proof")
 
 
-def _check_prompt(r: _Rows, body: dict[str, Any]) -> None:
+def _check_prompt(r: _Rows, receipt: Receipt, state: dict[str, str]) -> None:
+    body = receipt.body  # format 2: the events with their disclosed texts merged in
     template = body["prompt"]["template"]
+    sources = [("query", body["query"]["event"])] + [(f"memory#{i + 1}", m["event"]) for i, m in enumerate(body["memories"])]
+    held = [held_message(name, ev["seq"], state[name]) for name, ev in sources if state.get(name, "disclosed") != "disclosed"]
+    if held:
+        r.na("prompt.hash", f"not re-derived: the prompt is built from every cited text, and {'; '.join(held)}", "prompt.sha256")
+        return
     try:
         memories = [m["event"] for m in body["memories"]]
         derived = prompt_hash(build_messages(template, body["query"]["event"]["text"], memories))
@@ -437,7 +519,9 @@ def _check_ledger(
             r.add("ledger.consistency", False, f"the ledger today ({now} events) does not extend the signed checkpoint: {exc}", cpb["root"], getattr(exc, "found", None))
     resp = body["response"]
     seq = resp["event"]["seq"]
-    if seq < led.verified:
+    if seq < led.verified and is_erased_line(led.event_at(seq)):
+        r.held("ledger.response", ERASED, f"the stored assistant event (seq {seq}) was erased from the ledger: its text is gone, so its hash cannot be compared (ledger.events checks its digest)")
+    elif seq < led.verified:
         text = led.event_at(seq).get("text")
         actual = hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else "unreadable"
         r.add("ledger.response", actual == resp["sha256"], f"the stored assistant event (seq {seq}) hashes to the response hash", resp["sha256"], actual)

@@ -558,10 +558,10 @@ class TestCli:
         assert run_verify(str(tmp_path / "missing.json")).returncode == 2
         unknown = json.loads(world.raw(0))
         b = parse_receipt(world.raw(0)).body
-        b["v"] = 2
+        b["v"] = 3  # (format 2 exists: docs/FORMAT.md §15)
         unknown = resign({}, b, world.key)
-        (tmp_path / "v2.json").write_text(json.dumps(unknown))
-        proc = run_verify(str(tmp_path / "v2.json"))
+        (tmp_path / "v3.json").write_text(json.dumps(unknown))
+        proc = run_verify(str(tmp_path / "v3.json"))
         assert proc.returncode == 2 and "version" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -101,8 +101,8 @@ class TestNotAReceipt:
             service.verify(raw, None)
 
     def test_an_unknown_receipt_version_is_refused_by_name(self, service: Service) -> None:
-        raw = with_body(receipt_of(service, new_session_key(), "hi"), v=2)
-        with pytest.raises(MalformedReceipt, match="version 2 is unknown"):
+        raw = with_body(receipt_of(service, new_session_key(), "hi"), v=3)
+        with pytest.raises(MalformedReceipt, match="version 3 is unknown"):
             service.verify(raw, None)
 
     def test_the_message_is_shown_escaped(self) -> None:

@@ -5,15 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from receipts.groups import group_report
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Report
+from receipts.verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Report
 
 from .tamper import Tampered
 from .text import md
 
 REPORT_HEADERS = ["check", "result", "what it checks", "expected", "found", "where"]
 REPORT_WIDTHS = ["15%", "11%", "34%", "14%", "14%", "12%"]
-STATUS_LABEL = {PASS: "✅ pass", FAIL: "❌\ufe0f fail", NOT_VERIFIABLE: "⚪ not verifiable here"}
-GROUP_ICON = {PASS: "✅", FAIL: "❌\ufe0f", NOT_VERIFIABLE: "⚪"}
+STATUS_LABEL = {
+    PASS: "✅ pass",
+    FAIL: "❌\ufe0f fail",
+    NOT_VERIFIABLE: "⚪ not verifiable here",
+    WITHHELD: "🔒 withheld from this copy",
+    ERASED: "🗑️ erased",
+}
+GROUP_ICON = {PASS: "✅", FAIL: "❌\ufe0f", NOT_VERIFIABLE: "⚪", WITHHELD: "🔒", ERASED: "🗑️"}
 RAW_ROWS_LABEL = "All checks, one row each (what the summary above groups)"
 
 # Why a receipt was checked the way it was (shown with the verdict).
@@ -51,8 +57,10 @@ def groups_markdown(report: Report) -> str:
 
 def verdict_markdown(report: Report, mode: str) -> str:
     failed, na = report.failed, report.not_verifiable
-    passed = len(report.checks) - len(failed) - len(na)
+    passed = len(report.checks) - len(failed) - len(na) - len(report.withheld)
     counts = f"{passed} passed, {len(failed)} failed, {len(na)} not verifiable here"
+    if report.withheld:
+        counts += f", {len(report.withheld)} withheld or erased"
     if report.verdict == "verified":
         head = f"## ✅ Verified\nEvery check that could run passed ({counts})."
     elif report.verdict == "failed":

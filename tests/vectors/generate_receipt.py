@@ -1,9 +1,14 @@
-"""Write the golden receipt vector (docs/FORMAT.md §9-§11).
+"""Write the golden receipt vectors (docs/FORMAT.md §9-§11, format 2: §15).
 
 Run from the repository root: `python tests/vectors/generate_receipt.py`.
 Everything is deterministic: fixed salts, ids and times, an Ed25519 key from a
 fixed seed (Ed25519 signatures are deterministic), the reference Merkle code.
 tests/test_vectors_receipt.py checks the code reproduces the files exactly.
+
+The format-2 vector is the same turn (same events, same ledger, same receipt id)
+in format 2: the signed body cites each event in erased form and the texts ride
+beside the envelope as disclosures; `receipt_v2_redacted.json` is that file with
+memory#2's disclosure withheld (receipts.redact), its signature untouched.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from ledger.event import GENESIS, Event, make_event  # noqa: E402
 from receipts import body as rbody  # noqa: E402
+from receipts import redact  # noqa: E402
 from receipts.keys import SigningKey, format_public_key  # noqa: E402
 from receipts.merkle import inclusion_proof, leaf_hash, root_from_leaf_hashes  # noqa: E402
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash  # noqa: E402
@@ -66,20 +72,29 @@ def build() -> dict[str, Any]:
     checkpoint = rbody.sign_checkpoint(
         session=SESSION, tree_size=size, root=root_from_leaf_hashes(leaves), chain_head=answer.chain, issued_at=TS, key=key
     )
-    body = rbody.build_body(
-        receipt_id=RECEIPT_ID, issued_at=TS, session=SESSION, k=8, retrieval="fts5-bm25+collapse/v1",
-        query=query, query_proof=inclusion_proof(leaves, query.seq),
-        memories=[(m, inclusion_proof(leaves, m.seq)) for m in memories],
-        response=answer, response_proof=inclusion_proof(leaves, answer.seq),
-        provider="groq", model="vector-model", fallback_reason=None,
-        template=TEMPLATE_V1, prompt_sha256=p_hash, checkpoint=checkpoint,
-    )
+    def body_of(receipt_format: int) -> dict[str, Any]:
+        return rbody.build_body(
+            receipt_id=RECEIPT_ID, issued_at=TS, session=SESSION, k=8, retrieval="fts5-bm25+collapse/v1",
+            query=query, query_proof=inclusion_proof(leaves, query.seq),
+            memories=[(m, inclusion_proof(leaves, m.seq)) for m in memories],
+            response=answer, response_proof=inclusion_proof(leaves, answer.seq),
+            provider="groq", model="vector-model", fallback_reason=None,
+            template=TEMPLATE_V1, prompt_sha256=p_hash, checkpoint=checkpoint, receipt_format=receipt_format,
+        )
+
+    body = body_of(1)
+    body2 = body_of(2)
+    file2 = rbody.sign_receipt(body2, key, rbody.disclosures_for([query, *memories, answer]))
+    raw2 = rbody.dump_file(file2)
     return {
         "receipt_v1.json": json.dumps(rbody.sign_receipt(body, key), indent=2, sort_keys=True) + "\n",
         "receipt_v1_body.json": json.dumps(body, indent=2, ensure_ascii=False) + "\n",
         "receipt_v1_prompt.json": json.dumps(messages, indent=2, ensure_ascii=False) + "\n",
         "receipt_v1_pubkey.json": format_public_key(key.public_key),
         "receipt_v1_ledger.jsonl": "".join(e.to_line().decode("utf-8") for e in events),
+        "receipt_v2.json": raw2.decode("utf-8"),
+        "receipt_v2_body.json": json.dumps(body2, indent=2, ensure_ascii=False) + "\n",
+        "receipt_v2_redacted.json": redact(raw2, [memories[1].seq]).decode("utf-8"),
     }
 
 
