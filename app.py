@@ -22,7 +22,7 @@ from webui import render_history as rh
 from webui import render_verify as rv
 from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval, warn_loose_modes
 from webui.handlers import UI
-from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS
+from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS
 from webui.mcp_tools import make_tools
 from webui.retention import Sweeper, sweep
 from webui.service import Service
@@ -35,6 +35,46 @@ INTRO = """\
 # 🧾 Memory Receipt Engine
 A chat assistant whose memory is a hash-chained ledger. Under every answer: the *stamps* — exactly which
 memories the model was handed — and a signed **receipt** you can verify here or offline.
+"""
+
+
+# Tables a phone can read (issue 18): short columns keep their one-line values whole, only text columns wrap (at
+# word boundaries; a word longer than its column is broken only there), and a table wider than the screen scrolls
+# sideways. The Dataframes get pixel widths from webui/render.py; the stamps are a Markdown table.
+# The chat's trash icon is hidden: it emptied the view only, and read as "deleted my memories" (forgetting is
+# the ledger's business). Gradio 6.31 has no option to drop it, so it is matched by its icon (its label is
+# translated); tests/test_browser_narrow.py checks it stays hidden.
+CSS = f"""
+#{ids.STAMPS} table, #{ids.CHAT_HISTORY} .message table {{
+  display: block; max-width: 100%; overflow-x: auto; border-collapse: collapse;
+}}
+#{ids.STAMPS} th, #{ids.STAMPS} td, #{ids.CHAT_HISTORY} .message th, #{ids.CHAT_HISTORY} .message td {{
+  white-space: nowrap; word-break: normal; overflow-wrap: normal;
+}}
+#{ids.STAMPS} td:nth-child(4), #{ids.CHAT_HISTORY} .message td:nth-child(4) {{
+  white-space: normal; min-width: 12em; overflow-wrap: anywhere;
+}}
+@media (max-width: 480px) {{
+  #{ids.STAMPS} th, #{ids.STAMPS} td, #{ids.CHAT_HISTORY} .message th, #{ids.CHAT_HISTORY} .message td {{
+    padding: 4px 6px !important;
+  }}
+  #{ids.STAMPS} td:nth-child(4), #{ids.CHAT_HISTORY} .message td:nth-child(4) {{ min-width: 9em; }}
+}}
+#{ids.SEARCH_RESULTS} .table-wrap, #{ids.LEDGER_EVENTS} .table-wrap, #{ids.VERIFY_REPORT} .table-wrap {{
+  overflow-x: auto;
+}}
+#{ids.SEARCH_RESULTS} [role=columnheader] span, #{ids.LEDGER_EVENTS} [role=columnheader] span,
+#{ids.SEARCH_RESULTS} [role=gridcell]:not([data-col="4"]) span,
+#{ids.LEDGER_EVENTS} [role=gridcell]:not([data-col="3"]) span {{
+  white-space: nowrap !important; word-break: normal !important; overflow-wrap: normal !important;
+}}
+#{ids.SEARCH_RESULTS} [role=gridcell][data-col="4"] span, #{ids.LEDGER_EVENTS} [role=gridcell][data-col="3"] span {{
+  white-space: normal !important; word-break: normal !important; overflow-wrap: anywhere !important;
+}}
+#{ids.CHAT_HISTORY} .top-panel button[aria-label="Clear"],
+#{ids.CHAT_HISTORY} .top-panel button:has(rect[x="12"][y="2"][width="8"][height="2"]) {{
+  display: none !important;
+}}
 """
 
 
@@ -80,6 +120,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     latex_delimiters=[],
                     feedback_options=None,
                     show_label=False,
+                    buttons=["copy", "copy_all"],  # no "share" (to Hugging Face): nothing leaves this app
                 )
                 with gr.Row():
                     msg = gr.Textbox(
@@ -106,7 +147,11 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
 
             with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
                 with gr.Row():
-                    query = gr.Textbox(label="Search this session's memories", elem_id=ids.SEARCH_QUERY, scale=6)
+                    query = gr.Textbox(
+                        label=f"Search this session's memories (any words, up to {MAX_QUERY_CHARS:,} characters)",
+                        elem_id=ids.SEARCH_QUERY,
+                        scale=6,
+                    )
                     search_btn = gr.Button("Search", variant="primary", elem_id=ids.SEARCH_BUTTON, scale=1)
                 k_search = gr.Slider(
                     K_MIN, K_MAX, value=K_DEFAULT, step=1, precision=0, label="K: results at most", elem_id=ids.SEARCH_K
@@ -286,7 +331,7 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     demo = build(service, retention_hours=cfg.retention_hours)
     demo.queue(default_concurrency_limit=cfg.concurrency)
     running = Running(demo, "", service, sweeper)
-    _app, url, _share = demo.launch(prevent_thread_lock=not block, quiet=quiet, **launch_options(cfg))
+    _app, url, _share = demo.launch(prevent_thread_lock=not block, quiet=quiet, css=CSS, **launch_options(cfg))
     running.url = url or f"http://{cfg.host}:{cfg.port}/"
     return running
 

@@ -291,3 +291,5 @@ class TestMCP:
 
         result = self.run(server, steps)
         assert result.isError and "session key" in result.content[0].text
+        # plain text for an MCP client, as the app wrote it: never HTML-escaped
+        assert "'-' or '_'" in result.content[0].text and "&#x27;" not in result.content[0].text

@@ -7,7 +7,8 @@ second visitor seeing nothing of the first. Screenshots of each tab go to test-a
 (gitignored), the submit→stamps timings to test-artifacts/browser_timings.json.
 
 Without chromium or playwright these tests skip with the install command — except under CI=true,
-where that is a failure. `MRE_WRITE_README_SCREENSHOT=1` also rewrites docs/screenshot-chat.png.
+where that is a failure. `MRE_WRITE_README_SCREENSHOT=1` also rewrites docs/screenshot-chat.png,
+`MRE_WRITE_RECEIPT_SCREENSHOT=1` docs/screenshot-receipt.png (the Verify tab's "What this receipt says").
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 README_SCREENSHOT = ROOT / "docs" / "screenshot-chat.png"
+RECEIPT_SCREENSHOT = ROOT / "docs" / "screenshot-receipt.png"  # MRE_WRITE_RECEIPT_SCREENSHOT=1 rewrites it
 VIEWPORT = {"width": 1280, "height": 900}
 
 FIRST = "My cat is called Miso"
@@ -342,6 +344,19 @@ def test_the_downloaded_receipt_verifies_on_the_verify_tab_with_every_check_pass
     expect(verdict).to_contain_text("✅ Verified")
     expect(verdict).to_contain_text(session.body["receipt_id"])
     expect(verdict).to_contain_text("this session's ledger")
+    # Above the checks: what the receipt says, as a person reads it (the question, memory#1…, the answer).
+    panel = verdict.locator("h3", has_text="What this receipt says")
+    expect(panel).to_be_visible()
+    expect(verdict).to_contain_text(f"The question (seq {session.body['query']['event']['seq']}, user")
+    expect(verdict).to_contain_text(f"“{MESSAGES[-1]}”")
+    expect(verdict).to_contain_text(f"memory#1 (seq {session.body['memories'][0]['event']['seq']}, ")
+    expect(verdict).to_contain_text(f"“{session.body['memories'][0]['event']['text']}”")
+    expect(verdict).to_contain_text("from offline/")
+    heading = verdict.locator("h2", has_text="Verified")
+    assert panel.bounding_box()["y"] < heading.bounding_box()["y"]  # type: ignore[index]
+    if os.environ.get("MRE_WRITE_RECEIPT_SCREENSHOT") == "1":
+        page.mouse.move(0, 0)
+        verdict.screenshot(path=str(RECEIPT_SCREENSHOT))  # the panel, and the verdict and its groups below it
     # The grouped summary reads as sentences; the raw rows are collapsed until asked for.
     seq = session.body["memories"][0]["event"]["seq"]
     expect(verdict).to_contain_text(f"memory 1 (seq {seq}) is exactly what is in the signed ledger")

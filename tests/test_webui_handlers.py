@@ -13,10 +13,12 @@ from chat.engine import Engine, TurnError
 from chat.llm import LLM
 from receipts.body import MAX_RECEIPT_BYTES
 from webui import render as r
+from webui import render_receipt as rr
 from webui.handlers import UI
 from webui.inputs import MAX_MESSAGE_CHARS
 from webui.service import Service
 from webui.sessions import new_session_key, session_id
+from webui.text import short
 
 
 def offline_engine(path: Path) -> Engine:
@@ -160,7 +162,7 @@ class TestSearch:
         chat(ui, theirs, "the zebra in their garden")
         _status, table = ui.search("zebra", 8, mine)
         assert table["headers"] == r.SEARCH_HEADERS
-        my_ids = {ev.id for ev in ui.service.engine.ledger.events(session_id(mine))}
+        my_ids = {short(ev.id, r.EVENT_ID_PREFIX) for ev in ui.service.engine.ledger.events(session_id(mine))}
         assert "the zebra in my garden" in [row[4] for row in table["data"]]
         assert {row[1] for row in table["data"]} <= my_ids
         assert not any("their" in row[4] for row in table["data"])
@@ -169,10 +171,44 @@ class TestSearch:
         status, table = ui.search("anything", 8, new_session_key())
         assert status.startswith("No results") and table["data"] == []
 
-    @pytest.mark.parametrize(("query", "k", "match"), [("", 8, "search"), ("ok", 0, "K 0"), ("ok", 99, "K 99")])
-    def test_bad_search_input_is_refused(self, ui: UI, query: str, k: int, match: str) -> None:
-        with pytest.raises(gr.Error, match=match):
-            ui.search(query, k, new_session_key())
+    @pytest.mark.parametrize(
+        ("query", "k", "match"),
+        [
+            ("", 8, "search: type some words"),
+            ("ok", 0, "K 0"),
+            ("ok", 99, "K 99"),
+            ("x" * 1001, 8, "1001 characters is over the limit of 1000"),
+        ],
+    )
+    def test_bad_search_input_is_refused_and_clears_the_last_result(
+        self, ui: UI, query: str, k: int, match: str
+    ) -> None:
+        key = new_session_key()
+        chat(ui, key, "the zebra in my garden")
+        status, table = ui.search("zebra", 8, key)
+        assert status.startswith("2 results") and table["data"]
+        status, table = ui.search(query, k, key)
+        assert status.startswith("⛔ **No search:**") and match in status
+        assert "result" not in status and table == {"headers": r.SEARCH_HEADERS, "data": []}
+
+    def test_a_bad_session_key_is_refused_as_a_status(self, ui: UI) -> None:
+        status, table = ui.search("zebra", 8, "not a key")
+        assert status.startswith("⛔ **No search:**") and table["data"] == []
+
+    def test_a_search_that_fails_on_the_server_clears_the_results_and_hides_the_details(
+        self, ui: UI, monkeypatch
+    ) -> None:
+        key = new_session_key()
+        chat(ui, key, "the zebra in my garden")
+        assert ui.search("zebra", 8, key)[1]["data"]
+
+        def boom(*_a: Any, **_k: Any) -> Any:
+            raise KeyError("internal detail")
+
+        monkeypatch.setattr(ui.service.engine.index, "search", boom)
+        status, table = ui.search("zebra", 8, key)
+        assert "failed on the server" in status and "internal detail" not in status and "KeyError" not in status
+        assert table["data"] == []
 
 
 class TestVerifyTab:
@@ -182,6 +218,28 @@ class TestVerifyTab:
         verdict, table = ui.verify(download_path(download), key)
         assert "✅ Verified" in verdict and "this session's ledger" in verdict
         assert all(row[1] == "✅ pass" for row in table["data"])
+
+    def test_the_verdict_opens_with_what_the_receipt_says(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "I like green tea")
+        download = chat(ui, key, "what tea do I like?")[-1][3]
+        verdict, _table = ui.verify(download_path(download), key)
+        assert verdict.startswith(f"### {rr.PANEL_TITLE}\n")
+        panel, _, rest = verdict.partition("\n\n---\n\n")
+        assert "**The question** (seq 2, user" in panel and "“what tea do I like?”" in panel
+        assert "1. memory\\#1 (seq 0, user" in panel and "“I like green tea”" in panel
+        assert "from offline/" in panel and "✅ Verified" in rest and "✅ Verified" not in panel
+
+    def test_the_tamper_verdict_opens_with_what_the_tampered_copy_says(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "I like green tea")
+        download = chat(ui, key, "what tea do I like?")[-1][3]
+        verdict, _table, copy = ui.tamper(download_path(download), "memory", key)
+        assert verdict.startswith(f"### {rr.TAMPERED_TITLE}\n")
+        assert verdict.partition("\n\n---\n\n")[0] == rr.panel_for(
+            Path(download_path(copy)).read_bytes(), rr.TAMPERED_TITLE
+        ).removesuffix("\n\n---\n\n")
+        assert "“I like green tea”" not in verdict  # the copy's memory text is the changed one
 
     def test_another_visitor_verifies_it_offline(self, ui: UI) -> None:
         download = chat(ui, new_session_key(), "owner's words")[-1][3]
@@ -199,7 +257,7 @@ class TestVerifyTab:
         p = tmp_path / "upload.json"
         p.write_bytes(content)
         verdict, table = ui.verify(str(p), new_session_key())
-        assert expected in verdict and table["data"] == []
+        assert expected in verdict and table["data"] == [] and rr.PANEL_TITLE not in verdict
 
     def test_an_oversized_upload_is_refused_unread(self, ui: UI, tmp_path: Path) -> None:
         p = tmp_path / "big.json"

@@ -11,9 +11,12 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
+from webui.inputs import K_API_MAX, K_MAX
 from webui.mcp_tools import make_tools
 from webui.service import Service
 from webui.sessions import session_id
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def offline_engine(path: Path) -> Engine:
@@ -84,7 +87,8 @@ def test_search_returns_scored_hits_of_this_session_only(tools: dict) -> None:
         ("ask", (None, ""), "message"),
         ("ask", (None, "hi", 0), "K 0"),
         ("remember", (None, ""), "empty"),
-        ("search_memories", (None, "x", 21), "K 21"),
+        ("search_memories", (None, "x", 51), "K 51: must be from 1 to 50"),
+        ("ask", (None, "hi", 51), "K 51: must be from 1 to 50"),
         ("verify_receipt", ("not json",), "malformed"),
         ("verify_receipt", ("",), "receipt_json"),
     ],
@@ -94,3 +98,54 @@ def test_bad_arguments_are_refused_with_the_reason(tools: dict, tool: str, args:
     args = tuple(key if a is None else a for a in args)
     with pytest.raises(gr.Error, match=match):
         tools[tool](*args)
+
+
+class TestK:
+    """K over MCP is what the README says: 1 to 50 (the page's slider stops at 20)."""
+
+    def test_k_up_to_the_api_limit_is_accepted_by_search_and_ask(self, tools: dict) -> None:
+        key = json.loads(tools["new_session_key"]())["session_key"]
+        for i in range(3):
+            tools["remember"](key, f"pineapple note {i}")
+        assert K_API_MAX == 50 > K_MAX
+        assert json.loads(tools["search_memories"](key, "pineapple", K_API_MAX))["k"] == K_API_MAX
+        out = json.loads(tools["ask"](key, "which pineapple notes?", K_API_MAX))
+        assert out["receipt_id"].startswith("rcpt_") and len(out["memories"]) == 3
+
+    def test_the_tool_descriptions_and_the_readme_state_the_same_limits(self, tools: dict) -> None:
+        for name in ("search_memories", "ask"):
+            assert f"1 to {K_API_MAX} (default 8)" in (inspect.getdoc(tools[name]) or ""), name
+        readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+        assert f"K from 1 to {K_MAX} in the UI (1–{K_API_MAX} over MCP" in readme
+
+
+class TestPlainErrors:
+    """An MCP client shows the text it is given: a refusal is plain text, never HTML-escaped."""
+
+    @pytest.mark.parametrize(
+        ("tool", "args"),
+        [
+            ("ask", ("guessable", "hi")),
+            ("remember", ("guessable", "hi")),
+            ("search_memories", ("guessable", "x")),
+            ("verify_receipt", ("{}", "guessable")),
+        ],
+    )
+    def test_a_refusal_keeps_its_quotes(self, tools: dict, tool: str, args: tuple) -> None:
+        with pytest.raises(gr.Error) as info:
+            tools[tool](*args)
+        text = str(info.value.message)
+        assert "letters, digits, '-' or '_'" in text or "receipt" in text
+        assert "&#x27;" not in text and "&amp;" not in text and "&lt;" not in text
+
+    def test_a_malformed_receipt_is_named_in_plain_text(self, tools: dict) -> None:
+        with pytest.raises(gr.Error) as info:
+            tools["verify_receipt"]('{"payloadType": "<b>x</b>"}')
+        assert "&lt;" not in str(info.value.message) and "&#x27;" not in str(info.value.message)
+
+    def test_the_page_still_gets_escaped_text(self) -> None:
+        from webui.handlers import to_gr_error
+        from webui.inputs import BadInput
+
+        assert to_gr_error(BadInput("a '<b>'")).message == "a &#x27;&lt;b&gt;&#x27;"
+        assert to_gr_error(BadInput("a '<b>'"), for_html=False).message == "a '<b>'"

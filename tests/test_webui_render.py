@@ -95,7 +95,8 @@ class TestTables:
         assert len(rows) == len(turn.hits)
         h, row = turn.hits[0], rows[0]
         assert len(row) == len(r.SEARCH_HEADERS)
-        assert row[:4] == [h.rank, h.event_id, h.seq, h.role]
+        assert row[:4] == [h.rank, short(h.event_id, r.EVENT_ID_PREFIX), h.seq, h.role]
+        assert row[1].endswith("…") and h.event_id.startswith(row[1][:-1]) and len(row[1]) <= 17
         assert row[5] == pytest.approx(h.bm25, rel=1e-5) and row[6] == pytest.approx(h.collapse, rel=1e-5)
         assert row[8] == short(h.digest) and row[9] == short(h.chain)
 
@@ -110,6 +111,15 @@ class TestTables:
         rows = r.ledger_rows(events, limit=3)
         assert [row[0] for row in rows] == [2, 3, 4]
         assert rows[0][4] == short(events[2].digest) and rows[0][5] == short(events[2].chain)
+
+    def test_ledger_times_are_shown_to_the_second_on_one_line(self) -> None:
+        assert r.short_ts("2026-12-03T12:59:19.123456Z") == "2026-12-03 12:59:19"
+        assert r.short_ts("2026-12-03T12:59:19Z") == "2026-12-03 12:59:19"
+        assert r.short_ts("not a time") == "not a time"  # anything else is shown as it is
+
+    def test_a_refused_search_says_so_with_the_reason_escaped(self) -> None:
+        status = r.search_refused("search: <b>x</b> is [bad](http://e)")
+        assert status.startswith("⛔ **No search:**") and "<b>" not in status and "](" not in status
 
     def test_search_status_gives_the_reason_for_nothing(self) -> None:
         assert "no event matches" in r.search_status(0, 8, "session s: no event matches")

@@ -26,6 +26,7 @@ from receipts.body import MalformedReceipt
 from . import kept as kp
 from . import render as r
 from . import render_history as rh
+from . import render_receipt as rr
 from . import render_verify as rv
 from .inputs import BadInput, read_upload
 from .service import Service
@@ -38,13 +39,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 _DONE = object()
 
 
-def to_gr_error(exc: BaseException) -> gr.Error:
-    """The message a visitor sees for an exception (HTML-escaped: Gradio renders it as HTML)."""
+def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
+    """The message a caller sees for an exception.
+
+    The page renders a toast's text as HTML, so there it is HTML-escaped; an MCP or API client
+    gets the text itself (`for_html=False`): `'-'`, never `&#x27;-&#x27;`.
+    """
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, KNOWN):
         return gr.Error(
-            html.escape(str(exc)),
+            html.escape(str(exc)) if for_html else str(exc),
             title="Refused" if not isinstance(exc, TurnError) else "Turn failed",
             print_exception=False,
         )
@@ -224,7 +229,17 @@ class UI:
     # -- search ----------------------------------------------------------------------------
     @edge
     def search(self, query: object, k: object, key: object) -> tuple[Any, ...]:
-        resp = self.service.search(key, query, k)
+        """Outputs: (status, results). A refused or failed query empties both: the last query's results never
+        stay on screen under a status that is not theirs."""
+        try:
+            resp = self.service.search(key, query, k)
+        except KNOWN as exc:
+            return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, [])
+        except Exception:  # noqa: BLE001 - the edge
+            log.exception("search failed")
+            return r.search_refused("the search failed on the server; the details are in the server log"), table(
+                r.SEARCH_HEADERS, []
+            )
         return r.search_status(len(resp.results), resp.k, resp.reason), table(
             r.SEARCH_HEADERS, r.search_rows(resp.results)
         )
@@ -232,7 +247,7 @@ class UI:
     # -- verify ----------------------------------------------------------------------------
     @edge
     def verify(self, path: object, key: object) -> tuple[Any, ...]:
-        """Outputs: (verdict, report table)."""
+        """Outputs: (verdict, report table). The verdict opens with what the receipt says (render_receipt)."""
         empty = table(rv.REPORT_HEADERS, [])
         try:
             raw = read_upload(path)
@@ -241,11 +256,12 @@ class UI:
             return rv.refused_markdown(str(exc)), empty
         except MalformedReceipt as exc:
             return rv.malformed_markdown(str(exc)), empty
-        return rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))
+        return rr.panel_for(raw) + rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))
 
     @edge
     def tamper(self, path: object, target: object, key: object) -> tuple[Any, ...]:
-        """Outputs: (verdict, report table, tampered-copy download)."""
+        """Outputs: (verdict, report table, tampered-copy download). The verdict opens with what the tampered
+        copy says: the receipt the checks below ran on."""
         empty = table(rv.REPORT_HEADERS, [])
         none = gr.DownloadButton(value=None, interactive=False)
         try:
@@ -257,7 +273,7 @@ class UI:
             return rv.malformed_markdown(str(exc)), empty, none
         copy = self.service.downloads.put(f"tampered-{report.receipt_id}.json", t.raw)
         return (
-            rv.tamper_markdown(t, report, mode),
+            rr.panel_for(t.raw, rr.TAMPERED_TITLE) + rv.tamper_markdown(t, report, mode),
             table(rv.REPORT_HEADERS, rv.report_rows(report)),
             gr.DownloadButton(label="⬇ Download the tampered copy", value=copy, interactive=True),
         )

@@ -11,11 +11,14 @@ from pathlib import Path
 
 from chat.engine import MAX_MESSAGE_CHARS, InputError, check_message
 from receipts.body import MAX_RECEIPT_BYTES
+from retrieval.model import MAX_K as K_API_MAX
 
+# The page's slider stops at K_MAX; the MCP tools (and their API endpoints) take what retrieval takes, K_API_MAX.
 K_MIN, K_MAX, K_DEFAULT = 1, 20, 8
 MAX_QUERY_CHARS = 1000
 
 __all__ = [
+    "K_API_MAX",
     "K_DEFAULT",
     "K_MAX",
     "K_MIN",
@@ -34,16 +37,16 @@ class BadInput(ValueError):
     """Input refused before anything was read from or written to a ledger."""
 
 
-def parse_k(value: object) -> int:
-    """K as an int in [K_MIN, K_MAX]. A slider may send 8.0: a whole float is accepted, nothing else is coerced."""
+def parse_k(value: object, k_max: int = K_MAX) -> int:
+    """K as an int in [K_MIN, k_max]. A slider may send 8.0: a whole float is accepted, nothing else is coerced."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadInput(f"K: must be a whole number from {K_MIN} to {K_MAX}")
+        raise BadInput(f"K: must be a whole number from {K_MIN} to {k_max}")
     if isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
-            raise BadInput(f"K {value!r}: must be a whole number from {K_MIN} to {K_MAX}")
+            raise BadInput(f"K {value!r}: must be a whole number from {K_MIN} to {k_max}")
         value = int(value)
-    if not K_MIN <= value <= K_MAX:
-        raise BadInput(f"K {value}: must be from {K_MIN} to {K_MAX}")
+    if not K_MIN <= value <= k_max:
+        raise BadInput(f"K {value}: must be from {K_MIN} to {k_max}")
     return value
 
 

@@ -17,7 +17,7 @@ from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
 
 from .handlers import to_gr_error
-from .inputs import K_DEFAULT, BadInput
+from .inputs import K_API_MAX, K_DEFAULT, BadInput
 from .render_verify import MODE_NOTES
 from .service import Service
 from .sessions import new_session_key as _new_key
@@ -56,7 +56,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         try:
             ev = service.remember(session_key, text)
         except Exception as exc:  # noqa: BLE001 - the edge
-            raise to_gr_error(exc) from None
+            raise to_gr_error(exc, for_html=False) from None
         return _dumps(
             {
                 "session_id": ev.session,
@@ -74,15 +74,15 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         Args:
             session_key: the caller's secret session key.
             query: words to search for.
-            k: how many results at most, 1 to 20 (default 8).
+            k: how many results at most, 1 to 50 (default 8).
 
         Returns:
             JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest and chain.
         """
         try:
-            resp = service.search(session_key, query, k)
+            resp = service.search(session_key, query, k, k_max=K_API_MAX)
         except Exception as exc:  # noqa: BLE001 - the edge
-            raise to_gr_error(exc) from None
+            raise to_gr_error(exc, for_html=False) from None
         return _dumps(
             {
                 "session_id": resp.session,
@@ -100,15 +100,15 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         Args:
             session_key: the caller's secret session key.
             message: the question or message, at most 8000 characters.
-            k: how many memories to hand to the model, 1 to 20 (default 8).
+            k: how many memories to hand to the model, 1 to 50 (default 8).
 
         Returns:
             JSON: answer, provider and model (provider "offline" is the labelled stand-in, not a language model), the memories used, receipt_id, and receipt (the receipt file's JSON: pass it to verify_receipt).
         """
         try:
-            turn = service.turn(session_key, message, k)
+            turn = service.turn(session_key, message, k, k_max=K_API_MAX)
         except Exception as exc:  # noqa: BLE001 - the edge
-            raise to_gr_error(exc) from None
+            raise to_gr_error(exc, for_html=False) from None
         c = turn.completion
         return _dumps(
             {
@@ -147,9 +147,9 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             raw = _receipt_bytes(receipt_json)
             report, mode = service.verify(raw, session_key or None)
         except MalformedReceipt as exc:
-            raise to_gr_error(BadInput(str(exc))) from None
+            raise to_gr_error(BadInput(str(exc)), for_html=False) from None
         except Exception as exc:  # noqa: BLE001 - the edge
-            raise to_gr_error(exc) from None
+            raise to_gr_error(exc, for_html=False) from None
         return _dumps({**report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
 
     return [new_session_key, remember, search_memories, ask, verify_receipt]

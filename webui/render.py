@@ -23,9 +23,14 @@ LEDGER_SNIPPET = 120
 LEDGER_ROWS = 500
 
 SEARCH_HEADERS = ["rank", "event id", "seq", "role", "text", "BM25", "collapse", "score", "digest", "chain"]
-LEDGER_HEADERS = ["seq", "role", "time", "text", "digest", "chain"]
-SEARCH_WIDTHS = ["5%", "17%", "5%", "8%", "29%", "7%", "7%", "7%", "7.5%", "7.5%"]
-LEDGER_WIDTHS = ["6%", "9%", "17%", "42%", "13%", "13%"]
+LEDGER_HEADERS = ["seq", "role", "time (UTC)", "text", "digest", "chain"]
+# Widths in pixels, not percentages: a percentage of a phone's 350 px gave "seq" 17 px and
+# split every word letter by letter. Short columns are wide enough for their longest value on
+# one line (webui/app CSS keeps them `nowrap`); only the text column wraps, at word boundaries.
+# A table wider than the screen scrolls sideways instead.
+SEARCH_WIDTHS = ["64px", "176px", "56px", "96px", "320px", "140px", "96px", "140px", "130px", "130px"]
+LEDGER_WIDTHS = ["56px", "96px", "192px", "420px", "130px", "130px"]
+EVENT_ID_PREFIX = 16  # "evt_" + 12 hex digits, like every other hash prefix shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,7 @@ def search_rows(hits: Iterable[Hit]) -> list[list[Any]]:
     return [
         [
             h.rank,
-            h.event_id,
+            short(h.event_id, EVENT_ID_PREFIX),
             h.seq,
             h.role,
             snippet(h.text, SEARCH_SNIPPET),
@@ -131,12 +136,25 @@ def search_status(n: int, k: int, reason: str | None) -> str:
     return f"{n} result{'s' if n != 1 else ''} (K={k}), best first. BM25: lower is a better match; the rank uses the combined score."
 
 
+def search_refused(message: str) -> str:
+    """The status of a query that was refused or failed: it replaces the last query's status (Markdown)."""
+    return f"⛔ **No search:** {md(message, 300)}"
+
+
 # -- ledger ------------------------------------------------------------------------
 def ledger_rows(events: Sequence[Event], limit: int = LEDGER_ROWS) -> list[list[Any]]:
     """The last `limit` events, oldest first."""
     return [
-        [e.seq, e.role, e.ts, snippet(e.text, LEDGER_SNIPPET), short(e.digest), short(e.chain)] for e in events[-limit:]
+        [e.seq, e.role, short_ts(e.ts), snippet(e.text, LEDGER_SNIPPET), short(e.digest), short(e.chain)]
+        for e in events[-limit:]
     ]
+
+
+def short_ts(ts: str) -> str:
+    """`2026-12-03T12:59:19.123456Z` as `2026-12-03 12:59:19`: to the second, on one line (the ledger keeps it all)."""
+    if len(ts) >= 20 and ts[10] == "T" and ts.endswith("Z"):
+        return f"{ts[:10]} {ts[11:19]}"
+    return ts
 
 
 def chain_status(report: SessionReport | None, shown: int, total: int) -> str:

@@ -26,7 +26,7 @@ from retrieval.model import SearchError, SearchResponse
 from . import history as h
 from .downloads import Downloads
 from .history import HistoryCheck
-from .inputs import BadInput, check_query, message_or_error, parse_k
+from .inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
 from .render_verify import MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
 from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from .tamper import Tampered, tamper
@@ -91,16 +91,24 @@ class Service:
             return None
 
     # -- chat, memory, search ------------------------------------------------------------
-    def turn(self, key: object, message: object, k: object, on_delta: Callable[[str], None] | None = None) -> Turn:
+    def turn(
+        self,
+        key: object,
+        message: object,
+        k: object,
+        on_delta: Callable[[str], None] | None = None,
+        *,
+        k_max: int = K_MAX,
+    ) -> Turn:
         """Raises SessionKeyError / BadInput (nothing written), TurnError (the turn failed)."""
-        session, k_, text = self.check_turn(key, message, k)
+        session, k_, text = self.check_turn(key, message, k, k_max=k_max)
         try:
             return self.engine.turn(session, text, k_, on_delta=on_delta)
         except InputError as exc:
             raise BadInput(str(exc)) from None
 
-    def check_turn(self, key: object, message: object, k: object) -> tuple[str, int, str]:
-        return self.session(key), parse_k(k), message_or_error(message)
+    def check_turn(self, key: object, message: object, k: object, *, k_max: int = K_MAX) -> tuple[str, int, str]:
+        return self.session(key), parse_k(k, k_max), message_or_error(message)
 
     def remember(self, key: object, text: object) -> Event:
         session = self.session(key)
@@ -109,9 +117,10 @@ class Service:
         except InputError as exc:
             raise BadInput(str(exc)) from None
 
-    def search(self, key: object, query: object, k: object) -> SearchResponse:
+    def search(self, key: object, query: object, k: object, *, k_max: int = K_MAX) -> SearchResponse:
+        """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX."""
         session = self.session(key)
-        k_, q = parse_k(k), check_query(query)
+        k_, q = parse_k(k, k_max), check_query(query)
         try:
             return self.engine.index.search(session, q, k_)
         except SearchError as exc:
