@@ -3,7 +3,7 @@
 A certificate is a DSSE envelope (payloadType ERASURE_PAYLOAD_TYPE) signed by
 the data directory's receipt key, saying what was erased from a session and
 proving it against a signed checkpoint taken right after the erasure
-(docs/FORMAT.md §15). It holds hashes, ids and seqs, never an erased word.
+(docs/FORMAT.md §16). It holds hashes, ids and seqs, never an erased word.
 
 Two scopes:
 
@@ -32,6 +32,7 @@ from ledger.canonical import CanonicalError, canonical_json, loads_strict
 from ledger.event import (
     EVENT_ID_RE,
     HEX64_RE,
+    LINE_KEYS,
     ROLES,
     SESSION_ID_RE,
     TS_RE,
@@ -41,7 +42,7 @@ from ledger.event import (
     recompute_digest,
 )
 
-from .body import EVENT_FIELDS, MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE, checkpoint_bytes, decode_sig
+from .body import MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE, checkpoint_bytes, decode_sig
 from .checkpoints import MalformedCheckpoint, check_checkpoint_shape
 from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope, verify_envelope
 from .keys import PublicKey, SigningKey
@@ -234,7 +235,7 @@ def _proof(value: Any, where: str) -> None:
 
 
 def _record_event(value: Any, where: str) -> None:
-    ev = _obj(value, where, EVENT_FIELDS)
+    ev = _obj(value, where, LINE_KEYS)
     _int(ev["v"], f"{where}.v", 1, 1)
     _str(ev["session"], f"{where}.session", SESSION_ID_RE)
     _int(ev["seq"], f"{where}.seq")

@@ -220,3 +220,33 @@ def test_a_malformed_certificate_is_refused_with_one_line(change: Any) -> None:
 
 def test_the_trust_file_of_the_vector_key_is_the_receipt_vectors_key() -> None:
     assert PUBKEY.read_text() == format_public_key(SigningKey.from_seed(SEED).public_key)
+
+
+def test_the_vector_ledger_writes_erased_lines_exactly_as_the_ledger_does() -> None:
+    from ledger.event import erased_form
+
+    gen = _generator()
+    events, _record = gen.build_events()
+    for s in gen.ERASE:
+        assert gen.erased_line(events[s]) == erased_form(events[s]).to_line()
+
+
+def test_the_certificate_vector_verifies_against_its_ledger(tmp_path: Path) -> None:
+    import shutil
+
+    session_dir = tmp_path / "sessions" / "vector-erasure"
+    session_dir.mkdir(parents=True)
+    shutil.copy(VECTORS / "erasure_cert_v1_ledger.jsonl", session_dir / "events.jsonl")
+    report = verify_certificate_bytes((VECTORS / "erasure_cert_v1.json").read_bytes(), trusted=_trusted(), data_dir=tmp_path)
+    assert report.verdict == "verified", report.failed
+
+
+def test_a_ledger_that_still_holds_an_erased_text_fails_ledger_erased(tmp_path: Path) -> None:
+    gen = _generator()
+    events, record = gen.build_events()
+    session_dir = tmp_path / "sessions" / "vector-erasure"
+    session_dir.mkdir(parents=True)
+    lines = [e.to_line() if e.seq != 1 else gen.erased_line(e) for e in [*events, record]]  # seq 0 kept whole
+    (session_dir / "events.jsonl").write_bytes(b"".join(lines))
+    report = verify_certificate_bytes((VECTORS / "erasure_cert_v1.json").read_bytes(), trusted=_trusted(), data_dir=tmp_path)
+    assert "ledger.erased" in {c.name for c in report.failed}

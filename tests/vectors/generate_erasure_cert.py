@@ -1,4 +1,4 @@
-"""Write the golden erasure-certificate vector (docs/FORMAT.md §15).
+"""Write the golden erasure-certificate vector (docs/FORMAT.md §16).
 
 Run from the repository root: `python tests/vectors/generate_erasure_cert.py`.
 Deterministic: fixed salts, ids and times, the receipt vector's Ed25519 seed (so
