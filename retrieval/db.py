@@ -5,6 +5,12 @@ ledgers, so a corrupted or vanished file is moved aside and rebuilt, never fatal
 
 Threads: each thread reads through its own connection (WAL readers never wait
 for the writer); every write goes through one connection under one lock.
+
+Forgetting (forget_events, purge_session, and indexing an erasure record):
+every connection runs with `secure_delete` on, so SQLite zeroes what it
+frees; a forget rewrites the neighbours' context, merges the session's FTS5
+segments, and empties the WAL, so no byte of the forgotten words is left in
+index.sqlite, -wal or -shm (docs/RETRIEVAL.md, "Forgetting").
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import random
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
@@ -29,10 +36,20 @@ from ledger.fsmode import open_private, private_dir
 
 from . import sql
 from .config import IndexConfig
-from .indexing import plan_rows
-from .model import Candidate, Hit, IndexUnavailable, SearchError, SearchResponse, check_k
-from .scoring import rank
-from .text import Query, build_query, or_query, stem
+from .indexing import CONTEXT_SEP, plan_rows, skipped
+from .model import (
+    Candidate,
+    ForgetError,
+    Forgotten,
+    Hit,
+    IndexUnavailable,
+    PurgeIncomplete,
+    SearchError,
+    SearchResponse,
+    check_k,
+)
+from .scoring import collapse_score, rank
+from .text import Query, build_query, content_terms, or_query, stem
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
@@ -40,6 +57,9 @@ CHUNK = 20_000  # events per write transaction while indexing
 MAX_EXCLUDE = 10_000
 TAIL_BY_OFFSET = 5_000  # up to this many new events are read by byte offset, not by a full pass
 GENESIS_HEX = GENESIS.hex()
+BUSY_MS = 30_000
+PURGE_WAIT_S = 10.0  # how long a purge waits for readers to let go of an old snapshot before giving up
+SCAN_BATCH = 2_000  # rows read per query while re-judging novelty after a forget
 T = TypeVar("T")
 Progress = Callable[[str, int], None]  # (session, events just indexed)
 
@@ -67,6 +87,9 @@ class _Raced(Exception):
     """Another process moved a session's watermark while we were indexing it."""
 
 
+# retrieval_meta key, "1" when every free byte of the file is known to be zero (written with secure_delete
+# since it was created, or vacuumed since): otherwise the first purge runs VACUUM
+ZEROED = "zeroed"
 RACE_ATTEMPTS = 10  # re-reads of a watermark another writer moved, before giving up
 
 
@@ -111,9 +134,12 @@ class Index:
         if not os.path.lexists(self.path):
             # SQLite gives -wal and -shm the main file's mode: a 0600 database keeps all three private.
             os.close(open_private(self.path, os.O_RDWR | os.O_CREAT))
-        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, check_same_thread=False)
         try:
-            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            # What SQLite frees (deleted cells, dropped tables, merged FTS5 segments) is overwritten with zeros.
+            if conn.execute("PRAGMA secure_delete = ON").fetchone()[0] != 1:
+                raise IndexUnavailable(f"{self.path}: cannot turn secure_delete on")
             if writer:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if mode.lower() != "wal":
@@ -166,6 +192,9 @@ class Index:
             "schema_version": str(sql.SCHEMA_VERSION),
             "indexed": orjson.dumps(self.config.indexed_part()).decode(),
         }
+        if not conn.execute("SELECT 1 FROM sqlite_master").fetchone() and not self._freelist(conn):
+            # a new file, written with secure_delete from its first page: no old bytes in free space
+            wanted[ZEROED] = "1"
         if "retrieval_meta" in tables:
             have = dict(conn.execute("SELECT key, value FROM retrieval_meta").fetchall())
             if have.get("schema_version") != wanted["schema_version"]:
@@ -183,6 +212,10 @@ class Index:
             conn.executemany("INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, ?)", meta.items())
             for ddl in self._hooks.values():
                 self._run_ddl(conn, ddl)
+
+    @staticmethod
+    def _freelist(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("PRAGMA freelist_count").fetchone()[0])
 
     @staticmethod
     def _run_ddl(conn: sqlite3.Connection, ddl: str) -> None:
@@ -379,10 +412,13 @@ class Index:
             warnings: list[str] = []
             in_ledger = set(self.ledger.sessions())
             indexed = dict(self._w().execute("SELECT session, num FROM watermarks").fetchall())
-            for session in sorted(set(indexed) - in_ledger):
+            dropped = sorted(set(indexed) - in_ledger)
+            for session in dropped:
                 warnings.append(f"session {session}: no longer in the ledger; dropped from the index")
                 with self._tx():
                     self._drop_session(indexed[session], remove=True)
+            if dropped:
+                warnings.extend(self._purge_quietly([]))
             for session in sorted(in_ledger):
                 warnings.extend(self._index_session(session, None, progress))
             for w in warnings:
@@ -430,7 +466,7 @@ class Index:
                     self._drop_session(num)
                 last_seq, last_chain = -1, GENESIS_HEX
             if new_events and self._continues(new_events, last_seq, last_chain, count, head):
-                self._index_stream(session, num, iter(new_events), last_seq, last_chain, progress)
+                warnings.extend(self._index_stream(session, num, iter(new_events), last_seq, last_chain, progress))
                 return warnings
             if last_seq >= 0:
                 at = self.ledger.read_events(session, [last_seq])[0]  # by byte offset: O(1)
@@ -443,7 +479,7 @@ class Index:
                         self._drop_session(num)
                     last_seq, last_chain = -1, GENESIS_HEX
             stream = self._read_from(session, last_seq + 1, count)
-            self._index_stream(session, num, stream, last_seq, last_chain, progress)
+            warnings.extend(self._index_stream(session, num, stream, last_seq, last_chain, progress))
             return warnings
 
     def _read_from(self, session: str, start: int, count: int) -> Iterator[Event]:
@@ -502,8 +538,14 @@ class Index:
         last_seq: int,
         last_chain: str,
         progress: Progress | None,
-    ) -> None:
+    ) -> list[str]:
+        """Index `stream` (the events after the watermark); return warnings.
+
+        An erasure record met on the way forgets the rows of the seqs it lists
+        (a ledger erased by another process, or before a crash, is caught up here).
+        """
         conn = self._w()
+        warnings: list[str] = []
         before, after = self.config.context_before, self.config.context_after
         seen: set[str] = set()
         fresh = last_seq < 0  # nothing of this session is in the terms table
@@ -540,8 +582,17 @@ class Index:
                 )
             if before or after:
                 prior = (list(prior) + [(r.seq, r.text) for r in plan.rows])[-(before + after) :]
+            if plan.erased:
+                with self._tx():
+                    gone = self._forget_rows(session, num, plan.erased)
+                if gone.removed:
+                    warnings.extend(self._purge_quietly([num]))
+                    seen.clear()  # it held the forgotten words: reload from the terms table
+                    fresh = False
+                    prior = self._tail_rows(num, last_seq, before + after) if (before or after) else []
             if progress is not None:
                 progress(session, len(chunk))
+        return warnings
 
     def _tail_rows(self, num: int, last_seq: int, n: int) -> list[tuple[int, str]]:
         """(seq, text) of the session's last `n` indexed rows up to `last_seq`, oldest first."""
@@ -571,14 +622,16 @@ class Index:
         self._check_file()
         with self._lock:
             conn = self._w()
+            zeroed = conn.execute("SELECT value FROM retrieval_meta WHERE key = ?", (ZEROED,)).fetchone()
             with self._tx():
-                self._drop_own_tables(conn)
-            self._create_tables(
-                {
-                    "schema_version": str(sql.SCHEMA_VERSION),
-                    "indexed": orjson.dumps(self.config.indexed_part()).decode(),
-                }
-            )
+                self._drop_own_tables(conn)  # secure_delete: the dropped pages are zeroed
+            meta = {
+                "schema_version": str(sql.SCHEMA_VERSION),
+                "indexed": orjson.dumps(self.config.indexed_part()).decode(),
+            }
+            if zeroed is not None and zeroed[0] == "1":
+                meta[ZEROED] = "1"
+            self._create_tables(meta)
             warnings = self._catch_up(progress)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return warnings
@@ -688,3 +741,242 @@ class Index:
         if not kept:  # every term is common: keep the rarest one
             kept = [min(q.terms, key=lambda t: df.get(stems[t], 0))]
         return or_query(kept)
+
+    # -- forgetting ------------------------------------------------------------
+    def forget_events(self, session: str, seqs: Iterable[int]) -> Forgotten:
+        """Remove erased events from the index and purge every copy SQLite keeps of their words.
+
+        Each seq must be erased in the ledger already (Ledger.erase): the index
+        follows the ledger, and a rebuild gives the same rows. Their rows are
+        deleted, the neighbours whose `context` held their text are re-indexed,
+        later events whose novelty counted their words are re-judged, the terms
+        table loses their terms; then the session's FTS5 segments are merged
+        and the WAL emptied (see _purge). A seq already absent from the index
+        (forgotten before, or erased before it was indexed) is a no-op; a seq
+        the ledger does not hold, or still holds live, is a ForgetError and
+        nothing changes. PurgeIncomplete: the rows are gone but a reader kept
+        the WAL from being emptied; calling again finishes the purge.
+        """
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise ForgetError(str(exc)) from None
+        wanted = self._seq_list(seqs)
+        return self._guarded(lambda: self._forget_events(session, wanted))
+
+    @staticmethod
+    def _seq_list(seqs: Iterable[int]) -> list[int]:
+        if isinstance(seqs, (str, bytes)):
+            raise ForgetError("seqs: must be a list of seqs, not a string")
+        out = set()
+        for s in seqs:
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= sql.MAX_SEQ:
+                raise ForgetError(f"seqs: {s!r} is not a seq")
+            out.add(s)
+        if not out:
+            raise ForgetError("seqs: none given")
+        return sorted(out)
+
+    def _forget_events(self, session: str, wanted: list[int]) -> Forgotten:
+        with self._lock:
+            if not self.ledger.exists(session):
+                raise ForgetError(f"session {session}: not in the ledger")
+            try:
+                count, _ = self.ledger.head(session)
+            except LedgerCorrupted as exc:
+                raise ForgetError(f"session {session}: {exc}") from None
+            beyond = [s for s in wanted if s >= count]
+            if beyond:
+                raise ForgetError(f"session {session}: no event at seq {beyond[0]} (the ledger holds {count})")
+            live = [ev.seq for ev in self.ledger.read_events(session, wanted) if not skipped(ev)]
+            if live:
+                raise ForgetError(
+                    f"session {session}: seq {live[0]} is not erased in the ledger; erase it there first "
+                    "(the index follows the ledger)"
+                )
+            row = self._w().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
+            if row is None:  # never indexed: nothing of it here, but free space may still hold an old copy
+                self._purge([])
+                return Forgotten(session, [], [], [])
+            num = int(row[0])
+            with self._tx():
+                result = self._forget_rows(session, num, wanted)
+            self._purge([num])
+            return result
+
+    def purge_session(self, session: str) -> None:
+        """Drop a session the ledger no longer holds from the index, then purge as forget_events does.
+
+        A session with no rows here is a no-op (the purge still runs); one the
+        ledger still holds is a ForgetError (delete it there first).
+        """
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise ForgetError(str(exc)) from None
+
+        def run() -> None:
+            with self._lock:
+                if self.ledger.exists(session):
+                    raise ForgetError(f"session {session}: still in the ledger; delete it there first")
+                row = self._w().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
+                if row is not None:
+                    with self._tx():
+                        self._drop_session(int(row[0]), remove=True)
+                self._purge([])
+
+        self._guarded(run)
+
+    def _forget_rows(self, session: str, num: int, seqs: Sequence[int]) -> Forgotten:
+        """Delete the rows of `seqs` (those that exist) and undo what they added to others (in a transaction)."""
+        conn = self._w()
+        found: list[tuple[int, str, str]] = []
+        for seq in sorted(set(seqs)):
+            r = conn.execute("SELECT text, context FROM events WHERE id = ?", (sql.row_id(num, seq),)).fetchone()
+            if r is not None:
+                found.append((seq, str(r[0]), str(r[1])))
+        if not found:
+            return Forgotten(session, [], [], [])
+        lost: Counter[str] = Counter()
+        first_gone: dict[str, int] = {}
+        for seq, text, context in found:
+            rid = sql.row_id(num, seq)
+            conn.execute(sql.delete_fts_one(num), (rid, text, context))
+            conn.execute("DELETE FROM events WHERE id = ?", (rid,))
+            for t in content_terms(text):
+                lost[t] += 1
+                first_gone.setdefault(t, seq)
+        conn.executemany(
+            "UPDATE terms SET df = df - ? WHERE num = ? AND term = ?", ((n, num, t) for t, n in lost.items())
+        )
+        conn.executemany("DELETE FROM terms WHERE num = ? AND term = ? AND df <= 0", ((num, t) for t in lost))
+        removed = [seq for seq, _, _ in found]
+        return Forgotten(session, removed, self._recontext(num, removed), self._rejudge(num, first_gone))
+
+    def _neighbours(self, num: int, seq: int, n: int, *, later: bool) -> list[tuple[int, str]]:
+        """(seq, text) of the `n` nearest indexed rows before (or after) `seq`, in seq order."""
+        if n == 0:
+            return []
+        lo, hi = sql.session_range(num)
+        rid = sql.row_id(num, seq)
+        if later:
+            stmt, params = "SELECT seq, text FROM events WHERE id > ? AND id <= ? ORDER BY id LIMIT ?", (rid, hi, n)
+        else:
+            stmt, params = (
+                "SELECT seq, text FROM events WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
+                (lo, rid, n),
+            )
+        rows = [(int(r[0]), str(r[1])) for r in self._w().execute(stmt, params).fetchall()]
+        return rows if later else rows[::-1]
+
+    def _recontext(self, num: int, removed: Sequence[int]) -> list[int]:
+        """Rewrite the context of every row that had a removed row among its neighbours; return their seqs."""
+        before, after = self.config.context_before, self.config.context_after
+        if not (before or after):
+            return []
+        conn = self._w()
+        affected: set[int] = set()
+        for seq in removed:  # the rows are gone: the nearest remaining ones are who had them as neighbour
+            affected.update(s for s, _ in self._neighbours(num, seq, after, later=False))
+            affected.update(s for s, _ in self._neighbours(num, seq, before, later=True))
+        changed = []
+        for seq in sorted(affected):
+            rid = sql.row_id(num, seq)
+            text, old = conn.execute("SELECT text, context FROM events WHERE id = ?", (rid,)).fetchone()
+            parts = self._neighbours(num, seq, before, later=False) + self._neighbours(num, seq, after, later=True)
+            new = CONTEXT_SEP.join(t for _, t in parts)
+            if new == old:
+                continue
+            conn.execute(sql.delete_fts_one(num), (rid, text, old))
+            conn.execute("UPDATE events SET context = ? WHERE id = ?", (new, rid))
+            conn.execute(sql.insert_fts(num), (rid, text, new))
+            changed.append(seq)
+        return changed
+
+    def _rejudge(self, num: int, first_gone: dict[str, int]) -> list[int]:
+        """Re-judge the novelty of rows that counted a forgotten term as already seen; return their seqs.
+
+        A term t of a forgotten row changes exactly one row's novelty: the first
+        remaining row holding t, if a forgotten row held t before it (t was
+        "seen" there and now is new). Rows are scanned in seq order only until
+        every such term still held by the session has been met.
+        """
+        conn = self._w()
+        pending: set[str] = set()
+        terms = sorted(first_gone)
+        for part in _batched(terms, 500):
+            pending.update(r[0] for r in conn.execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall())
+        gains: Counter[int] = Counter()
+        lo, hi = sql.session_range(num)
+        while pending:
+            batch = conn.execute(
+                "SELECT id, seq, text FROM events WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?", (lo, hi, SCAN_BATCH)
+            ).fetchall()
+            if not batch:
+                break
+            for _, seq, text in batch:
+                for t in pending.intersection(content_terms(text)):
+                    pending.discard(t)
+                    if first_gone[t] < seq:
+                        gains[seq] += 1
+                if not pending:
+                    break
+            lo = int(batch[-1][0]) + 1
+        rejudged = []
+        for seq, gain in sorted(gains.items()):
+            rid = sql.row_id(num, seq)
+            text, nov, role, meta = conn.execute(
+                "SELECT text, novelty, role, meta FROM events WHERE id = ?", (rid,)
+            ).fetchone()
+            n_terms = len(content_terms(text))
+            new = (round(nov * n_terms) + gain) / n_terms  # the same division novelty() makes
+            conn.execute(
+                "UPDATE events SET novelty = ?, collapse = ? WHERE id = ?",
+                (new, collapse_score(role, new, orjson.loads(meta)), rid),
+            )
+            rejudged.append(seq)
+        return rejudged
+
+    def _purge(self, nums: Iterable[int]) -> None:
+        """Leave no byte of deleted rows in the index files (caller holds the lock, no transaction open).
+
+        1. FTS5 'optimize' on each session table in `nums`: a deleted row's tokens
+           live on in old segments until they are merged; merged, they are gone,
+           and secure_delete zeroes the freed segment pages.
+        2. VACUUM once for a file that may hold old bytes in free space (written
+           before secure_delete was on); then the file is marked zeroed.
+        3. Copies of the file moved aside as corrupt are deleted (derived data).
+        4. wal_checkpoint(TRUNCATE): the WAL's old page images go; it needs every
+           reader off its old snapshot and waits PURGE_WAIT_S for them.
+        """
+        conn = self._w()
+        with self._tx():
+            have = {r[0] for r in conn.execute(sql.FTS_TABLES).fetchall()}
+            for num in nums:
+                if sql.fts_table(num) in have:
+                    conn.execute(sql.optimize_fts(num))
+        zeroed = conn.execute("SELECT value FROM retrieval_meta WHERE key = ?", (ZEROED,)).fetchone()
+        if zeroed is None or zeroed[0] != "1":
+            conn.execute("VACUUM")
+            with self._tx():
+                conn.execute("INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, '1')", (ZEROED,))
+        for aside in self.data_dir.glob(f"{INDEX_FILE}.corrupt-*"):
+            aside.unlink(missing_ok=True)
+        conn.execute(f"PRAGMA busy_timeout = {int(PURGE_WAIT_S * 1000)}")
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        if busy:
+            raise PurgeIncomplete(
+                f"{self.path}: a reader kept an old snapshot open for {PURGE_WAIT_S:g} s, so the WAL still holds "
+                "old pages; the rows are deleted: forget again to finish the purge"
+            )
+
+    def _purge_quietly(self, nums: Iterable[int]) -> list[str]:
+        """_purge from inside indexing: an incomplete purge is a warning, not a failed index."""
+        try:
+            self._purge(nums)
+        except PurgeIncomplete as exc:
+            return [str(exc)]
+        return []

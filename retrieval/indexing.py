@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import orjson
 
 from ledger import Event
+from ledger.event import is_erasure_record
 
 from .scoring import collapse_score, novelty
 from .sql import row_id
@@ -62,19 +63,9 @@ class Row:
         )
 
 
-def is_erased(ev: Event) -> bool:
-    """An erased ledger line: text, meta and salt removed (a live event always has a salt)."""
-    return ev.salt == ""
-
-
-def is_erasure_record(ev: Event) -> bool:
-    """The system event an erasure appends: it lists erased seqs, never their words."""
-    return ev.role == "system" and isinstance(ev.meta.get("erasure"), dict)
-
-
 def skipped(ev: Event) -> bool:
     """True for an event the index holds nothing of."""
-    return is_erased(ev) or is_erasure_record(ev)
+    return ev.erased or is_erasure_record(ev)
 
 
 def erased_by(ev: Event) -> list[int]:

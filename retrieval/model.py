@@ -22,6 +22,24 @@ class IndexUnavailable(RetrievalError):
     """The index could not be opened or rebuilt (e.g. an unwritable data directory)."""
 
 
+class ForgetError(RetrievalError, ValueError):
+    """A forget request is unusable (unknown session or seq, an event the ledger still holds); nothing changed."""
+
+
+class PurgeIncomplete(RetrievalError):
+    """The rows are gone but SQLite could not empty its WAL (a reader kept an old snapshot): call again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What forgetting changed in one session's index (all lists are seqs, ascending)."""
+
+    session: str
+    removed: list[int]  # events whose rows were deleted
+    recontexted: list[int]  # neighbours whose context column no longer holds the removed words
+    rescored: list[int]  # later events whose novelty (and collapse score) changed
+
+
 def check_k(k: object) -> int:
     """Fail closed: K is an int in [MIN_K, MAX_K], never coerced."""
     if isinstance(k, bool) or not isinstance(k, int):

@@ -91,6 +91,12 @@ def delete_fts_one(num: int) -> str:
     return f"INSERT INTO {t} ({t}, rowid, text, context) VALUES ('delete', ?, ?, ?)"
 
 
+def optimize_fts(num: int) -> str:
+    """Merge every segment of session `num`'s FTS5 table into one: deleted rows' tokens are dropped, not kept as old segments."""
+    t = fts_table(num)
+    return f"INSERT INTO {t} ({t}) VALUES ('optimize')"
+
+
 FTS_TABLES = (
     "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
     f" AND name GLOB '{FTS_PREFIX}[0-9]*'"

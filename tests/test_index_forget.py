@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
 from ledger import GENESIS, Event, Ledger, Message, make_event
-from retrieval import Index, IndexConfig
+from ledger.event import erased_form
+from retrieval import Index, IndexConfig, db, sql
 from retrieval.indexing import CONTEXT_SEP, erased_by, plan_rows, skipped
+from retrieval.model import ForgetError, PurgeIncomplete
 
 MARKER = "Zorblaxian"
 CTX = IndexConfig(context_before=2, context_after=2)
@@ -25,8 +30,8 @@ TEXTS = [
 
 
 def erased(ev: Event) -> Event:
-    """The erased form of an event as the index meets it: no text, meta or salt."""
-    return ev._replace(text="", meta={}, salt="")
+    """The erased form of an event as the index meets it: no text, meta or salt, only the commitment."""
+    return erased_form(ev)
 
 
 def chain(session: str, items: list[tuple[str, str, dict[str, object]]]) -> list[Event]:
@@ -175,3 +180,321 @@ class TestIndexSkips:
         # the watermark moved past the skipped event: nothing is re-read
         assert index.index_session("s") == []
         index.close()
+
+
+# -- forgetting (needs Ledger.erase) --------------------------------------------------------------
+
+MARKER_BYTES = (b"blax", b"zorb")  # FTS5 prefix-compresses terms in a segment: grep parts, not the whole word
+FILLER = [
+    "We talked about the weather in Lisbon today",
+    "The train to Porto was late again",
+    "I am reading a novel about sailors",
+    "My sister plays the cello in an orchestra",
+    "Lunch was a bowl of ramen with extra egg",
+    "The garden needs watering twice a week",
+    "Our team shipped the release on Friday",
+    "The museum had a new exhibit on glass",
+]
+SECRET = f"My cat is called {MARKER}; ZORBLAXIAN kittens, the zorblaxians, were born in Lisbon"
+
+
+def index_files(data_dir: Path) -> list[Path]:
+    """Every file the index writes: index.sqlite, -wal, -shm, any copy moved aside."""
+    return sorted(p for p in data_dir.iterdir() if p.is_file() and p.name.startswith("index.sqlite"))
+
+
+def marker_hits(data_dir: Path) -> dict[str, int]:
+    """How often a part of the marker occurs, in any case, in the raw bytes of each index file."""
+    out = {}
+    for p in index_files(data_dir):
+        raw = p.read_bytes().lower()
+        n = sum(raw.count(m) for m in MARKER_BYTES)
+        if n:
+            out[p.name] = n
+    return out
+
+
+def session_texts(n: int, secret_at: int) -> list[str]:
+    texts = [f"{FILLER[i % len(FILLER)]} (note {i})" for i in range(n)]
+    texts[secret_at] = SECRET
+    return texts
+
+
+def table(index: Index, session: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """What a rebuild must reproduce: the session's rows and its terms."""
+    with index.read() as conn:
+        num = conn.execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()[0]
+        got = conn.execute(
+            "SELECT seq, event_id, role, ts, text, context, meta, digest, chain, novelty, collapse FROM events"
+            " WHERE session = ? ORDER BY seq",
+            (session,),
+        ).fetchall()
+        df = conn.execute("SELECT term, df FROM terms WHERE num = ? ORDER BY term", (num,)).fetchall()
+    return got, df
+
+
+def results(index: Index, session: str, queries: list[str]) -> list[list[tuple[int, float]]]:
+    return [[(h.seq, round(h.score, 9)) for h in index.search(session, q, k=20).results] for q in queries]
+
+
+QUERIES = ["zorblaxian", "Zorblaxians", "cat kittens", "Lisbon weather", "cello orchestra", "train Porto", "garden"]
+
+
+def erase(led: Ledger, session: str, seqs: list[int]) -> None:
+    """INTERIM until Ledger.erase lands: rewrite the lines and append the record by hand."""
+    if hasattr(led, "erase"):
+        led.erase(session, seqs)
+        return
+    from ledger.event import erased_form, erasure_record_meta, erasure_record_text
+
+    evs = list(led.events(session))
+    gone = [erased_form(e) for e in evs if e.seq in seqs]
+    new = [erased_form(e) if e.seq in seqs else e for e in evs]
+    rec = make_event(
+        session=session,
+        seq=len(evs),
+        prev=bytes.fromhex(evs[-1].chain),
+        role="system",
+        text=erasure_record_text(len(gone)),
+        meta=erasure_record_meta(gone, None),
+        ts="2026-01-01T00:00:00.000000Z",
+        event_id="evt_" + os.urandom(16).hex(),
+        salt=os.urandom(32),
+    )
+    led.forget(session)
+    path = led.log_path(session)
+    tmp = path.with_name("x.tmp")
+    tmp.write_bytes(b"".join(e.to_line() for e in [*new, rec]))
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Ledger, Index]:
+    data = tmp_path / "data"
+    led = Ledger(data)
+    led.append_many("s", [Message("user", t, {}) for t in session_texts(40, 17)])
+    led.append_many("other", [Message("user", t, {}) for t in FILLER])
+    index = Index(data, led, config=CTX)
+    index.catch_up()
+    yield data, led, index
+    index.close()
+    led.close()
+
+
+class TestForget:
+    def test_before_forgetting_the_marker_is_in_the_files_and_found(self, world: tuple[Path, Ledger, Index]) -> None:
+        data, _, index = world
+        assert index.search("s", "zorblaxians").results[0].seq == 17
+        assert marker_hits(data)  # the grep below can see it
+
+    def test_after_forgetting_no_index_file_holds_the_marker_in_any_case_or_stem(
+        self, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, index = world
+        erase(led, "s", [17])
+        done = index.forget_events("s", [17])
+        assert done.removed == [17]
+        assert done.recontexted == [15, 16, 18, 19]  # the two turns either side held it in their context
+        assert marker_hits(data) == {}
+        assert (data / "index.sqlite-wal").stat().st_size == 0
+        for q in ("zorblaxian", "Zorblaxian", "ZORBLAXIAN", "zorblaxians", "kittens"):
+            assert index.search("s", q).results == [], q
+        assert index.search("s", "cello orchestra").results[0].text.startswith("My sister plays the cello")
+        assert index.search("other", "cello").results[0].seq == 3
+
+    def test_forgetting_equals_a_rebuild_from_the_erased_ledger(
+        self, tmp_path: Path, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, index = world
+        later = led.append("s", "user", "Our puppies were born on a rainy night")  # "born" was first said at 17
+        index.index_session("s")
+        erase(led, "s", [17])
+        done = index.forget_events("s", [17])
+        assert done.rescored == [later.seq]  # "born" is new again there
+        fresh = Index(tmp_path / "copy", Ledger(data), config=CTX)  # a new index file over the same ledger
+        fresh.catch_up()
+        assert table(index, "s") == table(fresh, "s")
+        assert results(index, "s", QUERIES) == results(fresh, "s", QUERIES)
+        index.rebuild()
+        assert table(index, "s") == table(fresh, "s")
+        fresh.close()
+        fresh.ledger.close()
+
+    def test_indexing_an_erasure_record_forgets_what_it_lists(self, world: tuple[Path, Ledger, Index]) -> None:
+        # the ledger was erased by another process, or the process died before the index forgot
+        data, led, index = world
+        erase(led, "s", [17])
+        assert index.index_session("s") == []
+        assert marker_hits(data) == {}
+        assert index.search("s", "zorblaxian").results == []
+
+    def test_a_new_index_over_an_erased_ledger_never_holds_the_marker(
+        self, tmp_path: Path, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, _ = world
+        erase(led, "s", [17])
+        fresh = Index(tmp_path / "copy", led, config=CTX)
+        fresh.catch_up()
+        fresh._w().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert marker_hits(tmp_path / "copy") == {}
+        fresh.close()
+
+    def test_forgetting_again_is_a_no_op(self, world: tuple[Path, Ledger, Index]) -> None:
+        data, led, index = world
+        erase(led, "s", [17])
+        index.forget_events("s", [17])
+        before = table(index, "s")
+        again = index.forget_events("s", [17])
+        assert (again.removed, again.recontexted, again.rescored) == ([], [], [])
+        assert table(index, "s") == before
+
+    @pytest.mark.parametrize(
+        ("session", "seqs", "says"),
+        [
+            ("s", [99], "no event at seq 99 (the ledger holds 40)"),
+            ("s", [3], "seq 3 is not erased in the ledger"),
+            ("nobody", [0], "session nobody: not in the ledger"),
+            ("s", [], "seqs: none given"),
+            ("s", [-1], "seqs: -1 is not a seq"),
+            ("s", [True], "seqs: True is not a seq"),
+            ("../x", [0], "session"),
+        ],
+    )
+    def test_an_unusable_request_is_a_one_line_error_and_changes_nothing(
+        self, world: tuple[Path, Ledger, Index], session: str, seqs: list[int], says: str
+    ) -> None:
+        data, _, index = world
+        before = table(index, "s")
+        with pytest.raises(ForgetError) as err:
+            index.forget_events(session, seqs)
+        assert says in str(err.value) and "\n" not in str(err.value)
+        assert table(index, "s") == before
+
+    def test_forgetting_with_a_reader_open_waits_for_it_then_purges(self, world: tuple[Path, Ledger, Index]) -> None:
+        data, led, index = world
+        erase(led, "s", [17])
+        holding, release = threading.Event(), threading.Event()
+        seen_by_reader: list[str] = []
+
+        def reader() -> None:
+            conn = sqlite3.connect(data / "index.sqlite")
+            conn.execute("BEGIN")
+            seen_by_reader.append(
+                conn.execute("SELECT text FROM events WHERE seq = 17 AND session = 's'").fetchone()[0]
+            )
+            holding.set()
+            release.wait(10)
+            seen_by_reader.append(
+                str(conn.execute("SELECT count(*) FROM events WHERE seq = 17 AND session = 's'").fetchone()[0])
+            )
+            conn.commit()
+            conn.close()
+
+        t = threading.Thread(target=reader)
+        t.start()
+        assert holding.wait(10)
+        threading.Timer(0.3, release.set).start()
+        done = index.forget_events("s", [17])  # the checkpoint waits for the reader's snapshot to go
+        t.join()
+        assert done.removed == [17]
+        assert seen_by_reader == [SECRET, "1"]  # its snapshot was kept whole until it let go
+        assert marker_hits(data) == {}
+        assert index.search("s", "zorblaxian").results == []
+
+    def test_a_reader_that_never_lets_go_leaves_the_purge_incomplete_and_says_so(
+        self, world: tuple[Path, Ledger, Index], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        data, led, index = world
+        monkeypatch.setattr(db, "PURGE_WAIT_S", 0.2)
+        erase(led, "s", [17])
+        conn = sqlite3.connect(data / "index.sqlite")
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM events").fetchone()
+        with pytest.raises(PurgeIncomplete) as err:
+            index.forget_events("s", [17])
+        assert "forget again" in str(err.value) and "\n" not in str(err.value)
+        assert index.search("s", "zorblaxian").results == []  # the rows are gone already
+        conn.commit()
+        conn.close()
+        assert index.forget_events("s", [17]).removed == []
+        assert marker_hits(data) == {}
+
+    def test_an_index_searched_from_many_threads_meanwhile_stays_usable(
+        self, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, index = world
+        erase(led, "s", [17])
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def searcher() -> None:
+            while not stop.is_set():
+                try:
+                    hits = index.search("s", "cello zorblaxian").results
+                    assert hits and all(h.seq != 17 or h.text == SECRET for h in hits)
+                except BaseException as exc:  # noqa: BLE001 - collected and re-raised below
+                    errors.append(exc)
+                    return
+
+        threads = [threading.Thread(target=searcher) for _ in range(3)]
+        for t in threads:
+            t.start()
+        index.forget_events("s", [17])
+        stop.set()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert marker_hits(data) == {}
+
+
+class TestPurge:
+    def test_a_file_written_without_secure_delete_is_vacuumed_on_the_first_forget(
+        self, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, index = world
+        # what an older version left: freed pages still holding the words, and no "zeroed" mark
+        raw = sqlite3.connect(data / "index.sqlite")
+        raw.execute("PRAGMA secure_delete = OFF")
+        raw.execute("CREATE TABLE old_copy (t TEXT)")
+        raw.executemany("INSERT INTO old_copy VALUES (?)", [(SECRET * 20,)] * 50)
+        raw.commit()
+        raw.execute("DROP TABLE old_copy")
+        raw.execute("DELETE FROM retrieval_meta WHERE key = 'zeroed'")
+        raw.commit()
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        raw.close()
+        erase(led, "s", [17])
+        index.forget_events("s", [17])
+        assert marker_hits(data) == {}
+
+    def test_a_copy_moved_aside_as_corrupt_is_deleted(self, world: tuple[Path, Ledger, Index]) -> None:
+        data, led, index = world
+        aside = data / "index.sqlite.corrupt-20260101T000000Z-000000001"
+        aside.write_bytes(SECRET.encode())
+        erase(led, "s", [17])
+        index.forget_events("s", [17])
+        assert not aside.exists()
+        assert marker_hits(data) == {}
+
+    def test_a_deleted_session_is_purged(self, world: tuple[Path, Ledger, Index]) -> None:
+        data, led, index = world
+        with pytest.raises(ForgetError, match="session s: still in the ledger"):
+            index.purge_session("s")
+        led.forget("s")
+        shutil.rmtree(data / "sessions" / "s")
+        index.purge_session("s")
+        assert marker_hits(data) == {}
+        assert index.search("s", "zorblaxian").results == []
+        assert index.search("other", "cello").results[0].seq == 3
+        index.purge_session("s")  # again: nothing left to drop, no error
+
+    def test_a_session_dropped_by_catch_up_is_purged(self, world: tuple[Path, Ledger, Index]) -> None:
+        data, led, index = world
+        led.forget("s")
+        shutil.rmtree(data / "sessions" / "s")
+        assert index.catch_up() == ["session s: no longer in the ledger; dropped from the index"]
+        assert marker_hits(data) == {}
+
+    def test_the_optimize_statement_names_the_sessions_table(self) -> None:
+        assert sql.optimize_fts(7) == "INSERT INTO events_fts_7 (events_fts_7) VALUES ('optimize')"
