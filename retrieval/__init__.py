@@ -2,7 +2,19 @@
 
 from .config import IndexConfig
 from .db import INDEX_FILE, Index
-from .model import DEFAULT_K, MAX_K, MIN_K, Hit, IndexUnavailable, RetrievalError, SearchError, SearchResponse
+from .model import (
+    DEFAULT_K,
+    MAX_K,
+    MIN_K,
+    ForgetError,
+    Forgotten,
+    Hit,
+    IndexUnavailable,
+    PurgeIncomplete,
+    RetrievalError,
+    SearchError,
+    SearchResponse,
+)
 from .text import STOP_WORDS, Query, build_query
 
 __all__ = [
@@ -11,10 +23,13 @@ __all__ = [
     "MAX_K",
     "MIN_K",
     "STOP_WORDS",
+    "ForgetError",
+    "Forgotten",
     "Hit",
     "Index",
     "IndexConfig",
     "IndexUnavailable",
+    "PurgeIncomplete",
     "Query",
     "RetrievalError",
     "SearchError",
