@@ -9,6 +9,7 @@ from ledger.cli_support import (
     CliError,
     Parser,
     describe_os_error,
+    entry_point,
     fail,
     make_data_dir,
     note,
@@ -16,6 +17,7 @@ from ledger.cli_support import (
 )
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m chat", description="Run one chat turn with a signed receipt.")
     parser.add_argument("data_dir")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
-from .cli_support import EXIT_OK, Parser, existing_data_dir, fail, make_data_dir, run, writable_data_dir
+from .cli_support import EXIT_OK, Parser, entry_point, existing_data_dir, fail, make_data_dir, run, writable_data_dir
 from .event import Event, EventError, validate_session_id
 from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
 
@@ -118,6 +118,11 @@ def cmd_verify_since(args: argparse.Namespace) -> int:
     data, path = Path(args.data_dir), Path(args.since)
     if len(args.sessions) != 1:
         return fail("--since proves one session: name exactly one")
+    expected = "expected a checkpoint file (the JSON `python -m receipts checkpoint DATA_DIR SESSION` prints)"
+    if not args.since.strip():
+        return fail(f"--since: an empty path; {expected}")
+    if path.is_dir():
+        return fail(f"{path}: is a directory; {expected}")
     (session,) = args.sessions
     try:
         if path.stat().st_size > MAX_CHECKPOINT_BYTES:
@@ -181,6 +186,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_BROKEN if broken else EXIT_OK
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m ledger", description="The hash-chained session ledger.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

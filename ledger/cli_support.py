@@ -1,5 +1,5 @@
-"""What every command line of the project shares: exit codes, a parser that never prints a traceback and
-the data-directory rules.
+"""What every command line of the project shares: exit codes, a parser that never prints a traceback,
+the data-directory rules, and a quiet end when the reader of stdout goes away (`... | head`).
 
 Used by `python -m ledger`, `python -m receipts`, `python -m retrieval` and `python -m chat`.
 
@@ -12,15 +12,17 @@ so a typo cannot silently start a second, empty history.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 from .fsmode import private_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell shows for a writer whose reader (`| head`) stopped early
 EXPECTED_DATA_DIR = "expected a data directory (the DATA_DIR the app, `python -m chat` or `ledger import` writes)"
 
 
@@ -77,6 +79,8 @@ def writable_data_dir(raw: str, *, create: bool) -> Path:
     if os.path.lexists(path):
         raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
     parent = path.parent
+    if os.path.lexists(parent) and not parent.is_dir():
+        raise CliError(f"{raw}: {parent} is not a directory; {EXPECTED_DATA_DIR}")
     if not create and not parent.is_dir():
         raise CliError(
             f"{raw}: no such data directory, and the folder it would go in ({parent}) does not exist either; "
@@ -101,6 +105,8 @@ def run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> 
         return fail(str(exc), exc.code)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: `entry_point` ends quietly
     except OSError as exc:
         return fail(describe_os_error(exc))
     except Exception as exc:  # last resort: never a traceback, never an internal class name
@@ -113,13 +119,54 @@ def describe_os_error(exc: OSError) -> str:
     return f"{where}: {exc.strerror or exc}"
 
 
+class Main(Protocol):
+    """A command line's `main(argv=None) -> exit status`."""
+
+    def __call__(self, argv: list[str] | None = None) -> int: ...
+
+
+def entry_point(main: Main) -> Main:
+    """Wrap a CLI's `main(argv)`: when stdout's reader stops early (`... | head`), end quietly.
+
+    Python ignores SIGPIPE, so a write to a closed pipe raises BrokenPipeError, and the
+    interpreter's last flush at exit would print another one. Output is flushed here, inside
+    the guard; on a broken pipe stdout is pointed at /dev/null and the exit status is 141,
+    what a shell shows for a program stopped by SIGPIPE.
+    """
+
+    @functools.wraps(main)
+    def wrapped(argv: list[str] | None = None) -> int:
+        try:
+            code = main(argv)
+            sys.stdout.flush()
+            return code
+        except BrokenPipeError:
+            _silence_stdout()
+            return EXIT_PIPE
+
+    return wrapped
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass  # stdout is not a real file (a test's capture): nothing will flush it to the pipe
+
+
 __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
+    "EXIT_PIPE",
     "EXIT_USAGE",
     "CliError",
     "Parser",
     "describe_os_error",
+    "entry_point",
     "existing_data_dir",
     "fail",
     "make_data_dir",

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, existing_data_dir, fail, run
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, entry_point, existing_data_dir, fail, run
 from ledger.event import EventError
 
 from .api import load_trust, verify_bytes
@@ -157,6 +157,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key or a session's latest signed checkpoint.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

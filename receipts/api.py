@@ -28,11 +28,18 @@ def data_dir_key(data_dir: str | os.PathLike[str]) -> PublicKey | None:
 
 def load_trust(paths: Sequence[str | os.PathLike[str]]) -> list[PublicKey]:
     keys = []
+    expected = "a public key file (what `python -m receipts pubkey DATA_DIR` prints)"
     for p in paths:
+        if not str(p).strip():
+            raise KeyConfigError(source="--trust", expected=expected, found="an empty path")
         try:
             text = Path(p).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KeyConfigError(source=str(p), expected="a readable public key file", found=type(exc).__name__) from None
+        except UnicodeDecodeError:
+            raise KeyConfigError(source=str(p), expected=expected, found="bytes that are not UTF-8 text") from None
+        except IsADirectoryError:
+            raise KeyConfigError(source=str(p), expected=expected, found="a directory") from None
+        except OSError as exc:  # as a person reads it ("No such file or directory"), never the exception's class
+            raise KeyConfigError(source=str(p), expected=expected, found=(exc.strerror or "an unreadable file").lower()) from None
         keys.append(parse_public_key(text, source=str(p)))
     return keys
 

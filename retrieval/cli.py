@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
+from ledger.cli_support import describe_os_error, entry_point
 
 from .db import INDEX_FILE, Index
 from .model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
@@ -134,7 +135,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         try:
             queries = Path(args.queries).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{args.queries}: cannot read the queries: {exc}") from None
+            why = describe_os_error(exc) if isinstance(exc, OSError) else f"{args.queries}: not UTF-8 text"
+            raise UsageError(f"cannot read the queries: {why}; expected a text file, one query per line") from None
     scratch: tempfile.TemporaryDirectory[str] | None = None
     if os.path.lexists(data_dir / INDEX_FILE):
         index = Index(data_dir, ledger)
@@ -167,6 +169,7 @@ def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k
     return 0
 
 
+@entry_point
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -176,12 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, SearchError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    except (LedgerCorrupted, RetrievalError, OSError, EventError) as exc:
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: entry_point ends quietly
+    except OSError as exc:
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        return USAGE_ERROR
+    except (LedgerCorrupted, RetrievalError, EventError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # never a traceback on the terminal
-        print(f"error: internal: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"error: unexpected failure: {exc or 'no details'}", file=sys.stderr)
         return 1

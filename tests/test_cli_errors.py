@@ -1,0 +1,165 @@
+"""Errors on the command line are one plain line: no internal class name, no traceback, and no
+BrokenPipeError when the output is piped into `head` (issue 18, §3)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chat.__main__ import main as chat_main
+from chat.engine import Engine
+from ledger import Ledger
+from ledger.__main__ import main as ledger_main
+from ledger.cli_support import EXIT_PIPE, run
+from receipts.__main__ import main as receipts_main
+from receipts.keys import format_public_key
+from retrieval.cli import main as retrieval_main
+
+ROOT = Path(__file__).resolve().parents[1]
+# what leaks from an exception: `IndexUnavailable: …`, `found FileNotFoundError`, `internal: OSError`
+CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception|Unavailable|Corrupted|Refused)\b|Traceback|Errno")
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A data directory with one turn, its receipt, the public key and a kept checkpoint."""
+    root = tmp_path_factory.mktemp("errors")
+    old = {k: os.environ.pop(k, None) for k in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR")}
+    try:
+        engine = Engine(root / "data")
+        engine.remember("alice", "a red kayak for Sunday")
+        turn = engine.turn("alice", "what boat do I have?", k=2)
+        engine.index.close()
+    finally:
+        os.environ.update({k: v for k, v in old.items() if v is not None})
+    (root / "pub.json").write_text(format_public_key(engine.key.public_key))
+    (root / "queries.txt").write_text("kayak\n" * 400)
+    return {"root": root, "data": root / "data", "receipt": turn.receipt_path, "pub": root / "pub.json"}
+
+
+def one_plain_line(err: str) -> str:
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert not CLASS_NAME.search(err), err
+    return err
+
+
+MAINS = {"ledger": ledger_main, "receipts": receipts_main, "retrieval": retrieval_main, "chat": chat_main}
+BAD = [
+    (["receipts", "verify", "{receipt}", "--trust", "{root}/missing.json"], "no such file or directory"),
+    (["receipts", "verify", "{receipt}", "--trust", "{root}"], "found a directory"),
+    (["receipts", "verify", "{receipt}", "--trust", ""], "an empty path"),
+    (["receipts", "verify", ""], "an empty path; expected a receipt file"),
+    (["receipts", "verify", "{root}"], "is a directory; expected a receipt file"),
+    (["receipts", "show", "{root}"], "is a directory; expected a receipt file"),
+    (["receipts", "verify", "{root}/nothing.json"], "No such file or directory"),
+    (["ledger", "verify", "{data}", "alice", "--since", "{root}"], "is a directory; expected a checkpoint file"),
+    (["ledger", "verify", "{data}", "alice", "--since", ""], "an empty path; expected a checkpoint file"),
+    (["ledger", "verify", "{data}", "alice", "--since", "{root}/kept-missing.json"], "No such file or directory"),
+    (["ledger", "import", "{data}", "alice", "{root}"], "a directory; expected a JSONL file"),
+    (["ledger", "verify", "{data}", "no/such"], "session"),
+    (["retrieval", "search", "{data}", "alice", "--queries", "{root}"], "expected a text file"),
+    (["retrieval", "search", "{data}", "alice", "x", "-k", "99"], "k"),
+]
+
+
+@pytest.mark.parametrize(("argv", "says"), BAD, ids=[" ".join(a[:3]) + f" [{i}]" for i, (a, _) in enumerate(BAD)])
+def test_a_bad_argument_is_one_plain_line_saying_what_was_expected(
+    made: dict[str, Path], argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli, *rest = argv
+    code = MAINS[cli]([a.format(**{k: str(v) for k, v in made.items()}) for a in rest])
+    assert code == 2
+    assert says in one_plain_line(capsys.readouterr().err)
+
+
+def test_an_unusable_index_is_named_by_its_path_not_by_its_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    Ledger(data).append("alice", "user", "hello there")
+    (data / "index.sqlite").mkdir()  # something that is not a database where the index goes
+    assert chat_main([str(data), "alice", "hello?"]) == 2
+    assert "index.sqlite" in one_plain_line(capsys.readouterr().err)
+    assert retrieval_main(["search", str(data), "alice", "hello"]) == 2
+    assert "index.sqlite" in one_plain_line(capsys.readouterr().err)
+
+
+def test_an_unexpected_failure_is_one_line_without_its_class(capsys: pytest.CaptureFixture[str]) -> None:
+    def boom(_args: argparse.Namespace) -> int:
+        raise RuntimeError("the disk said no")
+
+    assert run(boom, argparse.Namespace()) == 1
+    assert one_plain_line(capsys.readouterr().err) == "error: unexpected failure: the disk said no\n"
+
+
+def test_an_os_error_names_the_path_and_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    def denied(_args: argparse.Namespace) -> int:
+        raise PermissionError(13, "Permission denied", "/srv/data/sessions")
+
+    assert run(denied, argparse.Namespace()) == 2
+    assert one_plain_line(capsys.readouterr().err) == "error: /srv/data/sessions: Permission denied\n"
+
+
+# --- a reader that goes away: `python -m ... | head` ---------------------------------------------
+
+
+def spawn_into_closed_pipe(args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """Run a CLI whose stdout is a pipe nobody reads any more (its read end closed before it starts)."""
+    r, w = os.pipe()
+    os.close(r)
+    env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR")}
+    try:
+        return subprocess.run([sys.executable, "-m", *args], stdout=w, stderr=subprocess.PIPE, cwd=ROOT, env=env, timeout=120)
+    finally:
+        os.close(w)
+
+
+PIPED = [
+    ["ledger", "verify", "{data}", "--json"],
+    ["receipts", "show", "{receipt}", "--json"],
+    ["receipts", "pubkey", "{data}"],
+    ["retrieval", "search", "{data}", "alice", "kayak"],
+    ["chat", "{data}", "alice", "what colour is my kayak?"],
+]
+
+
+@pytest.mark.parametrize("argv", PIPED, ids=[" ".join(a[:2]) for a in PIPED])
+def test_output_into_a_closed_pipe_ends_quietly_with_status_141(made: dict[str, Path], argv: list[str]) -> None:
+    proc = spawn_into_closed_pipe([a.format(**{k: str(v) for k, v in made.items()}) for a in argv])
+    assert proc.stderr.decode() in ("", "key id: " + json.loads(made["pub"].read_text())["key_id"] + "\n")
+    assert proc.returncode == EXIT_PIPE
+
+
+def test_a_reader_that_stops_after_the_first_line_leaves_no_traceback(made: dict[str, Path]) -> None:
+    """`python -m retrieval search ... --queries FILE | head -1`: well over a pipe buffer of output."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrieval", "search", str(made["data"]), "alice", "--queries", str(made["root"] / "queries.txt")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == EXIT_PIPE
+    assert json.loads(first)["query"] == "kayak"
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
+
+
+def test_a_data_directory_below_a_file_is_refused_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("not a folder")
+    for create in ([], ["--create"]):
+        assert chat_main([str(tmp_path / "notes.txt" / "data"), "alice", "hi", *create]) == 2
+        assert f"{tmp_path / 'notes.txt'} is not a directory" in one_plain_line(capsys.readouterr().err)
