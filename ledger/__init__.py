@@ -2,7 +2,7 @@
 
 from .canonical import CanonicalError, canonical_json
 from .event import FORMAT_VERSION, GENESIS, MAX_TEXT_BYTES, ROLES, Event, EventError, make_event, validate_session_id
-from .store import ImportError_, Ledger, LedgerCorrupted, Message, Quarantine
+from .store import EraseError, Erasure, ImportError_, Ledger, LedgerCorrupted, Message, Quarantine
 from .verify import Break, SessionReport, verify_stream
 
 __all__ = [
@@ -12,6 +12,8 @@ __all__ = [
     "ROLES",
     "Break",
     "CanonicalError",
+    "EraseError",
+    "Erasure",
     "Event",
     "EventError",
     "ImportError_",

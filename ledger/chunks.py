@@ -89,6 +89,14 @@ def _hash_range(fd: int, start: int, end: int, buf: bytearray) -> Any:
     return h
 
 
+def hash_range(fd: int, start: int, end: int) -> Any:
+    """The sha256 object of the bytes [start, end) of `fd` (OSError if the file ends before `end`)."""
+    h = _hash_range(fd, start, end, bytearray(READ_SIZE))
+    if h is None:
+        raise OSError(f"the file ends before byte {end}")
+    return h
+
+
 def rehash(fd: int, chunks: Sequence[Chunk]) -> Rehash:
     """Re-hash each chunk's bytes in `fd` (1 MiB reads) in order; stop at the first that differs."""
     buf = bytearray(READ_SIZE)
@@ -217,4 +225,4 @@ class ChunkLog:
         self._pending_pos = self.end
 
 
-__all__ = ["CHUNK_LINES", "PREFIX_CHANGED", "Chunk", "ChunkLog", "Rehash", "check_contiguous", "rehash"]
+__all__ = ["CHUNK_LINES", "PREFIX_CHANGED", "Chunk", "ChunkLog", "Rehash", "check_contiguous", "hash_range", "rehash"]

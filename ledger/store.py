@@ -23,7 +23,7 @@ import orjson
 
 from .canonical import dumps_unchecked
 from .chunks import PREFIX_CHANGED, ChunkLog, rehash
-from .erasures import ErasureState
+from .erasures import ErasureState, record_entries
 from .event import (
     GENESIS,
     ROLES,
@@ -31,7 +31,11 @@ from .event import (
     Event,
     EventError,
     check_content,
+    erased_form,
+    erasure_record_meta,
+    erasure_record_text,
     event_from_dict,
+    is_erasure_record,
     make_event,
     normalize_ts,
     now_ts,
@@ -39,6 +43,7 @@ from .event import (
 )
 from .fsmode import open_private, private_dir
 from .parallel import verify_file_parallel_erased
+from .rewrite import rewrite
 from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines, verify_stream
 
 log = logging.getLogger("ledger")
@@ -63,6 +68,17 @@ class ImportError_(ValueError):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}" if line else message)
         self.line = line
+
+
+class EraseError(ValueError):
+    """An erasure was refused (unknown session, bad seq, already erased, ...); nothing was changed."""
+
+
+class Erasure(NamedTuple):
+    """What Ledger.erase did: the events now in erased form (seq order) and the erasure record appended."""
+
+    erased: list[Event]
+    record: Event
 
 
 class Message(NamedTuple):
@@ -102,6 +118,19 @@ class _Tail:
     marks: array[int] = field(default_factory=lambda: array("Q"))
     stat: tuple[int, int, int, int] | None = None
     erasures: ErasureState = field(default_factory=ErasureState)  # erased lines and their records in the prefix
+
+
+@dataclass(slots=True)
+class _Restart:
+    """The verified prefix changed from chunk `index` on; `log` holds the chunks before it."""
+
+    path: Path
+    tail: _Tail
+    index: int
+    log: ChunkLog
+
+    def changed(self, ledger: Ledger, session: str) -> LedgerCorrupted:
+        return ledger._prefix_break(session, self.path, self.tail, self.index)
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -319,8 +348,12 @@ class Ledger:
 
         O(1) while the file's (inode, size, mtime, ctime) are what this writer
         last saw. Otherwise the prefix it verified is re-hashed chunk by chunk
-        (ledger/chunks.py) and must be unchanged, byte for byte: a changed line
-        raises LedgerCorrupted naming it, and appends stay refused. Lines
+        (ledger/chunks.py) and must be unchanged, byte for byte — or, where
+        another process erased lines (Ledger.erase: the file replaced by one
+        rename), keep every chain hash this writer verified: from the first
+        changed chunk the lines are walked again and each must link to the same
+        chain hash as before (only its form changed). Any other change raises
+        LedgerCorrupted naming the line, and appends stay refused. Lines
         written by other processes after it are then verified incrementally; a
         torn tail is quarantined; corruption raises.
         """
@@ -338,50 +371,76 @@ class Ledger:
         if tail is None:
             tail = _Tail(0, 0, GENESIS, array("Q"))
         elif tail.next_seq:
-            self._check_prefix(session, path, tail)
+            restart = self._check_prefix(session, path, tail)
+            if restart is not None:
+                return self._walk_after(session, path, tail, size, restart=restart)
         if size == tail.size:
             tail.stat = key
             self._tails[session] = tail
             return tail
         return self._walk_after(session, path, tail, size)
 
-    def _walk_after(self, session: str, path: Path, tail: _Tail, size: int) -> _Tail:
-        """Verify the lines after `tail` (written by another process) and extend it with them."""
-        walker = ChainWalker(session, tail.next_seq, tail.head, tail.next_seq, tail.erasures.copy())
-        n0 = len(tail.offsets)
-        chunks = tail.chunks.copy()
-        good_end = tail.size
+    def _walk_after(self, session: str, path: Path, tail: _Tail, size: int, restart: _Restart | None = None) -> _Tail:
+        """Verify the lines after `tail` (written by another process) and extend it with them.
+
+        With `restart` (the prefix changed: Ledger.erase in another process), the walk starts
+        again at the first changed chunk, and every line this writer had verified must keep its
+        chain hash; its offsets are rebuilt (an erased line is shorter).
+        """
+        if restart is None:
+            start_seq, head, good_end, chunks = tail.next_seq, tail.head, tail.size, tail.chunks.copy()
+            offsets, marks = tail.offsets, tail.marks  # extended in place, cut back on failure
+        else:
+            chunks = restart.log
+            start_seq, head, good_end = chunks.lines, chunks.head, chunks.end
+            offsets, marks = array("Q", tail.offsets[:start_seq]), array("Q", tail.marks)
+        walker = ChainWalker(session, start_seq, head, start_seq, tail.erasures.cut(start_seq))
+        n0, m0 = len(offsets), len(marks)
         try:
             with open(path, "rb") as f:
                 f.seek(good_end)
                 for raw, torn in split_lines(chunks.tee(read_chunks(f))):
                     end = good_end + len(raw) + (0 if torn else 1)
+                    seq = walker.next_seq
                     brk = walker.step(raw, last=torn)
                     if brk is not None:
+                        if seq < tail.next_seq and restart is not None:
+                            raise restart.changed(self, session)
                         if self._is_torn_tail(brk, end, size):
                             self._quarantine(session, path, good_end, size)
                             break
                         raise LedgerCorrupted(SessionReport(session, False, walker.next_seq, walker.head.hex(), brk))
-                    tail.offsets.append(good_end)
-                    tail.marks.append(_mark(walker.head))
+                    if seq < tail.next_seq:
+                        if _mark(walker.head) != marks[seq]:
+                            assert restart is not None
+                            raise restart.changed(self, session)
+                    else:
+                        marks.append(_mark(walker.head))
+                    offsets.append(good_end)
                     chunks.line(end - good_end, walker.head)
                     good_end = end
             chunks.finish()
+            if walker.next_seq < tail.next_seq:
+                assert restart is not None
+                raise restart.changed(self, session)
             ended = finish(walker)
             if ended.brk is not None:  # an erased line no erasure record lists
                 raise LedgerCorrupted(ended)
         except BaseException:
-            del tail.offsets[n0:]  # the cached tail stays what was verified before this walk
-            del tail.marks[n0:]
+            del offsets[n0:]  # the cached tail stays what was verified before this walk
+            del marks[m0:]
             raise
         after = os.stat(path)
         stat = _stat_key(after) if after.st_size == good_end else None
-        new = _Tail(good_end, walker.next_seq, walker.head, tail.offsets, chunks, tail.marks, stat, walker.erasures)
+        new = _Tail(good_end, walker.next_seq, walker.head, offsets, chunks, marks, stat, walker.erasures)
         self._tails[session] = new
         return new
 
-    def _check_prefix(self, session: str, path: Path, tail: _Tail) -> None:
-        """Raise LedgerCorrupted unless the bytes this writer verified are all still there, unchanged."""
+    def _check_prefix(self, session: str, path: Path, tail: _Tail) -> _Restart | None:
+        """None when the bytes this writer verified are all still there, unchanged; else where to walk again.
+
+        LedgerCorrupted when the file is gone.
+        """
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -389,11 +448,20 @@ class Ledger:
             raise LedgerCorrupted(SessionReport(session, False, 0, GENESIS.hex(), brk)) from None
         try:
             found = rehash(fd, tail.chunks.chunks())
-            if found.first_changed is not None:
-                brk = self._first_changed_line(session, fd, tail, found.first_changed)
-                raise LedgerCorrupted(SessionReport(session, False, brk.line - 1, "", brk))
         finally:
             os.close(fd)
+        if found.first_changed is None:
+            return None
+        return _Restart(path, tail, found.first_changed, ChunkLog(tail.chunks.chunks()[: found.first_changed]))
+
+    def _prefix_break(self, session: str, path: Path, tail: _Tail, index: int) -> LedgerCorrupted:
+        """The prefix changed other than by an erasure: the error naming the first changed line."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            brk = self._first_changed_line(session, fd, tail, index)
+        finally:
+            os.close(fd)
+        return LedgerCorrupted(SessionReport(session, False, brk.line - 1, "", brk))
 
     @staticmethod
     def _first_changed_line(session: str, fd: int, tail: _Tail, index: int) -> Break:
@@ -544,6 +612,87 @@ class Ledger:
             )
             return events
 
+    def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
+        """Erase events: their lines rewritten in erased form, an erasure record appended, in one transaction.
+
+        Under the session's lock: validate (EraseError, one line, nothing changed), write the
+        whole new file to a temp file beside it, fsync, rename over events.jsonl, fsync the
+        folder (ledger/rewrite.py). Every digest and chain hash stays the same; the record
+        grows the chain by one. Writers in other processes see the replaced file under the
+        lock and re-walk it from the first changed chunk (Ledger._tail_state).
+        """
+        validate_session_id(session)
+        wanted = _erase_seqs(session, seqs)
+        if reason is not None and not isinstance(reason, str):
+            raise EraseError(f"session {session}: reason must be a string or None")
+        if reason is not None and len(reason) > MAX_REASON:
+            raise EraseError(f"session {session}: reason is {len(reason)} characters, over the limit of {MAX_REASON}")
+        if not self.exists(session):
+            raise EraseError(f"session {session}: no such session")
+        with self._locked(session, create=False) as sdir:
+            path = self._paths(session)[1]
+            tail = self._tail_state(session, sdir)
+            for seq in wanted:
+                if not seq < tail.next_seq:
+                    raise EraseError(f"session {session}: no event at seq {seq} (it holds {tail.next_seq})")
+            old = self._read_lines(path, tail, wanted)
+            for ev in old:
+                if ev.erased:
+                    raise EraseError(f"session {session}: seq {ev.seq} is already erased")
+                if is_erasure_record(ev):
+                    raise EraseError(f"session {session}: seq {ev.seq} is an erasure record, which cannot be erased")
+            gone = [erased_form(ev) for ev in old]
+            salts, ids = _random_ids(1)
+            try:
+                record = make_event(
+                    session=session,
+                    seq=tail.next_seq,
+                    prev=tail.head,
+                    role="system",
+                    text=erasure_record_text(len(gone)),
+                    meta=erasure_record_meta(gone, reason),
+                    ts=now_ts(),
+                    event_id=ids[0],
+                    salt=salts[0],
+                )
+            except EventError as exc:
+                raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); erase fewer events at once") from None
+            record_line = record.to_line()
+            chain = bytes.fromhex(record.chain)
+            done = rewrite(
+                path, tail.size, tail.offsets, tail.chunks.chunks(), {e.seq: e.to_line() for e in gone}, [(record_line, chain)]
+            )
+            self._drop_log_fd(session)  # it writes to the old file: the next append opens the new one
+            erasures = tail.erasures.copy()
+            for e in gone:
+                erasures.saw_erased(e.seq, e.to_dict())
+            entries = record_entries(record.seq, record.to_dict())
+            assert not isinstance(entries, str) and erasures.saw_record(record.seq, entries) is None
+            marks = array("Q", tail.marks)
+            marks.append(_mark(chain))
+            self._tails[session] = _Tail(
+                done.size, tail.next_seq + 1, chain, done.offsets, done.chunks, marks, _stat_key(done.stat), erasures
+            )
+            log.info("session %s: erased %d event(s) (seqs %s), erasure record at seq %d", session, len(gone), wanted, record.seq)
+            return Erasure(gone, record)
+
+    @staticmethod
+    def _read_lines(path: Path, tail: _Tail, seqs: Sequence[int]) -> list[Event]:
+        out = []
+        with open(path, "rb") as f:
+            for seq in seqs:
+                start = tail.offsets[seq]
+                end = tail.offsets[seq + 1] if seq + 1 < tail.next_seq else tail.size
+                f.seek(start)
+                out.append(event_from_dict(orjson.loads(f.read(end - start)), seq + 1))
+        return out
+
+    def _drop_log_fd(self, session: str) -> None:
+        with self._guard:
+            cached = self._log_fds.pop(session, None)
+        if cached is not None:
+            os.close(cached[0])
+
     def import_jsonl(
         self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False
     ) -> list[Event]:
@@ -618,6 +767,27 @@ class Ledger:
         if torn:
             report = report.with_quarantined(torn)
         return report
+
+
+MAX_REASON = 1000  # characters of an erasure's reason
+MAX_ERASE = 64  # seqs per erasure: the record lists each (seq, id, digest, commit) in its meta (≤ 16 KiB)
+
+
+def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
+    """The seqs to erase, sorted and without repeats; EraseError for anything else."""
+    try:
+        items = list(seqs)
+    except TypeError:
+        raise EraseError(f"session {session}: seqs must be a list of integers") from None
+    for seq in items:
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise EraseError(f"session {session}: seq {seq!r} is not a non-negative integer")
+    if not items:
+        raise EraseError(f"session {session}: no seq to erase")
+    wanted = sorted(set(items))
+    if len(wanted) > MAX_ERASE:
+        raise EraseError(f"session {session}: {len(wanted)} seqs in one erasure; at most {MAX_ERASE} (erase them in several)")
+    return wanted
 
 
 def _parse_import_line(stripped: bytes, n: int) -> Any:
