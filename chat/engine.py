@@ -5,6 +5,10 @@ message); 3. build the prompt from the versioned template; 4. call the model
 (or the offline stand-in); 5. append the answer; 6. write the signed receipt.
 No receipt, no answer: if step 6 fails the turn raises TurnError.
 
+Receipts are written in format 2 (docs/FORMAT.md §15): the signed body cites
+each event in erased form and the texts travel beside it as disclosures, so a
+stored receipt can later be redacted (receipts.redact) and still verify.
+
 Every append through the engine (a turn's two, `remember`, the failure notes)
 is followed, under the session's turn lock, by a signed checkpoint over the
 whole session (receipts.checkpoints), so every acknowledged event is under a
@@ -50,8 +54,8 @@ class Turn:
     answer: str
     receipt_id: str
     receipt_path: Path
-    envelope: dict[str, Any]
-    body: dict[str, Any]
+    envelope: dict[str, Any]  # the receipt file as written (format 2: the DSSE envelope and its disclosures)
+    body: dict[str, Any]  # what the receipt says (receipts.body.Receipt.body: format 2 with the disclosures merged in)
     hits: list[Hit]
     completion: Completion
     user_event: Event
@@ -78,7 +82,13 @@ class Engine:
         llm: LLM | None = None,
         key: SigningKey | None = None,
         index: Index | None = None,
+        receipt_format: int = rbody.RECEIPT_VERSION_2,
     ) -> None:
+        """`receipt_format`: 2 (detached disclosures, the default) or 1 (texts signed whole; kept for tests
+        of format-1 verification — a format-1 receipt cannot be redacted when a memory is forgotten)."""
+        if receipt_format not in rbody.PAYLOAD_TYPES:
+            raise ValueError(f"receipt_format: {receipt_format!r} is not a known receipt format (1 or 2)")
+        self.receipt_format = receipt_format
         self.data_dir = Path(data_dir)
         self.ledger = index.ledger if index is not None else Ledger(self.data_dir)
         self.index = index if index is not None else Index(self.data_dir, self.ledger)
@@ -178,7 +188,7 @@ class Engine:
             if h.digest != ev.digest or h.event_id != ev.id:
                 raise TurnError(f"session {session}: the index disagrees with the ledger at seq {h.seq}; rebuild the index")
         # only as many memories as one receipt can cite within MAX_RECEIPT_BYTES (best first)
-        fit = rbody.citable(user_ev, memories)
+        fit = rbody.citable(user_ev, memories, self.receipt_format)
         hits, memories = hits[:fit], memories[:fit]
         # 3. the prompt
         messages = build_messages(TEMPLATE_V1, message, [ev.to_dict() for ev in memories])
@@ -237,10 +247,15 @@ class Engine:
                 template=TEMPLATE_V1,
                 prompt_sha256=p_hash,
                 checkpoint=checkpoint,
+                receipt_format=self.receipt_format,
             )
         finally:
             store.close()
-        return rbody.sign_receipt(body, self.key), body
+        if self.receipt_format == rbody.RECEIPT_VERSION:
+            return rbody.sign_receipt(body, self.key), body
+        disclosures = rbody.disclosures_for([user_ev, *memories, asst_ev])
+        view = rbody.receipt_view(body, {d["seq"]: d for d in disclosures})
+        return rbody.sign_receipt(body, self.key, disclosures), view
 
     def _restore_receipt_rows(self) -> None:
         """The receipts table is derived from the receipt files: refill it after the index was rebuilt."""

@@ -172,17 +172,22 @@ READ_TIMER = "() => window.__mreTimer"
 
 # -- receipts -------------------------------------------------------------------------------------
 def receipt_body(raw: bytes) -> dict[str, Any]:
-    envelope = json.loads(raw)
-    payload = envelope["payload"]
-    decode = base64.urlsafe_b64decode if ("-" in payload or "_" in payload) else base64.b64decode
-    body: dict[str, Any] = json.loads(decode(payload))
-    return body
+    """What the receipt says (receipts.body.Receipt.body): format 2 with its disclosed texts merged in."""
+    from receipts.body import parse_receipt
+
+    return parse_receipt(raw).body
 
 
 def tamper_memory_text(raw: bytes, text: str) -> tuple[bytes, int]:
-    """A copy of the receipt with one character of the memory whose text is `text` changed inside the
-    signed (base64) payload; the file stays valid JSON. Returns (copy, that memory's 1-based number)."""
+    """A copy of the receipt with one character of the memory whose text is `text` changed: in its disclosure
+    (format 2, beside the signature) or inside the signed (base64) payload (format 1); the file stays valid
+    JSON. Returns (copy, that memory's 1-based number)."""
     envelope = json.loads(raw)
+    number = next(i + 1 for i, m in enumerate(receipt_body(raw)["memories"]) if m["event"].get("text") == text)
+    if "disclosures" in envelope:
+        (d,) = [d for d in envelope["disclosures"] if d["text"] == text]
+        d["text"] = text[:-1] + ("a" if text[-1] != "a" else "b")
+        return (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8"), number
     payload = envelope["payload"]
     urlsafe = "-" in payload or "_" in payload
     decoded = (base64.urlsafe_b64decode if urlsafe else base64.b64decode)(payload)
@@ -192,5 +197,4 @@ def tamper_memory_text(raw: bytes, text: str) -> tuple[bytes, int]:
     flipped = bytearray(decoded)
     flipped[at] = ord("a") if flipped[at] != ord("a") else ord("b")
     envelope["payload"] = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(bytes(flipped)).decode("ascii")
-    number = next(i + 1 for i, m in enumerate(receipt_body(raw)["memories"]) if m["event"]["text"] == text)
     return (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8"), number

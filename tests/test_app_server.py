@@ -101,7 +101,7 @@ class TestGradioClient:
         _h, _s, _rid, path = say(client, key, "what tea do I drink?")
         verdict, table, _copy = call(client, handle_file(str(path)), "memory", key, api_name="/tamper")
         assert "Tampered copy: caught" in verdict
-        assert "memory#1.digest" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}
+        assert "memory#1.content" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}  # format 2
 
     def test_a_reload_resumes_and_the_ledger_tab_shows_the_chain(self, client: Client) -> None:
         key = new_session_key()

@@ -261,3 +261,88 @@ class TestCli:
         assert receipts_main(["show", str(path)]) == 0
         text = capsys.readouterr().out
         assert "Lisbon" not in text and "[withheld from this copy" in text
+
+
+# ------------------------------------------------------------------ the engine writes format 2; erasure
+@pytest.fixture(autouse=True)
+def no_groq(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GROQ_API_KEY", "GROQ_MODEL", "GROQ_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def turned(tmp_path: Path) -> tuple[Any, Any, Path]:
+    from chat.engine import Engine
+    from chat.llm import LLM
+
+    engine = Engine(tmp_path, llm=LLM(api_key=""))
+    engine.remember("alice", "my parrot is called Zanzibar and he whistles")
+    engine.remember("alice", "I keep the spare key under the blue pot")
+    turn = engine.turn("alice", "what is my parrot called?", k=8)
+    return engine, turn, tmp_path
+
+
+class TestTheEngine:
+    def test_the_engine_writes_format_2_and_it_verifies_with_the_ledger_every_row_passing(self, turned: tuple[Any, Any, Path]) -> None:
+        engine, turn, data = turned
+        raw = turn.receipt_path.read_bytes()
+        assert receipts.receipt_format(raw) == 2 and turn.envelope["disclosures"]
+        assert raw == dump_file(turn.envelope)
+        report = verify_bytes(raw, trusted=[engine.key.public_key], data_dir=data)
+        assert report.verdict == "verified" and all(c.status == PASS for c in report.checks), [c.to_dict() for c in report.checks if c.status != PASS]
+        assert any("Zanzibar" in m["event"]["text"] for m in turn.body["memories"])  # Turn.body: what the receipt says
+        assert b"Zanzibar" not in parse_receipt(raw).envelope.payload  # ...but the signature covers only the commitment
+
+    def test_a_redacted_stored_receipt_says_withheld_while_the_ledger_still_holds_the_memory(self, turned: tuple[Any, Any, Path]) -> None:
+        engine, turn, data = turned
+        raw = turn.receipt_path.read_bytes()
+        seq = next(m["event"]["seq"] for m in turn.body["memories"] if "Zanzibar" in m["event"]["text"])
+        copy_ = receipts.redact(raw, [seq, turn.assistant_event.seq])  # the stand-in's answer quotes the memory
+        assert b"Zanzibar" not in copy_
+        report = verify_bytes(copy_, trusted=[engine.key.public_key], data_dir=data)
+        name = receipts.cited_seqs(raw)[seq]
+        assert report.verdict == "verified" and statuses(report)[f"{name}.content"] == WITHHELD
+        assert statuses(report)["response.content"] == WITHHELD and statuses(report)["response.hash"] == WITHHELD
+        assert statuses(report)["ledger.events"] == PASS and statuses(report)["ledger.response"] == PASS
+
+    def test_after_erasure_a_redacted_receipt_says_erased_and_every_other_check_still_passes(self, turned: tuple[Any, Any, Path]) -> None:
+        from ledger import Ledger
+        from receipts.verify import ERASED
+
+        engine, turn, data = turned
+        raw = turn.receipt_path.read_bytes()
+        seqs = receipts.cited_seqs(raw)
+        memory = next(m["event"]["seq"] for m in turn.body["memories"] if "Zanzibar" in m["event"]["text"])
+        answer = turn.assistant_event.seq
+        Ledger(data).erase("alice", [memory, answer], reason="test")
+        redacted = receipts.redact(raw, [memory, answer])
+        assert b"Zanzibar" not in redacted
+        report = verify_bytes(redacted, trusted=[engine.key.public_key], data_dir=data, full=True)
+        st_ = statuses(report)
+        assert report.verdict == "verified" and not report.failed, [c.to_dict() for c in report.failed]
+        assert st_[f"{seqs[memory]}.content"] == ERASED and st_["response.content"] == ERASED
+        assert st_["response.hash"] == ERASED and st_["ledger.response"] == ERASED
+        assert all(st_[n] == PASS for n in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency"))
+        assert st_["prompt.hash"] == NOT_VERIFIABLE and "erased" in next(c.message for c in report.checks if c.name == "prompt.hash")
+        groups = {g.key: g for g in report.groups()}
+        assert groups[seqs[memory]].status == ERASED and "was erased" in groups[seqs[memory]].sentence
+        summary = __import__("receipts.show", fromlist=["summarize"]).summarize(parse_receipt(redacted).body, erased=[memory, answer])
+        assert {m["seq"]: m["state"] for m in summary["memories"]}[memory] == "erased" and summary["answer"]["text"] is None
+        # the visitor's own copy, never redacted, still opens every commitment: its texts pass
+        whole = verify_bytes(raw, trusted=[engine.key.public_key], data_dir=data)
+        assert whole.verdict == "verified" and statuses(whole)[f"{seqs[memory]}.content"] == PASS
+        assert statuses(whole)["ledger.response"] == ERASED  # the ledger no longer holds the answer's text
+
+    def test_format_1_is_still_written_on_request_and_cannot_be_redacted(self, tmp_path: Path) -> None:
+        from chat.engine import Engine
+        from chat.llm import LLM
+
+        engine = Engine(tmp_path, llm=LLM(api_key=""), receipt_format=1)
+        engine.remember("bob", "the boat is moored at pier nine")
+        raw = engine.turn("bob", "where is the boat?").receipt_path.read_bytes()
+        assert receipts.receipt_format(raw) == 1
+        assert verify_bytes(raw, trusted=[engine.key.public_key], data_dir=tmp_path).verdict == "verified"
+        with pytest.raises(receipts.RedactError):
+            receipts.redact(raw, [0])
+        with pytest.raises(ValueError, match="not a known receipt format"):
+            Engine(tmp_path, llm=LLM(api_key=""), receipt_format=3)

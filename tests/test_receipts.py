@@ -57,8 +57,10 @@ class World:
         return self.receipts[i].read_bytes()
 
 
-def make_world(tmp: Path, session: str = "alice") -> World:
-    engine = Engine(tmp, llm=LLM(api_key=""))
+def make_world(tmp: Path, session: str = "alice", receipt_format: int = 1) -> World:
+    # Format 1 here: these attacks rewrite the signed events' texts; format 2 (the engine's default)
+    # has its own in tests/test_receipt_v2.py.
+    engine = Engine(tmp, llm=LLM(api_key=""), receipt_format=receipt_format)
     for fact in FACTS:
         engine.remember(session, fact)
     receipts = [engine.turn(session, q, k=8).receipt_path for q in QUESTIONS]
@@ -279,7 +281,7 @@ class TestGeneratedAttacks:
 
     def test_a_receipt_from_another_session_fails_against_this_sessions_ledger(self, tmp_path: Path) -> None:
         w = make_world(tmp_path / "a")
-        other = Engine(tmp_path / "a", llm=LLM(api_key=""))
+        other = Engine(tmp_path / "a", llm=LLM(api_key=""), receipt_format=1)
         turn = other.turn("bob", "What is my cat called?")
         body = parse_receipt(turn.receipt_path.read_bytes()).body
         body["session"] = "alice"

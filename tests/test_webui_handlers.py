@@ -277,9 +277,9 @@ class TestVerifyTab:
         verdict, table, copy = ui.tamper(download_path(download), "memory", key)
         assert "Tampered copy: caught" in verdict
         failed = {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}
-        assert {"envelope.signature", "memory#1.digest"} <= failed
+        assert {"memory#1.content", "prompt.hash"} <= failed  # format 2: the text is a disclosure beside the signature
         tampered = Path(download_path(copy)).read_bytes()
-        assert json.loads(tampered)["payload"] != json.loads(Path(download_path(download)).read_bytes())["payload"]
+        assert tampered != Path(download_path(download)).read_bytes()  # (in a disclosure: the signed payload is untouched)
         assert "Failed" in ui.verify(download_path(copy), key)[0]
 
 

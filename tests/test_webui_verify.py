@@ -12,8 +12,10 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from ledger.canonical import canonical_json
+from receipts.api import verify_bytes
 from receipts.audit import cache_dir
 from receipts.body import MalformedReceipt
+from receipts.keys import parse_public_key
 from webui import render_verify as rv
 from webui.service import Service
 from webui.sessions import new_session_key, session_id
@@ -137,12 +139,21 @@ class TestReportTable:
 
 
 class TestTamper:
-    # target -> checks that must catch a one-byte change there (others may catch it too)
+    # target -> checks that must catch a one-byte change there (others may catch it too). The app writes
+    # format 2: a text is a disclosure beside the signature, caught by the row that opens its commitment.
     MUST_CATCH = {
+        "memory": {"memory#1.content", "prompt.hash"},
+        "response": {"response.content", "response.hash"},
+        "query": {"query.content", "prompt.hash"},
+        "root": {"envelope.signature", "checkpoint.signature", "ledger.root"},
+        "signature": {"envelope.signature"},
+    }
+    # the same targets in a format-1 receipt (the committed vector, offline): the texts are signed
+    MUST_CATCH_V1 = {
         "memory": {"envelope.signature", "memory#1.digest", "memory#1.inclusion", "prompt.hash"},
         "response": {"envelope.signature", "response.digest", "response.hash"},
         "query": {"envelope.signature", "query.digest", "prompt.hash"},
-        "root": {"envelope.signature", "checkpoint.signature", "ledger.root"},
+        "root": {"envelope.signature", "checkpoint.signature"},
         "signature": {"envelope.signature"},
     }
 
@@ -154,10 +165,30 @@ class TestTamper:
                 a = base64.b64decode(json.loads(raw)["signatures"][0]["sig"])
                 b = base64.b64decode(json.loads(t.raw)["signatures"][0]["sig"])
                 assert payload_of(t.raw) == payload_of(raw)
+            elif target in ("memory", "response", "query"):  # format 2: the disclosed text, in the file
+                a, b = raw, t.raw
+                assert payload_of(t.raw) == payload_of(raw) and t.part.startswith("receipt file")
             else:
                 a, b = payload_of(raw), payload_of(t.raw)
             assert len(a) == len(b)
             assert [i for i in range(len(a)) if a[i] != b[i]] == [t.offset], target
+
+    def test_every_one_byte_change_of_a_format_1_receipt_is_caught(self) -> None:
+        vectors = Path(__file__).resolve().parent / "vectors"
+        raw = (vectors / "receipt_v1.json").read_bytes()
+        pub = parse_public_key((vectors / "receipt_v1_pubkey.json").read_text())
+        slipped = []
+        for target, must in self.MUST_CATCH_V1.items():
+            t = tamper(raw, target)
+            assert t.part == ("decoded signature" if target == "signature" else "signed payload")
+            a, b = (payload_of(raw), payload_of(t.raw)) if target != "signature" else (raw, raw)
+            if target != "signature":
+                assert [i for i in range(len(a)) if a[i] != b[i]] == [t.offset], target
+            report = verify_bytes(t.raw, trusted=[pub])
+            caught = {c.name for c in report.failed}
+            if report.verdict != "failed" or not must <= caught:
+                slipped.append((target, sorted(must - caught)))
+        assert slipped == []
 
     def test_every_one_byte_change_is_caught(self, service: Service) -> None:
         key = new_session_key()
@@ -181,7 +212,7 @@ class TestTamper:
         t, report, mode = service.tamper(receipt_of(service, key, "tea", "tea?"), "memory", key)
         text = rv.tamper_markdown(t, report, mode)
         assert "caught" in text and t.where in text and f"`{t.before}` → `{t.after}`" in text
-        assert "`memory#1.digest`" in text
+        assert "`memory#1.content`" in text and "the signature does not cover it" in text
 
     def test_unknown_targets_and_non_receipts_are_refused(self, service: Service) -> None:
         raw = receipt_of(service, new_session_key(), "x marks")

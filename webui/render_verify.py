@@ -88,8 +88,7 @@ def tamper_markdown(t: Tampered, report: Report, mode: str) -> str:
     note = f"  \n_Note: {md(t.note)}._" if t.note else ""
     head = (
         f"## 🔨 Tampered copy: {'caught' if caught else 'NOT caught'}\n\n"
-        f"Changed one byte in `{t.where}` (byte {t.offset} of the "
-        f"{'decoded signature' if t.target == 'signature' else 'signed payload'}): "
+        f"Changed one byte in `{t.where}` (byte {t.offset} of the {t.part}): "
         f"`{t.before}` → `{t.after}`.{note}\n\n"
         f"**Caught by {len(caught)} check{'s' if len(caught) != 1 else ''}:** {names}.\n\n"
         f"Verdict on the copy: **{report.verdict}**."

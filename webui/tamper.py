@@ -4,7 +4,10 @@ The byte is changed where it means something — a memory's text, the answer,
 the question, the signed Merkle root, or the signature — so the report shows
 which checks notice. Text edits change one byte of the *signed payload* (the
 JCS body inside the DSSE envelope; the base64 around it then differs in a few
-characters); the signature edit changes one byte of the signature itself.
+characters); the signature edit changes one byte of the signature itself. In a
+format-2 receipt the texts are disclosures beside the envelope (docs/FORMAT.md
+§15): a text edit changes one byte of the file there, which the signature does
+not cover, and the check that opens the signed commitment catches it.
 """
 
 from __future__ import annotations
@@ -44,10 +47,11 @@ class Tampered:
     raw: bytes  # the tampered receipt file
     target: str
     where: str  # path of the changed value in the body, a memory named by rank ("memory#1.event.text")
-    offset: int  # byte offset in the signed payload (or in the decoded signature)
+    offset: int  # byte offset in `part`
     before: str
     after: str
     note: str | None = None  # e.g. why another target was used
+    part: str = "signed payload"  # what `offset` counts in: the signed payload, the decoded signature, the receipt file
 
 
 def tamper(raw: bytes, target: str = DEFAULT_TARGET) -> Tampered:
@@ -61,7 +65,32 @@ def tamper(raw: bytes, target: str = DEFAULT_TARGET) -> Tampered:
         target, note = "response", "this receipt cites no memories, so the answer text was changed instead"
     if target == "signature":
         return _tamper_signature(envelope, note)
-    return _tamper_payload(envelope, receipt.envelope.payload, receipt.body, target, note)
+    if receipt.format == 2 and target in ("memory", "response", "query"):
+        return _tamper_disclosure(envelope, receipt.signed_body, target, note)
+    return _tamper_payload(envelope, receipt.envelope.payload, receipt.signed_body, target, note)
+
+
+def _tamper_disclosure(file: dict[str, Any], body: dict[str, Any], target: str, note: str | None) -> Tampered:
+    """Format 2: one byte of a cited event's disclosed text, in the receipt file (outside the signature)."""
+    path = _PATHS[target][:-1]
+    ev: Any = body
+    for step in path:
+        ev = ev[step]
+    seq = ev["seq"]
+    disclosure = next((d for d in file["disclosures"] if d["seq"] == seq), None)
+    if disclosure is None:
+        raise TamperError(f"tamper: the text of seq {seq} is withheld from this copy; pick another target")
+    before_file = _dump(file)
+    value: str = disclosure["text"]
+    i, new_char = _pick(value, hex_only=False)
+    disclosure["text"] = value[:i] + new_char + value[i + 1 :]
+    after_file = _dump(file)
+    diffs = [n for n, (a, b) in enumerate(zip(before_file, after_file, strict=False)) if a != b]
+    if len(before_file) != len(after_file) or len(diffs) != 1:
+        raise TamperError("tamper: changing that value would change more than one byte")
+    where = f"{_where(path[:-1])}.disclosure.text, character {i + 1}"  # memory#1.disclosure.text
+    part = "receipt file (a disclosure beside the envelope: the signature does not cover it)"
+    return Tampered(after_file, target, where, diffs[0], value[i], new_char, note, part)
 
 
 def _tamper_signature(envelope: dict[str, Any], note: str | None) -> Tampered:
@@ -74,7 +103,7 @@ def _tamper_signature(envelope: dict[str, Any], note: str | None) -> Tampered:
     before = sig[0]
     sig[0] ^= 0x01
     sigs[0]["sig"] = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(bytes(sig)).decode("ascii")
-    return Tampered(_dump(envelope), "signature", "signatures[0].sig", 0, f"0x{before:02x}", f"0x{sig[0]:02x}", note)
+    return Tampered(_dump(envelope), "signature", "signatures[0].sig", 0, f"0x{before:02x}", f"0x{sig[0]:02x}", note, "decoded signature")
 
 
 def _tamper_payload(
