@@ -14,6 +14,7 @@ from typing import Any
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
 from .cli_support import EXIT_OK, Parser, entry_point, existing_data_dir, fail, make_data_dir, run, writable_data_dir
 from .event import Event, EventError, validate_session_id
+from .imports import ImportRecordError, content_hash, previous_import, record_import
 from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
 
 
@@ -64,7 +65,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    make_data_dir(data)
+    digest = content_hash(messages)
     ledger = Ledger(data)
     lock: AbstractContextManager[Any] = nullcontext()
     if key is not None:
@@ -72,15 +73,23 @@ def cmd_import(args: argparse.Namespace) -> int:
 
         lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
     try:
+        if not args.allow_duplicates and data.is_dir() and (seen := previous_import(ledger, args.session, digest)):
+            return fail(
+                f"{src}: its {_n_messages(seen.messages)} {'was' if seen.messages == 1 else 'were'} already imported into session {args.session} "
+                f"(seq {seen.first_seq}..{seen.last_seq}, from {seen.file}, at {seen.imported_at}); "
+                "nothing was imported (--allow-duplicates imports them again)"
+            )
+        make_data_dir(data)
         with lock:
             events = ledger.append_many(args.session, messages, _validated=True)
+            record_import(ledger, args.session, digest, events, src.name)
             if key is not None:
                 try:
                     cp = checkpoints.issue(data, ledger, args.session, key)
                 except (OSError, ValueError) as exc:
                     print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_BROKEN)
-    except (EventError, LedgerCorrupted) as exc:
+    except (EventError, LedgerCorrupted, ImportRecordError) as exc:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
@@ -92,6 +101,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _imported(events: list[Event], session: str) -> str:
     return f"imported {len(events)} event{'' if len(events) == 1 else 's'} into session {session}"
+
+
+def _n_messages(n: int) -> str:
+    return f"{n} message{'' if n == 1 else 's'}"
 
 
 @contextmanager
@@ -196,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file", help='JSONL: {"role": ..., "text": ..., "meta": {...}?, "ts": "..."?} per line')
     p.add_argument(
         "--allow-system", action="store_true", help='import lines with role "system" (refused by default: the model reads them as instructions)'
+    )
+    p.add_argument(
+        "--allow-duplicates", action="store_true", help="import a file whose messages this session already holds from an earlier import"
     )
     p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
     p.set_defaults(func=cmd_import)

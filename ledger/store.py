@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -790,6 +791,10 @@ def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
     return wanted
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+IMPORT_FUTURE_LIMIT = timedelta(days=1)  # an imported ts says when it was said: not later than the import (clock skew aside)
+
+
 def _parse_import_line(stripped: bytes, n: int) -> Any:
     from .canonical import CanonicalError, loads_strict
 
@@ -799,17 +804,32 @@ def _parse_import_line(stripped: bytes, n: int) -> Any:
         raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
 
 
-def parse_import(lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False) -> list[Message]:
-    """Parse and validate an import file; raise ImportError_ naming the first bad line (role "system" is one
-    unless `allow_system`)."""
+def parse_import(
+    lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False, now: datetime | None = None
+) -> list[Message]:
+    """Parse and validate an import file; raise ImportError_ naming the first bad line (docs/FORMAT.md §7).
+
+    A UTF-8 byte order mark before the first line and blank lines at the end are skipped; a blank line
+    before another line, empty or whitespace-only text, role "system" (unless `allow_system`) and a `ts`
+    more than a day after `now` (default: the clock) are refused.
+    """
+    from .event import format_ts
+
     messages = []
     allowed = {"role", "text", "meta", "ts"}
+    latest = format_ts((now or datetime.now(UTC)) + IMPORT_FUTURE_LIMIT)
+    blank = 0  # the first blank line no message has followed yet
     for n, raw in enumerate(lines, start=1):
         if progress is not None:
             progress.update(1)
+        if n == 1 and raw.startswith(UTF8_BOM):
+            raw = raw[len(UTF8_BOM) :]
         stripped = raw.strip()
         if not stripped:
-            raise ImportError_(n, "empty line")
+            blank = blank or n
+            continue
+        if blank:
+            raise ImportError_(blank, "empty line (blank lines are accepted only at the end of the file)")
         obj = _parse_import_line(stripped, n)
         if not isinstance(obj, dict):
             raise ImportError_(n, "must be a JSON object with role and text")
@@ -818,9 +838,12 @@ def parse_import(lines: Iterable[bytes], progress: Any = None, *, allow_system: 
         if obj.get("role") == "system" and not allow_system:
             raise ImportError_(n, 'role "system" is refused: it would reach the model as an instruction (--allow-system imports it)')
         try:
-            messages.append(
-                validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts"), parsed_json=True)
-            )
+            m = validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts"), parsed_json=True)
         except EventError as exc:
             raise ImportError_(n, str(exc)) from None
+        if not m.text.strip():
+            raise ImportError_(n, "text is empty or only whitespace: there is nothing to remember")
+        if m.ts is not None and m.ts > latest:
+            raise ImportError_(n, f"ts {m.ts} is more than 1 day in the future (latest accepted: {latest})")
+        messages.append(m)
     return messages

@@ -183,7 +183,7 @@ class TestEveryAppendIsSigned:
         out = capsys.readouterr().out
         assert f"signed checkpoint of 5 events by {key.key_id}" in out
         assert_latest_covers_everything(tmp_path, "bob", key)
-        assert ledger_cli.main(["import", str(tmp_path), "bob", str(src)]) == 0
+        assert ledger_cli.main(["import", str(tmp_path), "bob", str(src), "--allow-duplicates"]) == 0
         assert assert_latest_covers_everything(tmp_path, "bob", key)["body"]["tree_size"] == 10
 
     def test_an_import_without_a_signing_key_signs_nothing_creates_no_key_and_says_so(
