@@ -28,6 +28,8 @@ import pytest
 
 import app
 from receipts.api import verify_bytes
+from receipts.body import parse_receipt
+from receipts.show import summarize
 from webui import ids
 from webui.config import Config
 
@@ -347,10 +349,11 @@ def test_the_downloaded_receipt_verifies_on_the_verify_tab_with_every_check_pass
     # Above the checks: what the receipt says, as a person reads it (the question, memory#1…, the answer).
     panel = verdict.locator("h3", has_text="What this receipt says")
     expect(panel).to_be_visible()
-    expect(verdict).to_contain_text(f"The question (seq {session.body['query']['event']['seq']}, user")
+    said = summarize(parse_receipt(session.receipt).body)  # what `python -m receipts show` reads (any format)
+    expect(verdict).to_contain_text(f"The question (seq {said['question']['seq']}, user")
     expect(verdict).to_contain_text(f"“{MESSAGES[-1]}”")
-    expect(verdict).to_contain_text(f"memory#1 (seq {session.body['memories'][0]['event']['seq']}, ")
-    expect(verdict).to_contain_text(f"“{session.body['memories'][0]['event']['text']}”")
+    expect(verdict).to_contain_text(f"memory#1 (seq {said['memories'][0]['seq']}, ")
+    expect(verdict).to_contain_text(f"“{said['memories'][0]['text']}”")
     expect(verdict).to_contain_text("from offline/")
     heading = verdict.locator("h2", has_text="Verified")
     assert panel.bounding_box()["y"] < heading.bounding_box()["y"]  # type: ignore[index]
@@ -400,12 +403,12 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     expect(page.locator(f"#{ids.TAMPER_TARGET} input")).to_have_value(re.compile("memory"))  # the default target
     page.locator(f"#{ids.TAMPER_BUTTON}").click()
     expect(verdict).to_contain_text("🔨 Tampered copy: caught")
-    expect(verdict).to_contain_text("memory#1.disclosure.text")  # format 2: the text beside the signature
+    expect(verdict).to_contain_text("memory#1.event.text")
     caught = re.search(r"Caught by \d+ checks?:\s*(.*)", verdict.inner_text())
-    assert caught and "memory#1.content" in caught.group(1), verdict.inner_text()
+    assert caught and "memory#1.digest" in caught.group(1), verdict.inner_text()
     rows = rows_by_check(page)
-    assert rows["memory#1.content"][1] == "❌\ufe0f fail"
-    assert rows["memory#1.content"][3] and rows["memory#1.content"][4], (
+    assert rows["memory#1.digest"][1] == "❌\ufe0f fail"
+    assert rows["memory#1.digest"][3] and rows["memory#1.digest"][4], (
         "expected and found are shown for the failed check"
     )
     # The tampered copy can be downloaded, and it fails offline too.
@@ -416,7 +419,7 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     copy = tmp_path / info.value.suggested_filename
     info.value.save_as(str(copy))
     offline = verify_bytes(copy.read_bytes(), trusted=[server.service.engine.key.public_key])
-    assert offline.verdict == "failed" and "memory#1.content" in {c.name for c in offline.failed}
+    assert offline.verdict == "failed" and "memory#1.digest" in {c.name for c in offline.failed}
     session.visitor.check_clean()
     shot(page, "tab-verify-tamper-button.png")
 
@@ -428,16 +431,16 @@ def test_an_uploaded_tampered_copy_fails_and_the_failing_check_is_shown(session:
     tampered, number = tamper_memory_text(session.receipt, FIRST)
     path = tmp_path / "tampered-receipt.json"
     path.write_bytes(tampered)
-    json.loads(tampered)  # still valid JSON: only a memory's text changed, in its disclosure (format 2)
+    json.loads(tampered)  # still valid JSON: only a memory's text changed inside the signed payload
     open_tab(page, ids.TAB_VERIFY)
     upload(page, path)
     verdict = markdown(page, ids.VERIFY_VERDICT)
     expect(verdict).to_contain_text("❌ Failed")
-    expect(verdict).to_contain_text(f"memory#{number}.content")
+    expect(verdict).to_contain_text(f"memory#{number}.digest")
     rows = rows_by_check(page)
     failed = {name for name, row in rows.items() if row[1] == "❌\ufe0f fail"}
-    assert {f"memory#{number}.content", "prompt.hash"} <= failed  # the signature still holds: it never covered the text
-    assert rows[f"memory#{number}.content"][3] != rows[f"memory#{number}.content"][4]  # expected vs found commitment
+    assert {f"memory#{number}.digest", "envelope.signature"} <= failed
+    assert rows[f"memory#{number}.digest"][3] != rows[f"memory#{number}.digest"][4]  # expected vs found digest
     session.visitor.check_clean()
     shot(page, "tab-verify-tampered-upload.png")
 
@@ -456,7 +459,7 @@ def test_manual_search_finds_a_word_from_the_first_message(session: Session) -> 
     hit = rows[texts.index(FIRST)]
     first_event = next(m["event"] for m in session.body["memories"] if m["event"]["text"] == FIRST)
     assert (
-        hit[1] == first_event["id"]
+        hit[1] == first_event["id"][:16] + "…"  # event ids are shown as prefixes, like every hash
         and hit[2] == "0"
         and hit[3] == "user"
         and hit[8] == first_event["digest"][:12] + "…"
