@@ -68,7 +68,7 @@ def parse_seqs(values: Iterable[object]) -> list[int]:
 
 def plan(
     session: str,
-    named: Sequence[int],
+    named: Iterable[object],
     count: int,
     slot_at: Callable[[int], Slot],
     citations: Sequence[Citation],

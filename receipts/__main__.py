@@ -12,6 +12,9 @@ from ledger.event import EventError
 
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
+from .certificate import MalformedCertificate, is_certificate
+from .certificate import render_text as render_certificate
+from .certificate_io import verify_certificate_bytes
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
 from .groups import group_report
 from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
@@ -83,6 +86,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return fail(f"{path}: {exc.strerror or exc}")
     if args.data is not None:
         existing_data_dir(args.data)
+    if is_certificate(raw):  # an erasure certificate (docs/FORMAT.md §16): dispatch on payloadType
+        return _verify_certificate(path, raw, args)
     try:
         trusted = load_trust(args.trust)
         report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full)
@@ -94,6 +99,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(render_text(report, rows=args.rows))
+    return EXIT_BY_VERDICT[report.verdict]
+
+
+def _verify_certificate(path: Path, raw: bytes, args: argparse.Namespace) -> int:
+    try:
+        report = verify_certificate_bytes(raw, trusted=load_trust(args.trust), data_dir=args.data, full=args.full)
+    except MalformedCertificate as exc:
+        return fail(f"{path}: {exc}")
+    except KeyConfigError as exc:
+        return fail(str(exc))
+    print(json.dumps(report.to_dict(), indent=2) if args.json else render_certificate(report))
     return EXIT_BY_VERDICT[report.verdict]
 
 

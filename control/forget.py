@@ -1,0 +1,417 @@
+"""Forgetting, with proof (I/O): the one function the app, the CLI and MCP call.
+
+`forget` erases events of a session in one transaction of the session, under
+its turn lock (receipts.files.session_turn_lock), in this order:
+
+1. plan (control.plan): the named events, the answers that cited them, the
+   stored receipts to redact or withdraw — refused with one line, nothing changed;
+2. a journal (DATA_DIR/erasures/.pending-<session>.json: seqs and receipt ids,
+   never text) so that a crash at any later step is finished by `recover`;
+3. Ledger.erase: the lines rewritten into erased form and the erasure record
+   appended, in one durable rename;
+4. the index forgets them (FTS rows, neighbours' context, then SQLite's purge);
+5. stored receipts: format 2 redacted in place (temp, fsync, rename), format 1
+   deleted (its texts are inside the signature) and listed as withdrawn;
+6. a new signed checkpoint covering the erasure record, kept as the latest;
+7. the erasure certificate, written 0600 under DATA_DIR/erasures/ and returned.
+
+The auditor's cache and the producer's Merkle tree hold digests only, which an
+erasure does not change (the strong property test greps them); the auditor
+re-hashes the changed bytes on its next verdict.
+
+`forget_session` deletes a whole session (as Engine.forget does) and leaves a
+certificate holding only hashes: the final checkpoint and counts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger import Event, Ledger
+from ledger.canonical import canonical_json, loads_strict
+from ledger.event import EventError, is_erasure_record, now_ts, validate_session_id
+from ledger.fsmode import open_private, private_dir
+from ledger.store import EraseError
+from receipts import certificate as cert
+from receipts import checkpoints, files
+from receipts.audit import forget_cache
+from receipts.body import MalformedReceipt, sign_checkpoint
+from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
+from receipts.keys import SigningKey, load_or_create
+from retrieval import Index
+from retrieval.model import PurgeIncomplete
+
+from .plan import Citation, Plan, PlanError, Slot, plan
+
+log = logging.getLogger("control")
+ERASURES_DIR = "erasures"
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """What one erasure did. `certificate` is the envelope written at `certificate_path`."""
+
+    session: str
+    named: tuple[int, ...]
+    cascaded: tuple[int, ...]
+    erased: tuple[int, ...]
+    roles: dict[int, str]
+    redacted: tuple[str, ...]
+    withdrawn: tuple[str, ...]
+    record_seq: int | None
+    certificate_path: Path
+    certificate: dict[str, Any] = field(repr=False)
+
+    def summary_lines(self) -> list[str]:
+        """What was erased, for a person (the CLI prints these; the app shows them)."""
+        if self.record_seq is None:
+            return [f"session {self.session}: deleted ({len(self.erased)} events)"]
+        words = ", ".join(f"{s} ({self.roles.get(s, '?')})" for s in self.erased)
+        lines = [f"session {self.session}: erased {len(self.erased)} event(s): seq {words}"]
+        if self.cascaded:
+            lines.append(f"  answers that cited them, erased with them: seq {', '.join(map(str, self.cascaded))}")
+        lines.append(f"  erasure record: seq {self.record_seq}")
+        lines.append(f"  receipts redacted: {', '.join(self.redacted) or 'none'}")
+        lines.append(f"  receipts withdrawn (format 1, deleted): {', '.join(self.withdrawn) or 'none'}")
+        return lines
+
+
+# -- small durable writes ------------------------------------------------------------
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_durable(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`: temp file in the same folder (0600), fsync, rename, fsync of the folder."""
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _unlink_durable(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    if path.parent.is_dir():
+        _fsync_dir(path.parent)
+
+
+def erasures_dir(data_dir: str | os.PathLike[str]) -> Path:
+    return Path(data_dir) / ERASURES_DIR
+
+
+def _journal_path(data: Path, session: str) -> Path:
+    return erasures_dir(data) / f".pending-{session}.json"
+
+
+def _write_journal(data: Path, entry: dict[str, Any]) -> Path:
+    path = _journal_path(data, entry["session"])
+    _write_durable(path, canonical_json(entry) + b"\n")
+    return path
+
+
+# -- what the session holds ---------------------------------------------------------
+def _slot(ev: Event) -> Slot:
+    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev))
+
+
+def citations(data_dir: Path, session: str) -> list[Citation]:
+    """Every stored receipt of the session, as the plan needs it (the receipt files are the truth)."""
+    out = []
+    for path in files.list_receipts(data_dir, session):
+        try:
+            raw = files.read_receipt_bytes(path)
+            cited = cited_seqs(raw)
+            fmt = receipt_format(raw)
+        except (MalformedReceipt, ValueError, OSError) as exc:
+            log.warning("%s: not a receipt this erasure can read (%s); left as it is", path.name, str(exc)[:200])
+            continue
+        response = next((s for s, name in cited.items() if name == "response"), -1)
+        out.append(Citation(path.stem, fmt, response, cited))
+    return out
+
+
+def _ledger(data: Path, ledger: Ledger | None, index: Index | None) -> Ledger:
+    return ledger if ledger is not None else (index.ledger if index is not None else Ledger(data))
+
+
+def _index_and_key(data: Path, led: Ledger, index: Index | None, key: SigningKey | None) -> tuple[Index, SigningKey]:
+    """Opened only once the request was found sound: opening an index may write to it."""
+    return (index if index is not None else Index(data, led)), (key if key is not None else load_or_create(data))
+
+
+def _check_session(led: Ledger, data: Path, session: object) -> str:
+    try:
+        validate_session_id(session)
+    except EventError as exc:
+        raise PlanError(str(exc)) from None
+    assert isinstance(session, str)
+    if not led.exists(session):
+        raise PlanError(f"session {session}: no such session in {data}")
+    return session
+
+
+# -- forgetting events ------------------------------------------------------------------
+def forget(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    seqs: Iterable[object],
+    *,
+    reason: str | None = None,
+    cascade: bool = True,
+    ledger: Ledger | None = None,
+    index: Index | None = None,
+    key: SigningKey | None = None,
+) -> ForgetResult:
+    """Erase `seqs` of `session` (and, with `cascade`, the answers whose receipts cited them); return what was done.
+
+    Raises PlanError (one line; nothing changed) for an unknown session, a seq the session does not hold, an
+    event already erased or an erasure record. The app passes its Engine's ledger, index and key."""
+    data = Path(data_dir)
+    led = _ledger(data, ledger, index)
+    session = _check_session(led, data, session)
+    if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
+        raise PlanError("reason: must be text of at most 2000 characters")
+    with files.session_turn_lock(data, session):
+        count, _head = led.head(session)
+        p = plan(session, list(seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        idx, k = _index_and_key(data, led, index, key)
+        journal = {"scope": "events", "session": session, "seqs": list(p.erase), "redact": {r: list(s) for r, s in p.redact.items()}, "withdraw": list(p.withdraw)}
+        jpath = _write_journal(data, journal)
+        try:
+            erasure = led.erase(session, list(p.erase), reason=reason)
+        except EraseError as exc:
+            _unlink_durable(jpath)
+            raise PlanError(str(exc)) from None
+        except BaseException:
+            if not _has_record_for(led, session, p.erase):
+                _unlink_durable(jpath)
+            raise
+        path, envelope = _finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
+        _unlink_durable(jpath)
+    return _result(p, erasure.record.seq, path, envelope)
+
+
+def _result(p: Plan, record_seq: int, path: Path, envelope: dict[str, Any]) -> ForgetResult:
+    return ForgetResult(p.session, p.named, p.cascaded, p.erase, p.roles, tuple(sorted(p.redact)), p.withdraw, record_seq, path, envelope)
+
+
+def _has_record_for(led: Ledger, session: str, seqs: Sequence[int]) -> bool:
+    """Whether the ledger already holds an erasure record erasing `seqs` (the erase happened before a crash)."""
+    return _find_record(led, session, seqs) is not None
+
+
+def _find_record(led: Ledger, session: str, seqs: Sequence[int]) -> Event | None:
+    count, _ = led.head(session)
+    want = sorted(seqs)
+    for s in range(count - 1, -1, -1):
+        (ev,) = led.read_events(session, [s])
+        if is_erasure_record(ev) and sorted(e["seq"] for e in ev.meta["erasure"]["erased"]) == want:
+            return ev
+    return None
+
+
+def _apply_receipts(data: Path, idx: Index, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]) -> None:
+    for rid, seqs in sorted(redact_plan.items()):
+        path = files.receipt_path(data, session, rid)
+        try:
+            raw = files.read_receipt_bytes(path)
+        except FileNotFoundError:
+            continue
+        try:
+            new = redact(raw, seqs)
+        except RedactError:  # format 1 after all: its texts are signed, so it goes
+            withdraw = [*withdraw, rid]
+            continue
+        if new != raw:
+            _write_durable(path, new)
+    for rid in withdraw:
+        _unlink_durable(files.receipt_path(data, session, rid))
+    if withdraw:
+        with idx.write() as db:
+            db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({', '.join('?' for _ in withdraw)})", list(withdraw))
+
+
+def _finish(
+    data: Path, led: Ledger, idx: Index, key: SigningKey, session: str, record: Event, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
+) -> tuple[Path, dict[str, Any]]:
+    """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash)."""
+    entries = record.meta["erasure"]["erased"]
+    seqs = [e["seq"] for e in entries]
+    _purged(lambda: idx.forget_events(session, seqs))
+    _apply_receipts(data, idx, session, redact_plan, withdraw)
+    store = files.synced_tree(data, led, session)
+    try:
+        size = record.seq + 1
+        cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=record.chain, issued_at=now_ts(), key=key)
+        if store.size == size:  # nothing appended after the record: this is the latest checkpoint
+            checkpoints.keep(data, session, cp)
+        erased = [cert.erased_entry(ev.to_dict(), store.inclusion_proof(ev.seq, size)) for ev in led.read_events(session, seqs)]
+        body = cert.events_body(
+            session=session,
+            erased=erased,
+            redacted=[r for r in redact_plan if r not in withdraw],
+            withdrawn=list(withdraw),
+            record=record.to_dict(),
+            record_proof=store.inclusion_proof(record.seq, size),
+            checkpoint=cp,
+            issued_at=now_ts(),
+        )
+    finally:
+        store.close()
+    envelope = cert.sign_certificate(body, key)
+    path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
+    _write_durable(path, cert.certificate_file_bytes(envelope))
+    return path, envelope
+
+
+# -- forgetting a whole session -------------------------------------------------------------
+def forget_session(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    *,
+    ledger: Ledger | None = None,
+    index: Index | None = None,
+    key: SigningKey | None = None,
+) -> ForgetResult:
+    """Delete a session — its ledger, receipts, Merkle tree, audit cache and index rows — and purge the index;
+    leave one certificate in DATA_DIR/erasures/ holding only hashes (the final checkpoint and counts)."""
+    result = _forget_session(Path(data_dir), session, ledger, index, key, None)
+    assert result is not None
+    return result
+
+
+def forget_session_if_idle(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    idle_before: float,
+    *,
+    ledger: Ledger | None = None,
+    index: Index | None = None,
+    key: SigningKey | None = None,
+) -> ForgetResult | None:
+    """forget_session for RETENTION_HOURS: only if the ledger was last written before `idle_before` (a Unix
+    time), checked under the turn lock, so a turn running or just finished is never deleted; else None."""
+    return _forget_session(Path(data_dir), session, ledger, index, key, idle_before)
+
+
+def _forget_session(
+    data: Path, session: str, ledger: Ledger | None, index: Index | None, key: SigningKey | None, idle_before: float | None
+) -> ForgetResult | None:
+    led = _ledger(data, ledger, index)
+    session = _check_session(led, data, session)
+    idx, k = _index_and_key(data, led, index, key)
+    with files.session_turn_lock(data, session):
+        if idle_before is not None and led.log_path(session).stat().st_mtime >= idle_before:
+            return None
+        count, head = led.head(session)
+        if count == 0:
+            raise PlanError(f"session {session}: holds no events, so there is nothing to sign a certificate over")
+        n_receipts = len(files.list_receipts(data, session))
+        store = files.synced_tree(data, led, session)
+        try:
+            cp = sign_checkpoint(session=session, tree_size=count, root=store.root(count), chain_head=head, issued_at=now_ts(), key=k)
+        finally:
+            store.close()
+        body = cert.session_body(session=session, events=count, receipts=n_receipts, checkpoint=cp, issued_at=now_ts())
+        envelope = cert.sign_certificate(body, k)
+        path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
+        _write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
+        jpath = _write_journal(data, {"scope": "session", "session": session, "certificate": path.name})
+        _delete_session(data, led, idx, session)
+        _unlink_durable(jpath)
+    return ForgetResult(session, (), (), tuple(range(count)), {}, (), (), None, path, envelope)
+
+
+def _delete_session(data: Path, led: Ledger, idx: Index, session: str) -> None:
+    """Everything of the session we own, gone (idempotent). The caller holds the turn lock."""
+    led.forget(session)
+    for path in (data / "sessions" / session, data / "merkle" / session):
+        shutil.rmtree(path, ignore_errors=True)
+    forget_cache(data, session)
+    with idx.write() as db:
+        db.execute("DELETE FROM receipts WHERE session = ?", [session])
+    _purged(lambda: idx.purge_session(session))
+
+
+def _purged(step: Callable[[], object], attempts: int = 5) -> None:
+    """Run an index purge; a reader that kept SQLite from emptying its WAL is waited out (the call finishes it)."""
+    for n in range(attempts):
+        try:
+            step()
+            return
+        except PurgeIncomplete:
+            if n == attempts - 1:
+                raise
+            time.sleep(0.05 * (n + 1))
+
+
+# -- recovery after a crash --------------------------------------------------------------------
+def pending(data_dir: str | os.PathLike[str]) -> list[Path]:
+    folder = erasures_dir(data_dir)
+    return sorted(folder.glob(".pending-*.json")) if folder.is_dir() else []
+
+
+def recover(
+    data_dir: str | os.PathLike[str],
+    *,
+    ledger: Ledger | None = None,
+    index: Index | None = None,
+    key: SigningKey | None = None,
+) -> list[Path]:
+    """Finish every erasure a crash interrupted (call it when the CLI or the app starts); return the certificates
+    written. An erasure whose record reached the ledger is completed (index purge, receipts, checkpoint,
+    certificate); one that did not is dropped — the ledger never changed. A session deletion is completed."""
+    data = Path(data_dir)
+    journals = pending(data)
+    if not journals:
+        return []
+    led = _ledger(data, ledger, index)
+    idx, k = _index_and_key(data, led, index, key)
+    written = []
+    for jpath in journals:
+        try:
+            entry = loads_strict(jpath.read_bytes(), "$")
+            session = validate_session_id(entry["session"])
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            log.warning("%s: unreadable erasure journal (%s); left for a person", jpath.name, str(exc)[:200])
+            continue
+        with files.session_turn_lock(data, session):
+            if entry.get("scope") == "session":
+                _delete_session(data, led, idx, session)
+                written.append(erasures_dir(data) / str(entry.get("certificate")))
+            elif led.exists(session) and (record := _find_record(led, session, entry["seqs"])) is not None:
+                path, _env = _finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"])
+                written.append(path)
+            else:
+                log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
+            _unlink_durable(jpath)
+    return written
+
+
+def describe(result: ForgetResult) -> str:
+    """The CLI's output: what was erased, then `certificate: <path>` as the last line."""
+    return "\n".join([*result.summary_lines(), f"certificate: {result.certificate_path}"])
+
+
+def certificate_json(result: ForgetResult) -> str:
+    return json.dumps(result.certificate, indent=2, sort_keys=True)

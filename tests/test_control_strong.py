@@ -1,0 +1,258 @@
+"""The strong property of issue 10: once a memory is forgotten, no file we own holds its words in any case or
+stemmed form — the ledger, index.sqlite and its -wal/-shm, receipts, checkpoints, Merkle trees, the auditor's
+cache — while the ledger, every old receipt and the certificate still verify, and search and a new turn never
+return it. Also after a crash between the ledger's rewrite and the rest, once `recover` ran."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from control import forget as control
+from ledger import Ledger
+from receipts import files
+from receipts.api import verify_bytes
+from receipts.certificate import certificate_file_bytes
+from receipts.certificate_io import verify_certificate_bytes
+from receipts.keys import SigningKey
+from receipts.verify import ERASED, FAIL, WITHHELD
+from retrieval import Index
+from retrieval.model import SearchError
+
+from .forget_support import MARKER, engine, files_with_marker, marked_session
+
+
+def _cache() -> Path:
+    return Path(os.environ["MRE_CACHE_DIR"])
+
+
+def _roots(data: Path) -> list[Path]:
+    return [data, _cache()]
+
+
+def _warm_everything(eng, data: Path) -> None:  # type: ignore[no-untyped-def]
+    """Verify every receipt with the ledger (fills the auditor's cache) so the cache is part of what is grepped."""
+    for path in files.list_receipts(data, "alice"):
+        report = verify_bytes(path.read_bytes(), trusted=[eng.key.public_key], data_dir=data)
+        assert report.verdict == "verified"
+
+
+def _assert_forgotten(eng, data: Path, mem_seq: int, result: control.ForgetResult, old: dict[str, bytes]) -> None:  # type: ignore[no-untyped-def]
+    assert files_with_marker(*_roots(data)) == []
+    led = Ledger(data)
+    report = led.verify("alice")
+    assert report.ok and mem_seq in report.erased
+    assert set(result.erased) <= set(report.erased)
+    # every old receipt still there verifies, offline and with the ledger, with its erased content named
+    key = [eng.key.public_key]
+    for rid in old:
+        path = files.receipt_path(data, "alice", rid)
+        if rid in result.withdrawn:
+            assert not path.exists()
+            continue
+        raw = path.read_bytes()
+        offline = verify_bytes(raw, trusted=key)
+        assert offline.verdict == "verified" and any(c.status == WITHHELD for c in offline.checks), rid
+        with_ledger = verify_bytes(raw, trusted=key, data_dir=data)
+        assert with_ledger.verdict == "verified", [c for c in with_ledger.checks if c.status == FAIL]
+        assert any(c.status == ERASED for c in with_ledger.checks), rid
+    # search never returns it; a new turn does not cite it
+    index = Index(data)
+    for q in (MARKER, MARKER.upper(), "vorquzqxvjians", "locker code word"):
+        for hit in index.search("alice", q, k=20).results:
+            assert hit.seq not in result.erased and "vorquzqxvji" not in hit.text.lower()
+    index.close()
+    fresh = engine(data)
+    turn = fresh.turn("alice", f"What is my locker code word, is it {MARKER}?")
+    cited = {turn.body["query"]["event"]["seq"]} | {h.seq for h in turn.hits}
+    assert not cited & set(result.erased)
+    assert "vorquzqxvji" not in turn.answer.lower()
+    # the certificate verifies, offline and with the data directory; a tampered one fails a named check
+    raw_cert = result.certificate_path.read_bytes()
+    assert oct(result.certificate_path.stat().st_mode & 0o777) == "0o600"
+    assert verify_certificate_bytes(raw_cert, trusted=key).verdict == "verified"
+    assert verify_certificate_bytes(raw_cert, trusted=key, data_dir=data).verdict == "verified"
+    body = json.loads(base64.b64decode(json.loads(raw_cert)["payload"]))
+    body["erased"][0]["commit"] = "0" * 64
+    from receipts.certificate import sign_certificate
+
+    lie = certificate_file_bytes(sign_certificate(body, fresh.key))
+    failed = [c.name for c in verify_certificate_bytes(lie, trusted=key, data_dir=data).failed]
+    assert "erased.digests" in failed and "record.lists" in failed and "ledger.erased" in failed
+    other = certificate_file_bytes(sign_certificate(json.loads(base64.b64decode(json.loads(raw_cert)["payload"])), SigningKey.generate()))
+    assert [c.name for c in verify_certificate_bytes(other, trusted=key).failed] == ["envelope.signature"]
+
+
+def test_a_forgotten_memory_leaves_no_byte_behind_and_everything_still_verifies(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, turns = marked_session(eng)
+    _warm_everything(eng, data)
+    old = {p.stem: p.read_bytes() for p in files.list_receipts(data, "alice")}
+    assert files_with_marker(*_roots(data)), "the grep must see the marker before it is forgotten"
+    result = control.forget(data, "alice", [mem_seq], reason="the visitor asked", ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert result.named == (mem_seq,)
+    assert {t.assistant_event.seq for t in turns} <= set(result.cascaded)
+    assert set(result.redacted) | set(result.withdrawn) == set(old)
+    _assert_forgotten(eng, data, mem_seq, result, old)
+
+
+def test_a_crash_after_the_ledger_rewrite_is_finished_by_recover(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, _turns = marked_session(eng)
+    _warm_everything(eng, data)
+    old = {p.stem: p.read_bytes() for p in files.list_receipts(data, "alice")}
+
+    def crash(*_a: object, **_k: object) -> None:
+        raise KeyboardInterrupt("killed mid-erasure")
+
+    monkeypatch.setattr(eng.index, "forget_events", crash)
+    with pytest.raises(KeyboardInterrupt):
+        control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    monkeypatch.undo()
+    assert control.pending(data), "the journal must outlive the crash"
+    assert files_with_marker(*_roots(data)), "the receipts and the index still held it: the crash was real"
+    eng.index.close()
+    eng.ledger.close()
+    restarted = engine(data)
+    (cert_path,) = control.recover(data, ledger=restarted.ledger, index=restarted.index, key=restarted.key)
+    assert control.pending(data) == []
+    record = json.loads(base64.b64decode(json.loads(cert_path.read_bytes())["payload"]))
+    erased = tuple(e["seq"] for e in record["erased"])
+    result = control.ForgetResult("alice", (mem_seq,), (), erased, {}, tuple(record["receipts"]["redacted"]), tuple(record["receipts"]["withdrawn"]), record["record"]["event"]["seq"], cert_path, {})
+    _assert_forgotten(restarted, data, mem_seq, result, old)
+
+
+def test_forgetting_the_whole_session_leaves_only_a_certificate_of_hashes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    marked_session(eng)
+    _warm_everything(eng, data)
+    n_receipts = len(files.list_receipts(data, "alice"))
+    result = control.forget_session(data, "alice", ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert files_with_marker(*_roots(data)) == []
+    assert not (data / "sessions" / "alice").exists() and not (data / "merkle" / "alice").exists()
+    report = verify_certificate_bytes(result.certificate_path.read_bytes(), trusted=[eng.key.public_key], data_dir=data)
+    assert report.verdict == "verified", report.failed
+    body = json.loads(base64.b64decode(json.loads(result.certificate_path.read_bytes())["payload"]))
+    assert body["counts"] == {"events": 9, "receipts": n_receipts}
+    index = Index(data)
+    try:
+        hits = index.search("alice", "locker code word", k=5).results
+    except SearchError:  # an unknown session
+        hits = []
+    index.close()
+    assert hits == []
+
+
+CHILD = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from control import forget as control
+from ledger import Ledger
+from receipts import certificate
+from retrieval import Index
+point = sys.argv[4]
+
+def die(*_a, **_k):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if point == "before-ledger":
+    Ledger.erase = die
+elif point == "after-ledger":
+    Index.forget_events = die
+elif point == "after-index":
+    control._apply_receipts = die
+elif point == "after-receipts":
+    certificate.sign_certificate = die
+control.forget(sys.argv[2], "alice", [int(sys.argv[3])])
+"""
+
+
+@pytest.mark.parametrize("point", ["before-ledger", "after-ledger", "after-index", "after-receipts"])
+def test_a_sigkill_at_any_step_leaves_the_old_state_or_one_that_recover_finishes(tmp_path: Path, point: str) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, _turns = marked_session(eng)
+    _warm_everything(eng, data)
+    old = {p.stem: p.read_bytes() for p in files.list_receipts(data, "alice")}
+    eng.index.close()
+    eng.ledger.close()
+    child = subprocess.run([sys.executable, "-c", CHILD, str(root), str(data), str(mem_seq), point], capture_output=True, text=True, timeout=120)
+    assert child.returncode == -9, child.stderr[-2000:]
+    restarted = engine(data)
+    written = control.recover(data, ledger=restarted.ledger, index=restarted.index, key=restarted.key)
+    assert control.pending(data) == []
+    if point == "before-ledger":  # the ledger never changed: nothing was erased, and forgetting again works
+        assert written == [] and not Ledger(data).verify("alice").erased
+        assert files_with_marker(*_roots(data))
+        result = control.forget(data, "alice", [mem_seq], ledger=restarted.ledger, index=restarted.index, key=restarted.key)
+    else:
+        (cert_path,) = written
+        body = json.loads(base64.b64decode(json.loads(cert_path.read_bytes())["payload"]))
+        erased = tuple(e["seq"] for e in body["erased"])
+        rec = body["record"]["event"]["seq"]
+        result = control.ForgetResult("alice", (mem_seq,), (), erased, {}, tuple(body["receipts"]["redacted"]), tuple(body["receipts"]["withdrawn"]), rec, cert_path, {})
+    _assert_forgotten(restarted, data, mem_seq, result, old)
+
+
+def test_retention_deletes_only_a_session_idle_since_before_the_cutoff(tmp_path: Path) -> None:
+    import time
+
+    data = tmp_path / "data"
+    eng = engine(data)
+    eng.remember("alice", "I adopted a grey cat named Miso")
+    kw = {"ledger": eng.ledger, "index": eng.index, "key": eng.key}
+    assert control.forget_session_if_idle(data, "alice", time.time() - 3600, **kw) is None
+    assert (data / "sessions" / "alice" / "events.jsonl").is_file() and not (data / "erasures").exists()
+    result = control.forget_session_if_idle(data, "alice", time.time() + 1, **kw)
+    assert result is not None and result.certificate_path.is_file()
+    assert not (data / "sessions" / "alice").exists()
+
+
+TURNS = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[1] + "/tests")
+from forget_support import engine
+eng = engine(sys.argv[2])
+for i in range(int(sys.argv[3])):
+    t = eng.turn("alice", f"What is my locker code word? (try {i})")
+    print(t.user_event.digest, t.assistant_event.digest, flush=True)
+"""
+
+
+def test_forgetting_during_another_process_s_turns_loses_no_event_forks_nothing_and_leaves_no_marker(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, _turns = marked_session(eng)
+    before, _ = eng.ledger.head("alice")
+    n = 12
+    child = subprocess.Popen([sys.executable, "-c", TURNS, str(root), str(data), str(n)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    first = child.stdout.readline()  # the other process is turning: forget now
+    result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    rest = child.stdout.read()
+    assert child.wait(timeout=120) == 0
+    acked = [d for line in (first + rest).splitlines() for d in line.split()]
+    assert len(acked) == 2 * n
+    led = Ledger(data)
+    report = led.verify("alice")
+    assert report.ok and report.events == before + 2 * n + 1  # every turn and the one erasure record: no fork
+    digests = {ev.digest for ev in led.events("alice")}
+    assert set(acked) <= digests
+    assert mem_seq in report.erased and set(result.erased) <= set(report.erased)
+    assert files_with_marker(*_roots(data)) == []
