@@ -403,12 +403,12 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     expect(page.locator(f"#{ids.TAMPER_TARGET} input")).to_have_value(re.compile("memory"))  # the default target
     page.locator(f"#{ids.TAMPER_BUTTON}").click()
     expect(verdict).to_contain_text("🔨 Tampered copy: caught")
-    expect(verdict).to_contain_text("memory#1.event.text")
+    expect(verdict).to_contain_text("memory#1.disclosure.text")  # format 2: the text beside the signature
     caught = re.search(r"Caught by \d+ checks?:\s*(.*)", verdict.inner_text())
-    assert caught and "memory#1.digest" in caught.group(1), verdict.inner_text()
+    assert caught and "memory#1.content" in caught.group(1), verdict.inner_text()
     rows = rows_by_check(page)
-    assert rows["memory#1.digest"][1] == "❌\ufe0f fail"
-    assert rows["memory#1.digest"][3] and rows["memory#1.digest"][4], (
+    assert rows["memory#1.content"][1] == "❌\ufe0f fail"
+    assert rows["memory#1.content"][3] and rows["memory#1.content"][4], (
         "expected and found are shown for the failed check"
     )
     # The tampered copy can be downloaded, and it fails offline too.
@@ -419,7 +419,7 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     copy = tmp_path / info.value.suggested_filename
     info.value.save_as(str(copy))
     offline = verify_bytes(copy.read_bytes(), trusted=[server.service.engine.key.public_key])
-    assert offline.verdict == "failed" and "memory#1.digest" in {c.name for c in offline.failed}
+    assert offline.verdict == "failed" and "memory#1.content" in {c.name for c in offline.failed}
     session.visitor.check_clean()
     shot(page, "tab-verify-tamper-button.png")
 
@@ -431,16 +431,16 @@ def test_an_uploaded_tampered_copy_fails_and_the_failing_check_is_shown(session:
     tampered, number = tamper_memory_text(session.receipt, FIRST)
     path = tmp_path / "tampered-receipt.json"
     path.write_bytes(tampered)
-    json.loads(tampered)  # still valid JSON: only a memory's text changed inside the signed payload
+    json.loads(tampered)  # still valid JSON: only a memory's text changed, in its disclosure (format 2)
     open_tab(page, ids.TAB_VERIFY)
     upload(page, path)
     verdict = markdown(page, ids.VERIFY_VERDICT)
     expect(verdict).to_contain_text("❌ Failed")
-    expect(verdict).to_contain_text(f"memory#{number}.digest")
+    expect(verdict).to_contain_text(f"memory#{number}.content")
     rows = rows_by_check(page)
     failed = {name for name, row in rows.items() if row[1] == "❌\ufe0f fail"}
-    assert {f"memory#{number}.digest", "envelope.signature"} <= failed
-    assert rows[f"memory#{number}.digest"][3] != rows[f"memory#{number}.digest"][4]  # expected vs found digest
+    assert {f"memory#{number}.content", "prompt.hash"} <= failed  # the signature still holds: it never covered the text
+    assert rows[f"memory#{number}.content"][3] != rows[f"memory#{number}.content"][4]  # expected vs found commitment
     session.visitor.check_clean()
     shot(page, "tab-verify-tampered-upload.png")
 
