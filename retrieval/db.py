@@ -908,6 +908,8 @@ class Index:
             pending.update(r[0] for r in conn.execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall())
         gains: Counter[int] = Counter()
         lo, hi = sql.session_range(num)
+        # stem() only cuts a suffix (and turns -ies into -y): a token with stem t contains t without a final y.
+        keys = [t[:-1] if t.endswith("y") else t for t in pending]
         while pending:
             batch = conn.execute(
                 "SELECT id, seq, text FROM events WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?", (lo, hi, SCAN_BATCH)
@@ -915,10 +917,17 @@ class Index:
             if not batch:
                 break
             for _, seq, text in batch:
-                for t in pending.intersection(content_terms(text)):
+                if text.isascii():  # folding ASCII is lower(): a row without any key holds no pending term
+                    low = text.lower()
+                    if not any(k in low for k in keys):
+                        continue
+                found = pending.intersection(content_terms(text))
+                for t in found:
                     pending.discard(t)
                     if first_gone[t] < seq:
                         gains[seq] += 1
+                if found:
+                    keys = [t[:-1] if t.endswith("y") else t for t in pending]
                 if not pending:
                     break
             lo = int(batch[-1][0]) + 1
