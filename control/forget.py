@@ -171,6 +171,19 @@ def _check_session(led: Ledger, data: Path, session: object) -> str:
 
 
 # -- forgetting events ------------------------------------------------------------------
+def preview(
+    data_dir: str | os.PathLike[str], session: str, seqs: Iterable[object], *, cascade: bool = True, ledger: Ledger | None = None
+) -> Plan:
+    """What `forget` would erase — the named events, the answers that would go with them, the receipts it would
+    redact or withdraw — changing nothing (the app's confirmation lists it). PlanError as for `forget`."""
+    data = Path(data_dir)
+    led = _ledger(data, ledger, None)
+    session = _check_session(led, data, session)
+    with files.session_turn_lock(data, session):
+        count, _head = led.head(session)
+        return plan(session, list(seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+
+
 def forget(
     data_dir: str | os.PathLike[str],
     session: str,

@@ -256,3 +256,40 @@ def test_forgetting_during_another_process_s_turns_loses_no_event_forks_nothing_
     assert set(acked) <= digests
     assert mem_seq in report.erased and set(result.erased) <= set(report.erased)
     assert files_with_marker(*_roots(data)) == []
+
+
+def test_format_1_receipts_citing_a_forgotten_memory_are_withdrawn_and_nothing_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from chat.engine import Engine
+    from chat.llm import LLM
+
+    data = tmp_path / "data"
+    eng = Engine(data, llm=LLM(api_key=""), receipt_format=1)
+    caplog.set_level(logging.DEBUG)
+    mem_seq, turns = marked_session(eng)
+    old = {t.receipt_id for t in turns}
+    result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert set(result.withdrawn) == old and result.redacted == ()
+    assert files.list_receipts(data, "alice") == []
+    with eng.index.read() as conn:
+        rows = conn.execute("SELECT receipt_id FROM receipts WHERE session = 'alice'").fetchall()
+    assert rows == []
+    body = json.loads(base64.b64decode(json.loads(result.certificate_path.read_bytes())["payload"]))
+    assert body["receipts"] == {"redacted": [], "withdrawn": sorted(old)}
+    assert files_with_marker(*_roots(data)) == []
+    assert "vorquzqxvji" not in caplog.text.lower()
+
+
+def test_preview_names_what_forget_then_erases_and_changes_nothing(tmp_path: Path) -> None:
+    import hashlib
+
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, turns = marked_session(eng)
+    snap = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in data.rglob("*") if p.is_file()}
+    plan = control.preview(data, "alice", [mem_seq], ledger=eng.ledger)
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in data.rglob("*") if p.is_file()} == snap
+    assert {t.assistant_event.seq for t in turns} <= set(plan.cascaded)
+    result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert (result.erased, result.cascaded, result.redacted) == (plan.erase, plan.cascaded, tuple(sorted(plan.redact)))
