@@ -346,3 +346,13 @@ class TestTheEngine:
             receipts.redact(raw, [0])
         with pytest.raises(ValueError, match="not a known receipt format"):
             Engine(tmp_path, llm=LLM(api_key=""), receipt_format=3)
+
+    def test_the_chat_stamps_of_a_redacted_stored_receipt_show_withheld_not_an_error(self, turned: tuple[Any, Any, Path]) -> None:
+        from webui import render
+
+        _engine, turn, _data = turned
+        raw = turn.receipt_path.read_bytes()
+        seqs = [m["event"]["seq"] for m in turn.body["memories"]]
+        stamps = render.stamps_from_body(parse_receipt(receipts.redact(raw, seqs)).body)
+        assert [s.text for s in stamps.memories] == ["[withheld]"] * len(seqs)
+        assert "Zanzibar" not in render.stamps_markdown(stamps)

@@ -55,11 +55,17 @@ class Stamps:
     memories: tuple[Stamp, ...]
 
 
+def _cited_text(event: Mapping[str, Any]) -> str:
+    """A cited event's text; a format-2 receipt may withhold it (a redacted copy: no text, only its commitment)."""
+    text = event.get("text")
+    return text if isinstance(text, str) else "[withheld]"
+
+
 def stamps_from_body(body: Mapping[str, Any]) -> Stamps:
     resp = body["response"]
     memories = tuple(
         Stamp(
-            m["rank"], m["event"]["seq"], m["event"]["role"], m["event"]["text"], m["event"]["digest"], m["event"]["id"]
+            m["rank"], m["event"]["seq"], m["event"]["role"], _cited_text(m["event"]), m["event"]["digest"], m["event"]["id"]
         )
         for m in body["memories"]
     )
