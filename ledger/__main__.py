@@ -1,4 +1,4 @@
-"""Command line: `python -m ledger import|verify ...` (a thin layer over the library)."""
+"""Command line: `python -m ledger import|list|verify|repair ...` (a thin layer over the library)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .cli_support import EXIT_FAILED as EXIT_BROKEN
 from .cli_support import EXIT_OK, Parser, entry_point, existing_data_dir, fail, make_data_dir, run, writable_data_dir
 from .event import Event, EventError, validate_session_id
 from .imports import ImportRecordError, content_hash, previous_import, record_import
+from .listing import list_sessions
 from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
 
 
@@ -199,6 +200,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_BROKEN if broken else EXIT_OK
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    """One row per session: id, events, last activity, verified or the first break (reads only)."""
+    data = existing_data_dir(args.data_dir)
+    rows = list_sessions(Ledger(data))
+    broken = [r for r in rows if not r.ok]
+    if args.json:
+        print(json.dumps({"ok": not broken, "sessions": [r.to_dict() for r in rows]}, indent=2))
+        return EXIT_BROKEN if broken else EXIT_OK
+    if not rows:
+        print(f"no sessions in {data}")
+        return EXIT_OK
+    width = max(len("session"), *(len(r.session) for r in rows))
+    print(f"{'session'.ljust(width)}  {'events':>8}  {'last activity':<20}  status")
+    for r in rows:
+        when = f"{r.last_ts[:19]}Z" if r.last_ts else "-"
+        b = r.report.brk
+        status = "verified" if b is None else f"BROKEN at line {b.line}, seq {b.seq}, {b.kind}: {b.message}"
+        print(f"{r.session.ljust(width)}  {r.lines:>8}  {when:<20}  {status}")
+    tail = f", {len(broken)} broken" if broken else ", all verified"
+    print(f"{len(rows)} session{'' if len(rows) == 1 else 's'}{tail}")
+    return EXIT_BROKEN if broken else EXIT_OK
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m ledger", description="The hash-chained session ledger.")
@@ -215,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
     p.set_defaults(func=cmd_import)
+    ls = sub.add_parser("list", help="one row per session: events, last activity, verified or its first break")
+    ls.add_argument("data_dir")
+    ls.add_argument("--json", action="store_true", help="print a JSON report")
+    ls.set_defaults(func=cmd_list)
     v = sub.add_parser("verify", help="verify sessions (all when none is named)")
     v.add_argument("data_dir")
     v.add_argument("sessions", nargs="*")

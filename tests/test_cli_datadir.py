@@ -73,6 +73,8 @@ READS = [
     ["receipts", "verify", "{receipt}", "--data", "{d}", "--trust", "{root}/pub.json"],
     ["receipts", "show", "{receipt}"],
     ["retrieval", "search", "{d}", "alice", "cat"],
+    ["ledger", "list", "{d}"],
+    ["ledger", "list", "{d}", "--json"],
 ]
 MAINS = {"ledger": ledger_main, "receipts": receipts_main, "retrieval": retrieval_main, "chat": chat_main}
 
