@@ -48,6 +48,7 @@ from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey, load_or_create
 from retrieval import Index
 from retrieval.model import PurgeIncomplete
+from retrieval.text import content_terms
 
 from .plan import Citation, Plan, PlanError, Slot, plan
 
@@ -207,6 +208,8 @@ def forget(
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
         p = plan(session, list(seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        if reason:
+            _check_reason(reason, led.read_events(session, p.erase))
         idx, k = _index_and_key(data, led, index, key)
         journal = {"scope": "events", "session": session, "seqs": list(p.erase), "redact": {r: list(s) for r, s in p.redact.items()}, "withdraw": list(p.withdraw)}
         jpath = _write_journal(data, journal)
@@ -222,6 +225,14 @@ def forget(
         path, envelope = _finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
         _unlink_durable(jpath)
     return _result(p, erasure.record.seq, path, envelope)
+
+
+def _check_reason(reason: str, events: Sequence[Event]) -> None:
+    """The reason is kept in the erasure record for good: refuse one that repeats a word of what it erases."""
+    said = {t for t in content_terms(reason) if len(t) >= 5 and not t.isdigit()}
+    for ev in events:
+        if said.intersection(content_terms(ev.text)):
+            raise PlanError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept after the erasure; say why without quoting it")
 
 
 def _result(p: Plan, record_seq: int, path: Path, envelope: dict[str, Any]) -> ForgetResult:

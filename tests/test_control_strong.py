@@ -293,3 +293,13 @@ def test_preview_names_what_forget_then_erases_and_changes_nothing(tmp_path: Pat
     assert {t.assistant_event.seq for t in turns} <= set(plan.cascaded)
     result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
     assert (result.erased, result.cascaded, result.redacted) == (plan.erase, plan.cascaded, tuple(sorted(plan.redact)))
+
+
+def test_a_reason_that_repeats_the_erased_words_is_refused_and_nothing_changes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, _turns = marked_session(eng)
+    before = Ledger(data).head("alice")
+    with pytest.raises(control.PlanError, match="reason: repeats a word"):
+        control.forget(data, "alice", [mem_seq], reason=f"please drop {MARKER.lower()}s", ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert Ledger(data).head("alice") == before and control.pending(data) == []
