@@ -17,6 +17,7 @@ from .event import Event, EventError, validate_session_id
 from .imports import ImportRecordError, content_hash, previous_import, record_import
 from .listing import list_sessions
 from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
+from .verify import erased_words
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -189,7 +190,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for r in reports:
             if r.ok:
                 note = f" ({len(r.quarantined)} quarantined torn tail file(s))" if r.quarantined else ""
-                print(f"ok      {r.session}: {r.events} events, head {r.head[:16]}{note}")
+                erased = f"; {erased_words(r.erased)}" if r.erased else ""
+                print(f"ok      {r.session}: {r.events} events, head {r.head[:16]}{erased}{note}")
             else:
                 b = r.brk
                 assert b is not None
