@@ -356,3 +356,50 @@ class TestTheEngine:
         stamps = render.stamps_from_body(parse_receipt(receipts.redact(raw, seqs)).body)
         assert [s.text for s in stamps.memories] == ["[withheld]"] * len(seqs)
         assert "Zanzibar" not in render.stamps_markdown(stamps)
+
+
+class TestSize:
+    @staticmethod
+    def _event(seq: int, text: str, meta: dict[str, Any], role: str = "user") -> Any:
+        from ledger.event import GENESIS, make_event
+
+        return make_event(
+            session="s", seq=seq, prev=GENESIS, role=role, text=text, meta=meta, ts="2026-01-02T03:04:05.000000Z",
+            event_id=f"evt_{seq:032x}", salt=bytes(32),
+        )
+
+    @pytest.mark.parametrize("shape", ["escaped-text-and-deep-meta", "meta-of-many-small-items-indented-deep"])
+    def test_as_many_memories_as_citable_counts_fit_in_the_file_and_one_more_would_not(self, shape: str) -> None:
+        from ledger.event import MAX_META_BYTES, MAX_TEXT_BYTES
+        from receipts import body as rbody
+
+        if shape == "escaped-text-and-deep-meta":
+            meta: Any = "x"
+            for _ in range(31):
+                meta = {"a": meta}
+            meta = {"a": meta, "pad": "y" * (MAX_META_BYTES - 400)}
+        else:  # json.dumps(indent=2) puts each item on its own line, indented to its depth
+            items: Any = [0] * ((MAX_META_BYTES - 200) // 2)
+            for _ in range(20):
+                items = [items]
+            meta = {"a": items}
+        text = "zebra " + "\x01" * (MAX_TEXT_BYTES - 6)
+        mems = [self._event(i, text, meta) for i in range(rbody.MAX_MEMORIES)]
+        query = self._event(60, "q", {})
+        n = rbody.citable(query, mems, 2)
+        assert 1 <= n < rbody.MAX_MEMORIES
+        answer = self._event(61, "\x01" * MAX_TEXT_BYTES, {"kind": "chat", "receipt_id": "rcpt_" + "0" * 32}, "assistant")
+        key = SigningKey.from_seed(bytes(32))
+        cp = rbody.sign_checkpoint(session="s", tree_size=62, root=bytes(32), chain_head=answer.chain, issued_at=answer.ts, key=key)
+
+        def size(k: int) -> int:
+            body = rbody.build_body(
+                receipt_id="rcpt_" + "0" * 32, issued_at=answer.ts, session="s", k=50, retrieval="r", query=query,
+                query_proof=[bytes(32)] * 6, memories=[(m, [bytes(32)] * 6) for m in mems[:k]], response=answer,
+                response_proof=[bytes(32)] * 6, provider="offline", model="m", fallback_reason="x" * 2000,
+                template="mre-prompt/v1", prompt_sha256="0" * 64, checkpoint=cp, receipt_format=2,
+            )
+            return len(rbody.dump_file(rbody.sign_receipt(body, key, rbody.disclosures_for([query, *mems[:k], answer]))))
+
+        assert size(n) <= rbody.MAX_RECEIPT_BYTES
+        assert size(n + 1) > rbody.MAX_RECEIPT_BYTES  # with an answer of the largest size the reserve is not slack
