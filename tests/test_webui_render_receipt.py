@@ -133,6 +133,25 @@ class TestRowsWithoutText:
             assert row.endswith(f"**{shown}**") and f"— {state}" in row and "“" not in row
         assert "seq 0, user" in rows[0]  # everything but the text is still there
 
+    def test_the_committed_redacted_format_2_receipt_shows_its_withheld_memory(self) -> None:
+        raw = (VECTORS / "receipt_v2_redacted.json").read_bytes()
+        summary = summarize(parse_receipt(raw).body)
+        withheld = [m["rank"] for m in summary["memories"] if m["state"] == "withheld"]
+        assert withheld  # the vector withholds at least one memory's text
+        rows = [ln for ln in rr.panel_for(raw).splitlines() if re.match(r"\d+\. memory", ln)]
+        assert len(rows) == len(summary["memories"])
+        for m, row in zip(summary["memories"], rows, strict=True):
+            if m["state"] == "withheld":
+                assert row.endswith("— withheld): **[withheld]**") and "“" not in row
+            else:
+                assert row.endswith(f"“{md(m['text'])}”")
+
+    def test_a_memory_the_ledger_erased_is_shown_as_forgotten(self) -> None:
+        body = parse_receipt((VECTORS / "receipt_v2_redacted.json").read_bytes()).body
+        summary = summarize(body, erased={m["event"]["seq"] for m in body["memories"]})
+        panel = rr.panel_markdown(summary)
+        assert "**[forgotten]**" in panel and "— erased" in panel
+
     def test_a_cited_row_shows_no_state_tag(self) -> None:
         row = next(ln for ln in rr.panel_markdown(vector_summary()).splitlines() if ln.startswith("1. memory"))
         assert "— cited" not in row and row.endswith("”")
