@@ -413,13 +413,22 @@ def recover(
     idx, k = _index_and_key(data, led, index, key)
     written = []
     for jpath in journals:
+        session = jpath.name.removeprefix(".pending-").removesuffix(".json")
         try:
-            entry = loads_strict(jpath.read_bytes(), "$")
-            session = validate_session_id(entry["session"])
-        except (ValueError, KeyError, TypeError, OSError) as exc:
-            log.warning("%s: unreadable erasure journal (%s); left for a person", jpath.name, str(exc)[:200])
+            validate_session_id(session)
+        except EventError:
+            log.warning("%s: not an erasure journal name; left for a person", jpath.name)
             continue
-        with files.session_turn_lock(data, session):
+        with files.session_turn_lock(data, session):  # a forget still running in another process finishes first
+            try:
+                entry = loads_strict(jpath.read_bytes(), "$")
+                if entry["session"] != session:
+                    raise ValueError("names another session")
+            except FileNotFoundError:
+                continue  # that forget finished
+            except (ValueError, KeyError, TypeError, OSError) as exc:
+                log.warning("%s: unreadable erasure journal (%s); left for a person", jpath.name, str(exc)[:200])
+                continue
             if entry.get("scope") == "session":
                 _delete_session(data, led, idx, session)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
