@@ -303,3 +303,46 @@ def test_a_reason_that_repeats_the_erased_words_is_refused_and_nothing_changes(t
     with pytest.raises(control.PlanError, match="reason: repeats a word"):
         control.forget(data, "alice", [mem_seq], reason=f"please drop {MARKER.lower()}s", ledger=eng.ledger, index=eng.index, key=eng.key)
     assert Ledger(data).head("alice") == before and control.pending(data) == []
+
+
+CHILD_ALL = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from control import forget as control
+from retrieval import Index
+Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+control.forget_session(sys.argv[2], "alice")
+"""
+
+
+def test_a_sigkill_while_deleting_a_whole_session_is_finished_by_recover(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "data"
+    eng = engine(data)
+    marked_session(eng)
+    _warm_everything(eng, data)
+    eng.index.close()
+    eng.ledger.close()
+    child = subprocess.run([sys.executable, "-c", CHILD_ALL, str(root), str(data)], capture_output=True, text=True, timeout=120)
+    assert child.returncode == -9, child.stderr[-2000:]
+    assert control.pending(data)
+    restarted = engine(data)
+    (cert_path,) = control.recover(data, ledger=restarted.ledger, index=restarted.index, key=restarted.key)
+    assert control.pending(data) == [] and not (data / "sessions" / "alice").exists()
+    assert files_with_marker(*_roots(data)) == []
+    report = verify_certificate_bytes(cert_path.read_bytes(), trusted=[restarted.key.public_key], data_dir=data)
+    assert report.verdict == "verified", report.failed
+
+
+def test_an_unreadable_journal_is_left_for_a_person_and_does_not_stop_recovery(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    eng.remember("alice", "I adopted a grey cat named Miso")
+    (data / "erasures").mkdir(mode=0o700)
+    bad = data / "erasures" / ".pending-alice.json"
+    bad.write_bytes(b"{not json")
+    assert control.recover(data, ledger=eng.ledger, index=eng.index, key=eng.key) == []
+    assert bad.exists()
