@@ -33,7 +33,7 @@ from ledger.event import (
     SESSION_ID_RE,
     TS_RE,
     Event,
-    content_commitment,
+    erased_form,
 )
 
 from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
@@ -123,16 +123,9 @@ def event_record(ev: Event) -> dict[str, Any]:
     return ev.to_dict()
 
 
-def event_commit(ev: Event) -> str:
-    """hex of the event's content commitment (FORMAT.md §4.1): the stored one for an erased event."""
-    stored = getattr(ev, "commit", None)  # ledger.event.Event.commit: set exactly when the event is erased
-    if isinstance(stored, str):
-        return stored
-    return content_commitment(bytes.fromhex(ev.salt), ev.text, ev.meta).hex()
-
-
 def erased_record(ev: Event) -> dict[str, Any]:
     """A format-2 cited event: the erased ledger line's fields (hashed fields, `commit`, digest, prev, chain)."""
+    erased = erased_form(ev)  # the stored commitment of an erased event, else computed from salt, text and meta
     return {
         "v": ev.v,
         "session": ev.session,
@@ -140,7 +133,7 @@ def erased_record(ev: Event) -> dict[str, Any]:
         "id": ev.id,
         "role": ev.role,
         "ts": ev.ts,
-        "commit": event_commit(ev),
+        "commit": erased.commit,
         "digest": ev.digest,
         "prev": ev.prev,
         "chain": ev.chain,
@@ -149,7 +142,7 @@ def erased_record(ev: Event) -> dict[str, Any]:
 
 def disclosure(ev: Event) -> dict[str, Any] | None:
     """What opens an event's commitment: {"seq", "salt", "text", "meta"}; None for an erased event."""
-    if getattr(ev, "commit", None) is not None:
+    if ev.erased:
         return None
     return {"seq": ev.seq, "salt": ev.salt, "text": ev.text, "meta": ev.meta}
 

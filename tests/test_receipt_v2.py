@@ -92,6 +92,20 @@ class TestTheVector:
             assert [c.name for c in report.withheld] == ["memory#2.content"]
             assert st_["memory#1.content"] == PASS and st_["response.hash"] == PASS
 
+    def test_against_the_erased_ledger_vector_the_redacted_copy_says_erased_and_verifies(self, tmp_path: Path) -> None:
+        from receipts.verify import ERASED
+
+        folder = tmp_path / "sessions" / SESSION
+        folder.mkdir(parents=True)
+        shutil.copy(VECTORS / "receipt_v2_ledger_erased.jsonl", folder / "events.jsonl")
+        report = verify_bytes(REDACTED, trusted=[PUB], data_dir=tmp_path)
+        st_ = statuses(report)
+        assert report.verdict == "verified" and st_["memory#2.content"] == ERASED
+        assert all(st_[n] == PASS for n in ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response"))
+        whole = verify_bytes(V2, trusted=[PUB], data_dir=tmp_path)  # an unredacted copy still opens seq 2's commitment
+        assert whole.verdict == "verified" and statuses(whole)["memory#2.content"] == PASS
+        assert b"I moved to Lisbon" not in (VECTORS / "receipt_v2_ledger_erased.jsonl").read_bytes()
+
     def test_the_groups_say_which_memory_was_withheld(self) -> None:
         groups = {g.key: g for g in verify_bytes(REDACTED, trusted=[PUB]).groups()}
         g = groups["memory#2"]

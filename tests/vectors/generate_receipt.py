@@ -9,6 +9,9 @@ The format-2 vector is the same turn (same events, same ledger, same receipt id)
 in format 2: the signed body cites each event in erased form and the texts ride
 beside the envelope as disclosures; `receipt_v2_redacted.json` is that file with
 memory#2's disclosure withheld (receipts.redact), its signature untouched.
+`receipt_v2_ledger_erased.jsonl` is the vector's ledger after memory#2 (seq 2) was
+erased: that line in erased form and an erasure record appended (seq 6); the
+redacted receipt verifies against it with memory#2's content `erased`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ledger.event import GENESIS, Event, make_event  # noqa: E402
+from ledger.event import GENESIS, Event, erased_form, erasure_record_meta, erasure_record_text, make_event  # noqa: E402
 from receipts import body as rbody  # noqa: E402
 from receipts import redact  # noqa: E402
 from receipts.keys import SigningKey, format_public_key  # noqa: E402
@@ -86,6 +89,14 @@ def build() -> dict[str, Any]:
     body2 = body_of(2)
     file2 = rbody.sign_receipt(body2, key, rbody.disclosures_for([query, *memories, answer]))
     raw2 = rbody.dump_file(file2)
+    gone = erased_form(events[memories[1].seq])
+    record = make_event(
+        session=SESSION, seq=len(events), prev=bytes.fromhex(answer.chain), role="system", text=erasure_record_text(1),
+        meta=erasure_record_meta([gone], "golden vector"), ts=TS,
+        event_id="evt_" + hashlib.sha256(b"vector event erasure").hexdigest()[:32],
+        salt=hashlib.sha256(b"vector receipt salt erasure").digest(),
+    )
+    erased_ledger = [gone if e.seq == gone.seq else e for e in events] + [record]
     return {
         "receipt_v1.json": json.dumps(rbody.sign_receipt(body, key), indent=2, sort_keys=True) + "\n",
         "receipt_v1_body.json": json.dumps(body, indent=2, ensure_ascii=False) + "\n",
@@ -95,6 +106,7 @@ def build() -> dict[str, Any]:
         "receipt_v2.json": raw2.decode("utf-8"),
         "receipt_v2_body.json": json.dumps(body2, indent=2, ensure_ascii=False) + "\n",
         "receipt_v2_redacted.json": redact(raw2, [memories[1].seq]).decode("utf-8"),
+        "receipt_v2_ledger_erased.jsonl": "".join(e.to_line().decode("utf-8") for e in erased_ledger),
     }
 
 
