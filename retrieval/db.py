@@ -526,6 +526,7 @@ class Index:
         conn.execute("DELETE FROM terms WHERE num = ?", (num,))
         if remove:
             conn.execute("DELETE FROM watermarks WHERE num = ?", (num,))
+            conn.execute("DELETE FROM retrieval_meta WHERE key = ?", (self._forgets_key(num),))
         else:
             conn.execute(sql.create_fts(num))
             conn.execute("UPDATE watermarks SET last_seq = -1, last_chain = ? WHERE num = ?", (GENESIS_HEX, num))
@@ -549,6 +550,9 @@ class Index:
         before, after = self.config.context_before, self.config.context_after
         seen: set[str] = set()
         fresh = last_seq < 0  # nothing of this session is in the terms table
+        # Read before `prior` and `seen`: a forget by another process after this point (it may have taken
+        # rows out of them) makes the chunk's transaction start again from the watermark.
+        forgets = self._forgets(num)
         prior = self._tail_rows(num, last_seq, before + after) if (before or after) else []
         for chunk in _batched(stream, CHUNK):
             expected = (last_seq, last_chain)
@@ -564,7 +568,7 @@ class Index:
             plan = plan_rows(num=num, events=chunk, seen=seen, prior=prior, before=before, after=after)
             with self._tx():
                 now = conn.execute("SELECT last_seq, last_chain FROM watermarks WHERE num = ?", (num,)).fetchone()
-                if now is None or (now[0], now[1]) != expected:
+                if now is None or (now[0], now[1]) != expected or self._forgets(num) != forgets:
                     raise _Raced()
                 for seq, context in plan.context_updates:
                     rid = sql.row_id(num, seq)
@@ -585,14 +589,26 @@ class Index:
             if plan.erased:
                 with self._tx():
                     gone = self._forget_rows(session, num, plan.erased)
+                    now_forgets = self._forgets(num)
                 if gone.removed:
                     warnings.extend(self._purge_quietly([num]))
-                    seen.clear()  # it held the forgotten words: reload from the terms table
+                if now_forgets != forgets:  # this forget, or another process's: `prior` and `seen` may hold its words
+                    seen.clear()
                     fresh = False
                     prior = self._tail_rows(num, last_seq, before + after) if (before or after) else []
+                    forgets = now_forgets
             if progress is not None:
                 progress(session, len(chunk))
         return warnings
+
+    @staticmethod
+    def _forgets_key(num: int) -> str:
+        return f"forgets:{num}"
+
+    def _forgets(self, num: int) -> int:
+        """How many times rows of session `num` were forgotten (a change tells a concurrent indexer to start again)."""
+        row = self._w().execute("SELECT value FROM retrieval_meta WHERE key = ?", (self._forgets_key(num),)).fetchone()
+        return 0 if row is None else int(row[0])
 
     def _tail_rows(self, num: int, last_seq: int, n: int) -> list[tuple[int, str]]:
         """(seq, text) of the session's last `n` indexed rows up to `last_seq`, oldest first."""
@@ -850,6 +866,10 @@ class Index:
             "UPDATE terms SET df = df - ? WHERE num = ? AND term = ?", ((n, num, t) for t, n in lost.items())
         )
         conn.executemany("DELETE FROM terms WHERE num = ? AND term = ? AND df <= 0", ((num, t) for t in lost))
+        conn.execute(
+            "INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, ?)",
+            (self._forgets_key(num), str(self._forgets(num) + 1)),
+        )
         removed = [seq for seq, _, _ in found]
         return Forgotten(session, removed, self._recontext(num, removed), self._rejudge(num, first_gone))
 

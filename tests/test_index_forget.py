@@ -433,6 +433,42 @@ class TestForget:
         assert marker_hits(data) == {}
 
 
+class TestTwoWriters:
+    def test_a_forget_by_another_writer_while_indexing_makes_the_indexer_start_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Two Index objects on one file stand for two processes: separate connections, separate locks.
+        data = tmp_path / "d"
+        led_a, led_b = Ledger(data), Ledger(data)
+        led_b.append_many("s", [Message("user", t, {}) for t in session_texts(20, 19)])
+        a, b = Index(data, led_a, config=CTX), Index(data, led_b, config=CTX)
+        b.catch_up()
+        new = led_b.append("s", "user", "Our puppies were born on a rainy night")
+        real = db.plan_rows
+        calls = []
+
+        def plan_then_forget(**kw: object) -> object:
+            out = real(**kw)  # type: ignore[arg-type]
+            if not calls:  # B planned with the secret among its neighbours; A forgets it now
+                calls.append(1)
+                erase(led_a, "s", [19])
+                a.forget_events("s", [19])
+            return out
+
+        monkeypatch.setattr(db, "plan_rows", plan_then_forget)
+        assert b.index_session("s", [new]) == []
+        monkeypatch.setattr(db, "plan_rows", real)
+        assert not any(has_marker(str(r[4])) for r in rows(b, "s"))
+        assert marker_hits(data) == {}
+        fresh = Index(tmp_path / "copy", Ledger(data), config=CTX)
+        fresh.catch_up()
+        assert table(b, "s") == table(fresh, "s")
+        for ix in (fresh, a, b):
+            ix.close()
+        for led in (fresh.ledger, led_a, led_b):
+            led.close()
+
+
 class TestPurge:
     def test_a_file_written_without_secure_delete_is_vacuumed_on_the_first_forget(
         self, world: tuple[Path, Ledger, Index]
