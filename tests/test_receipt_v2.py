@@ -106,6 +106,13 @@ class TestTheVector:
         assert whole.verdict == "verified" and statuses(whole)["memory#2.content"] == PASS
         assert b"I moved to Lisbon" not in (VECTORS / "receipt_v2_ledger_erased.jsonl").read_bytes()
 
+    def test_a_format_1_receipt_still_verifies_against_the_erased_ledger(self, tmp_path: Path) -> None:
+        folder = tmp_path / "sessions" / SESSION
+        folder.mkdir(parents=True)
+        shutil.copy(VECTORS / "receipt_v2_ledger_erased.jsonl", folder / "events.jsonl")
+        report = verify_bytes(V1, trusted=[PUB], data_dir=tmp_path)
+        assert report.verdict == "verified" and all(c.status == PASS for c in report.checks), [c.to_dict() for c in report.checks if c.status != PASS]
+
     def test_the_groups_say_which_memory_was_withheld(self) -> None:
         groups = {g.key: g for g in verify_bytes(REDACTED, trusted=[PUB]).groups()}
         g = groups["memory#2"]
