@@ -48,7 +48,7 @@ def commit_of(ev: Event) -> str:
 
 
 def erased_line(ev: Event) -> bytes:
-    """The erased ledger line (docs/FORMAT.md, erasure): JCS of the ten kept fields, commit in place of text/meta/salt."""
+    """The erased ledger line (docs/FORMAT.md §4.4): JCS of the ten kept fields, commit in place of text/meta/salt."""
     d = ev.to_dict()
     for k in ("text", "meta", "salt"):
         del d[k]
