@@ -74,6 +74,7 @@ def _assert_forgotten(eng, data: Path, mem_seq: int, result: control.ForgetResul
     # the certificate verifies, offline and with the data directory; a tampered one fails a named check
     raw_cert = result.certificate_path.read_bytes()
     assert oct(result.certificate_path.stat().st_mode & 0o777) == "0o600"
+    assert oct(result.certificate_path.parent.stat().st_mode & 0o777) == "0o700"
     assert verify_certificate_bytes(raw_cert, trusted=key).verdict == "verified"
     assert verify_certificate_bytes(raw_cert, trusted=key, data_dir=data).verdict == "verified"
     body = json.loads(base64.b64decode(json.loads(raw_cert)["payload"]))
