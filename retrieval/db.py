@@ -128,6 +128,7 @@ class Index:
         self._hooks: dict[str, str] = {}
         with self._lock:
             self._open()
+        self._owed_purge()
 
     # -- opening, recovery ------------------------------------------------
     def _connect(self, *, writer: bool) -> sqlite3.Connection:
@@ -527,6 +528,7 @@ class Index:
         if remove:
             conn.execute("DELETE FROM watermarks WHERE num = ?", (num,))
             conn.execute("DELETE FROM retrieval_meta WHERE key = ?", (self._forgets_key(num),))
+            self._mark_purge(0)  # its table is dropped (zeroed); the WAL and a file not yet zeroed are owed a purge
         else:
             conn.execute(sql.create_fts(num))
             conn.execute("UPDATE watermarks SET last_seq = -1, last_chain = ? WHERE num = ?", (GENESIS_HEX, num))
@@ -870,6 +872,7 @@ class Index:
             "INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, ?)",
             (self._forgets_key(num), str(self._forgets(num) + 1)),
         )
+        self._mark_purge(num)
         removed = [seq for seq, _, _ in found]
         return Forgotten(session, removed, self._recontext(num, removed), self._rejudge(num, first_gone))
 
@@ -979,9 +982,13 @@ class Index:
            reader off its old snapshot and waits PURGE_WAIT_S for them.
         """
         conn = self._w()
+        pending = dict(
+            conn.execute("SELECT key, value FROM retrieval_meta WHERE key GLOB 'purge_pending:*'").fetchall()
+        )
+        todo = set(nums) | {int(v) for v in pending.values() if int(v) > 0}
         with self._tx():
             have = {r[0] for r in conn.execute(sql.FTS_TABLES).fetchall()}
-            for num in nums:
+            for num in sorted(todo):
                 if sql.fts_table(num) in have:
                     conn.execute(sql.optimize_fts(num))
         zeroed = conn.execute("SELECT value FROM retrieval_meta WHERE key = ?", (ZEROED,)).fetchone()
@@ -1001,6 +1008,28 @@ class Index:
                 f"{self.path}: a reader kept an old snapshot open for {PURGE_WAIT_S:g} s, so the WAL still holds "
                 "old pages; the rows are deleted: forget again to finish the purge"
             )
+        if pending:  # done: the marks go (their own WAL frames hold no words; emptied again if no one reads)
+            with self._tx():
+                conn.executemany("DELETE FROM retrieval_meta WHERE key = ?", ((k,) for k in pending))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _mark_purge(self, num: int) -> None:
+        """Note, in the transaction that deletes rows, that a purge is owed: a crash before it ends is caught up on open."""
+        self._w().execute(
+            "INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, ?)", (f"purge_pending:{num}", str(num))
+        )
+
+    def _owed_purge(self) -> None:
+        """Finish a purge a crash interrupted (see _mark_purge); a reader in the way is a warning."""
+        with self._lock:
+            try:
+                if self._w().execute("SELECT 1 FROM retrieval_meta WHERE key GLOB 'purge_pending:*'").fetchone():
+                    for w in self._purge_quietly([]):
+                        self._warn(w)
+            except sqlite3.Error as exc:
+                self._warn(
+                    f"{self.path}: the purge an interrupted forget owes failed ({exc}); it is tried again on the next open"
+                )
 
     def _purge_quietly(self, nums: Iterable[int]) -> list[str]:
         """_purge from inside indexing: an incomplete purge is a warning, not a failed index."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -20,6 +22,7 @@ from retrieval.indexing import CONTEXT_SEP, erased_by, plan_rows, skipped
 from retrieval.model import ForgetError, PurgeIncomplete
 
 MARKER = "Zorblaxian"
+ROOT = Path(__file__).resolve().parents[1]
 CTX = IndexConfig(context_before=2, context_after=2)
 
 TEXTS = [
@@ -467,6 +470,31 @@ class TestTwoWriters:
             ix.close()
         for led in (fresh.ledger, led_a, led_b):
             led.close()
+
+
+class TestCrash:
+    def test_a_forget_killed_before_its_purge_is_finished_when_the_index_is_next_opened(
+        self, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, index = world
+        erase(led, "s", [17])
+        index.close()
+        child = (
+            "import os, sys\n"
+            "from retrieval import Index, IndexConfig\n"
+            "from retrieval.db import Index as I\n"
+            "I._purge = lambda self, nums: os._exit(9)  # SIGKILL-like: no close, no checkpoint\n"
+            "Index(sys.argv[1], config=IndexConfig(context_before=2, context_after=2)).forget_events('s', [17])\n"
+        )
+        run = subprocess.run([sys.executable, "-c", child, str(data)], cwd=ROOT, capture_output=True, timeout=120)
+        assert run.returncode == 9, run.stderr
+        assert marker_hits(data)  # the rows are gone, the words are not: old FTS5 segments, the WAL
+        again = Index(data, Ledger(data), config=CTX)  # the restart
+        assert marker_hits(data) == {}
+        assert again.search("s", "zorblaxian").results == []
+        assert again.forget_events("s", [17]).removed == []
+        again.close()
+        again.ledger.close()
 
 
 class TestPurge:
