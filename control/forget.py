@@ -37,7 +37,7 @@ from typing import Any
 
 from ledger import Event, Ledger
 from ledger.canonical import canonical_json, loads_strict
-from ledger.event import EventError, is_erasure_record, now_ts, validate_session_id
+from ledger.event import EVENT_ID_RE, EventError, is_erasure_record, now_ts, validate_session_id
 from ledger.fsmode import open_private, private_dir
 from ledger.store import EraseError
 from receipts import certificate as cert
@@ -160,6 +160,22 @@ def _index_and_key(data: Path, led: Ledger, index: Index | None, key: SigningKey
     return (index if index is not None else Index(data, led)), (key if key is not None else load_or_create(data))
 
 
+def _resolve(led: Ledger, session: str, items: Iterable[object]) -> list[object]:
+    """Seqs as given, with event ids (`evt_…`, what MCP's forget_memory names) replaced by their seqs."""
+    given = list(items)
+    ids = {x for x in given if isinstance(x, str) and x.startswith("evt_")}
+    if not ids:
+        return given
+    for x in ids:
+        if not EVENT_ID_RE.fullmatch(x):
+            raise PlanError(f"event id {x[:60]!r}: not an event id (evt_ and 32 lowercase hex digits)")
+    found = {ev.id: ev.seq for ev in led.events(session) if ev.id in ids}
+    missing = sorted(ids - found.keys())
+    if missing:
+        raise PlanError(f"session {session}: no event with id {missing[0]}")
+    return [found[x] if isinstance(x, str) and x in found else x for x in given]
+
+
 def _check_session(led: Ledger, data: Path, session: object) -> str:
     try:
         validate_session_id(session)
@@ -182,7 +198,7 @@ def preview(
     session = _check_session(led, data, session)
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        return plan(session, list(seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        return plan(session, _resolve(led, session, seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
 
 
 def forget(
@@ -198,6 +214,8 @@ def forget(
 ) -> ForgetResult:
     """Erase `seqs` of `session` (and, with `cascade`, the answers whose receipts cited them); return what was done.
 
+    `seqs` may hold ints, decimal strings (as typed) or event ids (`evt_…`, as MCP's forget_memory names them).
+
     Raises PlanError (one line; nothing changed) for an unknown session, a seq the session does not hold, an
     event already erased or an erasure record. The app passes its Engine's ledger, index and key."""
     data = Path(data_dir)
@@ -207,7 +225,7 @@ def forget(
         raise PlanError("reason: must be text of at most 2000 characters")
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        p = plan(session, list(seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
         if reason:
             _check_reason(reason, led.read_events(session, p.erase))
         idx, k = _index_and_key(data, led, index, key)

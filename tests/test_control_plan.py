@@ -77,3 +77,17 @@ def test_seqs_that_are_not_non_negative_integers_are_refused(bad: object) -> Non
 
 def test_seqs_typed_as_text_are_read_and_duplicates_collapse() -> None:
     assert parse_seqs(["3", 1, " 3 "]) == [1, 3]
+
+
+def test_an_event_id_names_the_same_event_as_its_seq(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from control.forget import preview
+    from ledger import Ledger
+
+    led = Ledger(tmp_path)
+    a = led.append("s", "user", "I adopted a grey cat named Miso", {})
+    led.append("s", "user", "I moved to Lisbon", {})
+    assert preview(tmp_path, "s", [a.id], ledger=led).erase == preview(tmp_path, "s", [a.seq], ledger=led).erase == (0,)
+    with pytest.raises(PlanError, match="no event with id"):
+        preview(tmp_path, "s", ["evt_" + "0" * 32], ledger=led)
+    with pytest.raises(PlanError, match="not an event id"):
+        preview(tmp_path, "s", ["evt_xyz"], ledger=led)
