@@ -241,6 +241,27 @@ class TestVerifyTab:
         ).removesuffix("\n\n---\n\n")
         assert "“I like green tea”" not in verdict  # the copy's memory text is the changed one
 
+    def test_a_forgotten_memory_reads_forgotten_for_its_owner_and_withheld_for_anyone_else(self, ui: UI) -> None:
+        from control.forget import forget
+        from receipts import files
+
+        key = new_session_key()
+        chat(ui, key, "my locker code is 4711")
+        last = chat(ui, key, "what is my locker code?")[-1]
+        rid = last[0][-1]["metadata"]["title"].split(" · ")[-1]
+        session = session_id(key)
+        engine = ui.service.engine
+        forget(
+            ui.service.data_dir, session, [0], cascade=False, ledger=engine.ledger, index=engine.index, key=engine.key
+        )
+        stored = files.receipt_path(ui.service.data_dir, session, rid)  # redacted in place by forget
+        mine, _table = ui.verify(str(stored), key)
+        theirs, _table = ui.verify(str(stored), new_session_key())
+        row = next(ln for ln in mine.splitlines() if ln.startswith("1. memory"))
+        assert "seq 0, user" in row and row.endswith("— erased): **[forgotten]**") and "4711" not in row
+        row = next(ln for ln in theirs.splitlines() if ln.startswith("1. memory"))
+        assert "seq 0, user" in row and row.endswith("— withheld): **[withheld]**") and "4711" not in row
+
     def test_another_visitor_verifies_it_offline(self, ui: UI) -> None:
         download = chat(ui, new_session_key(), "owner's words")[-1][3]
         verdict, table = ui.verify(download_path(download), new_session_key())

@@ -22,6 +22,7 @@ import gradio as gr
 from chat.engine import Turn, TurnError
 from ledger import LedgerCorrupted
 from receipts.body import MalformedReceipt
+from receipts.verify import ERASED, Report
 
 from . import kept as kp
 from . import render as r
@@ -256,7 +257,8 @@ class UI:
             return rv.refused_markdown(str(exc)), empty
         except MalformedReceipt as exc:
             return rv.malformed_markdown(str(exc)), empty
-        return rr.panel_for(raw) + rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))
+        panel = rr.panel_for(raw, erased=erased_seqs(report))
+        return panel + rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))
 
     @edge
     def tamper(self, path: object, target: object, key: object) -> tuple[Any, ...]:
@@ -273,7 +275,7 @@ class UI:
             return rv.malformed_markdown(str(exc)), empty, none
         copy = self.service.downloads.put(f"tampered-{report.receipt_id}.json", t.raw)
         return (
-            rr.panel_for(t.raw, rr.TAMPERED_TITLE) + rv.tamper_markdown(t, report, mode),
+            rr.panel_for(t.raw, rr.TAMPERED_TITLE, erased=erased_seqs(report)) + rv.tamper_markdown(t, report, mode),
             table(rv.REPORT_HEADERS, rv.report_rows(report)),
             gr.DownloadButton(label="⬇ Download the tampered copy", value=copy, interactive=True),
         )
@@ -288,6 +290,11 @@ class UI:
         if view.problem:
             status += f"\n\n_The events cannot be listed: {r.md(view.problem, 300)}_"
         return status, table(r.LEDGER_HEADERS, rows), r.checkpoint_text(view.checkpoint)
+
+
+def erased_seqs(report: Report) -> set[int]:
+    """The cited seqs the ledger erased, as the ledger checks found them (empty when checked offline)."""
+    return {c.seq for c in report.cited if c.content == ERASED}
 
 
 def _batches(pieces: queue.SimpleQueue[object]) -> Iterator[str]:

@@ -14,7 +14,7 @@ empty quote.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from receipts.body import MalformedReceipt, parse_receipt
@@ -92,16 +92,17 @@ def panel_markdown(summary: Mapping[str, Any], title: str = PANEL_TITLE) -> str:
     return "\n".join(lines)
 
 
-def panel_for(raw: bytes, title: str = PANEL_TITLE) -> str:
+def panel_for(raw: bytes, title: str = PANEL_TITLE, *, erased: Collection[int] = ()) -> str:
     """The panel for a receipt file's bytes, followed by a rule; "" when they are not a well-formed receipt
-    (the verdict below then says why). A well-formed receipt the panel cannot lay out gets a one-line note:
-    the verification below it still runs."""
+    (the verdict below then says why). `erased`: the cited seqs the ledger erased (known only when the receipt
+    was checked against it): their rows read [forgotten] rather than [withheld]. A well-formed receipt the
+    panel cannot lay out gets a one-line note: the verification below it still runs."""
     try:
         body = parse_receipt(raw).body
     except MalformedReceipt:
         return ""
     try:
-        summary = summarize(body)
+        summary = summarize(body, erased=erased)
         return panel_markdown(summary, title) + "\n\n---\n\n"
     except Exception:  # noqa: BLE001 - the panel is a reading aid: it never hides the verdict
         log.exception("receipt panel: could not lay out the receipt")
