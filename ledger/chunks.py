@@ -154,6 +154,10 @@ class ChunkLog:
     def lines(self) -> int:
         return self._first + self._lines
 
+    def open_hash(self) -> Any:
+        """A copy of the sha256 state of the open (last, not full) chunk's bytes; None when there is none."""
+        return self._h.copy() if self._lines else None
+
     def chunks(self) -> list[Chunk]:
         if self._lines == 0:
             return list(self.closed)

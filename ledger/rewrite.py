@@ -100,8 +100,13 @@ def rewrite(
     chunks: Sequence[Chunk],
     replace: Mapping[int, bytes],
     append: Sequence[tuple[bytes, bytes]],
+    open_hash: Any = None,
 ) -> Rewritten:
-    """Replace lines (by seq) of the verified log [0, size) and append (line, chain head after it) pairs, durably."""
+    """Replace lines (by seq) of the verified log [0, size) and append (line, chain head after it) pairs, durably.
+
+    `open_hash`: the sha256 state of the last chunk's bytes when it is not full (ChunkLog.open_hash);
+    unchanged bytes have the same state, so that chunk is hashed again only if a line in it is replaced.
+    """
     n = len(offsets)
     ends = {seq: offsets[seq + 1] if seq + 1 < n else size for seq in replace}
     lengths = {seq: ends[seq] - offsets[seq] for seq in replace}
@@ -125,7 +130,7 @@ def rewrite(
             os.fsync(dst)
             _step("synced")
             new_offsets, new_size = _shifted(offsets, size, lengths, replace)
-            log = _rehashed(dst, chunks, new_offsets, new_size, replace)
+            log = _rehashed(dst, chunks, new_offsets, new_size, replace, open_hash)
             at = new_size
             for line, _head in append:
                 new_offsets.append(at)
@@ -147,7 +152,9 @@ def rewrite(
     return Rewritten(new_offsets, at, log, os.stat(path))
 
 
-def _rehashed(fd: int, chunks: Sequence[Chunk], offsets: array[int], size: int, replace: Mapping[int, bytes]) -> ChunkLog:
+def _rehashed(
+    fd: int, chunks: Sequence[Chunk], offsets: array[int], size: int, replace: Mapping[int, bytes], open_hash: Any
+) -> ChunkLog:
     """The chunk log of the rewritten prefix: same lines per chunk, new offsets; changed chunks hashed again."""
     n = len(offsets)
     out: list[Chunk] = []
@@ -155,8 +162,11 @@ def _rehashed(fd: int, chunks: Sequence[Chunk], offsets: array[int], size: int, 
     for i, c in enumerate(chunks):
         stop = c.first_line + c.lines
         start, end = offsets[c.first_line], offsets[stop] if stop < n else size
-        is_last = i == len(chunks) - 1
-        if is_last or any(c.first_line <= seq < stop for seq in replace):
+        changed = any(c.first_line <= seq < stop for seq in replace)
+        if i == len(chunks) - 1 and not changed and open_hash is not None and open_hash.digest() == c.sha256:
+            out.append(Chunk(start, end, c.first_line, c.lines, c.sha256, c.head))
+            last_hash = open_hash
+        elif changed or i == len(chunks) - 1:
             h = hash_range(fd, start, end)
             out.append(Chunk(start, end, c.first_line, c.lines, h.digest(), c.head))
             last_hash = h

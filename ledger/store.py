@@ -44,7 +44,7 @@ from .event import (
 )
 from .fsmode import open_private, private_dir
 from .parallel import verify_file_parallel_erased
-from .rewrite import rewrite
+from .rewrite import rewrite, temp_path
 from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines, verify_stream
 
 log = logging.getLogger("ledger")
@@ -132,6 +132,16 @@ class _Restart:
 
     def changed(self, ledger: Ledger, session: str) -> LedgerCorrupted:
         return ledger._prefix_break(session, self.path, self.tail, self.index)
+
+
+def _remove_leftover(path: Path) -> None:
+    """A temp file of an erasure that crashed before its rename: garbage (the caller holds the lock)."""
+    try:
+        temp_path(path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # e.g. a read-only data directory: it stays, read by nothing
+        log.warning("%s: could not remove the leftover of a crashed erasure (%s)", temp_path(path), exc.strerror)
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -371,6 +381,7 @@ class Ledger:
         size = st.st_size if st is not None else 0
         if tail is None:
             tail = _Tail(0, 0, GENESIS, array("Q"))
+            _remove_leftover(path)
         elif tail.next_seq:
             restart = self._check_prefix(session, path, tail)
             if restart is not None:
@@ -661,7 +672,13 @@ class Ledger:
             record_line = record.to_line()
             chain = bytes.fromhex(record.chain)
             done = rewrite(
-                path, tail.size, tail.offsets, tail.chunks.chunks(), {e.seq: e.to_line() for e in gone}, [(record_line, chain)]
+                path,
+                tail.size,
+                tail.offsets,
+                tail.chunks.chunks(),
+                {e.seq: e.to_line() for e in gone},
+                [(record_line, chain)],
+                tail.chunks.open_hash(),
             )
             self._drop_log_fd(session)  # it writes to the old file: the next append opens the new one
             erasures = tail.erasures.copy()

@@ -18,6 +18,7 @@ import ledger.rewrite
 from ledger import EraseError, Ledger, LedgerCorrupted
 from ledger.event import is_erasure_record, make_event
 from ledger.verify import ChainWalker
+from receipts.audit import Auditor
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
@@ -108,6 +109,19 @@ class TestErase:
         monkeypatch.undo()
         assert_tail_matches_file(other)
 
+    def test_the_auditor_re_walks_an_erased_ledger_from_the_erased_lines_chunk_not_genesis(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", 4)
+        led = filled(tmp_path, 14)
+        with Auditor(tmp_path).facts(S) as facts:
+            assert facts.verified == 14 and facts.rewalked_from_line == 1
+        led.erase(S, [10])  # line 11: in the chunk of lines 9-12
+        with Auditor(tmp_path).facts(S) as facts:
+            assert facts.first_break is None and facts.verified == 15 and facts.erased == (10,)
+            assert (facts.changed_from_line, facts.cached_lines, facts.rewalked_from_line) == (9, 8, 9)
+            assert facts.event_at(10)["commit"] == list(led.events(S, 10))[0].commit
+
     def test_a_replaced_file_with_a_different_history_is_still_refused(self, tmp_path: Path) -> None:
         led = filled(tmp_path)
         lines = raw(led).splitlines(keepends=True)
@@ -192,7 +206,11 @@ class TestCrashes:
         child = subprocess.run([sys.executable, "-c", CRASHER, str(ROOT), str(tmp_path), step], capture_output=True, text=True, timeout=60)
         assert child.returncode == -signal.SIGKILL, child.stderr
         data = raw(led)
+        leftover = ledger.rewrite.temp_path(led.log_path(S))
+        assert leftover.exists() == (not new)
         fresh = Ledger(tmp_path)  # a restart
+        fresh.head(S)
+        assert not leftover.exists()  # the crashed erasure's temp file is garbage: removed on open, under the lock
         report = fresh.verify(S, parallel=False)
         assert report.ok, report.brk
         if new:
