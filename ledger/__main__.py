@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -16,6 +17,7 @@ from .cli_support import EXIT_OK, Parser, entry_point, existing_data_dir, fail, 
 from .event import Event, EventError, validate_session_id
 from .imports import ImportRecordError, content_hash, previous_import, record_import
 from .listing import list_sessions
+from .repair import CUT_PREFIX, Cut, RepairRefused, diagnose, truncate_at
 from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
 from .verify import erased_words
 
@@ -220,9 +222,100 @@ def cmd_list(args: argparse.Namespace) -> int:
         b = r.report.brk
         status = "verified" if b is None else f"BROKEN at line {b.line}, seq {b.seq}, {b.kind}: {b.message}"
         print(f"{r.session.ljust(width)}  {r.lines:>8}  {when:<20}  {status}")
-    tail = f", {len(broken)} broken" if broken else ", all verified"
+    tail = f", {len(broken)} broken (`python -m ledger repair {data} SESSION` shows what to do)" if broken else ", all verified"
     print(f"{len(rows)} session{'' if len(rows) == 1 else 's'}{tail}")
     return EXIT_BROKEN if broken else EXIT_OK
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    """Show a broken session's first break and what --truncate-at would do; with it, do it."""
+    data = existing_data_dir(args.data_dir)
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        return fail(str(exc))
+    ledger = Ledger(data)
+    if not ledger.exists(args.session):
+        return fail(f"session {args.session}: no such session in {data}")
+    if args.truncate_at is None:
+        return _show_repair(data, ledger, args)
+    try:
+        cut, refreshed = _repair(data, ledger, args.session, args.truncate_at)
+    except RepairRefused as exc:
+        return fail(f"{exc}; nothing was changed")
+    after = ledger.verify(args.session)
+    if args.json:
+        print(json.dumps({**cut.to_dict(), "verified": after.ok, "refreshed": refreshed}, indent=2))
+    else:
+        print(
+            f"session {args.session}: moved {cut.lines} line{'' if cut.lines == 1 else 's'} from line {cut.cut_from_seq + 1} "
+            f"(seq {cut.cut_from_seq}) on, {cut.nbytes} bytes, sha256 {cut.sha256[:16]}…, to {cut.path} (kept; never deleted)"
+        )
+        print(f"appended system event seq {cut.note_seq} recording the cut; " + ("; ".join(refreshed) or "nothing derived to refresh"))
+        print(f"{'ok' if after.ok else 'BROKEN'}  {args.session}: {after.events} events, head {after.head[:16]}")
+    return EXIT_OK if after.ok else EXIT_BROKEN
+
+
+def _show_repair(data: Path, ledger: Ledger, args: argparse.Namespace) -> int:
+    d = diagnose(ledger, args.session)
+    if args.json:
+        print(json.dumps(d.to_dict(), indent=2))
+        return EXIT_OK if d.report.ok else EXIT_BROKEN
+    b = d.report.brk
+    if b is None or d.suggest_seq is None:
+        print(f"session {args.session} verifies ({d.report.events} events): nothing to repair")
+        return EXIT_OK
+    seq = d.suggest_seq
+    print(f"session {args.session}: BROKEN at line {b.line}, seq {b.seq}, {b.kind}: {b.message}")
+    if b.expected is not None or b.found is not None:
+        print(f"  expected {b.expected}\n  found    {b.found}")
+    kept = f"lines 1–{seq} (seq 0–{seq - 1}) verify" if seq else "no line before it verifies"
+    print(f"  the ledger has {d.lines} line{'' if d.lines == 1 else 's'}; {kept}")
+    print(
+        f"  `python -m ledger repair {data} {args.session} --truncate-at {seq}` would move lines {seq + 1}–{d.lines} "
+        f"({d.cut_lines} line{'' if d.cut_lines == 1 else 's'}, {d.cut_bytes} bytes) to {CUT_PREFIX}{seq}-<utc time> beside the ledger "
+        f"(kept, never deleted) and append a system event at seq {seq} saying what was cut, so the chain verifies again "
+        f"with {seq + 1} events (a smaller SEQ cuts more); receipts citing seq {seq} or later will then fail their ledger checks"
+    )
+    return EXIT_BROKEN
+
+
+def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, list[str]]:
+    """Cut under the engine's turn lock (no turn or import signs in between), then refresh what derives from the ledger."""
+    try:
+        from receipts import checkpoints, files
+        from receipts.audit import forget_cache
+    except ImportError:  # pragma: no cover - the ledger used on its own
+        return truncate_at(ledger, session, seq), []
+    refreshed = []
+    try:
+        key, unsigned = _import_signer(data)
+    except ValueError as exc:  # a key that cannot be used: the repair still happens, unsigned, and says so
+        key, unsigned = None, f"no checkpoint signed ({exc})"
+    with files.session_turn_lock(data, session):
+        cut = truncate_at(ledger, session, seq)
+        shutil.rmtree(data / "merkle" / session, ignore_errors=True)  # the producer's tree: rebuilt from the ledger
+        refreshed.append("dropped the Merkle tree")
+        if key is None:
+            refreshed.append(unsigned)
+        else:
+            try:
+                cp = checkpoints.issue(data, ledger, session, key)
+                refreshed.append(f"signed a checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}")
+            except (OSError, ValueError) as exc:
+                refreshed.append(f"the checkpoint could not be signed ({exc})")
+    forget_cache(data, session)  # this verifier's audit cache: the next check re-walks
+    refreshed.append("dropped the audit cache")
+    from retrieval import INDEX_FILE, Index
+
+    if (data / INDEX_FILE).exists():  # the index is derived: re-indexed from the ledger (never created here)
+        index = Index(data, ledger)
+        try:
+            index.index_session(session)
+        finally:
+            index.close()
+        refreshed.append("re-indexed the session")
+    return cut, refreshed
 
 
 @entry_point
@@ -253,6 +346,12 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--trust", metavar="PUBKEY", action="append", default=[], help="with --since: a trusted public key file (repeatable)")
     v.add_argument("--full", action="store_true", help="with --since: re-walk from genesis, ignoring the verifier's cache")
     v.set_defaults(func=cmd_verify)
+    r = sub.add_parser("repair", help="show a broken session's first break; --truncate-at SEQ moves the tail from there aside")
+    r.add_argument("data_dir")
+    r.add_argument("session")
+    r.add_argument("--truncate-at", type=int, metavar="SEQ", help="move lines from seq SEQ on to events.jsonl.cut-SEQ-<utc> and record the cut")
+    r.add_argument("--json", action="store_true", help="print a JSON report")
+    r.set_defaults(func=cmd_repair)
     args = parser.parse_args(argv)
     return run(args.func, args)
 
