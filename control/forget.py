@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger import Event, Ledger
 from ledger.canonical import canonical_json, loads_strict
@@ -240,9 +240,9 @@ def forget(
             if not _has_record_for(led, session, p.erase):
                 _unlink_durable(jpath)
             raise
-        path, envelope = _finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
+        done = _finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
         _unlink_durable(jpath)
-    return _result(p, erasure.record.seq, path, envelope)
+    return _result(p, erasure.record.seq, done)
 
 
 def _check_reason(reason: str, events: Sequence[Event]) -> None:
@@ -253,8 +253,15 @@ def _check_reason(reason: str, events: Sequence[Event]) -> None:
             raise PlanError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept after the erasure; say why without quoting it")
 
 
-def _result(p: Plan, record_seq: int, path: Path, envelope: dict[str, Any]) -> ForgetResult:
-    return ForgetResult(p.session, p.named, p.cascaded, p.erase, p.roles, tuple(sorted(p.redact)), p.withdraw, record_seq, path, envelope)
+class _Finished(NamedTuple):
+    path: Path
+    envelope: dict[str, Any]
+    redacted: tuple[str, ...]
+    withdrawn: tuple[str, ...]
+
+
+def _result(p: Plan, record_seq: int, done: _Finished) -> ForgetResult:
+    return ForgetResult(p.session, p.named, p.cascaded, p.erase, p.roles, done.redacted, done.withdrawn, record_seq, done.path, done.envelope)
 
 
 def _has_record_for(led: Ledger, session: str, seqs: Sequence[int]) -> bool:
@@ -272,7 +279,11 @@ def _find_record(led: Ledger, session: str, seqs: Sequence[int]) -> Event | None
     return None
 
 
-def _apply_receipts(data: Path, idx: Index, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]) -> None:
+def _apply_receipts(
+    data: Path, idx: Index, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn)."""
+    redacted, withdraw = [], list(withdraw)
     for rid, seqs in sorted(redact_plan.items()):
         path = files.receipt_path(data, session, rid)
         try:
@@ -282,25 +293,27 @@ def _apply_receipts(data: Path, idx: Index, session: str, redact_plan: Mapping[s
         try:
             new = redact(raw, seqs)
         except RedactError:  # format 1 after all: its texts are signed, so it goes
-            withdraw = [*withdraw, rid]
+            withdraw.append(rid)
             continue
         if new != raw:
             _write_durable(path, new)
+        redacted.append(rid)
     for rid in withdraw:
         _unlink_durable(files.receipt_path(data, session, rid))
     if withdraw:
         with idx.write() as db:
             db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({', '.join('?' for _ in withdraw)})", list(withdraw))
+    return tuple(sorted(redacted)), tuple(sorted(set(withdraw)))
 
 
 def _finish(
     data: Path, led: Ledger, idx: Index, key: SigningKey, session: str, record: Event, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
-) -> tuple[Path, dict[str, Any]]:
+) -> _Finished:
     """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash)."""
     entries = record.meta["erasure"]["erased"]
     seqs = [e["seq"] for e in entries]
     _purged(lambda: idx.forget_events(session, seqs))
-    _apply_receipts(data, idx, session, redact_plan, withdraw)
+    redacted, withdrawn = _apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
         size = record.seq + 1
@@ -311,8 +324,8 @@ def _finish(
         body = cert.events_body(
             session=session,
             erased=erased,
-            redacted=[r for r in redact_plan if r not in withdraw],
-            withdrawn=list(withdraw),
+            redacted=redacted,
+            withdrawn=withdrawn,
             record=record.to_dict(),
             record_proof=store.inclusion_proof(record.seq, size),
             checkpoint=cp,
@@ -323,7 +336,7 @@ def _finish(
     envelope = cert.sign_certificate(body, key)
     path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
     _write_durable(path, cert.certificate_file_bytes(envelope))
-    return path, envelope
+    return _Finished(path, envelope, redacted, withdrawn)
 
 
 # -- forgetting a whole session -------------------------------------------------------------
@@ -451,8 +464,7 @@ def recover(
                 _delete_session(data, led, idx, session)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
             elif led.exists(session) and (record := _find_record(led, session, entry["seqs"])) is not None:
-                path, _env = _finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"])
-                written.append(path)
+                written.append(_finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"]).path)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
             _unlink_durable(jpath)
