@@ -36,7 +36,7 @@ from ledger.fsmode import open_private, private_dir
 
 from . import sql
 from .config import IndexConfig
-from .indexing import CONTEXT_SEP, plan_rows, skipped
+from .indexing import CONTEXT_SEP, novelty_gains, plan_rows, regained_novelty, skipped
 from .model import (
     Candidate,
     ForgetError,
@@ -917,57 +917,41 @@ class Index:
         return changed
 
     def _rejudge(self, num: int, first_gone: dict[str, int]) -> list[int]:
-        """Re-judge the novelty of rows that counted a forgotten term as already seen; return their seqs.
-
-        A term t of a forgotten row changes exactly one row's novelty: the first
-        remaining row holding t, if a forgotten row held t before it (t was
-        "seen" there and now is new). Rows are scanned in seq order only until
-        every such term still held by the session has been met.
-        """
+        """Re-judge the novelty of rows that counted a forgotten term as already seen (indexing.novelty_gains)."""
         conn = self._w()
-        pending: set[str] = set()
-        terms = sorted(first_gone)
-        for part in _batched(terms, 500):
-            pending.update(r[0] for r in conn.execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall())
-        gains: Counter[int] = Counter()
-        lo, hi = sql.session_range(num)
-        # stem() only cuts a suffix (and turns -ies into -y): a token with stem t contains t without a final y.
-        keys = [t[:-1] if t.endswith("y") else t for t in pending]
-        while pending:
-            batch = conn.execute(
-                "SELECT id, seq, text FROM events WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?", (lo, hi, SCAN_BATCH)
-            ).fetchall()
-            if not batch:
-                break
-            for _, seq, text in batch:
-                if text.isascii():  # folding ASCII is lower(): a row without any key holds no pending term
-                    low = text.lower()
-                    if not any(k in low for k in keys):
-                        continue
-                found = pending.intersection(content_terms(text))
-                for t in found:
-                    pending.discard(t)
-                    if first_gone[t] < seq:
-                        gains[seq] += 1
-                if found:
-                    keys = [t[:-1] if t.endswith("y") else t for t in pending]
-                if not pending:
-                    break
-            lo = int(batch[-1][0]) + 1
-        rejudged = []
+        held: set[str] = set()
+        for part in _batched(sorted(first_gone), 500):
+            held.update(r[0] for r in conn.execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall())
+        gains = novelty_gains(first_gone, held, self._scan_texts(num)) if held else {}
         for seq, gain in sorted(gains.items()):
             rid = sql.row_id(num, seq)
             text, nov, role, meta = conn.execute(
                 "SELECT text, novelty, role, meta FROM events WHERE id = ?", (rid,)
             ).fetchone()
-            n_terms = len(content_terms(text))
-            new = (round(nov * n_terms) + gain) / n_terms  # the same division novelty() makes
+            new = regained_novelty(nov, len(content_terms(text)), gain)
             conn.execute(
                 "UPDATE events SET novelty = ?, collapse = ? WHERE id = ?",
                 (new, collapse_score(role, new, orjson.loads(meta)), rid),
             )
-            rejudged.append(seq)
-        return rejudged
+        return sorted(gains)
+
+    def _scan_texts(self, num: int) -> Iterator[tuple[int, str]]:
+        """(seq, text) of the session's rows in seq order, read SCAN_BATCH at a time (stops when the caller does)."""
+        lo, hi = sql.session_range(num)
+        while True:
+            batch = (
+                self._w()
+                .execute(
+                    "SELECT id, seq, text FROM events WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?",
+                    (lo, hi, SCAN_BATCH),
+                )
+                .fetchall()
+            )
+            if not batch:
+                return
+            for _, seq, text in batch:
+                yield int(seq), str(text)
+            lo = int(batch[-1][0]) + 1
 
     def _purge(self, nums: Iterable[int]) -> None:
         """Leave no byte of deleted rows in the index files (caller holds the lock, no transaction open).

@@ -14,7 +14,7 @@ built from a ledger with erased lines equals one that forgot them afterwards.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -148,3 +148,46 @@ def plan_rows(
         for i in range(max(0, p - after), p):
             updates.append((prior[i][0], context_of(texts, i, before, after)))
     return Plan(rows, df, updates, erased)
+
+
+def novelty_gains(first_gone: dict[str, int], held: set[str], rows: Iterable[tuple[int, str]]) -> dict[int, int]:
+    """After a forget: seq -> how many of its terms are new now that were "seen" before (pure).
+
+    `first_gone` maps each content term of the forgotten rows to the first
+    forgotten seq holding it; `held` are those terms some remaining row still
+    holds; `rows` are the remaining rows (seq, text) in seq order. A forgotten
+    term t changes exactly one row: the first remaining row holding t, when a
+    forgotten row held t before it. `rows` is read only until every held term
+    has been met.
+    """
+    pending = set(held)
+    gains: dict[int, int] = {}
+    # stem() only cuts a suffix (and turns -ies into -y): a token with stem t contains t without a final y
+    keys = [_key(t) for t in pending]
+    if not pending:
+        return gains
+    for seq, text in rows:
+        if text.isascii():  # folding ASCII is lower(): a row without any key holds no pending term
+            low = text.lower()
+            if not any(k in low for k in keys):
+                continue
+        found = pending.intersection(content_terms(text))
+        if not found:
+            continue
+        for t in found:
+            if first_gone[t] < seq:
+                gains[seq] = gains.get(seq, 0) + 1
+        pending -= found
+        if not pending:
+            break
+        keys = [_key(t) for t in pending]
+    return gains
+
+
+def _key(term: str) -> str:
+    return term[:-1] if term.endswith("y") else term
+
+
+def regained_novelty(novelty_value: float, n_terms: int, gain: int) -> float:
+    """A row's novelty with `gain` more of its `n_terms` terms new: the same division novelty() makes."""
+    return (round(novelty_value * n_terms) + gain) / n_terms

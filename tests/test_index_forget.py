@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from ledger import GENESIS, Event, Ledger, Message, make_event
 from ledger.event import erased_form
 from retrieval import Index, IndexConfig, db, sql
-from retrieval.indexing import CONTEXT_SEP, erased_by, plan_rows, skipped
+from retrieval.indexing import CONTEXT_SEP, erased_by, novelty_gains, plan_rows, regained_novelty, skipped
 from retrieval.model import ForgetError, PurgeIncomplete
 
 MARKER = "Zorblaxian"
@@ -148,6 +149,31 @@ class TestPlanSkips:
             0: CONTEXT_SEP.join([TEXTS[1], TEXTS[3]]),
             1: CONTEXT_SEP.join([TEXTS[0], TEXTS[3], TEXTS[4]]),
         }
+
+
+class TestNoveltyGains:
+    def test_only_the_first_remaining_holder_after_a_forgotten_first_holder_gains(self) -> None:
+        rows = [(0, "hello"), (2, "kayak trip"), (3, "kayak again"), (4, "sailing")]
+        # 1 held "kayak" and "sail" first; "trip" was first said at 2 anyway
+        assert novelty_gains({"kayak": 1, "sail": 1}, {"kayak", "sail"}, rows) == {2: 1, 4: 1}
+
+    def test_a_term_held_before_the_forgotten_row_changes_nothing(self) -> None:
+        assert novelty_gains({"kayak": 5}, {"kayak"}, [(1, "Kayaks!"), (7, "kayak")]) == {}
+
+    def test_plural_ies_case_and_accents_are_found(self) -> None:
+        rows = [(3, "PARTIES tonight"), (4, "CAFÉ"), (5, "party cafe")]
+        assert novelty_gains({"party": 1, "cafe": 1}, {"party", "cafe"}, rows) == {3: 1, 4: 1}
+
+    def test_the_rows_are_read_only_until_every_held_term_is_met(self) -> None:
+        def rows() -> Iterator[tuple[int, str]]:
+            yield (2, "kayak")
+            raise AssertionError("read past the last term needed")
+
+        assert novelty_gains({"kayak": 1}, {"kayak"}, rows()) == {2: 1}
+
+    def test_regained_novelty_is_the_division_novelty_makes(self) -> None:
+        assert regained_novelty(1 / 3, 3, 1) == 2 / 3
+        assert regained_novelty(0.0, 7, 7) == 1.0
 
 
 @pytest.fixture
