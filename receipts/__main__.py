@@ -13,7 +13,7 @@ from ledger.event import EventError
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
 from .certificate import MalformedCertificate, is_certificate
-from .certificate import render_text as render_certificate
+from .certificate_check import render_text as render_certificate
 from .certificate_io import verify_certificate_bytes
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
 from .groups import group_report

@@ -1,4 +1,4 @@
-"""The erasure certificate, format 1 (pure: build, sign, parse, verify).
+"""The erasure certificate, format 1 (pure: build, sign, parse).
 
 A certificate is a DSSE envelope (payloadType ERASURE_PAYLOAD_TYPE) signed by
 the data directory's receipt key, saying what was erased from a session and
@@ -17,37 +17,24 @@ Two scopes:
 - "session": the whole session was deleted. The body holds only the session's
   final signed checkpoint and counts.
 
-Verification (`verify_certificate`) gives a report with one row per check, as
-receipts.verify does; `receipts.certificate_io.verify_certificate_bytes` adds the
-ledger checks with a data directory.
+Verification is receipts.certificate_check (pure, one row per check, as
+receipts.verify does); `receipts.certificate_io.verify_certificate_bytes` parses,
+verifies and adds the ledger checks with a data directory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.canonical import CanonicalError, canonical_json, loads_strict
-from ledger.event import (
-    EVENT_ID_RE,
-    HEX64_RE,
-    LINE_KEYS,
-    ROLES,
-    SESSION_ID_RE,
-    TS_RE,
-    EventError,
-    chain_link,
-    event_digest,
-    recompute_digest,
-)
+from ledger.event import EVENT_ID_RE, HEX64_RE, LINE_KEYS, ROLES, SESSION_ID_RE, TS_RE
 
-from .body import MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE, checkpoint_bytes, decode_sig
+from .body import MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE
 from .checkpoints import MalformedCheckpoint, check_checkpoint_shape
-from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope, verify_envelope
-from .keys import PublicKey, SigningKey
-from .merkle import ProofError, leaf_hash, verify_inclusion
-from .verify import FAIL, NOT_VERIFIABLE, PASS, Check
+from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
+from .keys import SigningKey
 
 ERASURE_PAYLOAD_TYPE = "application/vnd.mre.erasure+json"
 CERTIFICATE_TYPE = "mre/erasure-certificate"
@@ -58,9 +45,6 @@ ERASED_FIELDS = ("seq", "id", "role", "ts", "commit", "digest", "proof")
 RECORD_ENTRY_FIELDS = ("seq", "id", "digest", "commit")
 EVENTS_KEYS = ("type", "v", "scope", "session", "erased", "receipts", "record", "checkpoint", "issued_at")
 SESSION_KEYS = ("type", "v", "scope", "session", "counts", "checkpoint", "issued_at")
-SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")
-LEDGER_ROWS_EVENTS = ("ledger.erased", "ledger.record", "ledger.chain", "ledger.root", "ledger.consistency")
-LEDGER_ROWS_SESSION = ("ledger.deleted",)
 
 
 class MalformedCertificate(ValueError):
@@ -83,52 +67,6 @@ class Certificate:
     @property
     def scope(self) -> str:
         return str(self.body["scope"])
-
-
-@dataclass(frozen=True, slots=True)
-class CertificateReport:
-    """One row per check (receipts.verify.Check). No truth value: read `.verdict`."""
-
-    session: str
-    scope: str
-    mode: str  # "offline" or "ledger"
-    checks: tuple[Check, ...]
-
-    def __bool__(self) -> bool:
-        raise TypeError("CertificateReport has no truth value; read .verdict")
-
-    @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == FAIL]
-
-    @property
-    def not_verifiable(self) -> list[Check]:
-        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
-
-    @property
-    def verdict(self) -> str:
-        """'failed' if a check failed; 'verified' if both signatures passed under a trusted key (and, with a
-        ledger, every ledger row passed); else 'unverified'."""
-        if self.failed:
-            return "failed"
-        passed = {c.name for c in self.checks if c.status == PASS}
-        ledger_rows = LEDGER_ROWS_EVENTS if self.scope == "events" else LEDGER_ROWS_SESSION
-        required = SIGNATURE_ROWS + (ledger_rows if self.mode == "ledger" else ())
-        if not passed or any(name not in passed for name in required):
-            return "unverified"
-        return "verified"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "erasure-certificate",
-            "session": self.session,
-            "scope": self.scope,
-            "mode": self.mode,
-            "verdict": self.verdict,
-            "failed": len(self.failed),
-            "not_verifiable": len(self.not_verifiable),
-            "checks": [c.to_dict() for c in self.checks],
-        }
 
 
 # -- building --------------------------------------------------------------------
@@ -316,252 +254,3 @@ def parse_certificate(data: bytes) -> Certificate:
         raise _bad("payload", str(exc)) from None
     check_certificate_shape(body)
     return Certificate(env, body)
-
-
-# -- verifying (pure) --------------------------------------------------------------
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Check] = []
-
-    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None, where: str | None = None) -> None:
-        self.rows.append(
-            Check(name, PASS if ok else FAIL, message, None if ok or expected is None else str(expected), None if ok or found is None else str(found), where)
-        )
-
-    def na(self, name: str, message: str) -> None:
-        self.rows.append(Check(name, NOT_VERIFIABLE, message))
-
-
-SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
-NO_TRUSTED_KEY = "no trusted public key given (--trust PUBKEY)"
-
-
-def _signature_na(r: _Rows, name: str, key: PublicKey | None, ok: bool | None) -> None:
-    if key is None:
-        r.na(name, NO_TRUSTED_KEY)
-    else:
-        does = "checks" if ok else "does NOT check"
-        r.na(name, f"{SELF_CONSISTENT}; the signature {does} against it ({key.key_id}); {NO_TRUSTED_KEY}")
-
-
-def _checkpoint_ok(cp: Mapping[str, Any], key: PublicKey) -> bool:
-    sig = decode_sig(cp["sig"])
-    return cp["key_id"] == key.key_id and sig is not None and key.verify(sig, checkpoint_bytes(cp["body"]))
-
-
-def _signatures(r: _Rows, cert: Certificate, trusted: Sequence[PublicKey], untrusted: PublicKey | None) -> None:
-    env = cert.envelope
-    r.add("envelope.payload_type", env.payload_type == ERASURE_PAYLOAD_TYPE, "the envelope names the erasure certificate format", ERASURE_PAYLOAD_TYPE, env.payload_type)
-    cp = cert.body["checkpoint"]
-    if not trusted:
-        env_ok = None if untrusted is None else any(c.passed for c in verify_envelope(env, [untrusted], ERASURE_PAYLOAD_TYPE))
-        _signature_na(r, "envelope.signature", untrusted, env_ok)
-        _signature_na(r, "checkpoint.signature", untrusted, None if untrusted is None else _checkpoint_ok(cp, untrusted))
-        return
-    results = verify_envelope(env, trusted, ERASURE_PAYLOAD_TYPE)
-    good = [c for c in results if c.passed]
-    expected = "a valid signature by " + ", ".join(k.key_id for k in trusted)
-    if good:
-        r.add("envelope.signature", True, f"signed by trusted key {good[0].verified_by}")
-    else:
-        details = "; ".join(f"{c.keyid or '(no keyid)'}: {c.outcome}" for c in results) or "no signature"
-        r.add("envelope.signature", False, f"no valid signature by a trusted key ({details})", expected, details)
-    key = next((k for k in trusted if k.key_id == cp["key_id"]), None)
-    if key is None:
-        r.add("checkpoint.signature", False, "the checkpoint is signed by a key that is not trusted", ", ".join(k.key_id for k in trusted), cp["key_id"], "checkpoint.key_id")
-    else:
-        r.add("checkpoint.signature", _checkpoint_ok(cp, key), f"checkpoint signature by {key.key_id}", "a valid Ed25519 signature", "invalid signature", "checkpoint.sig")
-
-
-def _inclusion(seq: int, tree_size: int, digest: str, proof: Sequence[str], root: bytes) -> str:
-    """'' when the digest is leaf `seq` of the signed tree, else why not."""
-    try:
-        if seq >= tree_size:
-            raise ProofError(f"leaf {seq} is outside the checkpoint's tree of size {tree_size}")
-        verify_inclusion(seq, tree_size, leaf_hash(bytes.fromhex(digest)), [bytes.fromhex(h) for h in proof], root)
-    except ProofError as exc:
-        return str(exc)
-    return ""
-
-
-def _record_entries(meta: Any) -> list[dict[str, Any]] | str:
-    """The erased entries an erasure record's meta lists, or why it is not an erasure record's meta."""
-    erasure = meta.get("erasure") if isinstance(meta, dict) else None
-    if not isinstance(erasure, dict) or erasure.get("v") != 1 or not isinstance(erasure.get("erased"), list):
-        return 'its meta is not {"erasure": {"v": 1, "erased": [...], "reason": ...}}'
-    entries = erasure["erased"]
-    if not all(isinstance(e, dict) and sorted(e) == sorted(RECORD_ENTRY_FIELDS) for e in entries):
-        return f"an entry of its meta does not have exactly the fields {', '.join(RECORD_ENTRY_FIELDS)}"
-    return list(entries)
-
-
-def _check_events_scope(r: _Rows, body: dict[str, Any]) -> None:
-    session, cpb = body["session"], body["checkpoint"]["body"]
-    rec, rec_proof = body["record"]["event"], body["record"]["proof"]
-    tree_size, root = cpb["tree_size"], bytes.fromhex(cpb["root"])
-    others = sorted({rec["session"], cpb["session"]} - {session})
-    r.add("certificate.session", not others, "the erasure record and the checkpoint belong to the certificate's session", session, ", ".join(others))
-    problems = []
-    seqs = [e["seq"] for e in body["erased"]]
-    if len(set(seqs)) != len(seqs) or seqs != sorted(seqs):
-        problems.append("the erased seqs are not distinct and in order")
-    if len({e["id"] for e in body["erased"]}) != len(seqs):
-        problems.append("an erased id is listed twice")
-    if any(s >= rec["seq"] for s in seqs):
-        problems.append("an erased event is not older than the erasure record")
-    if rec["role"] != "system":
-        problems.append(f"the erasure record has role {rec['role']!r}, expected 'system'")
-    if rec["seq"] != tree_size - 1:
-        problems.append(f"the erasure record (seq {rec['seq']}) is not the last leaf of the checkpoint (tree size {tree_size})")
-    if cpb["chain_head"] != rec["chain"]:
-        problems.append("the checkpoint's chain head is not the erasure record's chain hash")
-    expected_text = f"[erasure record: {len(seqs)} event(s) erased]"
-    if rec["text"] != expected_text:
-        problems.append(f"the erasure record's text is {rec['text'][:80]!r}, expected {expected_text!r}")
-    r.add("certificate.structure", not problems, "seqs, the erasure record and the checkpoint agree", "consistent", "; ".join(problems))
-    # the erasure record: digest from its fields, chain link, inclusion, and what it lists
-    try:
-        digest = recompute_digest(rec).hex()
-    except EventError as exc:
-        digest = f"error: {exc}"
-    r.add("record.digest", digest == rec["digest"], f"seq {rec['seq']}: the erasure record's digest recomputed from its fields", rec["digest"], digest, "record.event.digest")
-    link = chain_link(bytes.fromhex(rec["prev"]), bytes.fromhex(rec["digest"])).hex()
-    r.add("record.chain_link", link == rec["chain"], f"seq {rec['seq']}: chain hash links prev and digest", rec["chain"], link, "record.event.chain")
-    why = _inclusion(rec["seq"], tree_size, rec["digest"], rec_proof, root)
-    r.add("record.inclusion", not why, f"seq {rec['seq']}: the erasure record is in the signed tree of size {tree_size}" + (f": {why}" if why else ""), cpb["root"], "no path to it", "record.proof")
-    listed = _record_entries(rec["meta"])
-    ours = [{k: e[k] for k in RECORD_ENTRY_FIELDS} for e in body["erased"]]
-    if isinstance(listed, str):
-        r.add("record.lists", False, f"the erasure record does not list the erased events: {listed}", "an erasure record", "other meta", "record.event.meta")
-    else:
-        key = lambda e: (e.get("seq"), e.get("id"), e.get("digest"), e.get("commit"))  # noqa: E731
-        ok = sorted(map(key, listed), key=repr) == sorted(map(key, ours), key=repr)
-        r.add("record.lists", ok, "the erasure record lists exactly the erased events (seq, id, digest, commit)", canonical_json(ours).decode()[:600], canonical_json(listed).decode()[:600], "record.event.meta.erasure.erased")
-    # each erased event: digest from its hashed fields (commit in place of its text), inclusion at its seq
-    bad_digest, bad_incl = [], []
-    for e in body["erased"]:
-        d = event_digest(session=session, seq=e["seq"], event_id=e["id"], role=e["role"], ts=e["ts"], commit=bytes.fromhex(e["commit"])).hex()
-        if d != e["digest"]:
-            bad_digest.append(f"seq {e['seq']}: recomputed {d[:16]}…, listed {e['digest'][:16]}…")
-        why = _inclusion(e["seq"], tree_size, e["digest"], e["proof"], root)
-        if why:
-            bad_incl.append(f"seq {e['seq']}: {why}")
-    r.add("erased.digests", not bad_digest, f"each of the {len(seqs)} erased events' digest recomputed from its hashed fields and commit", "all match", "; ".join(bad_digest), "erased")
-    r.add("erased.inclusion", not bad_incl, f"each erased event is its seq's leaf in the signed tree of size {tree_size}", "all included", "; ".join(bad_incl), "erased")
-
-
-def _check_session_scope(r: _Rows, body: dict[str, Any]) -> None:
-    session, cpb = body["session"], body["checkpoint"]["body"]
-    r.add("certificate.session", cpb["session"] == session, "the final checkpoint belongs to the certificate's session", session, cpb["session"])
-    n = body["counts"]["events"]
-    r.add("certificate.structure", n == cpb["tree_size"], "the event count is the final checkpoint's tree size", cpb["tree_size"], n, "counts.events")
-
-
-@dataclass(frozen=True)
-class LedgerView:
-    """What a data directory says about the session (receipts.certificate_io builds it from the auditor).
-
-    `exists`: the session's ledger is there; `problem`: it could not be read; `verified`: events before the
-    first break; `break_words`: that break in `ledger verify`'s words, or None; `line_at(seq)`: a stored line's
-    fields (seq < verified); `root_at(n)` and `consistent(m, n)` over the digests the auditor recomputed."""
-
-    session: str
-    exists: bool
-    problem: str | None
-    verified: int
-    break_words: str | None
-    line_at: Callable[[int], dict[str, Any]]
-    root_at: Callable[[int], bytes]
-    consistent: Callable[[int, int], str]  # '' when a consistency proof from m to n verifies, else why not
-    how: str = ""
-
-
-def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
-    if not led.exists or led.problem is not None:
-        for name in LEDGER_ROWS_EVENTS:
-            if led.problem is not None:
-                r.add(name, False, f"the session's ledger was not read: {led.problem}", "a regular file", "refused")
-            else:
-                r.na(name, f"this data directory has no session {led.session}: the ledger checks cannot run here")
-        return
-    cpb = body["checkpoint"]["body"]
-    tree_size = cpb["tree_size"]
-    stop = f"the ledger's first break ({led.break_words})" if led.break_words else f"the end of the ledger ({led.verified} events)"
-    problems = []
-    for e in body["erased"]:
-        if e["seq"] >= led.verified:
-            problems.append(f"seq {e['seq']} lies after {stop}")
-            continue
-        line = led.line_at(e["seq"])
-        if "commit" not in line or "text" in line:
-            problems.append(f"seq {e['seq']} is not in erased form: the ledger still holds its text")
-        elif line.get("digest") != e["digest"] or line.get("commit") != e["commit"] or line.get("id") != e["id"]:
-            problems.append(f"seq {e['seq']} differs: ledger digest {str(line.get('digest'))[:16]}…, certificate {e['digest'][:16]}…")
-    r.add("ledger.erased", not problems, "each erased seq is in erased form in the ledger with the same id, digest and commit", "all erased as listed", "; ".join(problems))
-    rec = body["record"]["event"]
-    if rec["seq"] >= led.verified:
-        r.add("ledger.record", False, f"the erasure record (seq {rec['seq']}) lies after {stop}", f"seq {rec['seq']}", f"{led.verified} verified events")
-    else:
-        stored = led.line_at(rec["seq"])
-        same = stored.get("digest") == rec["digest"] and stored.get("id") == rec["id"]
-        r.add("ledger.record", same, f"the ledger holds the erasure record at seq {rec['seq']}", rec["digest"], stored.get("digest"))
-    how = f" [{led.how}]" if led.how else ""
-    if led.verified < tree_size:
-        why = f"breaks at {led.break_words}" if led.break_words else f"holds {led.verified} events"
-        r.add("ledger.chain", False, f"the ledger {why}, before the checkpoint's {tree_size} events{how}", f"{tree_size} events that chain from genesis", led.verified)
-        r.add("ledger.root", False, f"the ledger verifies only {led.verified} events: its root at {tree_size} cannot be recomputed", tree_size, led.verified)
-        r.add("ledger.consistency", False, "no consistency proof to the signed checkpoint", tree_size, led.verified)
-        return
-    r.add("ledger.chain", True, f"the first {tree_size} events chain from genesis, erased lines verified from their commit{how}")
-    root_then = led.root_at(tree_size).hex()
-    r.add("ledger.root", root_then == cpb["root"], f"the ledger's Merkle root at size {tree_size} equals the signed root", cpb["root"], root_then, "checkpoint.body.root")
-    why = led.consistent(tree_size, led.verified)
-    r.add("ledger.consistency", not why, f"the ledger today ({led.verified} events) extends the signed checkpoint ({tree_size})" + (f": {why}" if why else ""), cpb["root"], why or None)
-
-
-def _check_ledger_session(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
-    cpb = body["checkpoint"]["body"]
-    if not led.exists:
-        r.add("ledger.deleted", True, f"this data directory holds no ledger for session {led.session}: the session is gone")
-    elif led.problem is not None:
-        r.add("ledger.deleted", False, f"the data directory still holds something for session {led.session}: {led.problem}", "no ledger", "a ledger")
-    elif led.verified >= cpb["tree_size"] and led.root_at(cpb["tree_size"]).hex() == cpb["root"]:
-        r.add("ledger.deleted", False, f"the data directory still holds the deleted history of session {led.session}", "no ledger", f"{led.verified} events whose root matches the certificate")
-    else:
-        r.add("ledger.deleted", True, f"session {led.session} in this data directory is a new history, not the deleted one (its root differs)")
-
-
-def verify_certificate(cert: Certificate, trusted: Sequence[PublicKey], ledger: LedgerView | None = None, *, untrusted: PublicKey | None = None) -> CertificateReport:
-    """Check a parsed certificate; with `ledger`, also against what a data directory holds today."""
-    r = _Rows()
-    _signatures(r, cert, trusted, untrusted)
-    body = cert.body
-    if cert.scope == "events":
-        _check_events_scope(r, body)
-    else:
-        _check_session_scope(r, body)
-    rows = LEDGER_ROWS_EVENTS if cert.scope == "events" else LEDGER_ROWS_SESSION
-    if ledger is None:
-        for name in rows:
-            r.na(name, "needs the data directory: run with --data DATA_DIR")
-    elif cert.scope == "events":
-        _check_ledger_events(r, body, ledger)
-    else:
-        _check_ledger_session(r, body, ledger)
-    return CertificateReport(cert.session, cert.scope, "offline" if ledger is None else "ledger", tuple(r.rows))
-
-
-MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
-
-
-def render_text(report: CertificateReport) -> str:
-    """The report for a person: one line per check, failed rows with expected and found."""
-    mode = "with the ledger" if report.mode == "ledger" else "offline"
-    what = "some events" if report.scope == "events" else "the whole session"
-    lines = [f"erasure certificate for session {report.session} ({what}), checked {mode}"]
-    for c in report.checks:
-        lines.append(f"  {MARK[c.status]}  {c.name}: {c.message}")
-        if c.status == FAIL and (c.expected is not None or c.found is not None):
-            lines.append(f"        expected {c.expected}\n        found    {c.found}")
-    lines.append(f"verdict: {report.verdict.upper()} ({len(report.failed)} failed, {len(report.not_verifiable)} not verifiable here)")
-    return "\n".join(lines)

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from .api import data_dir_key
 from .audit import Auditor
-from .certificate import CertificateReport, LedgerView, parse_certificate, verify_certificate
+from .certificate import parse_certificate
+from .certificate_check import CertificateReport, LedgerView, verify_certificate
 from .keys import KeyConfigError, PublicKey
 from .merkle import ProofError, verify_consistency
 from .verify import LedgerFacts, describe_audit
