@@ -633,7 +633,10 @@ class Ledger:
         grows the chain by one. Writers in other processes see the replaced file under the
         lock and re-walk it from the first changed chunk (Ledger._tail_state).
         """
-        validate_session_id(session)
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise EraseError(str(exc)) from None
         wanted = _erase_seqs(session, seqs)
         if reason is not None and not isinstance(reason, str):
             raise EraseError(f"session {session}: reason must be a string or None")

@@ -2,7 +2,10 @@
 
 Every digest is recomputed from the stored fields; the stored digest is only
 compared against, never trusted. The chain is re-walked from GENESIS and
-sequence numbers must run 0, 1, 2, ... without a gap or repeat.
+sequence numbers must run 0, 1, 2, ... without a gap or repeat. An erased
+line (docs/FORMAT.md §4.4) is verified from its stored commitment, and must be
+listed by a later erasure record (§4.5): ledger/erasures.py carries what a walk
+needs to know of that from line to line.
 """
 
 from __future__ import annotations
