@@ -15,12 +15,13 @@ its turn lock (receipts.files.session_turn_lock), in this order:
 6. a new signed checkpoint covering the erasure record, kept as the latest;
 7. the erasure certificate, written 0600 under DATA_DIR/erasures/ and returned.
 
-The auditor's cache and the producer's Merkle tree hold digests only, which an
+The steps themselves are in control.steps. The auditor's cache and the producer's Merkle tree hold digests only, which an
 erasure does not change (the strong property test greps them); the auditor
 re-hashes the changed bytes on its next verdict.
 
 `forget_session` deletes a whole session (as Engine.forget does) and leaves a
-certificate holding only hashes: the final checkpoint and counts.
+certificate holding only hashes: the final checkpoint and counts. `preview` says
+what `forget` would do; `recover` finishes what a crash interrupted.
 """
 
 from __future__ import annotations
@@ -28,32 +29,38 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ledger import Event, Ledger
-from ledger.canonical import canonical_json, loads_strict
-from ledger.event import EVENT_ID_RE, EventError, is_erasure_record, now_ts, validate_session_id
-from ledger.fsmode import open_private, private_dir
+from ledger.canonical import loads_strict
+from ledger.event import EVENT_ID_RE, EventError, now_ts, validate_session_id
 from ledger.store import EraseError
 from receipts import certificate as cert
-from receipts import checkpoints, files
-from receipts.audit import forget_cache
-from receipts.body import MalformedReceipt, sign_checkpoint
-from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
+from receipts import files
+from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey, load_or_create
 from retrieval import Index
-from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 
-from .plan import Citation, Plan, PlanError, Slot, plan
+from .plan import Plan, PlanError, plan
+from .steps import (
+    Finished,
+    citations,
+    delete_session,
+    erasures_dir,
+    find_record,
+    finish,
+    has_record_for,
+    slot,
+    unlink_durable,
+    write_durable,
+    write_journal,
+)
 
 log = logging.getLogger("control")
-ERASURES_DIR = "erasures"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,72 +90,6 @@ class ForgetResult:
         lines.append(f"  receipts redacted: {', '.join(self.redacted) or 'none'}")
         lines.append(f"  receipts withdrawn (format 1, deleted): {', '.join(self.withdrawn) or 'none'}")
         return lines
-
-
-# -- small durable writes ------------------------------------------------------------
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_durable(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: temp file in the same folder (0600), fsync, rename, fsync of the folder."""
-    private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _unlink_durable(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    if path.parent.is_dir():
-        _fsync_dir(path.parent)
-
-
-def erasures_dir(data_dir: str | os.PathLike[str]) -> Path:
-    return Path(data_dir) / ERASURES_DIR
-
-
-def _journal_path(data: Path, session: str) -> Path:
-    return erasures_dir(data) / f".pending-{session}.json"
-
-
-def _write_journal(data: Path, entry: dict[str, Any]) -> Path:
-    path = _journal_path(data, entry["session"])
-    _write_durable(path, canonical_json(entry) + b"\n")
-    return path
-
-
-# -- what the session holds ---------------------------------------------------------
-def _slot(ev: Event) -> Slot:
-    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev))
-
-
-def citations(data_dir: Path, session: str) -> list[Citation]:
-    """Every stored receipt of the session, as the plan needs it (the receipt files are the truth)."""
-    out = []
-    for path in files.list_receipts(data_dir, session):
-        try:
-            raw = files.read_receipt_bytes(path)
-            cited = cited_seqs(raw)
-            fmt = receipt_format(raw)
-        except (MalformedReceipt, ValueError, OSError) as exc:
-            log.warning("%s: not a receipt this erasure can read (%s); left as it is", path.name, str(exc)[:200])
-            continue
-        response = next((s for s, name in cited.items() if name == "response"), -1)
-        out.append(Citation(path.stem, fmt, response, cited))
-    return out
 
 
 def _ledger(data: Path, ledger: Ledger | None, index: Index | None) -> Ledger:
@@ -198,7 +139,7 @@ def preview(
     session = _check_session(led, data, session)
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        return plan(session, _resolve(led, session, seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        return plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
 
 
 def forget(
@@ -225,23 +166,23 @@ def forget(
         raise PlanError("reason: must be text of at most 2000 characters")
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        p = plan(session, _resolve(led, session, seqs), count, lambda s: _slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
         if reason:
             _check_reason(reason, led.read_events(session, p.erase))
         idx, k = _index_and_key(data, led, index, key)
         journal = {"scope": "events", "session": session, "seqs": list(p.erase), "redact": {r: list(s) for r, s in p.redact.items()}, "withdraw": list(p.withdraw)}
-        jpath = _write_journal(data, journal)
+        jpath = write_journal(data, journal)
         try:
             erasure = led.erase(session, list(p.erase), reason=reason)
         except EraseError as exc:
-            _unlink_durable(jpath)
+            unlink_durable(jpath)
             raise PlanError(str(exc)) from None
         except BaseException:
-            if not _has_record_for(led, session, p.erase):
-                _unlink_durable(jpath)
+            if not has_record_for(led, session, p.erase):
+                unlink_durable(jpath)
             raise
-        done = _finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
-        _unlink_durable(jpath)
+        done = finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
+        unlink_durable(jpath)
     return _result(p, erasure.record.seq, done)
 
 
@@ -253,90 +194,8 @@ def _check_reason(reason: str, events: Sequence[Event]) -> None:
             raise PlanError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept after the erasure; say why without quoting it")
 
 
-class _Finished(NamedTuple):
-    path: Path
-    envelope: dict[str, Any]
-    redacted: tuple[str, ...]
-    withdrawn: tuple[str, ...]
-
-
-def _result(p: Plan, record_seq: int, done: _Finished) -> ForgetResult:
+def _result(p: Plan, record_seq: int, done: Finished) -> ForgetResult:
     return ForgetResult(p.session, p.named, p.cascaded, p.erase, p.roles, done.redacted, done.withdrawn, record_seq, done.path, done.envelope)
-
-
-def _has_record_for(led: Ledger, session: str, seqs: Sequence[int]) -> bool:
-    """Whether the ledger already holds an erasure record erasing `seqs` (the erase happened before a crash)."""
-    return _find_record(led, session, seqs) is not None
-
-
-def _find_record(led: Ledger, session: str, seqs: Sequence[int]) -> Event | None:
-    count, _ = led.head(session)
-    want = sorted(seqs)
-    for s in range(count - 1, -1, -1):
-        (ev,) = led.read_events(session, [s])
-        if is_erasure_record(ev) and sorted(e["seq"] for e in ev.meta["erasure"]["erased"]) == want:
-            return ev
-    return None
-
-
-def _apply_receipts(
-    data: Path, idx: Index, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn)."""
-    redacted, withdraw = [], list(withdraw)
-    for rid, seqs in sorted(redact_plan.items()):
-        path = files.receipt_path(data, session, rid)
-        try:
-            raw = files.read_receipt_bytes(path)
-        except FileNotFoundError:
-            continue
-        try:
-            new = redact(raw, seqs)
-        except RedactError:  # format 1 after all: its texts are signed, so it goes
-            withdraw.append(rid)
-            continue
-        if new != raw:
-            _write_durable(path, new)
-        redacted.append(rid)
-    for rid in withdraw:
-        _unlink_durable(files.receipt_path(data, session, rid))
-    if withdraw:
-        with idx.write() as db:
-            db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({', '.join('?' for _ in withdraw)})", list(withdraw))
-    return tuple(sorted(redacted)), tuple(sorted(set(withdraw)))
-
-
-def _finish(
-    data: Path, led: Ledger, idx: Index, key: SigningKey, session: str, record: Event, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
-) -> _Finished:
-    """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash)."""
-    entries = record.meta["erasure"]["erased"]
-    seqs = [e["seq"] for e in entries]
-    _purged(lambda: idx.forget_events(session, seqs))
-    redacted, withdrawn = _apply_receipts(data, idx, session, redact_plan, withdraw)
-    store = files.synced_tree(data, led, session)
-    try:
-        size = record.seq + 1
-        cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=record.chain, issued_at=now_ts(), key=key)
-        if store.size == size:  # nothing appended after the record: this is the latest checkpoint
-            checkpoints.keep(data, session, cp)
-        erased = [cert.erased_entry(ev.to_dict(), store.inclusion_proof(ev.seq, size)) for ev in led.read_events(session, seqs)]
-        body = cert.events_body(
-            session=session,
-            erased=erased,
-            redacted=redacted,
-            withdrawn=withdrawn,
-            record=record.to_dict(),
-            record_proof=store.inclusion_proof(record.seq, size),
-            checkpoint=cp,
-            issued_at=now_ts(),
-        )
-    finally:
-        store.close()
-    envelope = cert.sign_certificate(body, key)
-    path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
-    _write_durable(path, cert.certificate_file_bytes(envelope))
-    return _Finished(path, envelope, redacted, withdrawn)
 
 
 # -- forgetting a whole session -------------------------------------------------------------
@@ -390,34 +249,11 @@ def _forget_session(
         body = cert.session_body(session=session, events=count, receipts=n_receipts, checkpoint=cp, issued_at=now_ts())
         envelope = cert.sign_certificate(body, k)
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
-        _write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
-        jpath = _write_journal(data, {"scope": "session", "session": session, "certificate": path.name})
-        _delete_session(data, led, idx, session)
-        _unlink_durable(jpath)
+        write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
+        jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name})
+        delete_session(data, led, idx, session)
+        unlink_durable(jpath)
     return ForgetResult(session, (), (), tuple(range(count)), {}, (), (), None, path, envelope)
-
-
-def _delete_session(data: Path, led: Ledger, idx: Index, session: str) -> None:
-    """Everything of the session we own, gone (idempotent). The caller holds the turn lock."""
-    led.forget(session)
-    for path in (data / "sessions" / session, data / "merkle" / session):
-        shutil.rmtree(path, ignore_errors=True)
-    forget_cache(data, session)
-    with idx.write() as db:
-        db.execute("DELETE FROM receipts WHERE session = ?", [session])
-    _purged(lambda: idx.purge_session(session))
-
-
-def _purged(step: Callable[[], object], attempts: int = 5) -> None:
-    """Run an index purge; a reader that kept SQLite from emptying its WAL is waited out (the call finishes it)."""
-    for n in range(attempts):
-        try:
-            step()
-            return
-        except PurgeIncomplete:
-            if n == attempts - 1:
-                raise
-            time.sleep(0.05 * (n + 1))
 
 
 # -- recovery after a crash --------------------------------------------------------------------
@@ -461,13 +297,13 @@ def recover(
                 log.warning("%s: unreadable erasure journal (%s); left for a person", jpath.name, str(exc)[:200])
                 continue
             if entry.get("scope") == "session":
-                _delete_session(data, led, idx, session)
+                delete_session(data, led, idx, session)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
-            elif led.exists(session) and (record := _find_record(led, session, entry["seqs"])) is not None:
-                written.append(_finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"]).path)
+            elif led.exists(session) and (record := find_record(led, session, entry["seqs"])) is not None:
+                written.append(finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"]).path)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
-            _unlink_durable(jpath)
+            unlink_durable(jpath)
     return written
 
 

@@ -1,0 +1,210 @@
+"""The steps of an erasure, shared by forget, forget_session and recover (I/O; control.forget is the API).
+
+Durable writes (temp file in the same folder, 0600, fsync, rename, fsync of the folder), the journal of a
+forget in progress, reading the stored receipts, and the steps after Ledger.erase: the index purge, the
+receipts redacted or withdrawn, the checkpoint over the erasure record and the certificate.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ledger import Event, Ledger
+from ledger.canonical import canonical_json
+from ledger.event import is_erasure_record, now_ts
+from ledger.fsmode import open_private, private_dir
+from receipts import certificate as cert
+from receipts import checkpoints, files
+from receipts.audit import forget_cache
+from receipts.body import MalformedReceipt, sign_checkpoint
+from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
+from receipts.keys import SigningKey
+from retrieval import Index
+from retrieval.model import PurgeIncomplete
+
+from .plan import Citation, Slot
+
+log = logging.getLogger("control")
+ERASURES_DIR = "erasures"
+
+
+# -- small durable writes ------------------------------------------------------------
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_durable(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`: temp file in the same folder (0600), fsync, rename, fsync of the folder."""
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def unlink_durable(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    if path.parent.is_dir():
+        fsync_dir(path.parent)
+
+
+def erasures_dir(data_dir: str | os.PathLike[str]) -> Path:
+    return Path(data_dir) / ERASURES_DIR
+
+
+def journal_path(data: Path, session: str) -> Path:
+    return erasures_dir(data) / f".pending-{session}.json"
+
+
+def write_journal(data: Path, entry: dict[str, Any]) -> Path:
+    path = journal_path(data, entry["session"])
+    write_durable(path, canonical_json(entry) + b"\n")
+    return path
+
+
+# -- what the session holds ---------------------------------------------------------
+def slot(ev: Event) -> Slot:
+    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev))
+
+
+def citations(data_dir: Path, session: str) -> list[Citation]:
+    """Every stored receipt of the session, as the plan needs it (the receipt files are the truth)."""
+    out = []
+    for path in files.list_receipts(data_dir, session):
+        try:
+            raw = files.read_receipt_bytes(path)
+            cited = cited_seqs(raw)
+            fmt = receipt_format(raw)
+        except (MalformedReceipt, ValueError, OSError) as exc:
+            log.warning("%s: not a receipt this erasure can read (%s); left as it is", path.name, str(exc)[:200])
+            continue
+        response = next((s for s, name in cited.items() if name == "response"), -1)
+        out.append(Citation(path.stem, fmt, response, cited))
+    return out
+
+
+
+class Finished(NamedTuple):
+    path: Path
+    envelope: dict[str, Any]
+    redacted: tuple[str, ...]
+    withdrawn: tuple[str, ...]
+
+
+
+def has_record_for(led: Ledger, session: str, seqs: Sequence[int]) -> bool:
+    """Whether the ledger already holds an erasure record erasing `seqs` (the erase happened before a crash)."""
+    return find_record(led, session, seqs) is not None
+
+
+def find_record(led: Ledger, session: str, seqs: Sequence[int]) -> Event | None:
+    count, _ = led.head(session)
+    want = sorted(seqs)
+    for s in range(count - 1, -1, -1):
+        (ev,) = led.read_events(session, [s])
+        if is_erasure_record(ev) and sorted(e["seq"] for e in ev.meta["erasure"]["erased"]) == want:
+            return ev
+    return None
+
+
+def apply_receipts(
+    data: Path, idx: Index, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn)."""
+    redacted, withdraw = [], list(withdraw)
+    for rid, seqs in sorted(redact_plan.items()):
+        path = files.receipt_path(data, session, rid)
+        try:
+            raw = files.read_receipt_bytes(path)
+        except FileNotFoundError:
+            continue
+        try:
+            new = redact(raw, seqs)
+        except RedactError:  # format 1 after all: its texts are signed, so it goes
+            withdraw.append(rid)
+            continue
+        if new != raw:
+            write_durable(path, new)
+        redacted.append(rid)
+    for rid in withdraw:
+        unlink_durable(files.receipt_path(data, session, rid))
+    if withdraw:
+        with idx.write() as db:
+            db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({', '.join('?' for _ in withdraw)})", list(withdraw))
+    return tuple(sorted(redacted)), tuple(sorted(set(withdraw)))
+
+
+def finish(
+    data: Path, led: Ledger, idx: Index, key: SigningKey, session: str, record: Event, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
+) -> Finished:
+    """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash)."""
+    entries = record.meta["erasure"]["erased"]
+    seqs = [e["seq"] for e in entries]
+    purged(lambda: idx.forget_events(session, seqs))
+    redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
+    store = files.synced_tree(data, led, session)
+    try:
+        size = record.seq + 1
+        cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=record.chain, issued_at=now_ts(), key=key)
+        if store.size == size:  # nothing appended after the record: this is the latest checkpoint
+            checkpoints.keep(data, session, cp)
+        erased = [cert.erased_entry(ev.to_dict(), store.inclusion_proof(ev.seq, size)) for ev in led.read_events(session, seqs)]
+        body = cert.events_body(
+            session=session,
+            erased=erased,
+            redacted=redacted,
+            withdrawn=withdrawn,
+            record=record.to_dict(),
+            record_proof=store.inclusion_proof(record.seq, size),
+            checkpoint=cp,
+            issued_at=now_ts(),
+        )
+    finally:
+        store.close()
+    envelope = cert.sign_certificate(body, key)
+    path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
+    write_durable(path, cert.certificate_file_bytes(envelope))
+    return Finished(path, envelope, redacted, withdrawn)
+
+
+
+def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> None:
+    """Everything of the session we own, gone (idempotent). The caller holds the turn lock."""
+    led.forget(session)
+    for path in (data / "sessions" / session, data / "merkle" / session):
+        shutil.rmtree(path, ignore_errors=True)
+    forget_cache(data, session)
+    with idx.write() as db:
+        db.execute("DELETE FROM receipts WHERE session = ?", [session])
+    purged(lambda: idx.purge_session(session))
+
+
+def purged(step: Callable[[], object], attempts: int = 5) -> None:
+    """Run an index purge; a reader that kept SQLite from emptying its WAL is waited out (the call finishes it)."""
+    for n in range(attempts):
+        try:
+            step()
+            return
+        except PurgeIncomplete:
+            if n == attempts - 1:
+                raise
+            time.sleep(0.05 * (n + 1))
+
+
