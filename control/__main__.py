@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ledger.cli_support import EXIT_OK, Parser, fail, run
+from ledger.cli_support import EXIT_OK, Parser, entry_point, fail, run
 from receipts.keys import KeyConfigError
 
 from .forget import describe, forget, forget_session, recover
@@ -49,6 +49,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it, with a signed certificate.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)

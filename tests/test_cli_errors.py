@@ -163,3 +163,14 @@ def test_a_data_directory_below_a_file_is_refused_naming_the_file(tmp_path: Path
     for create in ([], ["--create"]):
         assert chat_main([str(tmp_path / "notes.txt" / "data"), "alice", "hi", *create]) == 2
         assert f"{tmp_path / 'notes.txt'} is not a directory" in one_plain_line(capsys.readouterr().err)
+
+
+def test_control_forget_into_a_closed_pipe_ends_quietly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    engine = Engine(tmp_path / "data")
+    engine.remember("alice", "a secret to forget")
+    engine.index.close()
+    proc = spawn_into_closed_pipe(["control", "forget", str(tmp_path / "data"), "alice", "0"])
+    assert proc.stderr.decode() == "" and proc.returncode == EXIT_PIPE
+    assert Ledger(tmp_path / "data").read_events("alice", [0])[0].erased
