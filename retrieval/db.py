@@ -801,8 +801,8 @@ class Index:
                 raise ForgetError(f"session {session}: not in the ledger")
             try:
                 count, _ = self.ledger.head(session)
-            except LedgerCorrupted as exc:
-                raise ForgetError(f"session {session}: {exc}") from None
+            except LedgerCorrupted as exc:  # its message names the session already
+                raise ForgetError(str(exc)) from None
             beyond = [s for s in wanted if s >= count]
             if beyond:
                 raise ForgetError(f"session {session}: no event at seq {beyond[0]} (the ledger holds {count})")

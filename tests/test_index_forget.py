@@ -385,6 +385,20 @@ class TestForget:
         assert says in str(err.value) and "\n" not in str(err.value)
         assert table(index, "s") == before
 
+    def test_a_corrupted_ledger_is_a_one_line_error_and_changes_nothing(
+        self, world: tuple[Path, Ledger, Index]
+    ) -> None:
+        data, led, index = world
+        erase(led, "s", [17])
+        before = table(index, "s")
+        path = led.log_path("s")
+        raw = path.read_bytes()
+        path.write_bytes(raw.replace(b"Porto was late", b"Porto was LATE", 1))
+        with pytest.raises(ForgetError, match=r"^session s: ledger is corrupted \(line \d+") as err:
+            index.forget_events("s", [17])
+        assert "\n" not in str(err.value)
+        assert table(index, "s") == before
+
     def test_forgetting_with_a_reader_open_waits_for_it_then_purges(self, world: tuple[Path, Ledger, Index]) -> None:
         data, led, index = world
         erase(led, "s", [17])
