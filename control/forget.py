@@ -26,6 +26,7 @@ what `forget` would do; `recover` finishes what a crash interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -54,6 +55,7 @@ from .steps import (
     find_record,
     finish,
     has_record_for,
+    purge_copies,
     slot,
     unlink_durable,
     write_durable,
@@ -77,6 +79,7 @@ class ForgetResult:
     record_seq: int | None
     certificate_path: Path
     certificate: dict[str, Any] = field(repr=False)
+    copies_removed: tuple[Path, ...] = ()  # download copies of those receipts found under `copies` and deleted
 
     def summary_lines(self) -> list[str]:
         """What was erased, for a person (the CLI prints these; the app shows them)."""
@@ -152,13 +155,16 @@ def forget(
     ledger: Ledger | None = None,
     index: Index | None = None,
     key: SigningKey | None = None,
+    copies: Iterable[str | os.PathLike[str]] = (),
 ) -> ForgetResult:
     """Erase `seqs` of `session` (and, with `cascade`, the answers whose receipts cited them); return what was done.
 
     `seqs` may hold ints, decimal strings (as typed) or event ids (`evt_…`, as MCP's forget_memory names them).
 
     Raises PlanError (one line; nothing changed) for an unknown session, a seq the session does not hold, an
-    event already erased or an erasure record. The app passes its Engine's ledger, index and key."""
+    event already erased or an erasure record. The app passes its Engine's ledger, index and key, and as
+    `copies` the folders where it keeps download copies (its temp folder, Gradio's cache): any copy of a receipt
+    this erasure redacts or withdraws is deleted there."""
     data = Path(data_dir)
     led = _ledger(data, ledger, index)
     session = _check_session(led, data, session)
@@ -183,7 +189,8 @@ def forget(
             raise
         done = finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
         unlink_durable(jpath)
-    return _result(p, erasure.record.seq, done)
+    gone = purge_copies(copies, done.redacted + done.withdrawn)
+    return dataclasses.replace(_result(p, erasure.record.seq, done), copies_removed=gone)
 
 
 def _check_reason(reason: str, events: Sequence[Event]) -> None:
@@ -206,10 +213,12 @@ def forget_session(
     ledger: Ledger | None = None,
     index: Index | None = None,
     key: SigningKey | None = None,
+    copies: Iterable[str | os.PathLike[str]] = (),
 ) -> ForgetResult:
     """Delete a session — its ledger, receipts, Merkle tree, audit cache and index rows — and purge the index;
-    leave one certificate in DATA_DIR/erasures/ holding only hashes (the final checkpoint and counts)."""
-    result = _forget_session(Path(data_dir), session, ledger, index, key, None)
+    leave one certificate in DATA_DIR/erasures/ holding only hashes (the final checkpoint and counts).
+    `copies`: as for `forget`; every download copy of the session's receipts there is deleted."""
+    result = _forget_session(Path(data_dir), session, ledger, index, key, None, copies)
     assert result is not None
     return result
 
@@ -222,14 +231,21 @@ def forget_session_if_idle(
     ledger: Ledger | None = None,
     index: Index | None = None,
     key: SigningKey | None = None,
+    copies: Iterable[str | os.PathLike[str]] = (),
 ) -> ForgetResult | None:
     """forget_session for RETENTION_HOURS: only if the ledger was last written before `idle_before` (a Unix
     time), checked under the turn lock, so a turn running or just finished is never deleted; else None."""
-    return _forget_session(Path(data_dir), session, ledger, index, key, idle_before)
+    return _forget_session(Path(data_dir), session, ledger, index, key, idle_before, copies)
 
 
 def _forget_session(
-    data: Path, session: str, ledger: Ledger | None, index: Index | None, key: SigningKey | None, idle_before: float | None
+    data: Path,
+    session: str,
+    ledger: Ledger | None,
+    index: Index | None,
+    key: SigningKey | None,
+    idle_before: float | None,
+    copies: Iterable[str | os.PathLike[str]],
 ) -> ForgetResult | None:
     led = _ledger(data, ledger, index)
     session = _check_session(led, data, session)
@@ -240,7 +256,8 @@ def _forget_session(
         count, head = led.head(session)
         if count == 0:
             raise PlanError(f"session {session}: holds no events, so there is nothing to sign a certificate over")
-        n_receipts = len(files.list_receipts(data, session))
+        receipt_ids = [p.stem for p in files.list_receipts(data, session)]
+        n_receipts = len(receipt_ids)
         store = files.synced_tree(data, led, session)
         try:
             cp = sign_checkpoint(session=session, tree_size=count, root=store.root(count), chain_head=head, issued_at=now_ts(), key=k)
@@ -253,7 +270,8 @@ def _forget_session(
         jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name})
         delete_session(data, led, idx, session)
         unlink_durable(jpath)
-    return ForgetResult(session, (), (), tuple(range(count)), {}, (), (), None, path, envelope)
+    gone = purge_copies(copies, receipt_ids)
+    return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone)
 
 
 # -- recovery after a crash --------------------------------------------------------------------

@@ -11,7 +11,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -208,3 +208,18 @@ def purged(step: Callable[[], object], attempts: int = 5) -> None:
             time.sleep(0.05 * (n + 1))
 
 
+def purge_copies(roots: Iterable[str | os.PathLike[str]], names: Iterable[str]) -> tuple[Path, ...]:
+    """Delete every file under `roots` whose name holds one of `names` — the app's download copies of a receipt
+    (its own temp folder and Gradio's cache keep the file name, `<receipt_id>.json`). Symlinks are not followed."""
+    wanted = [n for n in names if n]
+    removed: list[Path] = []
+    for root in map(Path, roots) if wanted else ():
+        if not root.is_dir():
+            continue
+        for dirpath, _dirs, filenames in os.walk(root, followlinks=False):
+            for name in filenames:
+                if any(n in name for n in wanted):
+                    path = Path(dirpath) / name
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+    return tuple(sorted(removed))

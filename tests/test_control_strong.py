@@ -348,3 +348,22 @@ def test_an_unreadable_journal_is_left_for_a_person_and_does_not_stop_recovery(t
     bad.write_bytes(b"{not json")
     assert control.recover(data, ledger=eng.ledger, index=eng.index, key=eng.key) == []
     assert bad.exists()
+
+
+def test_download_copies_of_the_receipts_it_redacts_are_deleted_and_other_files_kept(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, turns = marked_session(eng)
+    cache = tmp_path / "gradio-cache"
+    copies = []
+    for t in turns:
+        folder = cache / t.receipt_id[-8:]
+        folder.mkdir(parents=True)
+        (folder / f"{t.receipt_id}.json").write_bytes(t.receipt_path.read_bytes())
+        (folder / f"tampered-{t.receipt_id}.json").write_bytes(b"{}")
+        copies += [folder / f"{t.receipt_id}.json", folder / f"tampered-{t.receipt_id}.json"]
+    other = cache / "signing.pub"
+    other.write_text("key")
+    result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key, copies=[cache, tmp_path / "absent"])
+    assert set(result.copies_removed) == set(copies)
+    assert other.exists() and files_with_marker(cache) == []
