@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ledger.cli_support import EXIT_OK, Parser, entry_point, fail, run
 from receipts.keys import KeyConfigError
+from retrieval.model import RetrievalError
 
 from .forget import describe, forget, forget_session, recover
 from .plan import PlanError
@@ -45,6 +46,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except KeyConfigError as exc:
         return fail(str(exc))
+    except (RetrievalError, OSError) as exc:
+        return fail(f"{data}: the erasure stopped ({exc}); whatever it began is finished by the next `python -m control forget`")
     print(describe(result))
     return EXIT_OK
 
