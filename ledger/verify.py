@@ -135,7 +135,23 @@ class ChainWalker:
         self.erasures = erasures if erasures is not None else ErasureState(unknown_before=next_seq)
 
     def step(self, raw: bytes, *, last: bool = False) -> Break | None:
-        """Verify one line (without its newline). `last` marks a line that had no newline."""
+        """Verify one line (without its newline). `last` marks a line that had no newline.
+
+        The common case goes through the fast path (_fast_ok, which accepts only what the
+        careful walk accepts); anything else — an erased line, an erasure record, a break —
+        through the careful walk, which defines the semantics and names the break.
+        """
+        if not last:
+            fast = _fast_ok(raw, self.session, self.next_seq, self.head)
+            if fast is not None:
+                self.line_no += 1
+                self.head, self.last_digest = fast
+                self.next_seq += 1
+                return None
+        return self.careful_step(raw, last=last)
+
+    def careful_step(self, raw: bytes, *, last: bool = False) -> Break | None:
+        """`step` without the fast path."""
         self.line_no += 1
         line = self.line_no
         refused: CanonicalError | None = None
@@ -394,7 +410,7 @@ def verify_stream(
                 walker.next_seq += 1
                 walker.line_no += 1
                 continue
-        brk = walker.step(raw, last=torn)
+        brk = walker.careful_step(raw, last=torn)  # the fast path was tried above
         if brk is not None:
             return SessionReport(session, False, walker.next_seq, walker.head.hex(), brk, erased=walker.erasures.seqs())
         if on_event is not None:
