@@ -80,6 +80,7 @@ class ForgetResult:
     certificate_path: Path
     certificate: dict[str, Any] = field(repr=False)
     copies_removed: tuple[Path, ...] = ()  # download copies of those receipts found under `copies` and deleted
+    imports_dropped: int = 0  # import records (unsalted hashes of an imported file) that held an erased seq
 
     def summary_lines(self) -> list[str]:
         """What was erased, for a person (the CLI prints these; the app shows them)."""
@@ -92,6 +93,8 @@ class ForgetResult:
         lines.append(f"  erasure record: seq {self.record_seq}")
         lines.append(f"  receipts redacted: {', '.join(self.redacted) or 'none'}")
         lines.append(f"  receipts withdrawn (format 1, deleted): {', '.join(self.withdrawn) or 'none'}")
+        if self.imports_dropped:
+            lines.append(f"  import records dropped (they hashed an erased event): {self.imports_dropped}")
         return lines
 
 
@@ -202,7 +205,9 @@ def _check_reason(reason: str, events: Sequence[Event]) -> None:
 
 
 def _result(p: Plan, record_seq: int, done: Finished) -> ForgetResult:
-    return ForgetResult(p.session, p.named, p.cascaded, p.erase, p.roles, done.redacted, done.withdrawn, record_seq, done.path, done.envelope)
+    return ForgetResult(
+        p.session, p.named, p.cascaded, p.erase, p.roles, done.redacted, done.withdrawn, record_seq, done.path, done.envelope, imports_dropped=done.imports_dropped
+    )
 
 
 # -- forgetting a whole session -------------------------------------------------------------

@@ -19,6 +19,7 @@ from ledger import Event, Ledger
 from ledger.canonical import canonical_json
 from ledger.event import is_erasure_record, now_ts
 from ledger.fsmode import open_private, private_dir
+from ledger.imports import forget_erased as forget_imports
 from receipts import certificate as cert
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
@@ -106,6 +107,7 @@ class Finished(NamedTuple):
     envelope: dict[str, Any]
     redacted: tuple[str, ...]
     withdrawn: tuple[str, ...]
+    imports_dropped: int = 0  # lines of sessions/<s>/imports.jsonl whose import held an erased seq
 
 
 
@@ -158,6 +160,7 @@ def finish(
     entries = record.meta["erasure"]["erased"]
     seqs = [e["seq"] for e in entries]
     purged(lambda: idx.forget_events(session, seqs))
+    dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
     redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
@@ -181,7 +184,7 @@ def finish(
     envelope = cert.sign_certificate(body, key)
     path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
     write_durable(path, cert.certificate_file_bytes(envelope))
-    return Finished(path, envelope, redacted, withdrawn)
+    return Finished(path, envelope, redacted, withdrawn, dropped)
 
 
 

@@ -8,20 +8,25 @@ another key order or trailing blank lines are the same import. A record counts o
 still holds its last event (`last_seq` with chain hash `last_chain`): an import cut away by
 `ledger repair` may be imported again.
 
-The file is a guard against accidents, not evidence: it sits outside the hash chain.
+The file is a guard against accidents, not evidence: it sits outside the hash chain. Its hashes are
+unsalted, so after an erasure a record whose range holds an erased seq could confirm a guess of the
+imported file: `forget_erased` drops those records (the erasure calls it), and `record_import` writes
+none for an import an erasure reached first. Both hold a flock on the session's folder.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .canonical import CanonicalError, canonical_json, loads_strict
-from .event import Event, now_ts
+from .event import Event, is_erasure_record, now_ts
 from .fsmode import open_private
 from .store import Ledger, Message
 
@@ -114,13 +119,77 @@ def previous_import(ledger: Ledger, session: str, digest: str) -> ImportRecord |
     return None
 
 
-def record_import(ledger: Ledger, session: str, digest: str, events: Sequence[Event], file: str) -> ImportRecord:
-    """Append the import's record durably (after its events are durable)."""
-    record = ImportRecord(digest, len(events), events[0].seq, events[-1].seq, events[-1].chain, file, now_ts())
-    fd = open_private(records_path(ledger, session), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW)
+@contextmanager
+def _records_locked(ledger: Ledger, session: str) -> Iterator[Path]:
+    """The import record's own lock: a flock on the session's folder (the file itself is replaced by a rename)."""
+    folder = ledger.session_dir(session)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        os.write(fd, record.to_line())
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield records_path(ledger, session)
+    finally:
+        os.close(fd)
+
+
+def _erased_since(ledger: Ledger, session: str, first: int, last: int) -> bool:
+    """Whether an erasure record after `last` erased a seq in first..last (an erasure that ran mid-import)."""
+    count, _head = ledger.head(session)
+    for ev in ledger.read_events(session, range(last + 1, count)):
+        if is_erasure_record(ev) and any(first <= e["seq"] <= last for e in ev.meta["erasure"]["erased"]):
+            return True
+    return False
+
+
+def record_import(ledger: Ledger, session: str, digest: str, events: Sequence[Event], file: str) -> ImportRecord:
+    """Append the import's record durably (after its events are durable); none when an erasure reached them first."""
+    record = ImportRecord(digest, len(events), events[0].seq, events[-1].seq, events[-1].chain, file, now_ts())
+    with _records_locked(ledger, session) as path:
+        if _erased_since(ledger, session, record.first_seq, record.last_seq):
+            return record
+        fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW)
+        try:
+            os.write(fd, record.to_line())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return record
+
+
+def forget_erased(ledger: Ledger, session: str, seqs: Iterable[int]) -> int:
+    """Drop every import record whose range holds one of `seqs` (erased): the file is rewritten without them
+    (temp file beside it, 0600, fsync, rename, fsync of the folder). Returns how many lines were dropped. A
+    record file that cannot be read is emptied: which of its lines name an erased seq cannot be told."""
+    gone = sorted(set(seqs))
+    if not gone or not ledger.session_dir(session).is_dir():
+        return 0
+    with _records_locked(ledger, session) as path:
+        if not path.exists():
+            return 0
+        try:
+            records = read_records(ledger, session)
+        except ImportRecordError:
+            lines = [x for x in path.read_bytes().split(b"\n") if x.strip()]
+            _replace(path, b"")
+            return len(lines)
+        kept = [r for r in records if not any(r.first_seq <= s <= r.last_seq for s in gone)]
+        if len(kept) < len(records):
+            _replace(path, b"".join(r.to_line() for r in kept))
+    return len(records) - len(kept)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
-    return record
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
