@@ -77,3 +77,5 @@ def test_ledger_verify_on_the_vector_says_erased_not_malformed(tmp_path: Path) -
     out = subprocess.run([sys.executable, "-m", "ledger", "verify", str(tmp_path), SESSION], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 event erased (seq 2)" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "ledger", "verify", str(tmp_path), SESSION, "--json"], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0 and json.loads(out.stdout)["sessions"][0]["erased"] == [2]
