@@ -674,6 +674,13 @@ class Ledger:
                 raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); erase fewer events at once") from None
             record_line = record.to_line()
             chain = bytes.fromhex(record.chain)
+            erasures = tail.erasures.copy()  # what the tail will know once the new file is in place
+            for e in gone:
+                erasures.saw_erased(e.seq, e.to_dict())
+            entries = record_entries(record.seq, record.to_dict())
+            problem = entries if isinstance(entries, str) else erasures.saw_record(record.seq, entries)
+            if problem is not None:  # cannot happen: the record is built from these very lines
+                raise RuntimeError(f"session {session}: the erasure record does not verify ({problem}); nothing was changed")
             done = rewrite(
                 path,
                 tail.size,
@@ -684,11 +691,6 @@ class Ledger:
                 tail.chunks.open_hash(),
             )
             self._drop_log_fd(session)  # it writes to the old file: the next append opens the new one
-            erasures = tail.erasures.copy()
-            for e in gone:
-                erasures.saw_erased(e.seq, e.to_dict())
-            entries = record_entries(record.seq, record.to_dict())
-            assert not isinstance(entries, str) and erasures.saw_record(record.seq, entries) is None
             marks = array("Q", tail.marks)
             marks.append(_mark(chain))
             self._tails[session] = _Tail(
