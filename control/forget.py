@@ -55,7 +55,9 @@ from .steps import (
     find_record,
     finish,
     has_record_for,
+    needles,
     purge_copies,
+    quarantined_with,
     slot,
     unlink_durable,
     write_durable,
@@ -81,6 +83,7 @@ class ForgetResult:
     certificate: dict[str, Any] = field(repr=False)
     copies_removed: tuple[Path, ...] = ()  # download copies of those receipts found under `copies` and deleted
     imports_dropped: int = 0  # import records (unsalted hashes of an imported file) that held an erased seq
+    quarantine_removed: tuple[str, ...] = ()  # events.jsonl.torn-*/cut-* files that held an erased text, overwritten and removed
 
     def summary_lines(self) -> list[str]:
         """What was erased, for a person (the CLI prints these; the app shows them)."""
@@ -95,6 +98,8 @@ class ForgetResult:
         lines.append(f"  receipts withdrawn (format 1, deleted): {', '.join(self.withdrawn) or 'none'}")
         if self.imports_dropped:
             lines.append(f"  import records dropped (they hashed an erased event): {self.imports_dropped}")
+        if self.quarantine_removed:
+            lines.append(f"  quarantined ledger copies overwritten and removed: {', '.join(self.quarantine_removed)}")
         return lines
 
 
@@ -176,10 +181,20 @@ def forget(
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
         p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        doomed = led.read_events(session, p.erase)
         if reason:
-            _check_reason(reason, led.read_events(session, p.erase))
+            _check_reason(reason, doomed)
+        quarantine = quarantined_with(led.session_dir(session), needles(doomed))
+        del doomed
         idx, k = _index_and_key(data, led, index, key)
-        journal = {"scope": "events", "session": session, "seqs": list(p.erase), "redact": {r: list(s) for r, s in p.redact.items()}, "withdraw": list(p.withdraw)}
+        journal = {
+            "scope": "events",
+            "session": session,
+            "seqs": list(p.erase),
+            "redact": {r: list(s) for r, s in p.redact.items()},
+            "withdraw": list(p.withdraw),
+            "quarantine": quarantine,
+        }
         jpath = write_journal(data, journal)
         try:
             erasure = led.erase(session, list(p.erase), reason=reason)
@@ -190,7 +205,7 @@ def forget(
             if not has_record_for(led, session, p.erase):
                 unlink_durable(jpath)
             raise
-        done = finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw)
+        done = finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw, quarantine)
         unlink_durable(jpath)
     gone = purge_copies(copies, done.redacted + done.withdrawn)
     return dataclasses.replace(_result(p, erasure.record.seq, done), copies_removed=gone)
@@ -206,7 +221,18 @@ def _check_reason(reason: str, events: Sequence[Event]) -> None:
 
 def _result(p: Plan, record_seq: int, done: Finished) -> ForgetResult:
     return ForgetResult(
-        p.session, p.named, p.cascaded, p.erase, p.roles, done.redacted, done.withdrawn, record_seq, done.path, done.envelope, imports_dropped=done.imports_dropped
+        p.session,
+        p.named,
+        p.cascaded,
+        p.erase,
+        p.roles,
+        done.redacted,
+        done.withdrawn,
+        record_seq,
+        done.path,
+        done.envelope,
+        imports_dropped=done.imports_dropped,
+        quarantine_removed=done.quarantine_removed,
     )
 
 
@@ -323,7 +349,7 @@ def recover(
                 delete_session(data, led, idx, session)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
             elif led.exists(session) and (record := find_record(led, session, entry["seqs"])) is not None:
-                written.append(finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"]).path)
+                written.append(finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
             unlink_durable(jpath)

@@ -7,6 +7,7 @@ receipts redacted or withdrawn, the checkpoint over the erasure record and the c
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -20,10 +21,13 @@ from ledger.canonical import canonical_json
 from ledger.event import is_erasure_record, now_ts
 from ledger.fsmode import open_private, private_dir
 from ledger.imports import forget_erased as forget_imports
+from ledger.repair import CUT_PREFIX
+from ledger.store import EVENTS_FILE
 from receipts import certificate as cert
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
 from receipts.body import MalformedReceipt, sign_checkpoint
+from receipts.decisions import control_of
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey
 from retrieval import Index
@@ -33,6 +37,8 @@ from .plan import Citation, Slot
 
 log = logging.getLogger("control")
 ERASURES_DIR = "erasures"
+QUARANTINE_PREFIXES = (f"{EVENTS_FILE}.torn-", CUT_PREFIX)  # torn tails (store.py) and tails a repair cut (repair.py)
+TORN_PREFIX_MIN = 8  # a torn write that stopped inside the text: its file ends with this many bytes of it, or more
 
 
 # -- small durable writes ------------------------------------------------------------
@@ -82,7 +88,7 @@ def write_journal(data: Path, entry: dict[str, Any]) -> Path:
 
 # -- what the session holds ---------------------------------------------------------
 def slot(ev: Event) -> Slot:
-    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev))
+    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev), not ev.erased and control_of(ev.role, ev.text, ev.meta, ev.seq) is not None)
 
 
 def citations(data_dir: Path, session: str) -> list[Citation]:
@@ -102,12 +108,80 @@ def citations(data_dir: Path, session: str) -> list[Citation]:
 
 
 
+# -- quarantined copies of ledger lines -------------------------------------------------
+def needles(events: Iterable[Event]) -> list[bytes]:
+    """The erased texts as a ledger line may hold them: raw UTF-8, as JCS escapes them, and ASCII-escaped JSON."""
+    out: set[bytes] = set()
+    for ev in events:
+        if ev.text:
+            out |= {ev.text.encode(), canonical_json(ev.text)[1:-1], json.dumps(ev.text)[1:-1].encode()}
+    return sorted(out)
+
+
+def _holds(raw: bytes, wanted: Sequence[bytes]) -> bool:
+    return any(n in raw or _ends_inside(raw, n) for n in wanted)
+
+
+def _ends_inside(raw: bytes, n: bytes) -> bool:
+    """Whether `raw` ends with at least TORN_PREFIX_MIN bytes of the start of `n` (a torn write stopped inside it)."""
+    if len(n) <= TORN_PREFIX_MIN:
+        return False
+    tail = raw[-(len(n) - 1) :]
+    head = n[:TORN_PREFIX_MIN]
+    at = tail.find(head)
+    while at != -1:
+        if n.startswith(tail[at:]):
+            return True
+        at = tail.find(head, at + 1)
+    return False
+
+
+def quarantined_with(session_dir: Path, wanted: Sequence[bytes]) -> list[str]:
+    """The names of the session's quarantine files (events.jsonl.torn-*, events.jsonl.cut-*) holding an erased text."""
+    if not wanted or not session_dir.is_dir():
+        return []
+    hits = []
+    for path in sorted(session_dir.iterdir()):
+        if path.name.startswith(QUARANTINE_PREFIXES) and path.is_file() and not path.is_symlink():
+            if _holds(path.read_bytes(), wanted):
+                hits.append(path.name)
+    return hits
+
+
+def scrub(session_dir: Path, names: Iterable[str]) -> tuple[str, ...]:
+    """Overwrite each named quarantine file with zeros (fsynced), then remove it; return the names removed."""
+    removed = []
+    for name in names:
+        if not name.startswith(QUARANTINE_PREFIXES) or "/" in name:
+            continue  # the journal names only such files; anything else is not ours to remove
+        path = session_dir / name
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            removed.append(name)  # removed before a crash: recover finishes the list
+            continue
+        try:
+            left = os.fstat(fd).st_size
+            block = bytes(min(left, 1 << 16))
+            while left > 0:
+                left -= os.write(fd, block[:left])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        path.unlink()
+        removed.append(name)
+    if removed and session_dir.is_dir():
+        fsync_dir(session_dir)
+    return tuple(removed)
+
+
 class Finished(NamedTuple):
     path: Path
     envelope: dict[str, Any]
     redacted: tuple[str, ...]
     withdrawn: tuple[str, ...]
     imports_dropped: int = 0  # lines of sessions/<s>/imports.jsonl whose import held an erased seq
+    quarantine_removed: tuple[str, ...] = ()  # events.jsonl.torn-*/cut-* files that held an erased text
 
 
 
@@ -154,13 +228,24 @@ def apply_receipts(
 
 
 def finish(
-    data: Path, led: Ledger, idx: Index, key: SigningKey, session: str, record: Event, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
+    data: Path,
+    led: Ledger,
+    idx: Index,
+    key: SigningKey,
+    session: str,
+    record: Event,
+    redact_plan: Mapping[str, Sequence[int]],
+    withdraw: Sequence[str],
+    quarantine: Sequence[str] = (),
 ) -> Finished:
-    """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash)."""
+    """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash).
+    `quarantine`: the quarantine files found holding an erased text before the ledger changed (their names are
+    in the journal: once the text is erased it cannot be looked for again)."""
     entries = record.meta["erasure"]["erased"]
     seqs = [e["seq"] for e in entries]
     purged(lambda: idx.forget_events(session, seqs))
     dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
+    scrubbed = scrub(led.session_dir(session), quarantine)
     redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
@@ -184,7 +269,7 @@ def finish(
     envelope = cert.sign_certificate(body, key)
     path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
     write_durable(path, cert.certificate_file_bytes(envelope))
-    return Finished(path, envelope, redacted, withdrawn, dropped)
+    return Finished(path, envelope, redacted, withdrawn, dropped, scrubbed)
 
 
 

@@ -79,3 +79,83 @@ class TestImportRecords:
         path.write_bytes(path.read_bytes() + b"{not json\n")
         assert control.forget(imported, "s1", [1]).imports_dropped == 3
         assert path.read_bytes() == b""
+
+
+TEXT = f'My café code is {MARKER}, "quoted"'
+
+
+def _forms(line: bytes) -> dict[str, bytes]:
+    """The same ledger line as a quarantine file may hold it."""
+    obj = json.loads(line)
+    return {
+        "jcs_utf8": line,  # as the ledger writes it: é raw, quotes escaped
+        "ascii_escaped": json.dumps(obj, ensure_ascii=True).encode() + b"\n",  # é as \\u00e9
+        "raw_text": TEXT.encode() + b"\n",  # the words as typed
+        "torn_inside_the_text": line[: line.index(MARKER.encode()) + len(MARKER) - 2],  # the write stopped mid-word
+    }
+
+
+class TestQuarantinedCopies:
+    @pytest.mark.parametrize("form", ["jcs_utf8", "ascii_escaped", "raw_text", "torn_inside_the_text"])
+    @pytest.mark.parametrize("prefix", ["events.jsonl.torn-812-", "events.jsonl.cut-3-"])
+    def test_a_quarantine_file_holding_the_erased_text_is_removed_and_named(self, tmp_path: Path, form: str, prefix: str) -> None:
+        from .forget_support import files_with_marker
+
+        data = tmp_path / "data"
+        led = Ledger(data)
+        led.append("s1", "user", "I like tea")
+        ev = led.append("s1", "user", TEXT)
+        sdir = led.session_dir("s1")
+        name = f"{prefix}20261203T101500Z"
+        (sdir / name).write_bytes(b'{"x":1}\n' + _forms(ev.to_line())[form])
+        (sdir / f"{prefix}20261203T111500Z").write_bytes(b'{"text":"I like tea"}\n')  # holds no erased text: kept
+        (sdir / "notes.txt").write_bytes(TEXT.encode())  # not a quarantine file: not ours to judge here
+        result = control.forget(data, "s1", [ev.seq])
+        assert result.quarantine_removed == (name,)
+        assert not (sdir / name).exists() and (sdir / f"{prefix}20261203T111500Z").exists()
+        assert (sdir / "notes.txt").exists()
+        assert name in "\n".join(result.summary_lines())
+        assert files_with_marker(data) == [str(sdir / "notes.txt")]
+
+    def test_a_torn_append_retried_later_leaves_nothing_once_the_retry_is_forgotten(self, tmp_path: Path) -> None:
+        from .forget_support import files_with_marker
+
+        data = tmp_path / "data"
+        led = Ledger(data)
+        first = led.append("s1", "user", "I like tea")
+        line = first.to_line().replace(b"I like tea", TEXT.encode().replace(b'"', b'\\"'))
+        with open(led.log_path("s1"), "ab") as f:  # a crash mid-append: half a line, no newline
+            f.write(line[: line.index(MARKER.encode()) + 5])
+        led.close()
+        led = Ledger(data)
+        retried = led.append("s1", "user", TEXT)
+        assert led.quarantined, "the torn tail must have been quarantined"
+        torn = Path(led.quarantined[0].path).name
+        result = control.forget(data, "s1", [retried.seq])
+        assert result.quarantine_removed == (torn,)
+        assert files_with_marker(data) == []
+        assert Ledger(data).verify("s1").ok
+
+    def test_a_crash_after_the_ledger_rewrite_still_removes_the_quarantine_file_on_recover(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from retrieval import Index
+
+        from .forget_support import files_with_marker
+
+        data = tmp_path / "data"
+        led = Ledger(data)
+        ev = led.append("s1", "user", TEXT)
+        name = "events.jsonl.cut-0-20261203T101500Z"
+        (led.session_dir("s1") / name).write_bytes(ev.to_line())
+        index = Index(data, led)
+
+        def crash(*_a: object, **_k: object) -> None:
+            raise KeyboardInterrupt("killed mid-erasure")
+
+        monkeypatch.setattr(index, "forget_events", crash)
+        with pytest.raises(KeyboardInterrupt):
+            control.forget(data, "s1", [0], ledger=led, index=index)
+        monkeypatch.undo()
+        assert (led.session_dir("s1") / name).exists() and Ledger(data).read_events("s1", [0])[0].erased
+        assert control.recover(data, ledger=led, index=index)
+        assert not (led.session_dir("s1") / name).exists()
+        assert files_with_marker(data) == []
