@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import gradio as gr
 
@@ -18,9 +19,11 @@ from chat.engine import Engine
 from webui import ids
 from webui import kept as kp
 from webui import render as r
+from webui import render_forget as rf
 from webui import render_history as rh
 from webui import render_verify as rv
 from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval, warn_loose_modes
+from webui.forget import recover
 from webui.handlers import UI
 from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS
 from webui.mcp_tools import make_tools
@@ -78,6 +81,10 @@ CSS = f"""
 """
 
 
+# After a Forget… button: bring the confirmation (above the tabs) into view.
+SHOW_FORGET_BOX = f"() => {{ const el = document.getElementById('{ids.FORGET_BOX}'); if (el) el.scrollIntoView({{block: 'center'}}); }}"
+
+
 def build(service: Service, *, retention_hours: float | None = None) -> gr.Blocks:
     """The Blocks app over one service (one data directory)."""
     ui = UI(service)
@@ -110,6 +117,23 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     scale=4,
                 )
                 new_btn = gr.Button("New session", elem_id=ids.NEW_SESSION, scale=1)
+            gr.Markdown("**Danger zone** — deletes this session's ledger, receipts and index rows for good.")
+            forget_session_btn = gr.Button(
+                "🗑 Forget this whole session…", variant="stop", size="sm", elem_id=ids.FORGET_SESSION_BUTTON
+            )
+        # The one confirmation every Forget… opens: what goes, then Confirm / Cancel, then the certificate.
+        pending = gr.State(None)  # webui.forget.Pending, server-side: the page cannot change what it confirms
+        with gr.Column(visible=False, elem_id=ids.FORGET_BOX) as forget_box:
+            forget_md = gr.Markdown(elem_id=ids.FORGET_PREVIEW, latex_delimiters=[])
+            reason = gr.Textbox(
+                label="Reason (optional; kept in the erasure record for good, so do not repeat what you forget)",
+                max_length=2000,
+                elem_id=ids.FORGET_REASON,
+            )
+            with gr.Row():
+                confirm_btn = gr.Button(rf.CONFIRM_LABEL, variant="stop", elem_id=ids.FORGET_CONFIRM)
+                cancel_btn = gr.Button(rf.CANCEL_LABEL, elem_id=ids.FORGET_CANCEL)
+                cert_dl = gr.DownloadButton(rf.CERTIFICATE_LABEL, visible=False, elem_id=ids.FORGET_CERTIFICATE)
 
         with gr.Tabs(elem_id=ids.TABS):
             with gr.Tab("Chat", id="chat", elem_id=ids.TAB_CHAT):
@@ -144,6 +168,20 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 download = gr.DownloadButton(
                     "⬇ Download receipt (after the first answer)", interactive=False, elem_id=ids.RECEIPT_DOWNLOAD
                 )
+                receipt_state = gr.State(None)  # the receipt id the turn tools below are about
+                with gr.Accordion(
+                    "Withhold or forget a memory of the latest answer", open=False, elem_id=ids.TURN_TOOLS
+                ):
+                    withhold = gr.CheckboxGroup(
+                        label="Share the receipt with these memories withheld (the signature still verifies)",
+                        elem_id=ids.WITHHOLD_PICK,
+                    )
+                    withheld_dl = gr.DownloadButton(rf.WITHHELD_LABEL, interactive=False, elem_id=ids.WITHHELD_DOWNLOAD)
+                    with gr.Row():
+                        turn_pick = gr.Dropdown(
+                            label="Forget a memory of this turn", choices=[], elem_id=ids.FORGET_TURN_PICK, scale=4
+                        )
+                        turn_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_TURN_BUTTON, scale=1)
 
             with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
                 with gr.Row():
@@ -164,6 +202,11 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     column_widths=r.SEARCH_WIDTHS,
                     elem_id=ids.SEARCH_RESULTS,
                 )
+                with gr.Row():
+                    search_seq = gr.Textbox(
+                        label="seq to forget (select a result, or type it)", elem_id=ids.FORGET_SEARCH_SEQ, scale=4
+                    )
+                    search_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_SEARCH_BUTTON, scale=1)
 
             with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
                 upload = gr.File(
@@ -201,6 +244,11 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     column_widths=r.LEDGER_WIDTHS,
                     elem_id=ids.LEDGER_EVENTS,
                 )
+                with gr.Row():
+                    ledger_seq = gr.Textbox(
+                        label="seq to forget (select a row, or type it)", elem_id=ids.FORGET_LEDGER_SEQ, scale=4
+                    )
+                    ledger_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_LEDGER_BUTTON, scale=1)
                 checkpoint = gr.Code(
                     language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
                 )
@@ -221,9 +269,12 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         cleared = [search_status, results, verdict, report]
         history_inputs = [key_state, kept_state]
         history_outputs = [kept_state, history_box, history_md, kept_dl, current_dl, accept_btn, history_status]
+        forget_outputs = [pending, forget_box, forget_md, reason, confirm_btn, cancel_btn, cert_dl]
+        turn_tool_outputs = [receipt_state, turn_pick, withhold, withheld_dl]
 
         # After every load, session switch and turn: prove today's history extends the checkpoint this browser kept.
         loaded = demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED)
+        loaded.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="start_tools", api_visibility="private")
         loaded.then(
             ui.check_history,
             history_inputs,
@@ -242,6 +293,8 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED).then(
                 ui.cleared, None, cleared, api_name=f"{name}_clear", api_visibility="private"
             ).then(ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private").then(
+                ui.turn_tools, [key_state], turn_tool_outputs, api_name=f"{name}_tools", api_visibility="private"
+            ).then(
                 ui.check_history, history_inputs, history_outputs, api_name=f"{name}_history", api_visibility="private"
             )
         accept_btn.click(
@@ -260,6 +313,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         # `.then` only after a success, so the check is chained both ways.
         for chained, name in ((turn.then, "chat_history"), (turn.failure, "chat_failed_history")):
             chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
+        turn.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="chat_tools", api_visibility="private")
         gr.on(
             [query.submit, search_btn.click],
             ui.search,
@@ -295,6 +349,44 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             api_visibility=UNDOCUMENTED,
         )
 
+        # Confirm, then refresh everything that may still show the forgotten words: the chat (it reads [forgotten]),
+        # the search results and the Verify tab (cleared), the ledger, the turn tools; then the history check.
+        confirm_btn.click(
+            ui.confirm_forget,
+            [key_state, pending, reason],
+            forget_outputs,
+            api_name="forget_confirm",
+            api_visibility=UNDOCUMENTED,
+        ).then(
+            ui.after_forget, [key_state, pending], session_outputs, api_name="forget_done", api_visibility="private"
+        ).then(ui.cleared, None, cleared, api_name="forget_clear", api_visibility="private").then(
+            ui.ledger, [key_state], ledger_outputs, api_name="forget_ledger", api_visibility="private"
+        ).then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="forget_tools", api_visibility="private").then(
+            ui.check_history, history_inputs, history_outputs, api_name="forget_history", api_visibility="private"
+        )
+        cancel_btn.click(ui.cancel_forget, None, forget_outputs, api_name="forget_cancel", api_visibility=UNDOCUMENTED)
+        for trigger, fn, inputs, name in (
+            (turn_forget.click, ui.ask_forget, [key_state, turn_pick], "forget_ask_turn"),
+            (search_forget.click, ui.ask_forget, [key_state, search_seq], "forget_ask_search"),
+            (search_seq.submit, ui.ask_forget, [key_state, search_seq], "forget_ask_search_seq"),
+            (ledger_forget.click, ui.ask_forget, [key_state, ledger_seq], "forget_ask_ledger"),
+            (ledger_seq.submit, ui.ask_forget, [key_state, ledger_seq], "forget_ask_ledger_seq"),
+            (forget_session_btn.click, ui.ask_forget_session, [key_state], "forget_ask_session"),
+        ):
+            trigger(fn, inputs, forget_outputs, api_name=name, api_visibility=UNDOCUMENTED).then(
+                None, None, None, js=SHOW_FORGET_BOX
+            )
+        results.select(ui.pick_search_row, None, search_seq, api_name="forget_pick_search", api_visibility="private")
+        events.select(ui.pick_ledger_row, None, ledger_seq, api_name="forget_pick_ledger", api_visibility="private")
+        withhold.input(
+            ui.withhold,
+            [key_state, receipt_state, withhold],
+            withheld_dl,
+            api_name="withhold",
+            api_visibility=UNDOCUMENTED,
+        )
+        service.cache_dirs.append(Path(demo.GRADIO_CACHE))  # its copies of downloads and uploads (webui/forget.py)
+
         for tool in make_tools(service):  # the MCP tools (public API endpoints)
             gr.api(tool, api_name=tool.__name__)
     return demo
@@ -320,6 +412,7 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     engine = Engine(cfg.data_dir)  # moves a key left in DATA_DIR/keys/ out first
     warn_loose_modes(cfg.data_dir)  # what the engine creates is private: anything loose was there before
     service = Service(engine)
+    recover(service)  # finish any erasure a crash interrupted, before the index catches up or a visitor arrives
     for warning in engine.index.catch_up():
         log.warning("%s", warning)
     jobs = [service.downloads.sweep]

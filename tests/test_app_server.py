@@ -70,6 +70,7 @@ class TestGradioClient:
             "/search_memories",
             "/ask",
             "/verify_receipt",
+            "/forget_memory",
         }
 
     def test_chat_shows_stamps_and_the_downloaded_receipt_verifies(self, client: Client, server: app.Running) -> None:
@@ -247,7 +248,7 @@ class TestMCP:
             return (await s.list_tools()).tools
 
         tools = {t.name: t for t in self.run(server, steps)}
-        assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt"}
+        assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt", "forget_memory"}
         ask = tools["ask"]
         assert "receipt" in (ask.description or "")
         assert set(ask.inputSchema["required"]) == {"session_key", "message"}
@@ -284,6 +285,34 @@ class TestMCP:
         assert mine["verdict"] == "verified" and mine["checked"] == "ledger"
         assert anon["checked"] == "other_session" and all(c["status"] != "fail" for c in anon["checks"])
         assert found["results"][0]["text"] == "the spare key is under the blue pot"
+
+    def test_forget_memory_returns_a_certificate_the_remote_client_can_verify(self, server: app.Running) -> None:
+        from ledger.canonical import canonical_json
+        from receipts.certificate_io import verify_certificate_bytes
+
+        async def steps(s: Any) -> Any:
+            key = json.loads((await s.call_tool("new_session_key", {})).content[0].text)["session_key"]
+            mem = json.loads(
+                (await s.call_tool("remember", {"session_key": key, "text": "the vault word is quillfeather"}))
+                .content[0]
+                .text
+            )
+            gone = json.loads(
+                (await s.call_tool("forget_memory", {"session_key": key, "event_id": mem["event_id"]})).content[0].text
+            )
+            again = await s.call_tool("forget_memory", {"session_key": key, "event_id": mem["event_id"]})
+            found = json.loads(
+                (await s.call_tool("search_memories", {"session_key": key, "query": "quillfeather"})).content[0].text
+            )
+            return mem, gone, again, found
+
+        mem, gone, again, found = self.run(server, steps)
+        assert gone["erased"] == [{"seq": mem["seq"], "role": "user"}] and found["results"] == []
+        report = verify_certificate_bytes(
+            canonical_json(gone["certificate"]), trusted=[server.service.engine.key.public_key]
+        )
+        assert report.verdict == "verified"
+        assert again.isError and "already erased" in again.content[0].text
 
     def test_a_refusal_is_a_tool_error_with_the_reason(self, server: app.Running) -> None:
         async def steps(s: Any) -> Any:

@@ -30,7 +30,7 @@ def tools(tmp_path: Path) -> dict:
 
 
 def test_the_tool_set(tools: dict) -> None:
-    assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt"}
+    assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt", "forget_memory"}
 
 
 def test_every_tool_documents_every_argument_and_the_session_key_as_a_secret(tools: dict) -> None:

@@ -20,12 +20,16 @@ from typing import Any, TypeVar
 import gradio as gr
 
 from chat.engine import Turn, TurnError
+from control.plan import PlanError
 from ledger import LedgerCorrupted
+from receipts import RedactError
 from receipts.body import MalformedReceipt
 from receipts.verify import ERASED, Report
 
+from . import forget as fg
 from . import kept as kp
 from . import render as r
+from . import render_forget as rf
 from . import render_history as rh
 from . import render_receipt as rr
 from . import render_verify as rv
@@ -35,7 +39,7 @@ from .sessions import SessionKeyError, is_session_key, new_session_key
 from .tamper import DEFAULT_TARGET, TamperError
 
 log = logging.getLogger("webui")
-KNOWN = (BadInput, SessionKeyError, TurnError, LedgerCorrupted, TamperError)
+KNOWN = (BadInput, SessionKeyError, TurnError, LedgerCorrupted, TamperError, PlanError, RedactError)
 F = TypeVar("F", bound=Callable[..., Any])
 _DONE = object()
 
@@ -111,7 +115,7 @@ class UI:
             stamps, download = r.NO_STAMPS, self._no_download()
         else:
             assert latest.body is not None
-            s = r.stamps_from_body(latest.body)
+            s = r.stamps_from_body(latest.body, r.FORGOTTEN)  # a stored receipt loses a text only to forgetting
             stamps = r.stamps_markdown(s)
             download = self._download(s.receipt_id, self.service.restored_receipt(key, s.receipt_id))
         return key, key, r.session_markdown(self.service.session(key)), history, stamps, download
@@ -290,6 +294,137 @@ class UI:
         if view.problem:
             status += f"\n\n_The events cannot be listed: {r.md(view.problem, 300)}_"
         return status, table(r.LEDGER_HEADERS, rows), r.checkpoint_text(view.checkpoint)
+
+    # -- forgetting (webui/forget.py; the rules are control.forget's) ------------------------------------
+    # Every entry point opens the one confirmation panel. Outputs of ask/confirm/cancel: (pending State,
+    # panel, panel text, reason box, confirm button, cancel button, certificate download).
+    @edge
+    def ask_forget(self, key: object, seq: object) -> tuple[Any, ...]:
+        """A seq from the turn's dropdown, a search result or the ledger (a selected row or the seq box)."""
+        asked = fg.ask(self.service, key, [_seq_value(seq)])
+        assert asked.plan is not None
+        return self._asking(asked, rf.preview_markdown(asked.plan, asked.events), rf.CONFIRM_LABEL)
+
+    @edge
+    def ask_forget_session(self, key: object) -> tuple[Any, ...]:
+        asked = fg.ask_session(self.service, key)
+        text = rf.session_preview_markdown(asked.pending.session, asked.count, asked.receipts)
+        return self._asking(asked, text, rf.CONFIRM_SESSION_LABEL)
+
+    @staticmethod
+    def _asking(asked: fg.Asked, text: str, confirm_label: str) -> tuple[Any, ...]:
+        return (
+            asked.pending,
+            gr.Column(visible=True),
+            text,
+            gr.Textbox(value="", visible=asked.pending.scope == fg.EVENTS),
+            gr.Button(value=confirm_label, visible=True),
+            gr.Button(value=rf.CANCEL_LABEL),
+            gr.DownloadButton(value=None, visible=False),
+        )
+
+    @edge
+    def confirm_forget(self, key: object, pending: object, reason: object) -> tuple[Any, ...]:
+        try:
+            done = fg.confirm(self.service, key, pending, reason)
+        except fg.Changed as changed:  # ask again, showing what would go now
+            asked = changed.asked
+            assert asked.plan is not None
+            return (
+                asked.pending,
+                gr.Column(visible=True),
+                rf.preview_markdown(asked.plan, asked.events, changed=True),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+            )
+        return (
+            fg.DONE_SESSION if done.result.record_seq is None else fg.DONE_EVENTS,
+            gr.Column(visible=True),
+            rf.result_markdown(done.result, done.copies_removed),
+            gr.Textbox(value="", visible=False),
+            gr.Button(visible=False),
+            gr.Button(value=rf.CLOSE_LABEL),
+            gr.DownloadButton(label=rf.CERTIFICATE_LABEL, value=done.certificate_download, visible=True),
+        )
+
+    @staticmethod
+    def cancel_forget() -> tuple[Any, ...]:
+        """Cancel (or Close, after a forget): nothing changes; the panel closes."""
+        return (
+            None,
+            gr.Column(visible=False),
+            "",
+            gr.Textbox(value=""),
+            gr.Button(visible=True),
+            gr.Button(value=rf.CANCEL_LABEL),
+            gr.DownloadButton(value=None, visible=False),
+        )
+
+    @edge
+    def after_forget(self, key: object, state: object) -> tuple[Any, ...]:
+        """After a confirmed forget: the session outputs again (the chat reads [forgotten]) or, when the whole
+        session went, a new session. Nothing to do when the confirmation was asked again instead."""
+        if state == fg.DONE_SESSION:
+            return self._session(new_session_key())
+        if state == fg.DONE_EVENTS:
+            return self._session(key if isinstance(key, str) else new_session_key())
+        return tuple(gr.skip() for _ in range(6))
+
+    @edge
+    def turn_tools(self, key: object) -> tuple[Any, ...]:
+        """Under the stamps, for the latest answer: (its receipt id State, forget dropdown, withhold choices,
+        withheld-copy download)."""
+        latest = self.service.latest_receipt(key) if is_session_key(key) else None
+        none = gr.DownloadButton(label=rf.WITHHELD_LABEL, value=None, interactive=False)
+        if latest is None:
+            return None, gr.Dropdown(choices=[], value=None), gr.CheckboxGroup(choices=[], value=[]), none
+        rid, body = latest
+        return (
+            rid,
+            gr.Dropdown(choices=rf.forget_choices(body), value=None),
+            gr.CheckboxGroup(choices=rf.withhold_choices(body), value=[]),
+            none,
+        )
+
+    @edge
+    def withhold(self, key: object, receipt_id: object, seqs: object) -> Any:
+        """The ticked memories changed: a copy of the latest receipt without them (or nothing to download)."""
+        chosen = (
+            [int(s) for s in seqs if isinstance(s, int) or (isinstance(s, str) and s.isdigit())]
+            if isinstance(seqs, list)
+            else []
+        )
+        if not chosen:
+            return gr.DownloadButton(label=rf.WITHHELD_LABEL, value=None, interactive=False)
+        path = self.service.withheld_copy(key, receipt_id, chosen)
+        names = ", ".join(f"seq {s}" for s in chosen)
+        return gr.DownloadButton(label=f"⬇ Download a copy without {names}", value=path, interactive=True)
+
+    @staticmethod
+    def pick_ledger_row(evt: gr.SelectData) -> Any:
+        """A selected row of the ledger: its seq goes into the seq box beside Forget…."""
+        return _seq_of_row(evt, r.LEDGER_HEADERS.index("seq"))
+
+    @staticmethod
+    def pick_search_row(evt: gr.SelectData) -> Any:
+        """A selected search result: its seq goes into the seq box beside Forget…."""
+        return _seq_of_row(evt, r.SEARCH_HEADERS.index("seq"))
+
+
+def _seq_of_row(evt: gr.SelectData, at: int) -> Any:
+    row = evt.row_value if isinstance(evt.row_value, list) else []
+    return str(row[at]) if len(row) > at and row[at] not in (None, "") else gr.skip()
+
+
+def _seq_value(value: object) -> object:
+    """What an entry point gave as the seq: the dropdown's int, a selected row's or a typed number."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise BadInput("forget: choose a memory first (pick it in the list, select its row, or type its seq)")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value.strip() if isinstance(value, str) else value
 
 
 def erased_seqs(report: Report) -> set[int]:

@@ -16,6 +16,7 @@ from typing import Any
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
 
+from .forget import forget_event
 from .handlers import to_gr_error
 from .inputs import K_API_MAX, K_DEFAULT, BadInput
 from .render_verify import MODE_NOTES
@@ -103,7 +104,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             k: how many memories to hand to the model, 1 to 50 (default 8).
 
         Returns:
-            JSON: answer, provider and model (provider "offline" is the labelled stand-in, not a language model), the memories used, receipt_id, and receipt (the receipt file's JSON: pass it to verify_receipt).
+            JSON: answer, provider and model (provider "offline" is the labelled stand-in, not a language model), the memories used (each with its event_id), receipt_id, and receipt (the receipt file's JSON: pass it to verify_receipt).
         """
         try:
             turn = service.turn(session_key, message, k, k_max=K_API_MAX)
@@ -123,6 +124,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
                         "role": m["event"]["role"],
                         "text": m["event"]["text"],
                         "digest": m["event"]["digest"],
+                        "event_id": m["event"]["id"],  # what forget_memory takes
                     }
                     for m in turn.body["memories"]
                 ],
@@ -152,7 +154,36 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             raise to_gr_error(exc, for_html=False) from None
         return _dumps({**report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
 
-    return [new_session_key, remember, search_memories, ask, verify_receipt]
+    def forget_memory(session_key: str, event_id: str, reason: str = "") -> str:
+        """Forget one event of the session for good, with proof: its words leave the ledger, the search index and every
+        stored receipt, while the hash chain and every receipt still verify. Every answer whose receipt cited it is
+        forgotten with it (its text may repeat it). Cannot be undone.
+
+        Args:
+            session_key: the caller's secret session key.
+            event_id: the id of the event to forget (evt_ and 32 hex digits, as remember, search_memories and ask return it).
+            reason: optional, at most 2000 characters; kept in the ledger's erasure record for good, so it must not repeat what is forgotten.
+
+        Returns:
+            JSON: session_id, erased (seq and role of each event erased), cascaded (the answers erased with it), erasure_record_seq, receipts_redacted, receipts_withdrawn, and certificate: the signed erasure certificate (a DSSE envelope; save it as a file and check it with `python -m receipts verify CERT --trust signing.pub`).
+        """
+        try:
+            result = forget_event(service, session_key, event_id, reason)
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc, for_html=False) from None
+        return _dumps(
+            {
+                "session_id": result.session,
+                "erased": [{"seq": s, "role": result.roles.get(s)} for s in result.erased],
+                "cascaded": list(result.cascaded),
+                "erasure_record_seq": result.record_seq,
+                "receipts_redacted": list(result.redacted),
+                "receipts_withdrawn": list(result.withdrawn),
+                "certificate": result.certificate,
+            }
+        )
+
+    return [new_session_key, remember, search_memories, ask, verify_receipt, forget_memory]
 
 
 def _receipt_bytes(receipt_json: object) -> bytes:

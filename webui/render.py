@@ -55,17 +55,28 @@ class Stamps:
     memories: tuple[Stamp, ...]
 
 
-def _cited_text(event: Mapping[str, Any]) -> str:
+WITHHELD = "[withheld]"
+FORGOTTEN = "[forgotten]"  # what the visitor sees wherever an erased event's text was
+
+
+def _cited_text(event: Mapping[str, Any], missing: str) -> str:
     """A cited event's text; a format-2 receipt may withhold it (a redacted copy: no text, only its commitment)."""
     text = event.get("text")
-    return text if isinstance(text, str) else "[withheld]"
+    return text if isinstance(text, str) else missing
 
 
-def stamps_from_body(body: Mapping[str, Any]) -> Stamps:
+def stamps_from_body(body: Mapping[str, Any], missing: str = WITHHELD) -> Stamps:
+    """`missing`: what a memory without text reads. A receipt stored in DATA_DIR loses a text only when the
+    memory is forgotten (control.forget redacts it), so the restored history passes FORGOTTEN."""
     resp = body["response"]
     memories = tuple(
         Stamp(
-            m["rank"], m["event"]["seq"], m["event"]["role"], _cited_text(m["event"]), m["event"]["digest"], m["event"]["id"]
+            m["rank"],
+            m["event"]["seq"],
+            m["event"]["role"],
+            _cited_text(m["event"], missing),
+            m["event"]["digest"],
+            m["event"]["id"],
         )
         for m in body["memories"]
     )
@@ -151,9 +162,16 @@ def search_refused(message: str) -> str:
 def ledger_rows(events: Sequence[Event], limit: int = LEDGER_ROWS) -> list[list[Any]]:
     """The last `limit` events, oldest first."""
     return [
-        [e.seq, e.role, short_ts(e.ts), snippet(e.text, LEDGER_SNIPPET), short(e.digest), short(e.chain)]
+        [e.seq, e.role, short_ts(e.ts), shown_text(e, LEDGER_SNIPPET), short(e.digest), short(e.chain)]
         for e in events[-limit:]
     ]
+
+
+def shown_text(ev: Event, limit: int | None = None) -> str:
+    """An event's text as the page shows it: an erased event (its words are gone from the ledger) reads [forgotten]."""
+    if ev.erased:
+        return FORGOTTEN
+    return ev.text if limit is None else snippet(ev.text, limit)
 
 
 def short_ts(ts: str) -> str:
@@ -237,17 +255,19 @@ def note_message(text: str) -> dict[str, Any]:
 
 
 def history_messages(past: Sequence[tuple[Event, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
-    """A restored session as chat messages: each answer followed by its stamps when its receipt is on disk."""
+    """A restored session as chat messages: each answer followed by its stamps when its receipt is on disk.
+    An erased event reads [forgotten] (an erased answer has lost the meta that named its receipt: no stamps)."""
     out: list[dict[str, Any]] = []
     for ev, body in past:
+        text = shown_text(ev)
         if ev.role == "user":
-            out.append(user_message(ev.text))
+            out.append(user_message(text))
         elif ev.role == "assistant":
-            out.append(answer_message(ev.text))
+            out.append(answer_message(text))
             if body is not None:
-                out.append(stamps_message(stamps_from_body(body)))
+                out.append(stamps_message(stamps_from_body(body, FORGOTTEN)))
         else:
-            out.append(note_message(ev.text))
+            out.append(note_message(text))
     return out
 
 

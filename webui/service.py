@@ -10,13 +10,14 @@ the caller's own session.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from chat.engine import Engine, InputError, Turn
 from ledger import Event, LedgerCorrupted, SessionReport
-from receipts import checkpoints, files
+from receipts import checkpoints, files, redact
 from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.keys import format_public_key
@@ -61,6 +62,9 @@ class Service:
         self.public_key_text = format_public_key(engine.key.public_key)
         self.key_id = engine.key.key_id
         self.public_key_path = self.downloads.put_static("signing.pub", self.public_key_text.encode("ascii"))
+        # Where the app keeps copies of receipts (the download copies; app.build adds Gradio's file cache):
+        # forgetting a memory deletes the copies that still hold it (webui/forget.py).
+        self.cache_dirs: list[Path] = [self.downloads.root]
 
     # -- sessions --------------------------------------------------------------------
     @staticmethod
@@ -137,6 +141,35 @@ class Service:
 
     def receipt_download(self, turn: Turn) -> str:
         return self.downloads.put(f"{turn.receipt_id}.json", files.read_receipt_bytes(turn.receipt_path))
+
+    def latest_receipt(self, key: object, limit: int = RESTORE_EVENTS) -> tuple[str, dict[str, Any]] | None:
+        """(receipt id, what it says) of the newest answer among the last `limit` events whose receipt is on disk."""
+        session = self.session(key)
+        if not self.engine.ledger.exists(session):
+            return None
+        count, _head = self.engine.ledger.head(session)
+        found = None
+        for ev in self.engine.ledger.events(session, start_seq=max(0, count - limit)):
+            rid = ev.meta.get("receipt_id") if ev.role == "assistant" else None
+            if isinstance(rid, str):
+                found = rid
+        body = self._receipt_body(session, found) if found is not None else None
+        return None if found is None or body is None else (found, body)
+
+    def withheld_copy(self, key: object, receipt_id: object, seqs: Iterable[int]) -> str:
+        """A download copy of one of the key's receipts with the disclosures of `seqs` left out (receipts.redact):
+        the signature still verifies; the Verify tab reads those memories as [withheld]. Raises BadInput, RedactError."""
+        session = self.session(key)
+        if not isinstance(receipt_id, str):
+            raise BadInput("withhold: no receipt to copy yet: ask something first")
+        try:
+            raw = files.read_receipt_bytes(files.receipt_path(self.data_dir, session, receipt_id))
+        except (OSError, ValueError):
+            raise BadInput(f"withhold: receipt {receipt_id[:40]} is not in this session") from None
+        chosen = sorted(set(seqs))
+        if not chosen:
+            raise BadInput("withhold: tick at least one memory to leave out of the copy")
+        return self.downloads.put(f"{receipt_id}-withheld.json", redact(raw, chosen))
 
     # -- verification --------------------------------------------------------------------
     def verify(self, raw: bytes, key: object = None) -> tuple[Report, str]:
