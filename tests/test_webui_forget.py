@@ -178,6 +178,7 @@ class TestConfirm:
             shown = texts(history)
             assert shown.count(r.literal(r.FORGOTTEN)) == 4 and not any(MARKER in t for t in shown)
             assert shown[0] == r.literal(r.FORGOTTEN) and r.literal(QUESTIONS[0]) in shown
+            assert history[-1]["metadata"]["title"] == r.ERASURE_TITLE and "erasure record" in history[-1]["content"]
         rows = ui.ledger(key)[1]["data"]
         assert [row[0] for row in rows if row[3] == r.FORGOTTEN] == erased
         status, results = ui.search(MARKER, 8, key)

@@ -13,6 +13,7 @@ from typing import Any
 
 from chat.llm import PROVIDER_GROQ, PROVIDER_OFFLINE
 from ledger import Event, SessionReport
+from ledger.event import is_erasure_record
 from retrieval.model import Hit
 
 from .text import md, md_code, short, snippet
@@ -250,8 +251,11 @@ def stamps_message(s: Stamps) -> dict[str, Any]:
     }
 
 
-def note_message(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": literal(text), "metadata": {"title": "⚠️ note", "status": "done"}}
+ERASURE_TITLE = "🗑️ forgotten at your request"
+
+
+def note_message(text: str, title: str = "⚠️ note") -> dict[str, Any]:
+    return {"role": "assistant", "content": literal(text), "metadata": {"title": title, "status": "done"}}
 
 
 def history_messages(past: Sequence[tuple[Event, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
@@ -266,6 +270,8 @@ def history_messages(past: Sequence[tuple[Event, Mapping[str, Any] | None]]) -> 
             out.append(answer_message(text))
             if body is not None:
                 out.append(stamps_message(stamps_from_body(body, FORGOTTEN)))
+        elif is_erasure_record(ev):  # what was forgotten, in counts (never the words)
+            out.append(note_message(text, ERASURE_TITLE))
         else:
             out.append(note_message(text))
     return out

@@ -1,0 +1,154 @@
+"""Forgetting a memory in a real browser (issue 10, the app): the way a person does it.
+
+A visitor chats two turns, the first holding a marker word; on the Ledger tab they select that row, press
+Forget…, read the confirmation (the memory and the answers that go with it), confirm, and download the
+erasure certificate, which verifies offline and against the data directory. The chat then reads
+[forgotten] where the words were — and still does after a reload, when searching for the marker finds
+nothing. Screenshots go to test-artifacts/ (gitignored).
+
+Without chromium or playwright these tests skip with the install command — except under CI=true.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import app
+from receipts.certificate_io import verify_certificate_bytes
+from receipts.verify import PASS
+from webui import ids
+from webui.config import Config
+
+from .browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    WAIT_MS,
+    markdown,
+    open_tab,
+    read_grid,
+    require_browser,
+    settled,
+    toasts,
+)
+from .forget_support import MARKER, files_with_marker
+from .test_browser import free_port, open_visitor, send, shot, wait_for_session
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+pytestmark = pytest.mark.browser
+
+MESSAGES = (f"My locker code word is {MARKER}", "What is my locker code word?")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    require_browser()
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[app.Running]:
+    data = tmp_path_factory.mktemp("forget-data")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
+        mp.delenv("RECEIPT_SIGNING_KEY", raising=False)
+        mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+        # Gradio's file cache of its own (read when the Blocks are built): the grep below covers all of it,
+        # and the machine's shared /tmp/gradio holds other runs' copies of the same marker.
+        mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-cache")))
+        running = app.start(Config(data, "127.0.0.1", free_port(), None, 16, True), quiet=True)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_memory_forgotten_from_the_ledger_tab_reads_forgotten_and_search_no_longer_finds_it(
+    browser: Browser, server: app.Running, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    v = open_visitor(browser, server.url)
+    page = v.page
+    try:
+        for message in MESSAGES:
+            send(page, message)
+        expect(page.locator(f"#{ids.CHAT_HISTORY}")).to_contain_text(MARKER)
+
+        # The Ledger tab: select the memory's row, then Forget….
+        open_tab(page, ids.TAB_LEDGER)
+        rows = read_grid(page, ids.LEDGER_EVENTS)
+        index = next(i for i, row in enumerate(rows) if MARKER in row[3])
+        seq = rows[index][0]
+        page.locator(f"#{ids.LEDGER_EVENTS} [role=row][data-index='{index}'] [role=gridcell]").nth(3).click()
+        expect(page.locator(f"#{ids.FORGET_LEDGER_SEQ} textarea, #{ids.FORGET_LEDGER_SEQ} input").first).to_have_value(
+            seq
+        )
+        page.locator(f"#{ids.FORGET_LEDGER_BUTTON}").click()
+
+        # The confirmation lists the memory and the answers that go with it; nothing is erased yet.
+        preview = markdown(page, ids.FORGET_PREVIEW)
+        expect(preview).to_contain_text("Answers that go with it")
+        expect(preview).to_contain_text(MARKER)
+        assert any(
+            MARKER.encode() in p.read_bytes() for p in (server.service.data_dir / "sessions").rglob("events.jsonl")
+        )
+        assert files_with_marker(*server.service.cache_dirs), "the receipt downloads are in the app's caches"
+        shot(page, "forget-confirm.png")
+        page.locator(f"#{ids.FORGET_CONFIRM}").click()
+        expect(preview).to_contain_text("Forgotten:")
+        settled(page, ids.LEDGER_EVENTS)
+
+        # The certificate downloads and verifies, offline and against the data directory.
+        with page.expect_download(timeout=WAIT_MS) as info:
+            page.locator(f"#{ids.FORGET_CERTIFICATE}").click()
+        assert re.fullmatch(r"erasure-[0-9a-f]{32}-\d+\.json", info.value.suggested_filename)
+        path = tmp_path / info.value.suggested_filename
+        info.value.save_as(str(path))
+        raw = path.read_bytes()
+        key = server.service.engine.key.public_key
+        for data_dir in (None, server.service.data_dir):
+            report = verify_certificate_bytes(raw, trusted=[key], data_dir=data_dir)
+            assert report.verdict == "verified", [c for c in report.checks if c.status != PASS]
+
+        # The ledger and the chat read [forgotten]; the marker is gone from the page and from every file we own.
+        expect(page.locator(f"#{ids.LEDGER_EVENTS}")).to_contain_text("[forgotten]")
+        assert all(MARKER not in cell for row in read_grid(page, ids.LEDGER_EVENTS) for cell in row)
+        page.locator(f"#{ids.FORGET_CANCEL}").click()  # "Close"
+        expect(page.locator(f"#{ids.FORGET_BOX}")).to_be_hidden()
+        open_tab(page, ids.TAB_CHAT)
+        chat = page.locator(f"#{ids.CHAT_HISTORY}")
+        expect(chat).to_contain_text("[forgotten]")
+        expect(chat).not_to_contain_text(MARKER)
+        expect(chat).to_contain_text(MESSAGES[1])  # the question that was not named stays
+        assert files_with_marker(server.service.data_dir, *server.service.cache_dirs) == []
+        shot(page, "forget-chat.png")
+
+        # After a reload: still [forgotten], and search does not find the marker.
+        page.reload(wait_until="load")
+        wait_for_session(page)
+        expect(chat).to_contain_text("[forgotten]")
+        expect(chat).not_to_contain_text(MARKER)
+        open_tab(page, ids.TAB_SEARCH)
+        page.locator(f"#{ids.SEARCH_QUERY} textarea").fill(MARKER)
+        page.locator(f"#{ids.SEARCH_BUTTON}").click()
+        expect(markdown(page, ids.SEARCH_STATUS)).to_contain_text("No results")
+        assert read_grid(page, ids.SEARCH_RESULTS) == []
+        v.check_clean()
+        assert toasts(page) == []
+    finally:
+        v.context.close()
