@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from control.revocation import current as current_controls
+from control.state import Revocation
 from ledger import Event, Ledger
+from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts
 from receipts import body as rbody
 from receipts import checkpoints, files
@@ -47,6 +50,14 @@ class TurnError(RuntimeError):
 
 class InputError(ValueError):
     """The user's input was refused before anything was written."""
+
+
+@dataclass(frozen=True)
+class Consent:
+    """A person's decision on a proposal (chat.consent): the events proposed, best first, and when."""
+
+    proposed: list[Event]
+    proposed_at: str
 
 
 @dataclass(frozen=True)
@@ -177,18 +188,56 @@ class Engine:
     def _answer(
         self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None, user_ev: Event
     ) -> Turn:
-        # 2. the top-K memories, never the message just appended. Search before indexing
-        # it: the index gives each event its neighbours' words as context, so once the new
-        # message is indexed, the turns just before it would match its own words.
-        resp = self.index.search(session, message, k, exclude_seqs=[user_ev.seq])
+        # 2. the top-K memories, never the message just appended, a revoked event or a control event.
+        # Search before indexing it: the index gives each event its neighbours' words as context, so
+        # once the new message is indexed, the turns just before it would match its own words.
+        hits, excluded = self._retrieve(session, message, k, [user_ev.seq])
         self.index.index_session(session, [user_ev])
-        hits = resp.results
+        memories = self._memories(session, hits)
+        return self._complete(session, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, None)
+
+    def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
+        """The top K (revoked and control events left out) and the revocations that kept an event out of it:
+        each revoked event the same search would have returned in its top K, with the revocation in force."""
+        state = current_controls(self.ledger, session)
+        resp = self.index.search(session, message, k, exclude_seqs=[*also, *state.excluded()])
+        excluded: list[Revocation] = []
+        if state.revoked:
+            unrestricted = self.index.search(session, message, k, exclude_seqs=[*also, *state.controls])
+            excluded = sorted((state.revoked[h.seq] for h in unrestricted.results if h.seq in state.revoked), key=lambda r: r.seq)
+        return list(resp.results), excluded
+
+    def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])
         for h, ev in zip(hits, memories, strict=True):
             if h.digest != ev.digest or h.event_id != ev.id:
                 raise TurnError(f"session {session}: the index disagrees with the ledger at seq {h.seq}; rebuild the index")
+        return memories
+
+    def _complete(
+        self,
+        session: str,
+        message: str,
+        k: int,
+        receipt_id: str,
+        on_delta: Callable[[str], None] | None,
+        user_ev: Event,
+        hits: list[Hit],
+        memories: list[Event],
+        excluded: list[Revocation],
+        consent: Consent | None,
+    ) -> Turn:
+        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`)."""
+        if self.receipt_format != rbody.RECEIPT_VERSION_2:
+            excluded = []  # a format-1 receipt cannot carry them (FORMAT.md §17); retrieval still left them out
+        controls = self.ledger.read_events(session, [r.control_seq for r in excluded])
         # only as many memories as one receipt can cite within MAX_RECEIPT_BYTES (best first)
-        fit = rbody.citable(user_ev, memories, self.receipt_format)
+        reserve = sum(len(dumps_unchecked(ev.to_dict())) + rbody.PROOF_RESERVE + 200 for ev in controls)
+        if consent is not None:
+            reserve += len(consent.proposed) * (rbody.MAX_ERASED_RECORD_BYTES + rbody.PROOF_RESERVE + rbody.CITATION_OVERHEAD + 40) + 1024
+        fit = rbody.citable(user_ev, memories, self.receipt_format, reserve)
+        if consent is not None and fit < len(memories):
+            raise TurnError(f"session {session}: the {len(memories)} approved memories do not fit in one receipt; approve fewer")
         hits, memories = hits[:fit], memories[:fit]
         # 3. the prompt
         messages = build_messages(TEMPLATE_V1, message, [ev.to_dict() for ev in memories])
@@ -201,7 +250,7 @@ class Engine:
         self.index.index_session(session, [asst_ev])
         # 6. the receipt
         try:
-            envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash)
+            envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent)
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
@@ -221,6 +270,8 @@ class Engine:
         asst_ev: Event,
         completion: Completion,
         p_hash: str,
+        excluded: list[tuple[Revocation, Event]] | None = None,
+        consent: Consent | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         store = files.synced_tree(self.data_dir, self.ledger, session)
         try:
@@ -230,6 +281,13 @@ class Engine:
             # the checkpoint after this append: the one the receipt carries, kept as the latest
             checkpoint = checkpoints.sign_tree(session, store, asst_ev.chain, self.key)
             checkpoints.keep(self.data_dir, session, checkpoint)
+            part = None
+            if consent is not None:
+                part = rbody.consent_part(
+                    proposed=[(ev, store.inclusion_proof(ev.seq, tree_size)) for ev in consent.proposed],
+                    approved=[ev.seq for ev in memories],
+                    proposed_at=consent.proposed_at,
+                )
             body = rbody.build_body(
                 receipt_id=receipt_id,
                 issued_at=now_ts(),
@@ -248,6 +306,8 @@ class Engine:
                 prompt_sha256=p_hash,
                 checkpoint=checkpoint,
                 receipt_format=self.receipt_format,
+                exclusions=[(r.seq, r.event_id, ctl, store.inclusion_proof(ctl.seq, tree_size)) for r, ctl in excluded or ()],
+                consent=part,
             )
         finally:
             store.close()

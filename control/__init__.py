@@ -3,5 +3,11 @@
 `control.forget.forget(data_dir, session, seqs)` erases events with proof;
 `control.forget.forget_session(data_dir, session)` deletes a whole session;
 `control.forget.recover(data_dir)` finishes an erasure a crash interrupted.
+`control.revoke(data_dir, session, seq)` / `control.restore(...)` (issue 11) take a memory out of retrieval and
+bring it back, each a control event in the ledger (control.revocation); the state is derived from the ledger.
 The adapters hold no rules: they call these functions and show what they return.
 """
+
+from .revocation import ControlError, ControlResult, restore, revoke
+
+__all__ = ["ControlError", "ControlResult", "restore", "revoke"]

@@ -1,5 +1,6 @@
-"""`python -m control forget DATA_DIR SESSION SEQ [SEQ ...] [--reason TEXT] [--no-cascade]` and
-`python -m control forget DATA_DIR SESSION --all`.
+"""`python -m control forget DATA_DIR SESSION SEQ [SEQ ...] [--reason TEXT] [--no-cascade]`,
+`python -m control forget DATA_DIR SESSION --all`, and (issue 11)
+`python -m control revoke DATA_DIR SESSION SEQ [--reason TEXT]` / `python -m control restore DATA_DIR SESSION SEQ`.
 
 Prints what was erased and, as its last line, `certificate: <path>`. Exit 0 when done; 2 (one line, nothing
 changed) for an unusable data directory, an unknown session, a bad seq, an event already erased or an
@@ -9,6 +10,7 @@ erasure record. An erasure a crash interrupted is finished first (control.forget
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -16,8 +18,9 @@ from ledger.cli_support import EXIT_OK, Parser, entry_point, fail, run
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 
-from .forget import describe, forget, forget_session, recover
+from .forget import describe, forget, forget_session, recover, result_dict
 from .plan import PlanError
+from .revocation import restore, revoke
 
 EPILOG = (
     "Every assistant answer whose receipt cited an erased event is erased with it (--no-cascade: only the named "
@@ -36,7 +39,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.all and not args.seqs:
         return fail("say which events to forget: SEQ [SEQ ...], or --all for the whole session")
     try:
-        for path in recover(data):
+        recovered = recover(data)
+        for path in recovered:
             print(f"finished an interrupted erasure: {path}", file=sys.stderr)
         if args.all:
             result = forget_session(data, args.session)
@@ -48,13 +52,35 @@ def cmd_forget(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except (RetrievalError, OSError) as exc:
         return fail(f"{data}: the erasure stopped ({exc}); whatever it began is finished by the next `python -m control forget`")
-    print(describe(result))
+    print(json.dumps(result_dict(result, recovered), indent=2, sort_keys=True) if args.json else describe(result))
+    return EXIT_OK
+
+
+CONTROL_EPILOG = (
+    "Revoke is not erasure: the event stays in the ledger, unchanged, and is no longer handed to the model "
+    "(forget destroys the words). Each revoke or restore is a control event appended to the ledger; receipts of "
+    "later turns name the revocation that excluded a memory. exit status: 0 done; 2 unusable input, nothing appended."
+)
+
+
+def cmd_control(args: argparse.Namespace) -> int:
+    data = Path(args.data_dir)
+    if not args.data_dir.strip() or not (data / "sessions").is_dir():
+        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    try:
+        do = revoke if args.command == "revoke" else restore
+        result = do(data, args.session, args.seq, reason=args.reason)
+    except (PlanError, KeyConfigError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{data}: nothing was appended ({exc.strerror or exc})")
+    print(result.summary())
     return EXIT_OK
 
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it, with a signed certificate.")
+    parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     f = sub.add_parser("forget", help="erase events of a session (or the whole session) and write an erasure certificate", epilog=EPILOG)
     f.add_argument("data_dir", metavar="DATA_DIR")
@@ -63,7 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--reason", metavar="TEXT", help="why (kept in the erasure record; never put the erased words here)")
     f.add_argument("--no-cascade", action="store_true", help="do not erase the answers whose receipts cited them")
     f.add_argument("--all", action="store_true", help="delete the whole session; the certificate holds only hashes")
+    f.add_argument("--json", action="store_true", help="print what was erased and the certificate's path as JSON")
     f.set_defaults(func=cmd_forget)
+    for name, what in (("revoke", "take an event out of retrieval (kept on record, unused)"), ("restore", "bring a revoked event back into retrieval")):
+        c = sub.add_parser(name, help=what, epilog=CONTROL_EPILOG)
+        c.add_argument("data_dir", metavar="DATA_DIR")
+        c.add_argument("session", metavar="SESSION")
+        c.add_argument("seq", metavar="SEQ", help="the event's seq (or its id, evt_…)")
+        c.add_argument("--reason", metavar="TEXT", help="why (kept in the ledger for good; never repeat the memory's words)")
+        c.set_defaults(func=cmd_control)
     args = parser.parse_args(argv)
     return run(args.func, args)
 

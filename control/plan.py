@@ -27,6 +27,7 @@ class Slot(NamedTuple):
     role: str
     erased: bool  # already in erased form
     record: bool  # an erasure record (never erased)
+    control: bool = False  # a control record (revoke/restore, FORMAT.md §17): never erased, the state derives from it
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,8 @@ def plan(
         slot = slot_at(s)
         if slot.record:
             raise PlanError(f"session {session}: seq {s} is an erasure record; it says what was erased and cannot be erased itself")
+        if slot.control:
+            raise PlanError(f"session {session}: seq {s} is a control record (a revoke or restore); it holds no memory and cannot be erased")
         if slot.erased:
             raise PlanError(f"session {session}: seq {s} is already erased")
         roles[s] = slot.role
@@ -99,7 +102,7 @@ def plan(
             if resp in erase or not erase.intersection(c.cited) or not 0 <= resp < count:
                 continue
             slot = slot_at(resp)
-            if slot.erased or slot.record or slot.role != "assistant":
+            if slot.erased or slot.record or slot.control or slot.role != "assistant":
                 continue
             erase.add(resp)
             cascaded.add(resp)

@@ -100,7 +100,8 @@ def citations(data_dir: Path, session: str) -> list[Citation]:
             cited = cited_seqs(raw)
             fmt = receipt_format(raw)
         except (MalformedReceipt, ValueError, OSError) as exc:
-            log.warning("%s: not a receipt this erasure can read (%s); left as it is", path.name, str(exc)[:200])
+            # the reason's type only: a parse error may quote a value, and a receipt holds memories' words
+            log.warning("%s: not a receipt this erasure can read (%s); left as it is", path.name, type(exc).__name__)
             continue
         response = next((s for s, name in cited.items() if name == "response"), -1)
         out.append(Citation(path.stem, fmt, response, cited))

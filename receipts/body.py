@@ -36,6 +36,15 @@ from ledger.event import (
     erased_form,
 )
 
+from .decisions import (
+    CONSENT_FIELDS,
+    CONSENT_VERSION,
+    DECIDED_BY_PERSON,
+    EXCLUSION_FIELDS,
+    EXCLUSIONS_FIELDS,
+    EXCLUSIONS_VERSION,
+    MAX_EXCLUSIONS,
+)
 from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
 from .keys import SigningKey
 
@@ -203,12 +212,71 @@ def build_body(
     prompt_sha256: str,
     checkpoint: Mapping[str, Any],
     receipt_format: int = RECEIPT_VERSION,
+    exclusions: Sequence[tuple[int, str, Event, Sequence[bytes]]] = (),
+    consent: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The signed body. `receipt_format` 2 cites every event in erased form (its disclosures
-    come from :func:`disclosures_for`); 1 cites every event whole."""
+    come from :func:`disclosures_for`); 1 cites every event whole.
+
+    Format 2 only (docs/FORMAT.md §17, §18): `exclusions` — (excluded seq, its id, the revoking control
+    event, that event's inclusion proof) for each revoked event retrieval left out — and `consent`, from
+    :func:`consent_part`. Neither member is written when absent, so such a body is exactly as before."""
     if receipt_format not in PAYLOAD_TYPES:
         raise ValueError(f"receipt format {receipt_format!r} is unknown (known: 1, 2)")
+    if (exclusions or consent is not None) and receipt_format != RECEIPT_VERSION_2:
+        raise ValueError("exclusions and consent are format-2 additions; a format 1 receipt cannot carry them")
     event_record_ = event_record if receipt_format == RECEIPT_VERSION else erased_record
+    body = _base_body(receipt_id, issued_at, session, k, retrieval, event_record_, query, query_proof, memories, response, response_proof,
+                      provider, model, fallback_reason, template, prompt_sha256, checkpoint, receipt_format)
+    if exclusions:
+        body["exclusions"] = {
+            "v": EXCLUSIONS_VERSION,
+            "revoked": [
+                {"seq": seq, "id": event_id, "control": {"event": event_record(ctl), "proof": [h.hex() for h in proof]}}
+                for seq, event_id, ctl, proof in sorted(exclusions, key=lambda x: x[0])
+            ],
+        }
+    if consent is not None:
+        body["consent"] = dict(consent)
+    return body
+
+
+def consent_part(
+    *, proposed: Sequence[tuple[Event, Sequence[bytes]]], approved: Sequence[int], proposed_at: str
+) -> dict[str, Any]:
+    """The body's `consent` member (§18): the proposal by rank in erased form, and the person's decision."""
+    chosen = set(approved)
+    seqs = [ev.seq for ev, _proof in proposed]
+    return {
+        "v": CONSENT_VERSION,
+        "decided_by": DECIDED_BY_PERSON,
+        "proposed_at": proposed_at,
+        "proposed": [{"rank": rank, "event": erased_record(ev), "proof": [h.hex() for h in proof]} for rank, (ev, proof) in enumerate(proposed, start=1)],
+        "approved": [s for s in seqs if s in chosen],
+        "withheld": [s for s in seqs if s not in chosen],
+    }
+
+
+def _base_body(
+    receipt_id: str,
+    issued_at: str,
+    session: str,
+    k: int,
+    retrieval: str,
+    event_record_: Any,
+    query: Event,
+    query_proof: Sequence[bytes],
+    memories: Sequence[tuple[Event, Sequence[bytes]]],
+    response: Event,
+    response_proof: Sequence[bytes],
+    provider: str,
+    model: str,
+    fallback_reason: str | None,
+    template: str,
+    prompt_sha256: str,
+    checkpoint: Mapping[str, Any],
+    receipt_format: int,
+) -> dict[str, Any]:
     return {
         "type": RECEIPT_TYPE,
         "v": receipt_format,
@@ -250,9 +318,9 @@ def disclosure_file_bytes(ev: Event) -> int:
     return len(text) + 4 * (text.count("\n") + 1) + 2  # its lines' indentation and the ",\n" after it
 
 
-def _citable_2(query: Event, memories: Sequence[Event]) -> int:
+def _citable_2(query: Event, memories: Sequence[Event], reserve: int = 0) -> int:
     """Format 2: the payload holds erased records (base64: 4 bytes per 3), the file the disclosures beside it."""
-    payload = BODY_RESERVE + MAX_ERASED_RECORD_BYTES + PROOF_RESERVE + MAX_ERASED_RECORD_BYTES + PROOF_RESERVE + 6 * 2000 + 1024
+    payload = reserve + BODY_RESERVE + MAX_ERASED_RECORD_BYTES + PROOF_RESERVE + MAX_ERASED_RECORD_BYTES + PROOF_RESERVE + 6 * 2000 + 1024
     outside = disclosure_file_bytes(query) + RESPONSE_DISCLOSURE_RESERVE
     budget = MAX_RECEIPT_BYTES - ENVELOPE_OVERHEAD
     for n, ev in enumerate(memories):
@@ -263,16 +331,17 @@ def _citable_2(query: Event, memories: Sequence[Event]) -> int:
     return len(memories)
 
 
-def citable(query: Event, memories: Sequence[Event], receipt_format: int = RECEIPT_VERSION) -> int:
+def citable(query: Event, memories: Sequence[Event], receipt_format: int = RECEIPT_VERSION, reserve: int = 0) -> int:
     """How many of `memories` (best first) a receipt can cite and stay within MAX_RECEIPT_BYTES.
 
     The engine cites (and prompts with) only that many: K memories of the
     largest size the ledger accepts do not fit in one receipt (50 × 64 KiB of
     text can take 20 MB as JCS), while any one of them always does (a test holds
-    the constants to that). The response is reserved at its largest.
+    the constants to that). The response is reserved at its largest. `reserve`:
+    payload bytes the format-2 additions (exclusions, consent: §17, §18) take.
     """
     if receipt_format == RECEIPT_VERSION_2:
-        return _citable_2(query, memories)
+        return _citable_2(query, memories, reserve)
     used = BODY_RESERVE + len(dumps_unchecked(event_record(query))) + PROOF_RESERVE + RESPONSE_RESERVE
     for n, ev in enumerate(memories):
         used += len(dumps_unchecked(event_record(ev))) + PROOF_RESERVE + CITATION_OVERHEAD
@@ -452,8 +521,14 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
         known = ", ".join(map(str, PAYLOAD_TYPES))
         raise _fail("payload.v", f"receipt format version {body.get('v')!r} is unknown (this verifier knows {known})"[:200])
     fields = EVENT_FIELDS if version == RECEIPT_VERSION else ERASED_EVENT_FIELDS
-    keys = ("type", "v", "receipt_id", "issued_at", "session", "k", "retrieval", "query", "memories", "prompt", "response", "checkpoint")
+    keys: tuple[str, ...] = ("type", "v", "receipt_id", "issued_at", "session", "k", "retrieval", "query", "memories", "prompt", "response", "checkpoint")
+    if version == RECEIPT_VERSION_2:  # the versioned additions of §17 and §18, each present only when used
+        keys += tuple(k for k in OPTIONAL_2 if k in body)
     _obj(body, "payload", keys, version)
+    if "exclusions" in keys:
+        _check_exclusions_shape(body["exclusions"])
+    if "consent" in keys:
+        _check_consent_shape(body["consent"])
     _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
     _str(body["session"], "session", SESSION_ID_RE)
@@ -492,6 +567,48 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _str(cb["root"], "checkpoint.body.root", HEX64_RE)
     _str(cb["chain_head"], "checkpoint.body.chain_head", HEX64_RE)
     _str(cb["issued_at"], "checkpoint.body.issued_at", TS_RE)
+
+
+OPTIONAL_2 = ("exclusions", "consent")
+
+
+def _check_exclusions_shape(ex: Any) -> None:
+    ex = _obj(ex, "exclusions", EXCLUSIONS_FIELDS, 2)
+    if ex["v"] != EXCLUSIONS_VERSION or type(ex["v"]) is not int:
+        raise _fail("exclusions.v", f"exclusions version {ex['v']!r} is unknown (this verifier knows {EXCLUSIONS_VERSION})"[:200])
+    items = ex["revoked"]
+    if type(items) is not list or not 1 <= len(items) <= MAX_EXCLUSIONS:
+        raise _fail("exclusions.revoked", f"expected a list of 1 to {MAX_EXCLUSIONS} exclusions")
+    for i, e in enumerate(items):
+        where = f"exclusions.revoked[{i}]"
+        e = _obj(e, where, EXCLUSION_FIELDS, 2)
+        _int(e["seq"], f"{where}.seq")
+        _str(e["id"], f"{where}.id", EVENT_ID_RE)
+        c = _obj(e["control"], f"{where}.control", ("event", "proof"), 2)
+        _event(c["event"], f"{where}.control.event")
+        _hex_list(c["proof"], f"{where}.control.proof")
+
+
+def _check_consent_shape(c: Any) -> None:
+    c = _obj(c, "consent", CONSENT_FIELDS, 2)
+    if c["v"] != CONSENT_VERSION or type(c["v"]) is not int:
+        raise _fail("consent.v", f"consent version {c['v']!r} is unknown (this verifier knows {CONSENT_VERSION})"[:200])
+    _str(c["decided_by"], "consent.decided_by", max_len=100)
+    _str(c["proposed_at"], "consent.proposed_at", TS_RE)
+    items = c["proposed"]
+    if type(items) is not list or len(items) > MAX_MEMORIES:
+        raise _fail("consent.proposed", f"expected a list of at most {MAX_MEMORIES}")
+    for i, p in enumerate(items):
+        p = _obj(p, f"consent.proposed[{i}]", ("rank", "event", "proof"), 2)
+        _int(p["rank"], f"consent.proposed[{i}].rank", 1, MAX_MEMORIES)
+        _event(p["event"], f"consent.proposed[{i}].event", ERASED_EVENT_FIELDS)
+        _hex_list(p["proof"], f"consent.proposed[{i}].proof")
+    for name in ("approved", "withheld"):
+        seqs = c[name]
+        if type(seqs) is not list or len(seqs) > MAX_MEMORIES:
+            raise _fail(f"consent.{name}", f"expected a list of at most {MAX_MEMORIES} seqs")
+        for i, s in enumerate(seqs):
+            _int(s, f"consent.{name}[{i}]")
 
 
 def decode_sig(sig: str) -> bytes | None:

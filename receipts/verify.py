@@ -25,6 +25,7 @@ from ledger.event import EventError, chain_link, recompute_digest
 from ledger.verify import Break
 
 from .body import PAYLOAD_TYPES, RECEIPT_VERSION_2, Receipt, checkpoint_bytes, decode_sig
+from .decisions import check_consent, check_exclusions, check_ledger_exclusions
 from .disclose import content_problem, digest_from_commit, held_message, is_erased_line
 from .dsse import verify_envelope
 from .keys import PublicKey
@@ -268,12 +269,22 @@ def verify_receipt(
         "checkpoint.body.chain_head",
     )
     _check_prompt(r, receipt, state)
+    # format 2's versioned additions (docs/FORMAT.md §17, §18): present only when the turn used them
+    if "exclusions" in body:
+        r.add(*check_exclusions(body))
+    if "consent" in body:
+        for row in check_consent(body):
+            r.add(*row)
     in_ledger: dict[str, str] = {}
     if ledger is None:
         for name in LEDGER_ROWS:
             r.na(name, "needs the ledger: run with --data DATA_DIR")
+        if "exclusions" in body:
+            r.na("ledger.exclusions", "needs the ledger: run with --data DATA_DIR")
     else:
         in_ledger = _check_ledger(r, body, events, ledger)
+        if "exclusions" in body:
+            _check_ledger_exclusions(r, body, ledger)
     cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix), state.get(prefix)) for prefix, _path, ev, _proof in events)
     mode = "offline" if ledger is None else "ledger"
     return Report(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
@@ -439,6 +450,16 @@ def _check_prompt(r: _Rows, receipt: Receipt, state: dict[str, str]) -> None:
         r.add("prompt.hash", False, f"the prompt cannot be rebuilt: {exc}", body["prompt"]["sha256"], "error", "memories")
         return
     r.add("prompt.hash", derived == body["prompt"]["sha256"], f"prompt re-derived from the query and memories with {template}", body["prompt"]["sha256"], derived, "prompt.sha256")
+
+
+def _check_ledger_exclusions(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> None:
+    """`ledger.exclusions`: every revocation the receipt names is in the ledger and was in force (§17)."""
+    if not led.exists:
+        r.na("ledger.exclusions", f"this data directory has no session {led.session}: the ledger checks cannot run here")
+    elif led.problem is not None:
+        r.add("ledger.exclusions", False, f"the session's ledger was not read: {led.problem}", "a regular file", "refused")
+    else:
+        r.add(*check_ledger_exclusions(body, led.verified, led.event_at))
 
 
 def _break_words(brk: Break) -> str:

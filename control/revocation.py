@@ -1,0 +1,177 @@
+"""Revoke and restore (I/O): take a memory out of retrieval, and bring it back, on the record.
+
+Neither touches the event. `revoke` appends a control event (docs/FORMAT.md §17) saying which event,
+when, and the optional reason; `restore` appends another. The state is derived from the ledger
+(control.state), so a rebuilt index, another process or a restarted app all see the same state.
+Revoke is not erasure: the words stay in the ledger, unused (forget destroys them).
+
+`current(ledger, session)` is the state now, cached per session and brought up to date from the
+ledger's new events (the caller holds the turn lock when it needs the state not to move).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger import Event, Ledger
+from ledger.event import EVENT_ID_RE, EventError, is_erasure_record, validate_session_id
+from receipts import checkpoints, files
+from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta, control_of
+from receipts.keys import SigningKey, load_or_create
+from retrieval.text import content_terms
+
+from .plan import PlanError
+from .state import ControlState, derive
+
+
+class ControlError(PlanError):
+    """A revoke or restore that cannot be done; nothing was appended. One line naming the session and seq."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlResult:
+    """What one revoke or restore appended."""
+
+    session: str
+    action: str  # "revoke" or "restore"
+    seq: int  # the event revoked or restored
+    event_id: str
+    control_seq: int  # the control event appended
+    control_id: str
+    reason: str | None
+
+    def summary(self) -> str:
+        done = "revoked (kept on record, no longer retrieved)" if self.action == REVOKE else "restored (retrieved again)"
+        return f"session {self.session}: seq {self.seq} ({self.event_id}) {done}; control event at seq {self.control_seq}"
+
+
+_cache: dict[tuple[str, str], ControlState] = {}
+_cache_lock = threading.Lock()
+
+
+def current(ledger: Ledger, session: str) -> ControlState:
+    """The control state of `session` as its ledger holds it now (a copy: the caller may keep it)."""
+    count, head = ledger.head(session)
+    if count == 0:
+        return ControlState()
+    key = (os.path.realpath(ledger.data_dir), session)
+    with _cache_lock:
+        cached = _cache.get(key)
+    state: ControlState | None = None
+    if cached is not None and cached.size == count and cached.head == head:
+        return cached.copy()
+    if cached is not None and 0 < cached.size < count and ledger.read_events(session, [cached.size - 1])[0].chain == cached.head:
+        state = cached.copy()  # the prefix it folded is unchanged: fold only the new events
+        for ev in ledger.read_events(session, range(cached.size, count)):
+            state.apply(ev)
+    if state is None or state.size != count or state.head != head:
+        state = derive(ledger.events(session))
+    with _cache_lock:
+        _cache[key] = state.copy()
+    return state
+
+
+def revoked_seqs(data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None) -> dict[int, int]:
+    """revoked seq -> the seq of the control event that revoked it (for labelling search results and the ledger view)."""
+    led = ledger if ledger is not None else Ledger(data_dir)
+    if not led.exists(session):
+        return {}
+    return {s: r.control_seq for s, r in current(led, session).revoked.items()}
+
+
+def _target(led: Ledger, session: str, value: object, count: int) -> Event:
+    """The event a revoke or restore names: a seq (int or decimal text) or an event id (evt_…)."""
+    if isinstance(value, str) and value.startswith("evt_"):
+        if not EVENT_ID_RE.fullmatch(value):
+            raise ControlError(f"event id {value[:60]!r}: not an event id (evt_ and 32 lowercase hex digits)")
+        found = next((ev for ev in led.events(session) if ev.id == value), None)
+        if found is None:
+            raise ControlError(f"session {session}: no event with id {value}")
+        return found
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ControlError(f"seq {value!r}: not a non-negative integer"[:200])
+    if value >= count:
+        raise ControlError(f"session {session}: no event at seq {value} (it holds {count}, seqs 0–{count - 1})")
+    return led.read_events(session, [value])[0]
+
+
+def _check(session: str, ev: Event, state: ControlState, action: str, reason: str | None) -> None:
+    if ev.erased:
+        raise ControlError(f"session {session}: seq {ev.seq} is erased (forgotten): nothing is left to {action}")
+    if is_erasure_record(ev):
+        raise ControlError(f"session {session}: seq {ev.seq} is an erasure record, not a memory: it cannot be {action}d")
+    if control_of(ev.role, ev.text, ev.meta, ev.seq) is not None:
+        raise ControlError(f"session {session}: seq {ev.seq} is a control record, not a memory: it cannot be {action}d")
+    held = state.revoked.get(ev.seq)
+    if action == REVOKE and held is not None:
+        raise ControlError(f"session {session}: seq {ev.seq} is already revoked (by the control event at seq {held.control_seq})")
+    if action == RESTORE and held is None:
+        raise ControlError(f"session {session}: seq {ev.seq} is not revoked: nothing to restore")
+    if reason:
+        said = {t for t in content_terms(reason) if len(t) >= 5 and not t.isdigit()}
+        if said.intersection(content_terms(ev.text)):
+            raise ControlError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept for good; say why without quoting it")
+
+
+def _control(
+    action: str,
+    data_dir: str | os.PathLike[str],
+    session: str,
+    seq: object,
+    reason: str | None,
+    ledger: Ledger | None,
+    key: SigningKey | None,
+) -> ControlResult:
+    data = Path(data_dir)
+    led = ledger if ledger is not None else Ledger(data)
+    try:
+        validate_session_id(session)
+    except EventError as exc:
+        raise ControlError(str(exc)) from None
+    if not led.exists(session):
+        raise ControlError(f"session {session}: no such session in {data}")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_CONTROL_REASON):
+        raise ControlError(f"reason: must be text of at most {MAX_CONTROL_REASON} characters")
+    reason = reason.strip() or None if reason is not None else None
+    with files.session_turn_lock(data, session):
+        count, _head = led.head(session)
+        ev = _target(led, session, seq, count)
+        _check(session, ev, current(led, session), action, reason)
+        k = key if key is not None else load_or_create(data)
+        control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
+        checkpoints.issue(data, led, session, k)
+    return ControlResult(session, action, ev.seq, ev.id, control.seq, control.id, reason)
+
+
+def revoke(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    seq: object,
+    reason: str | None = None,
+    *,
+    ledger: Ledger | None = None,
+    key: SigningKey | None = None,
+) -> ControlResult:
+    """Take the event at `seq` (or with id `evt_…`) out of retrieval from now on; the event is kept unchanged.
+
+    Raises ControlError (one line, nothing appended) for an unknown session or seq, an erased event, an
+    erasure or control record, an event already revoked, or a reason that repeats a word of the event."""
+    return _control(REVOKE, data_dir, session, seq, reason, ledger, key)
+
+
+def restore(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    seq: object,
+    reason: str | None = None,
+    *,
+    ledger: Ledger | None = None,
+    key: SigningKey | None = None,
+) -> ControlResult:
+    """Bring a revoked event back into retrieval. ControlError as for `revoke` (and for an event not revoked)."""
+    return _control(RESTORE, data_dir, session, seq, reason, ledger, key)
