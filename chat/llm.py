@@ -173,8 +173,8 @@ class LLM:
             raise failed.original from None
         except Exception as exc:  # see the module docstring for why this is broad
             reason = self._redact(failure_reason(exc, timeout=self.timeout))
-            log.warning("groq call failed, the offline stand-in answered: %s", reason)
-            log.debug("groq failure detail", exc_info=True)
+            # never the server's or the model's words, nor a traceback: they may echo the prompt or the answer
+            log.warning("groq call failed, the offline stand-in answered: %s", self._redact(log_reason(exc, timeout=self.timeout)))
             return self._stand_in(query, memories, reason)
         return Completion(
             text=text,
@@ -294,6 +294,16 @@ def _server_message(body: object) -> str:
         message = error.get("message") if isinstance(error, Mapping) else error
         return snippet(message, DETAIL_CHARS) if isinstance(message, str) else ""
     return snippet(body, DETAIL_CHARS) if isinstance(body, str) else ""
+
+
+def log_reason(exc: BaseException, *, timeout: float) -> str:
+    """failure_reason without the words of the server or the model, which may quote the prompt (memories
+    included) or the answer: what the log gets. A timeout or a refused connection says the same as there."""
+    if isinstance(exc, groq.APIConnectionError | httpx.TimeoutException):  # APITimeoutError is one too
+        return failure_reason(exc, timeout=timeout)
+    if isinstance(exc, groq.APIStatusError):
+        return f"Groq failed: {exc.status_code} {type(exc).__name__}"
+    return f"Groq failed: {type(exc).__name__}"
 
 
 def failure_reason(exc: BaseException, *, timeout: float) -> str:
