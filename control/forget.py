@@ -361,5 +361,31 @@ def describe(result: ForgetResult) -> str:
     return "\n".join([*result.summary_lines(), f"certificate: {result.certificate_path}"])
 
 
+def result_dict(result: ForgetResult, recovered: Sequence[Path] = ()) -> dict[str, Any]:
+    """The CLI's `--json` output: what was erased (seqs, roles, receipts, files) and the certificate's path.
+
+    `scope` is "events" for `forget` and "session" for `forget_session` (then `events` is the session's count and
+    no seq is listed). `recovered`: certificates of interrupted erasures finished first. Never a text."""
+    common = {
+        "session": result.session,
+        "certificate": str(result.certificate_path),
+        "receipts": {"redacted": list(result.redacted), "withdrawn": list(result.withdrawn)},
+        "copies_removed": [str(p) for p in result.copies_removed],
+        "recovered": [str(p) for p in recovered],
+    }
+    if result.record_seq is None:
+        return {"scope": "session", "events": len(result.erased), **common}
+    return {
+        "scope": "events",
+        "named": list(result.named),
+        "cascaded": list(result.cascaded),
+        "erased": [{"seq": s, "role": result.roles.get(s)} for s in result.erased],
+        "record_seq": result.record_seq,
+        "imports_dropped": result.imports_dropped,
+        "quarantine_removed": list(result.quarantine_removed),
+        **common,
+    }
+
+
 def certificate_json(result: ForgetResult) -> str:
     return json.dumps(result.certificate, indent=2, sort_keys=True)
