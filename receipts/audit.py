@@ -48,6 +48,7 @@ from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
 
 from .merkle_store import MerkleStore, MerkleStoreError
+from .resync import resync
 from .verify import LedgerFacts, describe_audit
 
 STATE_VERSION = 3  # 3: with the erasure state of the verified prefix (ledger/erasures.py)
@@ -102,6 +103,7 @@ class _Walk:
     rewalked_from_line: int | None = None  # 1-based; None: nothing was walked
     changed_from_line: int | None = None  # first line of the first chunk whose bytes changed
     reason: str | None = None  # why the walk started at genesis
+    resynced: tuple[list[tuple[int, int]], int] | None = None  # chunks walked again, lines then taken from the cache
 
 
 def _open_ledger(data_dir: Path, session: str) -> int:
@@ -271,10 +273,15 @@ class Auditor:
                         changed_from_line=walk.changed_from_line,
                         cache_reason=walk.reason,
                     )
-                    note = describe_audit(facts)
+                    notes = [describe_audit(facts)]
+                    if walk.resynced is not None:
+                        ranges, skipped = walk.resynced
+                        walked = ", ".join(f"{a:,}–{b:,}" for a, b in ranges)
+                        notes.append(f"only the changed chunk(s) were walked again (lines {walked}); {skipped:,} lines after them re-hashed equal at their new offsets and were taken from the cache")
                     erased: tuple[int, ...] = state["erasures"].seqs(verified)
-                    notes = (note, erased_words(erased)) if erased else (note,)
-                    yield LedgerFacts(**{**_fields(facts), "notes": notes, "erased": erased})
+                    if erased:
+                        notes.append(erased_words(erased))
+                    yield LedgerFacts(**{**_fields(facts), "notes": tuple(notes), "erased": erased})
             finally:
                 os.close(off_fd)
 
@@ -340,9 +347,43 @@ class Auditor:
             changed.first_line,
             changed_from_line=changed.first_line + 1,
         )
+        quick = self._resync(session, fd, adir, size, state, found.first_changed, walk)
+        if quick is not None:
+            return quick
         # From the changed chunk on (an erasure rewrites lines in place): walked again from the head before it,
         # with what the lines before it hold of erasure; the tree and offsets are cut there and rebuilt.
         return self._walk(session, fd, adir, size, ChunkLog(kept), state["erasures"].cut(changed.first_line), walk)
+
+    def _resync(self, session: str, fd: int, adir: Path, size: int, state: dict[str, Any], first: int, walk: _Walk) -> _Walk | None:
+        """Walk only the changed chunks when the later ones are the cached bytes, moved (receipts/resync.py)."""
+        if state["break"] is not None:
+            return None
+        off_fd = _open_own(adir / OFFSETS_FILE, os.O_RDWR)
+        try:
+            with MerkleStore(adir / MERKLE_DIR) as store:
+
+                def cached_offsets(first_line: int, lines: int) -> array[int]:
+                    out = array("Q")
+                    out.frombytes(_pread_all(off_fd, 8 * lines, 8 * first_line))
+                    if len(out) != lines:
+                        raise OSError(errno.EIO, "audit cache: offsets.bin is short")
+                    return out
+
+                found = resync(fd, size, session, state["chunks"], first, state["erasures"], store.leaf_hash, cached_offsets)
+            if found is None:
+                return None
+            data, at = found.offsets.tobytes(), 8 * found.offsets_from
+            while data:
+                n = os.pwrite(off_fd, data, at)
+                data, at = data[n:], at + n
+            os.fsync(off_fd)
+        finally:
+            os.close(off_fd)
+        out = self._walk(session, fd, adir, size, found.log, found.erasures, walk)
+        out.rehashed_bytes += found.hashed_bytes
+        out.cached_lines = state["verified"] - sum(b - a + 1 for a, b in found.walked)
+        out.resynced = (found.walked, found.skipped_lines)
+        return out
 
     def _walk(self, session: str, fd: int, adir: Path, size: int, log: ChunkLog, erasures: ErasureState, walk: _Walk) -> _Walk:
         """Walk the ledger from where `log` ends to its end, extending the tree, offsets and chunks."""

@@ -19,6 +19,7 @@ from ledger import EraseError, Ledger, LedgerCorrupted
 from ledger.event import is_erasure_record, make_event
 from ledger.verify import ChainWalker
 from receipts.audit import Auditor
+from receipts.merkle import leaf_hash, root_from_leaf_hashes
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
@@ -119,7 +120,8 @@ class TestErase:
         led.erase(S, [10])  # line 11: in the chunk of lines 9-12
         with Auditor(tmp_path).facts(S) as facts:
             assert facts.first_break is None and facts.verified == 15 and facts.erased == (10,)
-            assert (facts.changed_from_line, facts.cached_lines, facts.rewalked_from_line) == (9, 8, 9)
+            assert (facts.changed_from_line, facts.cached_lines, facts.rewalked_from_line) == (9, 10, 15)
+            assert "(lines 9–12); 2 lines after them re-hashed equal" in "; ".join(facts.notes)
             assert facts.event_at(10)["commit"] == list(led.events(S, 10))[0].commit
 
     def test_a_replaced_file_with_a_different_history_is_still_refused(self, tmp_path: Path) -> None:
@@ -306,6 +308,9 @@ class TestProperty:
             with Auditor(data).facts(S) as facts:  # the auditor's cache, warm from the last erasure, agrees
                 assert facts.first_break is None, facts.first_break
                 assert facts.erased == tuple(sorted(gone)) and facts.verified == len(texts) + len(records)
+                events = list(Ledger(data).events(S))
+                assert facts.root_at(facts.verified) == root_from_leaf_hashes([leaf_hash(e.leaf_data) for e in events])
+                assert [facts.event_at(e.seq) for e in events] == [e.to_dict() for e in events]
         report = Ledger(data).verify(S, parallel=False)
         assert report.ok, report.brk
         assert report.erased == tuple(sorted(gone))

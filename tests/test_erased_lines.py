@@ -285,12 +285,55 @@ class TestTheAuditorsCache:
         with Auditor(tmp_path).facts(S) as facts:
             assert facts.first_break is None and facts.verified == 13
             assert facts.erased == (9,)
-            assert facts.changed_from_line == 9 and facts.cached_lines == 8 and facts.rewalked_from_line == 9
+            assert facts.changed_from_line == 9 and facts.cached_lines == 8 and facts.rewalked_from_line == 13
+            assert "only the changed chunk(s) were walked again (lines 9–12)" in "; ".join(facts.notes)
             assert facts.root_at(13) == _root(events)
             assert "1 event erased (seq 9)" in "; ".join(facts.notes)
             assert facts.event_at(9) == orjson.loads(events[9].to_line())
         with Auditor(tmp_path).facts(S) as facts:  # warm: nothing re-walked
             assert facts.rewalked_from_line is None and facts.erased == (9,)
+
+    def test_after_an_erasure_only_the_changed_chunk_is_walked_and_later_chunks_come_from_the_cache(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", 4)
+        events = erase(build(13), [2])  # an earlier erasure: seq 2 (chunk 1), its record seq 13 (chunk 4)
+        extend(events)
+        write_ledger(tmp_path, events)  # 15 lines: chunks 1-4, 5-8, 9-12, 13-15
+        with Auditor(tmp_path).facts(S) as facts:
+            assert facts.first_break is None and facts.erased == (2,)
+        events = erase(events, [5])  # line 6, chunk 5-8: every later chunk moves, unchanged
+        write_ledger(tmp_path, events)
+        with Auditor(tmp_path).facts(S) as facts:
+            notes = "; ".join(facts.notes)
+            assert facts.first_break is None and facts.verified == 16 and facts.erased == (2, 5)
+            assert "(lines 5–8); 7 lines after them re-hashed equal at their new offsets" in notes, notes
+            assert facts.cached_lines == 11 and facts.rewalked_from_line == 16
+            assert facts.root_at(16) == _root(events) and facts.root_at(15) == _root(events[:15])
+            assert [facts.event_at(i) for i in range(16)] == [orjson.loads(e.to_line()) for e in events]
+        with Auditor(tmp_path).facts(S) as warm:
+            assert warm.rewalked_from_line is None and warm.erased == (2, 5) and warm.verified == 16
+        with Auditor(tmp_path, full=True).facts(S) as full:
+            assert full.erased == (2, 5) and full.root_at(16) == _root(events)
+
+    def test_a_line_restored_under_a_cached_record_is_still_caught(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", 4)
+        original = build(10)
+        events = erase(original, [1])  # seq 1 (chunk 1-4) erased; its record is seq 10 (chunk 9-12)
+        extend(events)
+        extend(events)
+        extend(events)  # 14 lines
+        write_ledger(tmp_path, events)
+        with Auditor(tmp_path).facts(S) as facts:
+            assert facts.first_break is None
+        restored = list(events)
+        restored[1] = original[1]  # the text put back: same digest and chain, but the record says erased
+        write_ledger(tmp_path, restored)
+        with Auditor(tmp_path).facts(S) as facts:
+            assert facts.first_break is not None
+            assert (facts.first_break.kind, facts.first_break.line) == (BAD_ERASURE_RECORD, 11), facts.first_break
+        with Auditor(tmp_path, full=True).facts(S) as full:
+            assert full.first_break == facts.first_break and full.verified == facts.verified
 
     def test_a_resumed_walk_knows_what_the_cached_prefix_erased(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", 4)
