@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import LOCOMO, RawBaseline, import_lines, load, machine, questions, recall, turns  # noqa: E402
 from ledger import Ledger  # noqa: E402
 from retrieval import Index, IndexConfig  # noqa: E402
+from retrieval.scoring import CONTEXT, ECHO  # noqa: E402
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -80,6 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--collapse-weight", type=float, default=None)
     p.add_argument("--prune-share", type=float, default=None)
     p.add_argument("--prune-min-events", type=int, default=None)
+    p.add_argument(
+        "--tiers",
+        default=None,
+        help="which rules rank lower tiers below: 'context,echo' (default), 'echo', 'context' or 'none'",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="keep the imported ledgers and index in DIR/<split> and reuse them (faster re-runs; "
+        "an index built with other indexed settings is rebuilt by Index itself)",
+    )
     args = p.parse_args(argv)
     overrides = {
         name: getattr(args, name)
@@ -93,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         if getattr(args, name) is not None
     }
+    if args.tiers is not None:
+        names = {"context": CONTEXT, "echo": ECHO}
+        wanted = [] if args.tiers == "none" else args.tiers.split(",")
+        if not set(wanted) <= set(names):
+            p.error(f"--tiers {args.tiers!r}: use context, echo, both comma-separated, or none")
+        overrides["tiers"] = tuple(names[w] for w in wanted)
     defaults = IndexConfig()
     cfg = IndexConfig(**{**{f: getattr(defaults, f) for f in defaults.__slots__}, **overrides})
     data = load(args.data)
@@ -101,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nconfig: {cfg.as_dict()}\n")
     splits = ["dev", "test"] if args.split == "both" else [args.split]
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        base = args.cache if args.cache is not None else Path(tmp)
         for split in splits:
             # One data dir per split, so one split's turns never enter the other's BM25 statistics.
-            scores = evaluate(Path(tmp) / split, list(SPLITS[split]), cfg, data)
+            scores = evaluate(base / split, list(SPLITS[split]), cfg, data)
             print(table(f"{split} split (conversations {SPLITS[split].start}-{SPLITS[split].stop - 1})", scores))
             print()
     print(f"_{time.perf_counter() - started:.1f}s_")

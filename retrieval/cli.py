@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", metavar="FILE", help="one query per line; prints one JSON line per query")
     s.add_argument("-k", type=int, default=DEFAULT_K, help=f"results per query, {MIN_K}..{MAX_K} (default {DEFAULT_K})")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    s.add_argument(
+        "--explain",
+        action="store_true",
+        help="per hit: the matched terms and their weights, the raw BM25 and collapse figures, the rules that fired",
+    )
     return p
 
 
@@ -99,18 +104,44 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_table(resp: SearchResponse) -> str:
+def format_table(resp: SearchResponse, *, explain: bool = False) -> str:
+    """Rank, seq, role, score (a share of the best hit's, 1.00 = best), how it matched, text.
+
+    With `explain`, each row is followed by why it ranked there (Hit.explain).
+    """
     if not resp.results:
         return f"no results: {resp.reason}"
-    lines = [f"{'rank':>4}  {'seq':>6}  {'role':<9}  {'score':>7}  {'bm25':>7}  {'coll':>4}  text"]
+    lines = [f"{'rank':>4}  {'seq':>6}  {'role':<9}  {'score':>5}  {'match':<12}  text"]
     for h in resp.results:
         text = " ".join(h.text.split())
         if len(text) > 90:
             text = text[:89] + "\u2026"
-        lines.append(
-            f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.score:>7.3f}  {h.bm25:>7.3f}  {h.collapse:>4.2f}  {text}"
-        )
+        lines.append(f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.relative:>5.2f}  {h.match:<12}  {text}")
+        if explain and h.explain is not None:
+            lines.extend("        " + line for line in explain_lines(h.explain))
+    lines.append("score: each hit's share of the best hit's score (1.00 = best); --explain shows the raw figures")
+    if resp.unused_terms:
+        shown = ", ".join(resp.unused_terms[:10]) + (" …" if len(resp.unused_terms) > 10 else "")
+        lines.append(f"not searched ({len(resp.unused_terms)} more common or later terms): {shown}")
     return "\n".join(lines)
+
+
+def explain_lines(info: dict[str, Any]) -> list[str]:
+    terms = ", ".join(
+        f"{t['term']} (idf {t['idf']:.3g}, in {'+'.join(t['in'])})" for t in info["terms"]
+    ) or "none of the query's terms"
+    b, c, s = info["bm25"], info["collapse"], info["score"]
+    out = [
+        f"matched: {terms}" + (f"; words in its text: {', '.join(info['words_in_text'])}" if info["words_in_text"] else ""),
+        f"bm25 {b['value']:.6g} (own text alone {b['own_text_only']:.6g}; weights text {b['weights']['text']:g}, "
+        f"context {b['weights']['context']:g}; {b['rows']} events)",
+        f"collapse {c['value']:.3f} = role weight {c['role_weight']:g} x ({c['novelty_floor']:g} + "
+        f"{1 - c['novelty_floor']:g} x novelty {c['novelty']:.3f})",
+        f"score {s['value']:.6g} = -bm25 x (1 - {s['collapse_weight']:g} + {s['collapse_weight']:g} x collapse) "
+        f"= -bm25 x {s['factor']:.3f}; {info['tier']}",
+    ]
+    out.extend(f"rule: {r}" for r in info["rules"])
+    return out
 
 
 def _dumps(obj: Any) -> str:
@@ -158,13 +189,13 @@ def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k
     out = sys.stdout
     if queries is not None:
         for q in queries:
-            resp = index.search(args.session, q, k)
+            resp = index.search(args.session, q, k, explain=args.explain)
             out.write(
                 _dumps({"query": q, "results": [h.to_dict() for h in resp.results], "reason": resp.reason}) + "\n"
             )
     else:
-        resp = index.search(args.session, args.query, k)
-        out.write((_dumps(resp.to_dict()) if args.json else format_table(resp)) + "\n")
+        resp = index.search(args.session, args.query, k, explain=args.explain)
+        out.write((_dumps(resp.to_dict()) if args.json else format_table(resp, explain=args.explain)) + "\n")
     out.flush()
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .scoring import COLLAPSE_WEIGHT
+from .scoring import COLLAPSE_WEIGHT, CONTEXT, ECHO
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,9 @@ class IndexConfig:
     # the most and their idf is the lowest. Applies from prune_min_events events on.
     prune_share: float = 0.05
     prune_min_events: int = 50_000
+    # Which tiers rank below the ones above them (retrieval.scoring): CONTEXT (matched only
+    # through neighbours) and ECHO (assistant replies that only repeat memories).
+    tiers: tuple[int, ...] = (CONTEXT, ECHO)
 
     def __post_init__(self) -> None:
         for name in ("context_before", "context_after", "prune_min_events"):
@@ -36,6 +39,8 @@ class IndexConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} {value!r}: must be a finite non-negative number")
+        if not isinstance(self.tiers, tuple) or not set(self.tiers) <= {CONTEXT, ECHO}:
+            raise ValueError(f"tiers {self.tiers!r}: a tuple of retrieval.scoring.CONTEXT and ECHO")
         if self.collapse_weight > 1:
             raise ValueError(f"collapse_weight {self.collapse_weight}: must be within [0, 1]")
 

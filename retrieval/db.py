@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from ledger.fsmode import open_private, private_dir
 
 from . import sql
 from .config import IndexConfig
+from .explain import TermMatch, explain_hit, idf, marked_words
 from .indexing import CONTEXT_SEP, novelty_gains, plan_rows, regained_novelty, skipped
 from .model import (
     Candidate,
@@ -48,8 +50,8 @@ from .model import (
     SearchResponse,
     check_k,
 )
-from .scoring import collapse_score, rank
-from .text import Query, build_query, content_terms, or_query, stem
+from .scoring import collapse_score, is_echo, rank, relative
+from .text import Query, build_query, content_terms, or_query, quote, stem, term_batches
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
@@ -655,8 +657,20 @@ class Index:
             return warnings
 
     # -- searching -------------------------------------------------------------
-    def search(self, session: str, query: str, k: int = 8, exclude_seqs: Iterable[int] = ()) -> SearchResponse:
-        """The top min(k, matches) events of one session for a free-text query, best first."""
+    def search(
+        self,
+        session: str,
+        query: str,
+        k: int = 8,
+        exclude_seqs: Iterable[int] = (),
+        *,
+        explain: bool = False,
+    ) -> SearchResponse:
+        """The top min(k, matches) events of one session for a free-text query, best first.
+
+        `explain`: each hit carries `explain` (matched terms and their weights, the
+        collapse score's parts, the rules that fired; retrieval.explain).
+        """
         k = check_k(k)
         try:
             validate_session_id(session)
@@ -665,10 +679,10 @@ class Index:
         if not isinstance(query, str):
             raise SearchError(f"query: must be a string, not {type(query).__name__}")
         exclude = self._exclude_list(exclude_seqs)
-        q = build_query(query)
+        q = build_query(query, max_terms=None)  # every term; _term_batches keeps the rarest
         if q.fts is None:
             return SearchResponse(session, query, k, [], q.reason)
-        return self._guarded(lambda: self._search(session, q, k, exclude))
+        return self._guarded(lambda: self._search(session, q, k, exclude, explain))
 
     @staticmethod
     def _exclude_list(exclude_seqs: Iterable[int]) -> list[int]:
@@ -690,7 +704,7 @@ class Index:
             )
         return None if row is None else (int(row[0]), int(row[1]))
 
-    def _search(self, session: str, q: Query, k: int, exclude: list[int]) -> SearchResponse:
+    def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
         found = self._session_row(session)
         if found is None or found[1] < 0:
             return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
@@ -699,15 +713,28 @@ class Index:
             # nothing left to find (a new session's first turn): no FTS query on a table
             # that was created a moment ago
             return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
-        match = self._prune(num, last_seq + 1, q)
-        params: dict[str, Any] = {"match": match, "limit": candidates_for(k) + len(exclude)}
-        if exclude:
-            params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
+        df = self._term_df(num, q.terms)
         cfg = self.config
+        batches = term_batches(
+            q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share, prune_min_events=cfg.prune_min_events
+        )
         stmt = sql.search_sql(
             num, text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude)
         )
-        rows = self._read_fresh(stmt, params)
+        params: dict[str, Any] = {"limit": candidates_for(k) + len(exclude)}
+        if exclude:
+            params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
+        rows: list[Any] = []
+        used: list[str] = []
+        # The first batch holds the rarest terms; the others run only when it matches nothing,
+        # so a query never answers "no event matches" while one of its terms does.
+        for used in batches:
+            params["match"] = or_query(used)
+            rows = self._read_fresh(stmt, params)
+            if rows:
+                break
+        match = params["match"]
+        unused = [t for t in q.terms if t not in set(used)]
         cands = [
             Candidate(
                 seq=r[0],
@@ -720,11 +747,16 @@ class Index:
                 chain=r[7],
                 bm25=float(r[8]),
                 collapse=float(r[9]),
+                own_bm25=float(r[10]),
+                echo=is_echo(r[2], float(r[11]), orjson.loads(r[5]), r[4]),
+                novelty=float(r[11]),
             )
             for r in rows
         ]
         if not cands:
-            return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match)
+            return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
+        ranked = rank(cands, k, cfg.collapse_weight, tiers=cfg.tiers)
+        shares = relative([score for _, score in ranked])
         hits = [
             Hit(
                 session=session,
@@ -740,25 +772,54 @@ class Index:
                 collapse=c.collapse,
                 score=score,
                 rank=i,
+                context_only=c.context_only,
+                echo=c.echo,
+                relative=share,
             )
-            for i, (c, score) in enumerate(rank(cands, k, cfg.collapse_weight), start=1)
+            for i, ((c, score), share) in enumerate(zip(ranked, shares, strict=True), start=1)
         ]
-        return SearchResponse(session, q.text, k, hits, None, match)
+        if explain:
+            hits = self._explained(num, last_seq + 1, used, match, ranked, hits)
+        return SearchResponse(session, q.text, k, hits, None, match, unused)
 
-    def _prune(self, num: int, n_events: int, q: Query) -> str:
-        """Drop the session's most common query terms in a large session (see IndexConfig.prune_share)."""
-        cfg = self.config
-        assert q.fts is not None
-        if n_events < cfg.prune_min_events or len(q.terms) < 2:
-            return q.fts
-        stems = {t: stem(t) for t in q.terms}
-        uniq = sorted(set(stems.values()))
-        df = dict(self._reader().execute(sql.terms_df_sql(len(uniq)), (num, *uniq)).fetchall())
-        limit = cfg.prune_share * n_events
-        kept = [t for t in q.terms if df.get(stems[t], 0) <= limit]
-        if not kept:  # every term is common: keep the rarest one
-            kept = [min(q.terms, key=lambda t: df.get(stems[t], 0))]
-        return or_query(kept)
+    def _term_df(self, num: int, terms: Sequence[str]) -> dict[str, int]:
+        """Each query term's document frequency in the session (by its content-term stem; 0 = no event holds it)."""
+        stems = {t: stem(t) for t in terms}
+        df: dict[str, int] = {}
+        for part in _batched(sorted(set(stems.values())), 500):
+            df.update(self._reader().execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall())
+        return {t: int(df.get(s, 0)) for t, s in stems.items()}
+
+    def _explained(
+        self, num: int, n_events: int, terms: list[str], match: str, ranked: list[tuple[Candidate, float]], hits: list[Hit]
+    ) -> list[Hit]:
+        """`hits` with `explain` filled in: a few more FTS5 queries over the hits' rows only."""
+        conn = self._reader()
+        lo, hi = sql.session_range(num)
+        n_rows = int(conn.execute("SELECT count(*) FROM events WHERE id BETWEEN ? AND ?", (lo, hi)).fetchone()[0])
+        rids = [sql.row_id(num, h.seq) for h in hits]
+        per_term: dict[str, tuple[int, set[int], set[int]]] = {}
+        in_rows = sql.match_in_rows_sql(num, len(rids))
+        for t in terms:
+            n = int(conn.execute(sql.count_sql(num), (quote(t),)).fetchone()[0])
+            own = {int(r[0]) for r in conn.execute(in_rows, (f"text : {quote(t)}", *rids))}
+            ctx = {int(r[0]) for r in conn.execute(in_rows, (f"context : {quote(t)}", *rids))}
+            per_term[t] = (n, own, ctx)
+        marked = {int(r[0]): (str(r[1]), str(r[2])) for r in conn.execute(sql.highlight_sql(num, len(rids)), (match, *rids))}
+        out = []
+        for h, rid, (c, _) in zip(hits, rids, ranked, strict=True):
+            matched = [
+                TermMatch(t, n, idf(n_rows, n), [col for col, rows in (("text", own), ("context", ctx)) if rid in rows])
+                for t, (n, own, ctx) in per_term.items()
+                if rid in own or rid in ctx
+            ]
+            text_hl, _ctx_hl = marked.get(rid, ("", ""))
+            info = explain_hit(
+                hit=h, novelty=c.novelty, own_bm25=c.own_bm25, terms=matched, words=marked_words(text_hl),
+                n_rows=n_rows, config=self.config,
+            )
+            out.append(replace(h, explain=info))
+        return out
 
     # -- forgetting ------------------------------------------------------------
     def forget_events(self, session: str, seqs: Iterable[int]) -> Forgotten:

@@ -63,6 +63,19 @@ class Candidate:
     chain: str
     bm25: float
     collapse: float
+    own_bm25: float = 0.0  # bm25 over the event's own text alone: 0 when it matched only through its context
+    echo: bool = False  # retrieval.scoring.is_echo
+    novelty: float = 0.0
+
+    @property
+    def context_only(self) -> bool:
+        return self.own_bm25 == 0.0
+
+    @property
+    def tier(self) -> int:
+        from .scoring import tier
+
+        return tier(echo=self.echo, own_match=not self.context_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +93,20 @@ class Hit:
     ts: str
     bm25: float
     collapse: float
-    score: float
+    score: float  # the raw ranking score (higher is better; see `relative` for one a person can compare)
     rank: int  # 1-based
+    # True when no query term is in the event's own text: it matched through its neighbours' context
+    context_only: bool = False
+    echo: bool = False  # an assistant reply that only repeats memories (ranked below every non-echo)
+    relative: float = 1.0  # score as a share of the best hit's score in this result list (1.0 for the best)
+    explain: dict[str, Any] | None = None  # search(..., explain=True): why it ranked where it did
+
+    @property
+    def match(self) -> str:
+        """How the hit matched, in words: "own text", "context only" or "echo"."""
+        if self.echo:
+            return "echo"
+        return "context only" if self.context_only else "own text"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +122,8 @@ class SearchResponse:
     results: list[Hit] = field(default_factory=list)
     reason: str | None = None
     match: str | None = None  # the FTS5 expression that ran, if any
+    # query terms the search did not use (a long query keeps its rarest MAX_QUERY_TERMS terms)
+    unused_terms: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +131,7 @@ class SearchResponse:
             "query": self.query,
             "k": self.k,
             "match": self.match,
+            "unused_terms": self.unused_terms,
             "reason": self.reason,
             "results": [h.to_dict() for h in self.results],
         }

@@ -126,14 +126,18 @@ def search_sql(num: int, *, text_weight: float = 1.0, context_weight: float = 0.
     """Top-:limit BM25 matches of :match in session `num`, joined to their events.
 
     Parameters: :match, :limit, and :exclude (a JSON array of rowids) when `exclude`.
+    Columns: seq, event_id, role, ts, text, meta, digest, chain, bm25, collapse, own
+    (bm25 over the text column alone: 0 when only the context matched), novelty.
     """
     t = fts_table(num)
     weights = f"{_weight(text_weight)}, {_weight(context_weight)}"
     excl = " AND rowid NOT IN (SELECT value FROM json_each(:exclude))" if exclude else ""
     return (
-        "SELECT e.seq, e.event_id, e.role, e.ts, e.text, e.meta, e.digest, e.chain, c.bm25, e.collapse"
+        "SELECT e.seq, e.event_id, e.role, e.ts, e.text, e.meta, e.digest, e.chain, c.bm25, e.collapse,"
+        " c.own, e.novelty"
         " FROM ("
-        f"SELECT rowid AS rid, bm25({t}, {weights}) AS bm25 FROM {t}"
+        f"SELECT rowid AS rid, bm25({t}, {weights}) AS bm25, bm25({t}, 1.0, 0.0) AS own"
+        f" FROM {t}"
         f" WHERE {t} MATCH :match{excl}"
         " ORDER BY bm25 LIMIT :limit"
         ") AS c JOIN events AS e ON e.id = c.rid ORDER BY c.bm25, e.seq"
@@ -144,3 +148,29 @@ def terms_df_sql(n: int) -> str:
     """Document frequencies of n terms in one session: params (num, term1, ..., termN)."""
     marks = ", ".join("?" * n)
     return f"SELECT term, df FROM terms WHERE num = ? AND term IN ({marks})"
+
+
+def highlight_sql(num: int, n: int) -> str:
+    """The matched tokens of n rows, marked with \x02 ... \x03 in both columns: params (:match, id1..idN).
+
+    For `search(explain=True)` only: highlight() re-tokenizes each row's text.
+    """
+    t = fts_table(num)
+    marks = ", ".join("?" * n)
+    return (
+        f"SELECT rowid, highlight({t}, 0, char(2), char(3)), highlight({t}, 1, char(2), char(3))"
+        f" FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})"
+    )
+
+
+def count_sql(num: int) -> str:
+    """How many rows of session `num` match one FTS5 expression (:match): a term's n in its idf."""
+    t = fts_table(num)
+    return f"SELECT count(*) FROM {t} WHERE {t} MATCH ?"
+
+
+def match_in_rows_sql(num: int, n: int) -> str:
+    """Which of n rows match one FTS5 expression (a column filter such as `text : "cat"`): params (:match, id1..idN)."""
+    t = fts_table(num)
+    marks = ", ".join("?" * n)
+    return f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})"

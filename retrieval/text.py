@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # Letters and digits; `_`, punctuation, symbols, emoji, controls and NUL split.
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
 # How many distinct terms one query may carry: a pasted page of text must not
-# turn into a thousand-way OR (its cost grows with every doclist read).
+# turn into a thousand-way OR (its cost grows with every doclist read). Which
+# ones are kept is chosen by weight (choose_terms: the session's rarest first).
 MAX_QUERY_TERMS = 32
 
 # A classic English stop list (the SMART/NLTK core) plus conversational filler.
@@ -110,7 +112,7 @@ def query_tokens(text: str) -> list[str]:
     return list(out)
 
 
-def build_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> Query:
+def build_query(text: str, *, max_terms: int | None = MAX_QUERY_TERMS) -> Query:
     """Turn any string into an FTS5 OR-query of quoted tokens, or say why there is none.
 
     Every FTS5 operator character (`"`, `*`, `^`, `:`, `-`, `+`, parentheses)
@@ -127,8 +129,60 @@ def build_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> Query:
     kept = query_tokens(text)
     if not kept:
         return Query(text, (), None, "the query holds only stop words and single letters")
-    kept = kept[:max_terms]
+    if max_terms is not None:  # by position; Index.search passes None and keeps the rarest (choose_terms)
+        kept = kept[:max_terms]
     return Query(text, tuple(kept), or_query(kept))
+
+
+def choose_terms(
+    terms: Sequence[str], df: Mapping[str, int], max_terms: int = MAX_QUERY_TERMS
+) -> tuple[list[str], list[str]]:
+    """The `max_terms` terms worth most to a search, and the rest, each list in the order chosen.
+
+    Rarest first: ascending document frequency in the session (`df`, keyed by
+    the term itself; 0 or missing = no event holds it). Terms no event holds go
+    last, since they can only match through a porter variant. Ties keep the
+    query's order. So "32 filler words, then Mochi" keeps "mochi".
+    """
+    order = sorted(range(len(terms)), key=lambda i: (df.get(terms[i], 0) == 0, df.get(terms[i], 0), i))
+    ranked = [terms[i] for i in order]
+    return ranked[:max_terms], ranked[max_terms:]
+
+
+def term_batches(
+    terms: Sequence[str],
+    df: Mapping[str, int],
+    *,
+    n_events: int,
+    prune_share: float,
+    prune_min_events: int,
+    max_terms: int = MAX_QUERY_TERMS,
+) -> list[list[str]]:
+    """The OR-queries one search may run, in order: the first that matches anything is the answer.
+
+    1. the `max_terms` rarest terms (choose_terms), in a large session without the
+       terms held by more than `prune_share` of its events (IndexConfig; at least
+       the rarest term stays);
+    2. the terms pruning took out of (1), if any;
+    3. the remaining terms, `max_terms` at a time.
+    Every term of the query is in exactly one batch, so a query one of whose terms
+    matches an event never ends with "no event matches".
+    """
+    if not terms:
+        return []
+    kept, rest = choose_terms(terms, df, max_terms)
+    batches: list[list[str]] = []
+    if n_events >= prune_min_events and len(kept) >= 2:
+        limit = prune_share * n_events
+        pruned = [t for t in kept if df.get(t, 0) <= limit] or kept[:1]
+        batches.append(pruned)
+        dropped = [t for t in kept if t not in pruned]
+        if dropped:
+            batches.append(dropped)
+    else:
+        batches.append(kept)
+    batches.extend(list(rest[i : i + max_terms]) for i in range(0, len(rest), max_terms))
+    return batches
 
 
 def or_query(terms: list[str] | tuple[str, ...]) -> str:

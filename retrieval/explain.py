@@ -1,0 +1,100 @@
+"""Why a hit ranked where it did (pure: db.py gathers the figures, this module states them).
+
+`Index.search(..., explain=True)` fills `Hit.explain` with what `explain_hit` returns:
+the query terms the event matched (in its own text, in its neighbours' context, or
+both) with their idf in the session, the words FTS5 marked in the text, the raw
+BM25 figures, the collapse score's parts, the tier, and every rule that fired.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .config import IndexConfig
+from .model import Hit
+from .scoring import CONTEXT, ECHO, NOVELTY_FLOOR, STAND_IN_WEIGHT, TIER_NAMES, role_weight
+
+_MARKED = re.compile("\x02(.*?)\x03", re.S)
+IDF_FLOOR = 1e-6  # FTS5's bm25 clamps a term's idf to this when the term is in half the rows or more
+
+
+@dataclass(frozen=True, slots=True)
+class TermMatch:
+    term: str
+    rows: int  # how many of the session's rows match it (text or context)
+    idf: float
+    columns: list[str]  # "text", "context"
+
+
+def idf(n_rows: int, n_matching: int) -> float:
+    """FTS5's bm25 idf: log((N - n + 0.5) / (n + 0.5)), never below IDF_FLOOR."""
+    value = math.log((n_rows - n_matching + 0.5) / (n_matching + 0.5)) if n_rows > 0 else 0.0
+    return value if value > 0 else IDF_FLOOR
+
+
+def marked_words(highlighted: str) -> list[str]:
+    """The distinct words FTS5's highlight() marked with \\x02 ... \\x03, in order."""
+    return list(dict.fromkeys(w for w in _MARKED.findall(highlighted)))
+
+
+def rules_fired(hit: Hit, *, own_bm25: float, n_rows: int, terms: Sequence[TermMatch], config: IndexConfig) -> list[str]:
+    """The ranking rules that applied to this hit, in words."""
+    out = []
+    if hit.meta.get("provider") == "offline" and hit.role == "assistant":
+        out.append(f"offline stand-in reply: role weight {STAND_IN_WEIGHT}")
+    if hit.echo and ECHO in config.tiers:
+        out.append("echo (an assistant reply that only repeats memories): ranked below every other match")
+    if hit.context_only and CONTEXT in config.tiers and not hit.echo:
+        out.append("matched only through its neighbours' context: ranked below every hit matching in its own text")
+    elif own_bm25 == 0.0:
+        out.append("matched only through its neighbours' context")
+    if terms and all(t.idf <= IDF_FLOOR for t in terms):
+        out.append(
+            f"every matched term is held by about half of the session's {n_rows} events or more: its idf is floored at "
+            f"{IDF_FLOOR:g}, so BM25 hardly separates the hits and the collapse score decides"
+        )
+    return out
+
+
+def explain_hit(
+    *,
+    hit: Hit,
+    novelty: float,
+    own_bm25: float,
+    terms: Sequence[TermMatch],
+    words: Sequence[str],
+    n_rows: int,
+    config: IndexConfig,
+) -> dict[str, Any]:
+    weight = config.collapse_weight
+    rw = role_weight(hit.role, hit.meta)
+    return {
+        "tier": TIER_NAMES[hit.echo and ECHO or (CONTEXT if hit.context_only else 0)],
+        "terms": [{"term": t.term, "idf": t.idf, "rows": t.rows, "in": list(t.columns)} for t in terms],
+        "words_in_text": list(words),
+        "bm25": {
+            "value": hit.bm25,
+            "own_text_only": own_bm25,
+            "weights": {"text": config.text_weight, "context": config.context_weight},
+            "rows": n_rows,
+        },
+        "collapse": {
+            "value": hit.collapse,
+            "role_weight": rw,
+            "novelty": novelty,
+            "novelty_floor": NOVELTY_FLOOR,
+            "formula": "role_weight * (floor + (1 - floor) * novelty)",
+        },
+        "score": {
+            "value": hit.score,
+            "formula": "-bm25 * (1 - w + w * collapse)",
+            "collapse_weight": weight,
+            "factor": 1.0 - weight + weight * hit.collapse,
+            "relative": hit.relative,
+        },
+        "rules": rules_fired(hit, own_bm25=own_bm25, n_rows=n_rows, terms=terms, config=config),
+    }
