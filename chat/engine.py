@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,26 @@ class Engine:
         self.key = key if key is not None else load_or_create(self.data_dir)
         self.llm = llm if llm is not None else LLM()
         self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = files.write_receipt
+        self.clock: Callable[[], float] = time.time  # consent tokens' expiry (tests move it)
+
+    # -- ask me first (chat.consent; docs/FORMAT.md §18) ---------------------------------------------
+    def propose(self, session: str, message: str, k: int = 8) -> Any:
+        """Step 1 of a consent turn: the top-K candidates and a one-time token (chat.consent.Proposal); appends nothing."""
+        from . import consent
+
+        return consent.propose(self, session, message, k)
+
+    def answer(self, token: str, approved_ids: Any, *, session: str | None = None, on_delta: Callable[[str], None] | None = None) -> Turn:
+        """Step 2: spend the token; only the approved memories go into the prompt. ConsentError: nothing appended."""
+        from . import consent
+
+        return consent.answer(self, token, approved_ids, session=session, on_delta=on_delta)
+
+    def cancel(self, token: str, *, session: str | None = None) -> None:
+        """End a consent turn with nothing sent to the model: no event, no receipt."""
+        from . import consent
+
+        consent.cancel(self, token, session=session)
 
     def forget(self, session: str, *, idle_before: float | None = None) -> bool:
         """Delete a session: its ledger, receipts, Merkle tree, audit cache and index rows.
@@ -173,8 +194,9 @@ class Engine:
             raise
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
-            log.error("session %s: turn for seq %d failed: %s", session, user_ev.seq, reason)
-            self._note(session, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({reason})", "turn_failure", receipt_id)
+            # the log and the ledger's note get the class only: a message may quote the query or a memory
+            log.error("session %s: turn for seq %d failed (%s)", session, user_ev.seq, type(exc).__name__)
+            self._note(session, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({type(exc).__name__})", "turn_failure", receipt_id)
             raise TurnError(f"the turn failed ({reason}); no answer was given") from exc
 
     def _note(self, session: str, text: str, kind: str, receipt_id: str) -> None:
@@ -182,8 +204,8 @@ class Engine:
         try:
             self.ledger.append(session, "system", text, {"kind": kind, "receipt_id": receipt_id})
             checkpoints.issue(self.data_dir, self.ledger, session, self.key)
-        except Exception:  # noqa: BLE001 - the turn fails either way
-            log.exception("session %s: could not record %s", session, kind)
+        except Exception as exc:  # noqa: BLE001 - the turn fails either way
+            log.error("session %s: could not record %s (%s)", session, kind, type(exc).__name__)  # no traceback: it may quote text
 
     def _answer(
         self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None, user_ev: Event
@@ -254,7 +276,7 @@ class Engine:
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
-            log.error("session %s: receipt %s could not be written: %s", session, receipt_id, reason)
+            log.error("session %s: receipt %s could not be written (%s)", session, receipt_id, type(exc).__name__)
             self._note(session, f"receipt {receipt_id} for the answer at seq {asst_ev.seq} could not be written; that answer was withheld", "receipt_failure", receipt_id)
             raise TurnError(f"the receipt could not be written ({reason}); the answer was withheld") from exc
         self._record(session, receipt_id, path, body)
@@ -327,7 +349,7 @@ class Engine:
                 try:
                     receipt = rbody.parse_receipt(files.read_receipt_bytes(path))
                 except (ValueError, OSError) as exc:
-                    log.warning("%s: not restored to the receipts table (%s)", path, exc)
+                    log.warning("%s: not restored to the receipts table (%s)", path, type(exc).__name__)  # a parse error quotes a field
                     continue
                 self._record(session, receipt.receipt_id, path, receipt.body)
 

@@ -87,3 +87,44 @@ def test_a_receipt_that_cannot_be_read_is_named_in_the_log_without_its_words(tmp
     control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
     assert any(path.name in r.getMessage() for r in debug.records), "the unreadable receipt is still named"
     assert leaks(debug.records) == []
+
+
+def test_a_turn_failing_with_an_error_that_quotes_the_query_logs_and_records_only_its_class(tmp_path: Path, debug: pytest.LogCaptureFixture) -> None:
+    import sqlite3
+
+    from chat.engine import TurnError
+
+    from .forget_support import files_with_marker
+
+    data = tmp_path / "data"
+    eng = engine(data)
+    eng.remember("alice", "I like tea")
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise sqlite3.OperationalError(f'fts5: syntax error near "{MARKER}"')
+
+    eng.index.search = broken  # type: ignore[method-assign]
+    with pytest.raises(TurnError):
+        eng.turn("alice", f"Is {MARKER} my code word?")
+    note = list(eng.ledger.events("alice"))[-1]
+    assert note.meta["kind"] == "turn_failure" and "OperationalError" in note.text
+    assert leaks(debug.records) == []
+    control.forget(data, "alice", [note.seq - 1], ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert files_with_marker(data) == [], "the ledger's note of the failure must not keep the query's words"
+
+
+def test_a_receipt_the_engine_cannot_restore_to_its_table_is_logged_without_its_words(tmp_path: Path, debug: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    marked_session(eng)
+    path = files.list_receipts(data, "alice")[0]
+    env = json.loads(path.read_bytes())
+    body = json.loads(base64.b64decode(env["payload"]))
+    body["receipt_id"] = f"my code word is {MARKER}"
+    path.write_text(json.dumps({**env, "payload": base64.b64encode(json.dumps(body).encode()).decode()}))
+    with eng.index.write() as db:
+        db.execute("DELETE FROM receipts")
+    eng.index.close()
+    engine(data)  # refills the receipts table from the files
+    assert any("not restored" in r.getMessage() for r in debug.records)
+    assert leaks(debug.records) == []
