@@ -30,7 +30,7 @@ from receipts.body import MalformedReceipt, sign_checkpoint
 from receipts.decisions import control_of
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey
-from retrieval import Index
+from retrieval import INDEX_FILE, Index
 from retrieval.model import PurgeIncomplete
 
 from .plan import Citation, Slot
@@ -38,6 +38,7 @@ from .plan import Citation, Slot
 log = logging.getLogger("control")
 ERASURES_DIR = "erasures"
 QUARANTINE_PREFIXES = (f"{EVENTS_FILE}.torn-", CUT_PREFIX)  # torn tails (store.py) and tails a repair cut (repair.py)
+INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (retrieval.db): it holds indexed words
 TORN_PREFIX_MIN = 8  # a torn write that stopped inside the text: its file ends with this many bytes of it, or more
 
 
@@ -149,13 +150,21 @@ def quarantined_with(session_dir: Path, wanted: Sequence[bytes]) -> list[str]:
     return hits
 
 
-def scrub(session_dir: Path, names: Iterable[str]) -> tuple[str, ...]:
-    """Overwrite each named quarantine file with zeros (fsynced), then remove it; return the names removed."""
+def scrub_index_copies(data: Path) -> tuple[str, ...]:
+    """Every index the retrieval layer moved aside as unreadable (`index.sqlite.corrupt-*` and its -wal/-shm),
+    overwritten and removed: its words cannot be searched for reliably (stemmed, in FTS segments), and it is
+    derived data — the index in use was rebuilt from the ledgers."""
+    names = sorted(p.name for p in data.glob(f"{INDEX_COPY_PREFIX}*") if p.is_file() and not p.is_symlink()) if data.is_dir() else []
+    return scrub(data, names, (INDEX_COPY_PREFIX,))
+
+
+def scrub(folder: Path, names: Iterable[str], prefixes: tuple[str, ...] = QUARANTINE_PREFIXES) -> tuple[str, ...]:
+    """Overwrite each named file with zeros (fsynced), then remove it; return the names removed."""
     removed = []
     for name in names:
-        if not name.startswith(QUARANTINE_PREFIXES) or "/" in name:
+        if not name.startswith(prefixes) or "/" in name:
             continue  # the journal names only such files; anything else is not ours to remove
-        path = session_dir / name
+        path = folder / name
         try:
             fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -171,8 +180,8 @@ def scrub(session_dir: Path, names: Iterable[str]) -> tuple[str, ...]:
             os.close(fd)
         path.unlink()
         removed.append(name)
-    if removed and session_dir.is_dir():
-        fsync_dir(session_dir)
+    if removed and folder.is_dir():
+        fsync_dir(folder)
     return tuple(removed)
 
 
@@ -246,7 +255,7 @@ def finish(
     seqs = [e["seq"] for e in entries]
     purged(lambda: idx.forget_events(session, seqs))
     dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
-    scrubbed = scrub(led.session_dir(session), quarantine)
+    scrubbed = scrub(led.session_dir(session), quarantine) + scrub_index_copies(data)
     redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
@@ -274,8 +283,9 @@ def finish(
 
 
 
-def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> None:
-    """Everything of the session we own, gone (idempotent). The caller holds the turn lock."""
+def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[str, ...]:
+    """Everything of the session we own, gone (idempotent); returns the names of the index copies moved aside
+    earlier that went too (scrub_index_copies). The caller holds the turn lock."""
     led.forget(session)
     for path in (data / "sessions" / session, data / "merkle" / session):
         shutil.rmtree(path, ignore_errors=True)
@@ -283,6 +293,8 @@ def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> None:
     with idx.write() as db:
         db.execute("DELETE FROM receipts WHERE session = ?", [session])
     purged(lambda: idx.purge_session(session))
+    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
+    return scrub_index_copies(data)
 
 
 def purged(step: Callable[[], object], attempts: int = 5) -> None:

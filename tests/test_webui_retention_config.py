@@ -12,6 +12,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from receipts.audit import cache_dir
 from receipts.body import MAX_RECEIPT_BYTES
+from receipts.certificate_io import verify_certificate_bytes
 from webui.config import ConfigError, delete_cache, launch_options, parse_args
 from webui.downloads import Downloads
 from webui.retention import Sweeper, parse_hours, sweep
@@ -67,6 +68,9 @@ class TestSweep:
         ):
             assert not gone.exists(), gone
         assert service.search(old, "walrus", 8).results == []
+        (cert,) = (tmp_path / "erasures").glob(f"erasure-{s_old}-all-*.json")  # what RETENTION_HOURS leaves: hashes
+        report = verify_certificate_bytes(cert.read_bytes(), trusted=[engine.key.public_key], data_dir=tmp_path)
+        assert report.verdict == "verified" and b"walrus" not in cert.read_bytes()
         with engine.index.read() as conn:
             assert conn.execute("SELECT count(*) FROM receipts WHERE session = ?", [s_old]).fetchone()[0] == 0
             assert conn.execute("SELECT count(*) FROM receipts WHERE session = ?", [s_new]).fetchone()[0] == 2

@@ -105,14 +105,23 @@ def confirm(service: Service, key: object, pending: object, reason: object = "")
     eng = service.engine
     if pending.scope == SESSION:
         ids = _receipt_ids(service, session)
-        result = cf.forget_session(service.data_dir, session, ledger=eng.ledger, index=eng.index, key=eng.key)
+        result = cf.forget_session(
+            service.data_dir, session, ledger=eng.ledger, index=eng.index, key=eng.key, copies=service.cache_dirs
+        )
         return _done(service, result, ids, whole=True)
     now = ask(service, key, pending.named)
     if now.pending.erase != pending.erase:
         raise Changed(now)
     why = reason.strip() if isinstance(reason, str) else ""
     result = cf.forget(
-        service.data_dir, session, pending.named, reason=why or None, ledger=eng.ledger, index=eng.index, key=eng.key
+        service.data_dir,
+        session,
+        pending.named,
+        reason=why or None,
+        ledger=eng.ledger,
+        index=eng.index,
+        key=eng.key,
+        copies=service.cache_dirs,
     )
     return _done(service, result, (*result.redacted, *result.withdrawn), whole=False)
 
@@ -137,6 +146,7 @@ def forget_event(service: Service, key: object, event_id: object, reason: object
         ledger=eng.ledger,
         index=eng.index,
         key=eng.key,
+        copies=service.cache_dirs,
     )
     _done(service, result, (*result.redacted, *result.withdrawn), whole=False)
     return result
@@ -147,7 +157,10 @@ def _receipt_ids(service: Service, session: str) -> list[str]:
 
 
 def _done(service: Service, result: ForgetResult, receipt_ids: Iterable[str], *, whole: bool) -> Done:
-    removed = purge_copies(service.cache_dirs, result.session, set(receipt_ids), whole_session=whole)
+    # control.forget deleted the copies named after the receipts (`copies=`); what is left are uploads under a
+    # name of the visitor's, found here by reading them.
+    removed = len(result.copies_removed)
+    removed += purge_copies(service.cache_dirs, result.session, set(receipt_ids), whole_session=whole)
     name = result.certificate_path.name
     path = service.downloads.put(name, cert.certificate_file_bytes(result.certificate))
     return Done(result, path, removed)

@@ -1,7 +1,8 @@
 """RETENTION_HOURS: delete sessions nobody has written to for more than N hours (I/O).
 
 Off by default. For a public Space it bounds how long a visitor's words are
-kept: a session goes once its ledger has been idle for N hours, with its
+kept: a session goes (control.forget.forget_session_if_idle, which leaves a
+certificate of hashes in DATA_DIR/erasures/) once its ledger has been idle for N hours, with its
 auditor cache (in the verifier's cache folder, receipts.audit.cache_dir), its Merkle tree and its receipts; the index rows follow on the
 same sweep (Index.catch_up drops sessions that left the ledger). Gradio's own
 file cache (uploads, download copies) is bounded too: see config.delete_cache.
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chat.engine import Engine
+from control.forget import forget_session_if_idle
+from control.plan import PlanError
 from ledger.event import EventError, validate_session_id
 
 log = logging.getLogger("webui.retention")
@@ -68,17 +71,26 @@ def idle_sessions(data_dir: Path, hours: float, now: float) -> list[str]:
     return out
 
 
-def sweep(engine: Engine, hours: float | None, now: float | None = None) -> list[str]:
-    """Delete every session idle for more than `hours`; return their ids. Does nothing when off.
+def forget_if_idle(engine: Engine, session: str, cutoff: float) -> bool:
+    """Forget one session if its ledger was last written before `cutoff` (re-checked under its turn lock, so a
+    session written to meanwhile is kept), as `control.forget.forget_session` does: it leaves a certificate
+    holding only hashes in DATA_DIR/erasures/. A session with no events has nothing to certify: deleted as before."""
+    try:
+        done = forget_session_if_idle(
+            engine.data_dir, session, cutoff, ledger=engine.ledger, index=engine.index, key=engine.key
+        )
+    except PlanError:
+        return engine.forget(session, idle_before=cutoff)
+    return done is not None
 
-    Engine.forget re-checks idleness under the session's turn lock, so a session
-    written to meanwhile is kept.
-    """
+
+def sweep(engine: Engine, hours: float | None, now: float | None = None) -> list[str]:
+    """Forget every session idle for more than `hours` (forget_if_idle); return their ids. Does nothing when off."""
     if hours is None:
         return []
     now = time.time() if now is None else now
     cutoff = now - hours * 3600
-    deleted = [s for s in idle_sessions(engine.data_dir, hours, now) if engine.forget(s, idle_before=cutoff)]
+    deleted = [s for s in idle_sessions(engine.data_dir, hours, now) if forget_if_idle(engine, s, cutoff)]
     if deleted:
         log.info("retention: deleted %d session(s) idle for more than %g hours", len(deleted), hours)
     return deleted
