@@ -83,12 +83,14 @@ class ForgetResult:
     certificate: dict[str, Any] = field(repr=False)
     copies_removed: tuple[Path, ...] = ()  # download copies of those receipts found under `copies` and deleted
     imports_dropped: int = 0  # import records (unsalted hashes of an imported file) that held an erased seq
-    quarantine_removed: tuple[str, ...] = ()  # events.jsonl.torn-*/cut-* files that held an erased text, overwritten and removed
+    # overwritten and removed: events.jsonl.torn-*/cut-* files that held an erased text, index.sqlite.corrupt-* copies
+    quarantine_removed: tuple[str, ...] = ()
 
     def summary_lines(self) -> list[str]:
         """What was erased, for a person (the CLI prints these; the app shows them)."""
+        removed = [f"  quarantined copies overwritten and removed: {', '.join(self.quarantine_removed)}"] if self.quarantine_removed else []
         if self.record_seq is None:
-            return [f"session {self.session}: deleted ({len(self.erased)} events)"]
+            return [f"session {self.session}: deleted ({len(self.erased)} events)", *removed]
         words = ", ".join(f"{s} ({self.roles.get(s, '?')})" for s in self.erased)
         lines = [f"session {self.session}: erased {len(self.erased)} event(s): seq {words}"]
         if self.cascaded:
@@ -98,9 +100,7 @@ class ForgetResult:
         lines.append(f"  receipts withdrawn (format 1, deleted): {', '.join(self.withdrawn) or 'none'}")
         if self.imports_dropped:
             lines.append(f"  import records dropped (they hashed an erased event): {self.imports_dropped}")
-        if self.quarantine_removed:
-            lines.append(f"  quarantined ledger copies overwritten and removed: {', '.join(self.quarantine_removed)}")
-        return lines
+        return lines + removed
 
 
 def _ledger(data: Path, ledger: Ledger | None, index: Index | None) -> Ledger:
@@ -299,10 +299,10 @@ def _forget_session(
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
         write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
         jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name})
-        delete_session(data, led, idx, session)
+        scrubbed = delete_session(data, led, idx, session)
         unlink_durable(jpath)
     gone = purge_copies(copies, receipt_ids)
-    return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone)
+    return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone, quarantine_removed=scrubbed)
 
 
 # -- recovery after a crash --------------------------------------------------------------------
@@ -371,6 +371,7 @@ def result_dict(result: ForgetResult, recovered: Sequence[Path] = ()) -> dict[st
         "certificate": str(result.certificate_path),
         "receipts": {"redacted": list(result.redacted), "withdrawn": list(result.withdrawn)},
         "copies_removed": [str(p) for p in result.copies_removed],
+        "quarantine_removed": list(result.quarantine_removed),
         "recovered": [str(p) for p in recovered],
     }
     if result.record_seq is None:
@@ -382,7 +383,6 @@ def result_dict(result: ForgetResult, recovered: Sequence[Path] = ()) -> dict[st
         "erased": [{"seq": s, "role": result.roles.get(s)} for s in result.erased],
         "record_seq": result.record_seq,
         "imports_dropped": result.imports_dropped,
-        "quarantine_removed": list(result.quarantine_removed),
         **common,
     }
 

@@ -253,9 +253,10 @@ def finish(
     in the journal: once the text is erased it cannot be looked for again)."""
     entries = record.meta["erasure"]["erased"]
     seqs = [e["seq"] for e in entries]
+    copies = scrub_index_copies(data)  # before the purge, which would only unlink them
     purged(lambda: idx.forget_events(session, seqs))
     dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
-    scrubbed = scrub(led.session_dir(session), quarantine) + scrub_index_copies(data)
+    scrubbed = scrub(led.session_dir(session), quarantine) + copies
     redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
@@ -286,6 +287,7 @@ def finish(
 def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[str, ...]:
     """Everything of the session we own, gone (idempotent); returns the names of the index copies moved aside
     earlier that went too (scrub_index_copies). The caller holds the turn lock."""
+    copies = scrub_index_copies(data)  # before the purge, which would only unlink them
     led.forget(session)
     for path in (data / "sessions" / session, data / "merkle" / session):
         shutil.rmtree(path, ignore_errors=True)
@@ -294,7 +296,7 @@ def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[s
         db.execute("DELETE FROM receipts WHERE session = ?", [session])
     purged(lambda: idx.purge_session(session))
     (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
-    return scrub_index_copies(data)
+    return copies
 
 
 def purged(step: Callable[[], object], attempts: int = 5) -> None:

@@ -159,3 +159,44 @@ class TestQuarantinedCopies:
         assert control.recover(data, ledger=led, index=index)
         assert not (led.session_dir("s1") / name).exists()
         assert files_with_marker(data) == []
+
+
+class TestIndexCopies:
+    """An index the retrieval layer found unreadable is moved aside as index.sqlite.corrupt-*: it holds the words it indexed."""
+
+    @staticmethod
+    def _copy(data: Path) -> list[str]:
+        from retrieval import INDEX_FILE
+
+        names = []
+        for suffix in ("", "-wal", "-shm"):
+            src = data / f"{INDEX_FILE}{suffix}"
+            if src.exists():
+                name = f"{INDEX_FILE}.corrupt-20261203T101500Z-000000001{suffix}"
+                (data / name).write_bytes(src.read_bytes())
+                names.append(name)
+        return names
+
+    def test_forgetting_an_event_overwrites_and_removes_the_index_copies_moved_aside(self, tmp_path: Path) -> None:
+        from .forget_support import engine, files_with_marker, marked_session
+
+        data = tmp_path / "data"
+        eng = engine(data)
+        mem_seq, _turns = marked_session(eng)
+        names = self._copy(data)
+        assert any(name in hit for hit in files_with_marker(data) for name in names), "the copy must hold the marker"
+        result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+        assert set(names) <= set(result.quarantine_removed)
+        assert files_with_marker(data) == []
+
+    def test_forgetting_a_whole_session_overwrites_and_removes_them_too(self, tmp_path: Path) -> None:
+        from .forget_support import engine, files_with_marker, marked_session
+
+        data = tmp_path / "data"
+        eng = engine(data)
+        marked_session(eng)
+        names = self._copy(data)
+        result = control.forget_session(data, "alice", ledger=eng.ledger, index=eng.index, key=eng.key)
+        assert set(names) <= set(result.quarantine_removed)
+        assert files_with_marker(data) == []
+        assert names[0] in "\n".join(result.summary_lines())
