@@ -1,6 +1,15 @@
-"""`python -m chat DATA_DIR SESSION MESSAGE [-k K] [--create]`: one turn; the last line names the receipt."""
+"""`python -m chat DATA_DIR SESSION MESSAGE [-k K] [--create]`: one turn; the last line names the receipt.
+
+Ask me first (issue 11), the same turn in two steps:
+`python -m chat propose DATA_DIR SESSION MESSAGE [-k K]` lists the candidates (rank, seq, id, when, text) and
+prints `token: ct1.…` last; nothing is appended. `python -m chat answer DATA_DIR TOKEN [ID ...]` answers with
+only the approved memories (event ids or seqs; none is allowed); `--cancel` ends it with no turn at all.
+"""
 
 from __future__ import annotations
+
+import argparse
+from typing import Any
 
 from ledger.cli_support import (
     EXIT_FAILED,
@@ -10,55 +19,137 @@ from ledger.cli_support import (
     Parser,
     describe_os_error,
     entry_point,
+    existing_data_dir,
     fail,
     make_data_dir,
     note,
     writable_data_dir,
 )
 
+STEPS = ("propose", "answer")
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="python -m chat", description="Run one chat turn with a signed receipt.")
-    parser.add_argument("data_dir")
-    parser.add_argument("session")
-    parser.add_argument("message")
-    parser.add_argument("-k", type=int, default=8, help="memories handed to the model (1-50, default 8)")
-    parser.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
-    args = parser.parse_args(argv)
+
+def _guarded(action: Any) -> int:
+    """Run `action()` with the CLI's one-line refusals (never a traceback, never an internal class name)."""
     from ledger import LedgerCorrupted
-    from receipts.keys import KeyConfigError, keys_dir, load_existing
+    from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
 
-    from .engine import Engine, InputError, TurnError
+    from .engine import InputError, TurnError
 
     try:
-        data = writable_data_dir(args.data_dir, create=args.create)
-        had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
-        make_data_dir(data)
-        engine = Engine(data)
-        if not had_key:
-            note(
-                f"created a new receipt signing key {engine.key.key_id} in {keys_dir(data)} "
-                f"(keep it private; `python -m receipts pubkey {data}` prints its public key for --trust)"
-            )
-        turn = engine.turn(args.session, args.message, args.k)
+        result: int = action()
+        return result
     except CliError as exc:
         return fail(str(exc), exc.code)
     except (InputError, KeyConfigError, RetrievalError) as exc:
         return fail(str(exc), EXIT_USAGE)
     except (TurnError, LedgerCorrupted) as exc:
         return fail(str(exc), EXIT_FAILED)
+    except BrokenPipeError:
+        raise  # entry_point ends quietly when the reader stopped early
     except OSError as exc:
         return fail(describe_os_error(exc), EXIT_USAGE)
-    except Exception as exc:  # never a traceback, never an internal class name
+    except Exception as exc:  # noqa: BLE001
         return fail(f"unexpected failure: {exc or 'no details'}", EXIT_FAILED)
+
+
+def _print_turn(turn: Any, k: int) -> None:
     print(turn.answer)
     c = turn.completion
     print(f"answered by: {c.provider} ({c.model})" + (f" — {c.fallback_reason}" if c.fallback_reason else ""))
-    print(f"memories: {len(turn.hits)} of k={args.k}")
+    print(f"memories: {len(turn.hits)} of k={k}")
     print(f"receipt: {turn.receipt_path}")
-    return EXIT_OK
+
+
+def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
+    from receipts.keys import keys_dir, load_existing
+
+    from .engine import Engine
+
+    data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
+    had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
+    make_data_dir(data)
+    engine = Engine(data)
+    if not had_key:
+        note(
+            f"created a new receipt signing key {engine.key.key_id} in {keys_dir(data)} "
+            f"(keep it private; `python -m receipts pubkey {data}` prints its public key for --trust)"
+        )
+    return engine
+
+
+def _propose(argv: list[str]) -> int:
+    parser = Parser(prog="python -m chat propose", description="Ask me first, step 1: the memories retrieval would hand the model, and a one-time token. Nothing is appended.")
+    parser.add_argument("data_dir", metavar="DATA_DIR")
+    parser.add_argument("session", metavar="SESSION")
+    parser.add_argument("message", metavar="MESSAGE")
+    parser.add_argument("-k", type=int, default=8, help="memories proposed (1-50, default 8)")
+    args = parser.parse_args(argv)
+
+    def go() -> int:
+        p = _engine(args.data_dir, create=False, write=True).propose(args.session, args.message, args.k)
+        for c in p.candidates:
+            print(f"#{c.rank}  seq {c.seq}  {c.event_id}  {c.role}  {c.ts}  {c.text[:200]!r}")
+        if not p.candidates:
+            print("no memories proposed (answer with no ids to send the question alone)")
+        if p.excluded:
+            print(f"left out (revoked): seq {', '.join(map(str, p.excluded))}")
+        print(f"expires: {p.expires_at}")
+        print(f"token: {p.token}")
+        return EXIT_OK
+
+    return _guarded(go)
+
+
+def _answer(argv: list[str]) -> int:
+    parser = Parser(prog="python -m chat answer", description="Ask me first, step 2: answer with only the approved memories (or --cancel: no turn).")
+    parser.add_argument("data_dir", metavar="DATA_DIR")
+    parser.add_argument("token", metavar="TOKEN")
+    parser.add_argument("ids", metavar="ID", nargs="*", help="the approved memories' event ids (or seqs); none: the question alone")
+    parser.add_argument("--session", metavar="SESSION", help="refuse the token unless it was issued for this session")
+    parser.add_argument("--cancel", action="store_true", help="end the turn: nothing is sent to the model, nothing appended")
+    args = parser.parse_args(argv)
+
+    def go() -> int:
+        engine = _engine(args.data_dir, create=False, write=False)
+        if args.cancel:
+            if args.ids:
+                raise CliError("--cancel takes no ids")
+            engine.cancel(args.token, session=args.session)
+            print("cancelled: nothing was sent to the model and nothing was appended")
+            return EXIT_OK
+        turn = engine.answer(args.token, args.ids, session=args.session)
+        _print_turn(turn, turn.body["k"])
+        return EXIT_OK
+
+    return _guarded(go)
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw and raw[0] in STEPS:
+        return _propose(raw[1:]) if raw[0] == "propose" else _answer(raw[1:])
+    parser = Parser(
+        prog="python -m chat",
+        description="Run one chat turn with a signed receipt. (`python -m chat propose …` / `answer …`: the same turn with a person approving the memories first.)",
+    )
+    parser.add_argument("data_dir")
+    parser.add_argument("session")
+    parser.add_argument("message")
+    parser.add_argument("-k", type=int, default=8, help="memories handed to the model (1-50, default 8)")
+    parser.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
+    args: argparse.Namespace = parser.parse_args(raw)
+
+    def go() -> int:
+        turn = _engine(args.data_dir, create=args.create, write=True).turn(args.session, args.message, args.k)
+        _print_turn(turn, args.k)
+        return EXIT_OK
+
+    return _guarded(go)
 
 
 if __name__ == "__main__":

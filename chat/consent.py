@@ -1,0 +1,339 @@
+"""Ask me first (issue 11): a turn in two steps, a person choosing which memories reach the model.
+
+`propose` retrieves the top K (revoked events left out, as in every turn) and appends nothing: it
+keeps the proposal under DATA_DIR/proposals/ (0600; the question waits there until answered,
+cancelled or expired) and returns the candidates with a one-time *turn token*
+`ct1.<nonce>.<expires>.<mac>`, where
+
+    mac = hex(HMAC-SHA256(secret, "mre:v1:consent-token" \\x00 JCS({"session", "nonce", "proposal", "expires"})))
+    proposal = hex(sha256("mre:v1:proposal" \\x00 JCS(the stored proposal)))
+
+and `secret` is the data directory's own 32 random bytes (DATA_DIR/proposals/secret, 0600): the token
+is bound to the session and to the exact proposal, works in another process (the CLI's two commands)
+and expires after TOKEN_TTL seconds. `answer` spends it once — the proposal file is renamed to a
+tombstone under the session's turn lock, so of two answers exactly one wins — then runs steps 3–6 of
+a turn with the approved memories only; its receipt records the decision (docs/FORMAT.md §18).
+Replay, reuse, another session's token, an expired or altered token, or an id that was not proposed
+is a ConsentError (one line) and nothing is appended. `cancel` spends it with no turn at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from control.revocation import current as current_controls
+from ledger.canonical import canonical_json
+from ledger.event import EventError, now_ts, validate_session_id
+from ledger.fsmode import open_private, private_dir
+from receipts import checkpoints, files
+from retrieval.model import Hit, SearchError, check_k
+
+from .engine import Consent, InputError, Turn, TurnError, check_message, log
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+TOKEN_TTL = 600  # seconds: a proposal waits ten minutes for its answer
+TOKEN_RE = re.compile(r"ct1\.([0-9a-f]{32})\.([0-9]{1,12})\.([0-9a-f]{64})")
+TAG_PROPOSAL = b"mre:v1:proposal\x00"
+TAG_TOKEN = b"mre:v1:consent-token\x00"
+
+
+class ConsentError(InputError):
+    """A token or an approval was refused; nothing was appended. One line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One proposed memory, as the person sees it before deciding."""
+
+    rank: int
+    seq: int
+    event_id: str
+    role: str
+    ts: str
+    text: str
+    score: float
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    token: str
+    session: str
+    message: str
+    k: int
+    candidates: tuple[Candidate, ...]
+    expires_at: str  # UTC, ledger ts form
+    excluded: tuple[int, ...]  # revoked events this retrieval left out (the receipt will name their revocations)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "token": self.token,
+            "session": self.session,
+            "k": self.k,
+            "expires_at": self.expires_at,
+            "excluded_revoked": list(self.excluded),
+            "candidates": [
+                {"rank": c.rank, "seq": c.seq, "id": c.event_id, "role": c.role, "ts": c.ts, "text": c.text, "score": c.score, "digest": c.digest}
+                for c in self.candidates
+            ],
+        }
+
+
+def proposal_digest(pending: dict[str, Any]) -> str:
+    """What the token's MAC binds: the stored proposal (session, question, k, candidates, exclusions, times)."""
+    signed = {k: pending[k] for k in ("v", "session", "message", "k", "nonce", "proposed_at", "expires", "excluded")}
+    signed["candidates"] = [{k: c[k] for k in ("rank", "seq", "id", "digest")} for c in pending["candidates"]]
+    return hashlib.sha256(TAG_PROPOSAL + canonical_json(signed)).hexdigest()
+
+
+def token_mac(secret: bytes, session: str, nonce: str, digest: str, expires: int) -> str:
+    msg = TAG_TOKEN + canonical_json({"session": session, "nonce": nonce, "proposal": digest, "expires": expires})
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(t))
+
+
+# -- the pending proposals on disk ------------------------------------------------------------------------
+class Store:
+    """DATA_DIR/proposals/: `secret`, `<nonce>.json` (waiting), `<nonce>.used` / `.cancelled` (spent)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.folder = data_dir / "proposals"
+
+    def secret(self) -> bytes:
+        path = self.folder / "secret"
+        private_dir(self.folder)
+        try:
+            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            raw = path.read_bytes()
+            if len(raw) != 32:
+                raise TurnError(f"{path}: not a consent secret (expected 32 bytes); remove it to make a new one") from None
+            return raw
+        raw = os.urandom(32)
+        try:
+            os.write(fd, raw)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return raw
+
+    def save(self, nonce: str, pending: dict[str, Any]) -> None:
+        private_dir(self.folder)
+        tmp = self.folder / f".{nonce}.tmp"
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            os.write(fd, json.dumps(pending, sort_keys=True).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, self.folder / f"{nonce}.json")
+
+    def load(self, nonce: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = json.loads((self.folder / f"{nonce}.json").read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ConsentError(f"token: its proposal cannot be read ({exc})") from None
+        return obj
+
+    def spend(self, nonce: str, how: str) -> bool:
+        """Atomically move the waiting proposal to its tombstone; False when it was no longer waiting."""
+        try:
+            os.rename(self.folder / f"{nonce}.json", self.folder / f"{nonce}.{how}")
+        except FileNotFoundError:
+            return False
+        (self.folder / f"{nonce}.{how}").write_bytes(b"")  # the question leaves the disk with the proposal
+        return True
+
+    def spent(self, nonce: str) -> str | None:
+        for how in ("used", "cancelled", "expired"):
+            if (self.folder / f"{nonce}.{how}").exists():
+                return how
+        return None
+
+    def sweep(self, now: float) -> None:
+        """Drop proposals and tombstones older than the token lifetime (a spent token is refused as expired then)."""
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.iterdir():
+            if path.name == "secret":
+                continue
+            try:
+                if path.stat().st_mtime < now - TOKEN_TTL - 60:
+                    path.unlink()
+            except FileNotFoundError:
+                continue
+
+
+# -- the two steps ------------------------------------------------------------------------------------------
+def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
+    """Retrieve the top K for `message` and keep the proposal; append nothing. InputError for bad input."""
+    check_message(message)
+    try:
+        validate_session_id(session)
+        k = check_k(k)
+    except (EventError, SearchError) as exc:
+        raise InputError(str(exc)) from None
+    store = Store(engine.data_dir)
+    now = engine.clock()
+    store.sweep(now)
+    with files.session_turn_lock(engine.data_dir, session):
+        hits, excluded = engine._retrieve(session, message, k, [])
+        engine._memories(session, hits)  # the index agrees with the ledger, or the proposal is refused
+    nonce = os.urandom(16).hex()
+    expires = int(now) + TOKEN_TTL
+    pending: dict[str, Any] = {
+        "v": 1,
+        "session": session,
+        "message": message,
+        "k": k,
+        "nonce": nonce,
+        "proposed_at": now_ts(),
+        "expires": expires,
+        "excluded": [r.seq for r in excluded],
+        "candidates": [
+            {"rank": i, "seq": h.seq, "id": h.event_id, "digest": h.digest, "role": h.role, "ts": h.ts, "bm25": h.bm25, "collapse": h.collapse, "score": h.score}
+            for i, h in enumerate(hits, start=1)
+        ],
+    }
+    mac = token_mac(store.secret(), session, nonce, proposal_digest(pending), expires)
+    store.save(nonce, pending)
+    token = f"ct1.{nonce}.{expires}.{mac}"
+    cands = tuple(Candidate(i, h.seq, h.event_id, h.role, h.ts, h.text, h.score, h.digest) for i, h in enumerate(hits, start=1))
+    return Proposal(token, session, message, k, cands, _utc(expires), tuple(r.seq for r in excluded))
+
+
+def _open(engine: Engine, token: object, session: str | None) -> tuple[Store, str, dict[str, Any]]:
+    """The waiting proposal a token names, after checking the token is genuine, this session's and in time."""
+    m = TOKEN_RE.fullmatch(token) if isinstance(token, str) else None
+    if m is None:
+        raise ConsentError("token: not a turn token (ct1.<nonce>.<expires>.<mac>, as propose returned it)")
+    nonce, expires, mac = m.group(1), int(m.group(2)), m.group(3)
+    store = Store(engine.data_dir)
+    pending = store.load(nonce)
+    if pending is None:
+        how = store.spent(nonce)
+        if how == "used":
+            raise ConsentError("token: already used — each token answers one turn; propose again")
+        if how == "cancelled":
+            raise ConsentError("token: that proposal was cancelled; propose again")
+        if how == "expired" or engine.clock() > expires:
+            raise ConsentError(f"token: expired at {_utc(expires)}; propose again")
+        raise ConsentError("token: unknown — not issued by this data directory")
+    want = token_mac(store.secret(), str(pending.get("session")), nonce, proposal_digest(pending), int(pending.get("expires", -1)))
+    if not hmac.compare_digest(want, mac) or expires != pending.get("expires"):
+        raise ConsentError("token: does not match its proposal (altered or forged); nothing was sent")
+    if session is not None and session != pending["session"]:
+        raise ConsentError("token: was issued for another session; it answers only there")
+    if engine.clock() > expires:
+        store.spend(nonce, "expired")
+        raise ConsentError(f"token: expired at {_utc(expires)} (a proposal waits {TOKEN_TTL // 60} minutes); propose again")
+    return store, nonce, pending
+
+
+def _approved(pending: dict[str, Any], approved_ids: Iterable[object]) -> list[dict[str, Any]]:
+    """The proposed candidates the person approved (by event id, or by seq), in proposal order."""
+    by_id = {c["id"]: c for c in pending["candidates"]}
+    by_seq = {c["seq"]: c for c in pending["candidates"]}
+    if isinstance(approved_ids, (str, bytes)):
+        raise ConsentError("approved: expected a list of event ids")
+    chosen: set[int] = set()
+    for x in approved_ids:
+        c = None
+        if isinstance(x, str) and x in by_id:
+            c = by_id[x]
+        elif isinstance(x, int) and not isinstance(x, bool) and x in by_seq:
+            c = by_seq[x]
+        elif isinstance(x, str) and x.strip().isascii() and x.strip().isdigit() and int(x.strip()) in by_seq:
+            c = by_seq[int(x.strip())]
+        if c is None:
+            raise ConsentError(f"approved: {str(x)[:80]!r} was not proposed with this token")
+        chosen.add(c["seq"])
+    return [c for c in pending["candidates"] if c["seq"] in chosen]
+
+
+def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, session: str | None = None, on_delta: Any = None) -> Turn:
+    """Spend the token and answer with the approved memories only. ConsentError (nothing appended) for a
+    token that is malformed, unknown, used, cancelled, expired, altered or another session's, an id that was
+    not proposed, or a proposal gone stale (an approved memory since revoked, forgotten or changed)."""
+    store, nonce, pending = _open(engine, token, session)
+    chosen = _approved(pending, approved_ids)
+    sess, message, k = pending["session"], pending["message"], pending["k"]
+    receipt_id = "rcpt_" + os.urandom(16).hex()
+    try:
+        with files.session_turn_lock(engine.data_dir, sess):
+            proposed = _current(engine, sess, pending, {c["seq"] for c in chosen})
+            state = current_controls(engine.ledger, sess)
+            if not store.spend(nonce, "used"):  # another answer won the race
+                raise ConsentError("token: already used — each token answers one turn; propose again")
+            user_ev = engine.ledger.append(sess, "user", message, {"kind": "chat"})
+            try:
+                checkpoints.issue(engine.data_dir, engine.ledger, sess, engine.key)
+                engine.index.index_session(sess, [user_ev])
+                memories = [ev for ev in proposed if ev.seq in {c["seq"] for c in chosen}]
+                hits = [_hit(sess, c, ev) for c, ev in zip(chosen, memories, strict=True)]
+                excluded = [state.revoked[s] for s in pending["excluded"] if s in state.revoked]
+                consent = Consent(proposed, pending["proposed_at"])
+                return engine._complete(sess, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, consent)
+            except TurnError:
+                raise
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                log.error("session %s: consent turn for seq %d failed: %s", sess, user_ev.seq, reason)
+                engine._note(sess, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({reason})", "turn_failure", receipt_id)
+                raise TurnError(f"the turn failed ({reason}); no answer was given") from exc
+    except EventError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _current(engine: Engine, session: str, pending: dict[str, Any], chosen: set[int]) -> list[Any]:
+    """The proposed events as the ledger holds them now; ConsentError when an approved one changed since."""
+    cands = pending["candidates"]
+    if not cands:
+        return []
+    count, _head = engine.ledger.head(session)
+    if any(c["seq"] >= count for c in cands):
+        raise ConsentError(f"session {session}: the ledger no longer holds every proposed memory; propose again")
+    events = engine.ledger.read_events(session, [c["seq"] for c in cands])
+    revoked = current_controls(engine.ledger, session).revoked
+    for c, ev in zip(cands, events, strict=True):
+        if ev.digest != c["digest"] or ev.id != c["id"]:
+            raise ConsentError(f"session {session}: the memory at seq {c['seq']} is not the one proposed; propose again")
+        if c["seq"] in chosen and ev.erased:
+            raise ConsentError(f"session {session}: memory seq {c['seq']} was forgotten since it was proposed; propose again")
+        if c["seq"] in chosen and c["seq"] in revoked:
+            raise ConsentError(f"session {session}: memory seq {c['seq']} was revoked since it was proposed; propose again")
+    return events
+
+
+def _hit(session: str, c: dict[str, Any], ev: Any) -> Hit:
+    return Hit(
+        session=session, event_id=ev.id, seq=ev.seq, role=ev.role, text=ev.text, meta=ev.meta, digest=ev.digest, chain=ev.chain,
+        ts=ev.ts, bm25=float(c["bm25"]), collapse=float(c["collapse"]), score=float(c["score"]), rank=int(c["rank"]),
+    )
+
+
+def cancel(engine: Engine, token: object, *, session: str | None = None) -> None:
+    """Spend the token with no turn: nothing is appended, no receipt is written, the question leaves the disk."""
+    store, nonce, _pending = _open(engine, token, session)
+    if not store.spend(nonce, "cancelled"):
+        raise ConsentError("token: already used — each token answers one turn; propose again")
+
+
+def candidate_ids(proposal: Proposal) -> Sequence[str]:
+    return [c.event_id for c in proposal.candidates]
