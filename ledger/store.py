@@ -44,6 +44,7 @@ from .event import (
 )
 from .fsmode import open_private, private_dir
 from .parallel import verify_file_parallel_erased
+from .resync import resync
 from .rewrite import rewrite, temp_path
 from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines, verify_stream
 
@@ -385,68 +386,76 @@ class Ledger:
         elif tail.next_seq:
             restart = self._check_prefix(session, path, tail)
             if restart is not None:
-                return self._walk_after(session, path, tail, size, restart=restart)
+                return self._rewalk_changed(session, path, tail, size, restart)
         if size == tail.size:
             tail.stat = key
             self._tails[session] = tail
             return tail
         return self._walk_after(session, path, tail, size)
 
-    def _walk_after(self, session: str, path: Path, tail: _Tail, size: int, restart: _Restart | None = None) -> _Tail:
-        """Verify the lines after `tail` (written by another process) and extend it with them.
-
-        With `restart` (the prefix changed: Ledger.erase in another process), the walk starts
-        again at the first changed chunk, and every line this writer had verified must keep its
-        chain hash; its offsets are rebuilt (an erased line is shorter).
-        """
-        if restart is None:
-            start_seq, head, good_end, chunks = tail.next_seq, tail.head, tail.size, tail.chunks.copy()
-            offsets, marks = tail.offsets, tail.marks  # extended in place, cut back on failure
-        else:
-            chunks = restart.log
-            start_seq, head, good_end = chunks.lines, chunks.head, chunks.end
-            offsets, marks = array("Q", tail.offsets[:start_seq]), array("Q", tail.marks)
-        walker = ChainWalker(session, start_seq, head, start_seq, tail.erasures.cut(start_seq))
-        n0, m0 = len(offsets), len(marks)
+    def _walk_after(self, session: str, path: Path, tail: _Tail, size: int) -> _Tail:
+        """Verify the lines after `tail` (written by another process) and extend it with them."""
+        walker = ChainWalker(session, tail.next_seq, tail.head, tail.next_seq, tail.erasures.copy())
+        n0 = len(tail.offsets)
+        chunks = tail.chunks.copy()
+        good_end = tail.size
         try:
             with open(path, "rb") as f:
                 f.seek(good_end)
                 for raw, torn in split_lines(chunks.tee(read_chunks(f))):
                     end = good_end + len(raw) + (0 if torn else 1)
-                    seq = walker.next_seq
                     brk = walker.step(raw, last=torn)
                     if brk is not None:
-                        if seq < tail.next_seq and restart is not None:
-                            raise restart.changed(self, session)
                         if self._is_torn_tail(brk, end, size):
                             self._quarantine(session, path, good_end, size)
                             break
                         raise LedgerCorrupted(SessionReport(session, False, walker.next_seq, walker.head.hex(), brk))
-                    if seq < tail.next_seq:
-                        if _mark(walker.head) != marks[seq]:
-                            assert restart is not None
-                            raise restart.changed(self, session)
-                    else:
-                        marks.append(_mark(walker.head))
-                    offsets.append(good_end)
+                    tail.offsets.append(good_end)
+                    tail.marks.append(_mark(walker.head))
                     chunks.line(end - good_end, walker.head)
                     good_end = end
             chunks.finish()
-            if walker.next_seq < tail.next_seq:
-                assert restart is not None
-                raise restart.changed(self, session)
             ended = finish(walker)
             if ended.brk is not None:  # an erased line no erasure record lists
                 raise LedgerCorrupted(ended)
         except BaseException:
-            del offsets[n0:]  # the cached tail stays what was verified before this walk
-            del marks[m0:]
+            del tail.offsets[n0:]  # the cached tail stays what was verified before this walk
+            del tail.marks[n0:]
             raise
         after = os.stat(path)
         stat = _stat_key(after) if after.st_size == good_end else None
-        new = _Tail(good_end, walker.next_seq, walker.head, offsets, chunks, marks, stat, walker.erasures)
+        new = _Tail(good_end, walker.next_seq, walker.head, tail.offsets, chunks, tail.marks, stat, walker.erasures)
         self._tails[session] = new
         return new
+
+    def _rewalk_changed(self, session: str, path: Path, tail: _Tail, size: int, restart: _Restart) -> _Tail:
+        """The prefix changed from chunk `restart.index` on: accept it only as another process's erasure.
+
+        Only the changed chunks are walked again (every line must keep the chain hash this writer
+        verified); a later chunk whose bytes re-hash equal at their new offset is taken as it was
+        (ledger/resync.py). Then the lines after the prefix are walked as usual. Anything else is
+        the prefix_changed break naming the first changed line.
+        """
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            found = resync(
+                fd,
+                size,
+                session,
+                tail.chunks.chunks(),
+                restart.index,
+                tail.erasures,
+                lambda seq, _digest, head: _mark(head) == tail.marks[seq],
+                lambda first, n: tail.offsets[first : first + n],
+            )
+        finally:
+            os.close(fd)
+        if found is None:
+            raise restart.changed(self, session)
+        offsets = array("Q", tail.offsets[: found.offsets_from])
+        offsets.extend(found.offsets)
+        moved = _Tail(found.log.end, tail.next_seq, found.log.head, offsets, found.log, tail.marks, None, found.erasures)
+        return self._walk_after(session, path, moved, size)
 
     def _check_prefix(self, session: str, path: Path, tail: _Tail) -> _Restart | None:
         """None when the bytes this writer verified are all still there, unchanged; else where to walk again.

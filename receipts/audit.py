@@ -45,10 +45,11 @@ from ledger.chunks import Chunk, ChunkLog, check_contiguous, rehash
 from ledger.erasures import ErasureState
 from ledger.event import GENESIS, validate_session_id
 from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
+from ledger.resync import resync
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
 
+from .merkle import leaf_hash
 from .merkle_store import MerkleStore, MerkleStoreError
-from .resync import resync
 from .verify import LedgerFacts, describe_audit
 
 STATE_VERSION = 3  # 3: with the erasure state of the verified prefix (ledger/erasures.py)
@@ -355,7 +356,7 @@ class Auditor:
         return self._walk(session, fd, adir, size, ChunkLog(kept), state["erasures"].cut(changed.first_line), walk)
 
     def _resync(self, session: str, fd: int, adir: Path, size: int, state: dict[str, Any], first: int, walk: _Walk) -> _Walk | None:
-        """Walk only the changed chunks when the later ones are the cached bytes, moved (receipts/resync.py)."""
+        """Walk only the changed chunks when the later ones are the cached bytes, moved (ledger/resync.py)."""
         if state["break"] is not None:
             return None
         off_fd = _open_own(adir / OFFSETS_FILE, os.O_RDWR)
@@ -369,7 +370,10 @@ class Auditor:
                         raise OSError(errno.EIO, "audit cache: offsets.bin is short")
                     return out
 
-                found = resync(fd, size, session, state["chunks"], first, state["erasures"], store.leaf_hash, cached_offsets)
+                def same(seq: int, digest: bytes, _head: bytes) -> bool:
+                    return leaf_hash(digest) == store.leaf_hash(seq)
+
+                found = resync(fd, size, session, state["chunks"], first, state["erasures"], same, cached_offsets)
             if found is None:
                 return None
             data, at = found.offsets.tobytes(), 8 * found.offsets_from

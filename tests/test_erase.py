@@ -91,7 +91,7 @@ class TestErase:
         report = led.verify(S, parallel=False)
         assert report.ok and report.events == 16 and report.erased == (4,)
 
-    def test_another_writer_re_walks_only_from_the_changed_chunk(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_another_writer_re_walks_only_the_changed_chunk(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", 4)
         led = filled(tmp_path, 14)
         other = Ledger(tmp_path)
@@ -106,7 +106,9 @@ class TestErase:
 
         monkeypatch.setattr(ChainWalker, "step", counting)
         assert other.append(S, "user", "x").seq == 15
-        assert steps == list(range(8, 15))  # lines 9..15 (0-based line_no before the step): from the chunk start
+        # line_no before each step (0-based): the changed chunk (lines 9-12) and the new record (line 15);
+        # lines 13-14 re-hashed equal at their new offset and were taken as they were
+        assert steps == [8, 9, 10, 11, 14]
         monkeypatch.undo()
         assert_tail_matches_file(other)
 
@@ -135,6 +137,30 @@ class TestErase:
         tmp = led.log_path(S).with_name("x")
         tmp.write_bytes(b"".join(lines[:5]) + forged.to_line())  # a new file (new inode), one line rewritten
         os.replace(tmp, led.log_path(S))
+        with pytest.raises(LedgerCorrupted, match=r"line 6 \(seq 5\) changed after this writer verified it"):
+            led.append(S, "user", "x")
+
+    @pytest.mark.parametrize("chunk_lines", [4, 1 << 16])
+    def test_a_replaced_file_with_a_rewritten_and_rechained_history_is_refused(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_lines: int
+    ) -> None:
+        monkeypatch.setattr(ledger.chunks, "CHUNK_LINES", chunk_lines)
+        led = filled(tmp_path, 14)
+        lines = raw(led).splitlines(keepends=True)
+        prev = bytes.fromhex(orjson.loads(lines[4])["chain"])
+        forged = []
+        for line in lines[5:]:  # every line from seq 5 on rewritten and chained again: a valid, different history
+            old = orjson.loads(line)
+            ev = make_event(
+                session=S, seq=old["seq"], prev=prev, role=old["role"], text=old["text"].upper(), meta=old["meta"],
+                ts=old["ts"], event_id=old["id"], salt=bytes.fromhex(old["salt"]),
+            )
+            forged.append(ev.to_line())
+            prev = bytes.fromhex(ev.chain)
+        tmp = led.log_path(S).with_name("x")
+        tmp.write_bytes(b"".join(lines[:5] + forged))
+        os.replace(tmp, led.log_path(S))
+        assert Ledger(tmp_path).verify(S, parallel=False).ok  # on its own it verifies
         with pytest.raises(LedgerCorrupted, match=r"line 6 \(seq 5\) changed after this writer verified it"):
             led.append(S, "user", "x")
 

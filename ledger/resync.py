@@ -1,15 +1,17 @@
-"""After an erasure, walk only the chunks that changed; take the others from the auditor's cache (I/O).
+"""After an erasure, walk only the chunks that changed; take the others from what was walked before (I/O).
 
 An erasure rewrites lines in place (docs/FORMAT.md §4.4): they get shorter, so
 every later chunk moves, but its bytes, digests and chain heads are unchanged.
-receipts/audit.py re-walks from the first chunk whose bytes changed; this module
-lets it stop walking once it is back in step: a later cached chunk whose bytes
-re-hash equal at their new offset, right after a walk that ended on the chain
-head recorded before that chunk, holds the same lines — its digests (the Merkle
-leaves), its erased lines and erasure records come from the cache, and only its
-offsets move. Every digest walked must equal the cached leaf; on any other
-difference (a rewritten line, a break, a file that ends early) it returns None
-and the auditor walks on to the end as before, cutting its tree where needed.
+A walk that vouched for a prefix (the writer's tail in ledger/store.py, the
+auditor's cache in receipts/audit.py) starts again at the first chunk whose
+bytes changed; this module lets it stop walking once it is back in step: a
+later chunk whose bytes re-hash equal at their new offset, right after a walk
+that ended on the chain head recorded before that chunk, holds the same lines —
+its digests, erased lines and erasure records are the ones known, only its
+offsets move. Every line walked must be `same` as before (the same chain hash
+or digest); on any other difference (a rewritten line, a break, a file that
+ends early) it returns None and the caller decides (the writer refuses, the
+auditor walks on to the end).
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ledger.chunks import Chunk, ChunkLog, hash_range
-from ledger.erasures import ErasureState
-from ledger.event import GENESIS
-from ledger.verify import ChainWalker, read_chunks, split_lines
-
-from .merkle import leaf_hash
+from .chunks import Chunk, ChunkLog, hash_range
+from .erasures import ErasureState
+from .event import GENESIS
+from .verify import ChainWalker, read_chunks, split_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +45,14 @@ def resync(
     chunks: Sequence[Chunk],
     first_changed: int,
     cached: ErasureState,
-    cached_leaf: Callable[[int], bytes],
+    same: Callable[[int, bytes, bytes], bool],
     cached_offsets: Callable[[int, int], array[int]],
 ) -> Resynced | None:
-    """Walk from chunk `first_changed` on, taking unchanged chunks from the cache; None: walk on to the end."""
+    """Walk from chunk `first_changed` on, taking unchanged chunks as known; None when a line is not `same`.
+
+    `same(seq, recomputed digest, chain hash after it)` says whether a walked line is the one known;
+    `cached_offsets(first line, lines)` gives the known offsets of a chunk's lines.
+    """
     start = chunks[first_changed]
     done: list[Chunk] = list(chunks[:first_changed])
     erasures = cached.cut(start.first_line)
@@ -77,7 +81,7 @@ def resync(
                 if last:
                     log = ChunkLog.resume(done, h)
                 continue
-        walk = _walk_chunk(fd, session, ChunkLog(done), c, pos, head, erasures, cached_leaf, offsets)
+        walk = _walk_chunk(fd, session, ChunkLog(done), c, pos, head, erasures, same, offsets)
         if walk is None:
             return None
         walked.append((c.first_line + 1, c.first_line + c.lines))
@@ -110,10 +114,10 @@ def _walk_chunk(
     pos: int,
     head: bytes,
     erasures: ErasureState,
-    cached_leaf: Callable[[int], bytes],
+    same: Callable[[int, bytes, bytes], bool],
     offsets: array[int],
 ) -> ChunkLog | None:
-    """Walk the c.lines lines of chunk `c` from byte `pos`; None unless each verifies with its cached digest."""
+    """Walk the c.lines lines of chunk `c` from byte `pos`; None unless each verifies and is `same` as before."""
     walker = ChainWalker(session, c.first_line, head, c.first_line, erasures)
     n = 0
     at = pos
@@ -121,7 +125,7 @@ def _walk_chunk(
         f.seek(pos)
         for raw, torn in split_lines(log.tee(read_chunks(f))):
             seq = walker.next_seq
-            if torn or walker.step(raw) is not None or leaf_hash(walker.last_digest) != cached_leaf(seq):
+            if torn or walker.step(raw) is not None or not same(seq, walker.last_digest, walker.head):
                 return None
             offsets.append(at)
             at += len(raw) + 1
