@@ -326,3 +326,43 @@ def test_recover_at_start_finishes_an_erasure_a_crash_interrupted(ui: UI, monkey
     assert len(written) == 1 and written[0].is_file() and cf.pending(ui.service.data_dir) == []
     assert files_with_marker(ui.service.data_dir) == []
     assert json.loads(written[0].read_bytes())["payloadType"] == "application/vnd.mre.erasure+json"
+
+
+class TestVerifyTabCertificate:
+    def forgotten(self, ui: UI, tmp_path: Path) -> tuple[str, Path]:
+        key, seq = memory_session(ui)
+        pending = ui.ask_forget(key, seq)[0]
+        cert = ui.confirm_forget(key, pending, "")[6]
+        path = tmp_path / "cert.json"
+        path.write_bytes(Path(download_path(cert)).read_bytes())
+        return key, path
+
+    def test_the_downloaded_certificate_verifies_on_the_verify_tab_against_the_ledger(
+        self, ui: UI, tmp_path: Path
+    ) -> None:
+        key, path = self.forgotten(ui, tmp_path)
+        verdict, report = ui.verify(str(path), key)
+        assert "Verified erasure certificate" in verdict and "4 event(s)" in verdict
+        assert "this data directory's ledger" in verdict and MARKER not in verdict
+        rows = {row[0]: row[1] for row in report["data"]}
+        assert rows and all(v.endswith("pass") for v in rows.values()), rows
+        assert any(name.startswith("ledger.") for name in rows)
+
+    def test_another_visitor_checks_it_offline_only(self, ui: UI, tmp_path: Path) -> None:
+        _key, path = self.forgotten(ui, tmp_path)
+        verdict, report = ui.verify(str(path), new_session_key())
+        assert "Checked **offline**" in verdict and "Verified erasure certificate" in verdict
+        assert any("not verifiable" in row[1] for row in report["data"])
+
+    def test_a_tampered_certificate_fails_with_a_named_check(self, ui: UI, tmp_path: Path) -> None:
+        key, path = self.forgotten(ui, tmp_path)
+        env = json.loads(path.read_bytes())
+        body = json.loads(__import__("base64").b64decode(env["payload"]))
+        body["erased"][0]["seq"] = body["erased"][0]["seq"] + 1  # claims another event went
+        env["payload"] = (
+            __import__("base64").b64encode(json.dumps(body, separators=(",", ":"), sort_keys=True).encode()).decode()
+        )
+        path.write_text(json.dumps(env))
+        verdict, report = ui.verify(str(path), key)
+        assert "## ❌ Failed" in verdict and "signature" in verdict
+        assert any(row[1].endswith("fail") for row in report["data"])

@@ -24,6 +24,7 @@ from control.plan import PlanError
 from ledger import LedgerCorrupted
 from receipts import RedactError
 from receipts.body import MalformedReceipt
+from receipts.certificate import MalformedCertificate, is_certificate
 from receipts.verify import ERASED, Report
 
 from . import forget as fg
@@ -256,10 +257,13 @@ class UI:
         empty = table(rv.REPORT_HEADERS, [])
         try:
             raw = read_upload(path)
+            if is_certificate(raw):  # an erasure certificate (from Forget…): dispatch on its payloadType
+                cert, creport, cmode = self.service.verify_certificate(raw, key)
+                return rv.certificate_markdown(cert, creport, cmode), table(rv.REPORT_HEADERS, rv.report_rows(creport))
             report, mode = self.service.verify(raw, key)
         except BadInput as exc:
             return rv.refused_markdown(str(exc)), empty
-        except MalformedReceipt as exc:
+        except (MalformedReceipt, MalformedCertificate) as exc:
             return rv.malformed_markdown(str(exc)), empty
         panel = rr.panel_for(raw, erased=erased_seqs(report))
         return panel + rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))

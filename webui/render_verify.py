@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from receipts.certificate import Certificate
+from receipts.certificate_check import CertificateReport
 from receipts.groups import group_report
 from receipts.verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Report
 
@@ -39,12 +41,48 @@ MODE_NOTES = {
 }
 
 
-def report_rows(report: Report) -> list[list[Any]]:
+def report_rows(report: Report | CertificateReport) -> list[list[Any]]:
     """One row per check; expected and found only where a check failed."""
     return [
         [c.name, STATUS_LABEL.get(c.status, c.status), c.message, c.expected or "", c.found or "", c.where or ""]
         for c in report.checks
     ]
+
+
+def certificate_markdown(cert: Certificate, report: CertificateReport, mode: str) -> str:
+    """An erasure certificate on the Verify tab: what it says it erased (hashes only), then the verdict."""
+    b = cert.body
+    if cert.scope == "events":
+        seqs = ", ".join(str(e["seq"]) for e in b["erased"])
+        says = (
+            f"Erased from session `{md(cert.session)}`: **{len(b['erased'])} event(s)**, seq {md(seqs)}; "
+            f"receipts redacted: {len(b['receipts']['redacted'])}, withdrawn: {len(b['receipts']['withdrawn'])}; "
+            f"the erasure record is seq {md(str(b['record']['event']['seq']))}. Issued {md(str(b['issued_at']))}."
+        )
+    else:
+        says = (
+            f"Session `{md(cert.session)}` deleted whole: **{md(str(b['counts']['events']))} events**, "
+            f"{md(str(b['counts']['receipts']))} receipts. Issued {md(str(b['issued_at']))}."
+        )
+    counts = f"{len(report.checks) - len(report.failed) - len(report.not_verifiable)} passed, {len(report.failed)} failed, {len(report.not_verifiable)} not verifiable here"
+    if report.verdict == "verified":
+        head = f"## ✅ Verified erasure certificate\nEvery check that could run passed ({counts})."
+    elif report.verdict == "failed":
+        names = ", ".join(f"`{c.name}`" for c in report.failed[:12])
+        head = f"## ❌ Failed\nThis erasure certificate does not hold: {names} ({counts})."
+    else:
+        head = f"## ⚠️ Unverified\nNothing failed, but not everything could be checked ({counts})."
+    note = CERTIFICATE_NOTES[mode]
+    return "\n\n".join([f"### What this certificate says\n{says}", head, note])
+
+
+CERTIFICATE_NOTES = {
+    MODE_LEDGER: "Checked against the app's public key **and this data directory's ledger** (the erased lines and the chain today).",
+    MODE_OTHER_SESSION: (
+        "Checked **offline** (signatures and proofs): it is not about your session, whose ledger alone is consulted "
+        "on your behalf."
+    ),
+}
 
 
 def groups_markdown(report: Report) -> str:
@@ -69,7 +107,12 @@ def verdict_markdown(report: Report, mode: str) -> str:
     else:
         head = f"## ⚠️ Unverified\nNothing failed, but the signatures could not be checked against a trusted key ({counts})."
     return "\n\n".join(
-        [head, f"Receipt `{report.receipt_id}` of session `{report.session}`.", groups_markdown(report), MODE_NOTES[mode]]
+        [
+            head,
+            f"Receipt `{report.receipt_id}` of session `{report.session}`.",
+            groups_markdown(report),
+            MODE_NOTES[mode],
+        ]
     )
 
 
@@ -98,5 +141,6 @@ def tamper_markdown(t: Tampered, report: Report, mode: str) -> str:
 
 VERIFY_HELP = (
     "Upload a receipt (the ⬇ button under an answer saves one). Every check runs here: the signature against the "
-    "app's public key, each memory's digest and Merkle proof, the prompt hash, and — for your own session — the ledger."
+    "app's public key, each memory's digest and Merkle proof, the prompt hash, and — for your own session — the ledger. "
+    "An erasure certificate (from Forget…) is checked here too."
 )

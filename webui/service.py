@@ -20,6 +20,9 @@ from ledger import Event, LedgerCorrupted, SessionReport
 from receipts import checkpoints, files, redact
 from receipts.api import verify_bytes
 from receipts.body import parse_receipt
+from receipts.certificate import Certificate, parse_certificate
+from receipts.certificate_check import CertificateReport
+from receipts.certificate_io import verify_certificate_bytes
 from receipts.keys import format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
@@ -184,6 +187,17 @@ class Service:
         else:
             mode, data_dir = MODE_LEDGER, self.data_dir
         return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir), mode
+
+    def verify_certificate(self, raw: bytes, key: object = None) -> tuple[Certificate, CertificateReport, str]:
+        """Verify an erasure certificate; against this data directory only when it is about the caller's own
+        session (as for receipts). Raises MalformedCertificate."""
+        cert = parse_certificate(raw)
+        own = session_id(key) if is_session_key(key) else None
+        mine = own is not None and cert.session == own
+        report = verify_certificate_bytes(
+            raw, trusted=[self.engine.key.public_key], data_dir=self.data_dir if mine else None
+        )
+        return cert, report, MODE_LEDGER if mine else MODE_OTHER_SESSION
 
     def tamper(self, raw: bytes, target: str, key: object = None) -> tuple[Tampered, Report, str]:
         """Raises MalformedReceipt (not a receipt) or TamperError (nothing to change there)."""
