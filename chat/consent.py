@@ -294,8 +294,9 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 raise
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
-                log.error("session %s: consent turn for seq %d failed: %s", sess, user_ev.seq, reason)
-                engine._note(sess, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({reason})", "turn_failure", receipt_id)
+                # the log and the ledger's note get the class only: a message may quote the query or a memory
+                log.error("session %s: consent turn for seq %d failed (%s)", sess, user_ev.seq, type(exc).__name__)
+                engine._note(sess, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({type(exc).__name__})", "turn_failure", receipt_id)
                 raise TurnError(f"the turn failed ({reason}); no answer was given") from exc
     except EventError as exc:
         raise InputError(str(exc)) from None

@@ -128,3 +128,23 @@ def test_a_receipt_the_engine_cannot_restore_to_its_table_is_logged_without_its_
     engine(data)  # refills the receipts table from the files
     assert any("not restored" in r.getMessage() for r in debug.records)
     assert leaks(debug.records) == []
+
+
+def test_a_consent_turn_failing_with_an_error_that_quotes_the_query_logs_and_records_only_its_class(tmp_path: Path, debug: pytest.LogCaptureFixture) -> None:
+    import sqlite3
+
+    from chat.engine import TurnError
+
+    eng = engine(tmp_path / "data")
+    eng.remember("alice", "I like tea")
+    proposal = eng.propose("alice", f"Is {MARKER} my code word, and do I like tea?")
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise sqlite3.OperationalError(f'fts5: syntax error near "{MARKER}"')
+
+    eng.index.index_session = broken  # type: ignore[method-assign]
+    with pytest.raises(TurnError):
+        eng.answer(proposal.token, [c.event_id for c in proposal.candidates], session="alice")
+    note = list(eng.ledger.events("alice"))[-1]
+    assert note.meta["kind"] == "turn_failure" and MARKER not in note.text
+    assert leaks(debug.records) == []
