@@ -139,7 +139,13 @@ def _receipt_sentence(rows: Sequence[Check], k: int) -> str:
         return "one session throughout, no memories cited, and the prompt re-derives from the question alone"
     ranks = "memory ranked 1" if k == 1 else f"memories ranked 1…{k}"
     these = "this memory" if k == 1 else f"these {k} memories"
-    return f"one session throughout, {ranks}, and the prompt re-derives from the question and {these}"
+    return f"one session throughout, {ranks}, and the prompt re-derives from the question and {these}" + _decisions(rows)
+
+
+def _decisions(rows: Sequence[Check]) -> str:
+    """What a person decided (FORMAT.md §17, §18), when the receipt records it: the passing rows' own words."""
+    said = [c.message for c in rows if c.status == PASS and c.name in ("consent.decision", "exclusions.records")]
+    return "".join(f"; {m}" for m in said)
 
 
 # The row that best says what is wrong with a ledger comes first: a break, then a fork, then the rest.

@@ -56,7 +56,7 @@ def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[
     memories = [
         {"rank": m["rank"], "state": CITED, **_event_row(m["event"], erased, v2)} for m in body["memories"]
     ]
-    return {
+    out = {
         "show": SHOW_VERSION,
         "verified": False,
         "note": NOT_VERIFIED,
@@ -84,6 +84,26 @@ def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[
             "key_id": cp["key_id"],
         },
     }
+    # format 2's additions (FORMAT.md §17, §18), only when the receipt carries them
+    if "consent" in body:
+        c = body["consent"]
+        approved = set(c["approved"])
+        out["consent"] = {
+            "decided_by": c["decided_by"],
+            "proposed_at": c["proposed_at"],
+            "proposed": [
+                {"rank": p["rank"], "seq": p["event"]["seq"], "id": p["event"]["id"], "role": p["event"]["role"], "ts": p["event"]["ts"],
+                 "digest": p["event"]["digest"], "commit": p["event"]["commit"], "decision": "approved" if p["event"]["seq"] in approved else "withheld"}
+                for p in c["proposed"]
+            ],
+        }
+    if "exclusions" in body:
+        out["exclusions"] = [
+            {"seq": e["seq"], "id": e["id"], "control_seq": e["control"]["event"]["seq"], "control_ts": e["control"]["event"]["ts"],
+             "reason": e["control"]["event"].get("meta", {}).get("control", {}).get("reason")}
+            for e in body["exclusions"]["revoked"]
+        ]
+    return out
 
 
 def neutralise(text: str) -> str:
@@ -145,6 +165,24 @@ def render_text(summary: Mapping[str, Any]) -> str:
             f"  memory#{m['rank']}  seq {m['seq']}, {n(m['role'])}, {n(m['ts'])}, digest {n(m['digest'])[:12]}"
         )
         lines.append(f"      {_quoted(m['text'], m)}")
+    if "consent" in summary:
+        c = summary["consent"]
+        props = c["proposed"]
+        withheld = [p for p in props if p["decision"] == "withheld"]
+        lines.append("")
+        lines.append(
+            f"a person decided (ask me first; proposed at {n(c['proposed_at'])}, decided by {n(c['decided_by'])}): "
+            f"{len(props)} proposed, {len(props) - len(withheld)} approved, {len(withheld)} withheld"
+        )
+        for p in props:
+            tail = "approved" if p["decision"] == "approved" else f"withheld — its words are not in this receipt, only its commitment {n(p['commit'])[:16]}…"
+            lines.append(f"  proposed#{p['rank']}  seq {p['seq']}, {n(p['role'])}, {n(p['ts'])}: {tail}")
+    if "exclusions" in summary:
+        lines.append("")
+        lines.append(f"left out of retrieval because revoked: {len(summary['exclusions'])}")
+        for e in summary["exclusions"]:
+            why = f", reason “{shorten(e['reason'])}”" if e["reason"] else ""
+            lines.append(f"  seq {e['seq']} ({n(e['id'])}): excluded because of the revocation at seq {e['control_seq']} ({n(e['control_ts'])}{why})")
     who = f"{n(a['provider'])}/{n(a['model'])}"
     if a["fallback_reason"] is not None:
         who += f" (offline fallback: {shorten(a['fallback_reason'])})"

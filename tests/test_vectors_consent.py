@@ -55,3 +55,21 @@ def test_the_consent_vector_records_the_decision_and_discloses_only_the_approved
         assert withheld not in RAW
     ex = receipt.signed_body["exclusions"]["revoked"]
     assert [(e["seq"], e["control"]["event"]["seq"]) for e in ex] == [(3, 4)]
+
+
+def test_receipts_show_says_what_the_person_decided_and_which_revocation_left_a_memory_out() -> None:
+    from receipts.show import render_text, summarize
+
+    summary = summarize(parse_receipt(RAW).body)
+    assert [p["decision"] for p in summary["consent"]["proposed"]] == ["approved", "withheld", "withheld"]
+    assert summary["exclusions"] == [{"seq": 3, "id": summary["exclusions"][0]["id"], "control_seq": 4, "control_ts": "2026-01-02T03:04:05.000000Z", "reason": "not about this any more"}]
+    text = render_text(summary)
+    assert "3 proposed, 1 approved, 2 withheld" in text and "excluded because of the revocation at seq 4" in text
+    assert "Lisbon" not in text and "Ana" not in text
+
+
+def test_the_receipt_group_sentence_names_the_decision() -> None:
+    report = verify_bytes(RAW, trusted=[PUB])
+    receipt = next(g for g in report.groups() if g.key == "receipt")
+    assert receipt.status == PASS and "a person decided: 1 approved, 2 withheld of 3 proposed" in receipt.sentence
+    assert "revoked event(s) excluded" in receipt.sentence
