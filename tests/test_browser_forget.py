@@ -4,7 +4,9 @@ A visitor chats two turns, the first holding a marker word; on the Ledger tab th
 Forget…, read the confirmation (the memory and the answers that go with it), confirm, and download the
 erasure certificate, which verifies offline and against the data directory. The chat then reads
 [forgotten] where the words were — and still does after a reload, when searching for the marker finds
-nothing. Screenshots go to test-artifacts/ (gitignored).
+nothing. A second visitor shares a receipt with the memory withheld (the Verify tab reads it [withheld]),
+forgets it from the turn's list (Cancel first, which changes nothing), then forgets the whole session and
+downloads its certificate. Screenshots go to test-artifacts/ (gitignored).
 
 Without chromium or playwright these tests skip with the install command — except under CI=true.
 """
@@ -36,7 +38,7 @@ from .browser_support import (
     toasts,
 )
 from .forget_support import MARKER, files_with_marker
-from .test_browser import free_port, open_visitor, send, shot, wait_for_session
+from .test_browser import free_port, open_visitor, send, session_id_shown, shot, upload, wait_for_session
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -67,14 +69,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[app.Running]:
         mp.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
         mp.delenv("RECEIPT_SIGNING_KEY", raising=False)
         mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-        # Gradio's file cache of its own (read when the Blocks are built): the grep below covers all of it,
-        # and the machine's shared /tmp/gradio holds other runs' copies of the same marker.
+        # Gradio's file cache of its own: the grep below covers all of it, and the machine's shared /tmp/gradio
+        # holds other runs' copies of the same marker. Set for the server's lifetime: Gradio reads it when the
+        # Blocks are built and again when it checks an upload's path.
         mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-cache")))
         running = app.start(Config(data, "127.0.0.1", free_port(), None, 16, True), quiet=True)
-    try:
-        yield running
-    finally:
-        running.stop()
+        try:
+            yield running
+        finally:
+            running.stop()
 
 
 def test_a_memory_forgotten_from_the_ledger_tab_reads_forgotten_and_search_no_longer_finds_it(
@@ -150,5 +153,68 @@ def test_a_memory_forgotten_from_the_ledger_tab_reads_forgotten_and_search_no_lo
         assert read_grid(page, ids.SEARCH_RESULTS) == []
         v.check_clean()
         assert toasts(page) == []
+    finally:
+        v.context.close()
+
+
+def test_withholding_a_memory_forgetting_from_the_turn_and_forgetting_the_whole_session(
+    browser: Browser, server: app.Running, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    v = open_visitor(browser, server.url)
+    page = v.page
+    try:
+        for message in MESSAGES:
+            send(page, message)
+        old_session = session_id_shown(page)
+
+        # Withhold the memory from a shared copy: the Verify tab reads it [withheld].
+        page.locator(f"#{ids.TURN_TOOLS} button.label-wrap").click()
+        page.locator(f"#{ids.WITHHOLD_PICK} label").filter(has_text=MARKER).click()
+        expect(page.locator(f"#{ids.WITHHELD_DOWNLOAD}")).to_contain_text("without seq 0")
+        with page.expect_download(timeout=WAIT_MS) as info:
+            page.locator(f"#{ids.WITHHELD_DOWNLOAD}").click()
+        assert info.value.suggested_filename.endswith("-withheld.json")
+        copy = tmp_path / info.value.suggested_filename
+        info.value.save_as(str(copy))
+        open_tab(page, ids.TAB_VERIFY)
+        upload(page, copy)
+        verdict = markdown(page, ids.VERIFY_VERDICT)
+        expect(verdict).to_contain_text("[withheld]")
+        expect(verdict).to_contain_text("Verified")
+
+        # Forget the memory from the turn's list; Cancel first changes nothing.
+        open_tab(page, ids.TAB_CHAT)
+        page.locator(f"#{ids.FORGET_TURN_PICK} input").click()
+        page.get_by_role("option").filter(has_text="memory#1 · seq 0").click()
+        page.locator(f"#{ids.FORGET_TURN_BUTTON}").click()
+        expect(markdown(page, ids.FORGET_PREVIEW)).to_contain_text("Answers that go with it")
+        page.locator(f"#{ids.FORGET_CANCEL}").click()
+        expect(page.locator(f"#{ids.FORGET_BOX}")).to_be_hidden()
+        expect(page.locator(f"#{ids.CHAT_HISTORY}")).to_contain_text(MARKER)
+        page.locator(f"#{ids.FORGET_TURN_BUTTON}").click()
+        page.locator(f"#{ids.FORGET_CONFIRM}").click()
+        expect(markdown(page, ids.FORGET_PREVIEW)).to_contain_text("Forgotten:")
+        expect(page.locator(f"#{ids.CHAT_HISTORY}")).to_contain_text("[forgotten]")
+        expect(page.locator(f"#{ids.CHAT_HISTORY}")).not_to_contain_text(MARKER)
+        page.locator(f"#{ids.FORGET_CANCEL}").click()
+
+        # Forget the whole session (the danger zone): a certificate, then a new, empty session.
+        page.get_by_role("button", name="Your session").click()
+        page.locator(f"#{ids.FORGET_SESSION_BUTTON}").click()
+        expect(markdown(page, ids.FORGET_PREVIEW)).to_contain_text("Forget this whole session?")
+        page.locator(f"#{ids.FORGET_CONFIRM}").click()
+        expect(markdown(page, ids.FORGET_PREVIEW)).to_contain_text("Session forgotten")
+        with page.expect_download(timeout=WAIT_MS) as info:
+            page.locator(f"#{ids.FORGET_CERTIFICATE}").click()
+        path = tmp_path / info.value.suggested_filename
+        info.value.save_as(str(path))
+        report = verify_certificate_bytes(path.read_bytes(), trusted=[server.service.engine.key.public_key])
+        assert report.verdict == "verified" and report.scope == "session"
+        expect(page.locator(f"#{ids.SESSION_ID}")).not_to_contain_text(old_session)
+        assert not server.service.engine.ledger.exists(old_session)
+        expect(page.locator(f"#{ids.CHAT_HISTORY}")).not_to_contain_text(MESSAGES[1])
+        v.check_clean()
     finally:
         v.context.close()
