@@ -362,9 +362,10 @@ class Ledger:
         last saw. Otherwise the prefix it verified is re-hashed chunk by chunk
         (ledger/chunks.py) and must be unchanged, byte for byte — or, where
         another process erased lines (Ledger.erase: the file replaced by one
-        rename), keep every chain hash this writer verified: from the first
-        changed chunk the lines are walked again and each must link to the same
-        chain hash as before (only its form changed). Any other change raises
+        rename), keep every chain hash this writer verified: the changed chunks
+        are walked again and each line must link to the same chain hash as
+        before (only its form changed); moved, unchanged chunks are re-hashed
+        (ledger/resync.py). Any other change raises
         LedgerCorrupted naming the line, and appends stay refused. Lines
         written by other processes after it are then verified incrementally; a
         torn tail is quarantined; corruption raises.
@@ -640,7 +641,7 @@ class Ledger:
         whole new file to a temp file beside it, fsync, rename over events.jsonl, fsync the
         folder (ledger/rewrite.py). Every digest and chain hash stays the same; the record
         grows the chain by one. Writers in other processes see the replaced file under the
-        lock and re-walk it from the first changed chunk (Ledger._tail_state).
+        lock and walk its changed chunks again (Ledger._tail_state).
         """
         try:
             validate_session_id(session)

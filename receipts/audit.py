@@ -11,10 +11,12 @@ and the sha256 of every chunk of CHUNK_LINES lines it walked (ledger/chunks.py).
 How the cache is trusted: it is reused only after the bytes it covers are
 re-hashed (a raw sha256, at disk speed — the per-line parse is what the cache
 saves) and match what was recorded when they were walked, every time, for
-every verdict. A chunk that differs (an in-place edit, mtime put back or not;
-or the erased lines of a later issue) is re-walked from its start, with the
-Merkle tree and offsets after it cut off and rebuilt; lines appended after the
-cached end are walked on from the cached chain head. `full=True` (`--full`)
+every verdict. After an erasure (lines rewritten in erased form, every later
+chunk moved) only the changed chunks are walked again and the moved ones are
+taken from the cache (ledger/resync.py). Any other chunk that differs (an
+in-place edit, mtime put back or not) is re-walked from its start to the end,
+with the Merkle tree and offsets after it cut off and rebuilt; lines appended
+after the cached end are walked on from the cached chain head. `full=True` (`--full`)
 re-walks from genesis. The cache files themselves are outside input: state.json
 is parsed strictly and anything odd means "no cache".
 

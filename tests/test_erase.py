@@ -258,44 +258,49 @@ class TestCrashes:
 
 
 APPENDER = r"""
-import sys
+import os, sys
 sys.path.insert(0, sys.argv[1])
 from ledger import Ledger
 led = Ledger(sys.argv[2])
-for i in range(int(sys.argv[3])):
+i = 0
+while not os.path.exists(sys.argv[3]):  # appends until the test says stop: the erasures always overlap them
     ev = led.append("alice", "user", f"appended {i} keepme")
     print(ev.seq, ev.digest, flush=True)
+    i += 1
 """
 
 
 class TestConcurrency:
     def test_appends_in_one_process_while_another_erases_lose_nothing_and_do_not_fork(self, tmp_path: Path) -> None:
         led = filled(tmp_path, 20)
-        child = subprocess.Popen([sys.executable, "-c", APPENDER, str(ROOT), str(tmp_path), "300"], stdout=subprocess.PIPE, text=True)
+        stop = tmp_path / "stop"
+        child = subprocess.Popen([sys.executable, "-c", APPENDER, str(ROOT), str(tmp_path), str(stop)], stdout=subprocess.PIPE, text=True)
         assert child.stdout is not None
         erased: list[int] = []
         lines: list[str] = []
-        overlapped = 0
         for seq in [1, 3, 5, 7, 9, 11, 13, 15]:
             lines += [child.stdout.readline() for _ in range(15)]  # the child is appending right now
             led.erase(S, [seq])
             erased.append(seq)
-            overlapped += child.poll() is None
+        lines += [child.stdout.readline() for _ in range(15)]  # and goes on appending after the last erasure
+        stop.touch()
         out, _ = child.communicate(timeout=60)
         assert child.returncode == 0
         acked = [line.split() for line in "".join(lines + [out]).splitlines()]
-        assert len(acked) == 300 and overlapped == len(erased), "the erasures must overlap the appends"
+        assert len(acked) >= 15 * 9
         report = led.verify(S, parallel=False)
         assert report.ok, report.brk
-        assert report.events == 20 + 300 + len(erased) and report.erased == tuple(erased)
+        assert report.events == 20 + len(acked) + len(erased) and report.erased == tuple(erased)
         stored = {e.seq: e for e in led.events(S)}
         for seq, digest in acked:
             assert stored[int(seq)].digest == digest  # every acknowledged event is where it was acknowledged
-        records = [seq for seq, e in stored.items() if is_erasure_record(e)]
-        assert len(records) == len(erased) and min(records) < max(int(seq) for seq, _ in acked) - 100  # interleaved
+        records = sorted(seq for seq, e in stored.items() if is_erasure_record(e))
+        child_seqs = sorted(int(seq) for seq, _ in acked)
+        assert len(records) == len(erased)
+        assert sum(child_seqs[0] < r < child_seqs[-1] for r in records) == len(erased)  # interleaved with the appends
         data = raw(led)
         assert all(f"marker{s}word".encode() not in data for s in erased)
-        assert data.count(b"keepme") == 300
+        assert data.count(b"keepme") == len(acked)
 
 
 class TestProperty:
