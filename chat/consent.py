@@ -108,7 +108,9 @@ def _utc(t: float) -> str:
 
 # -- the pending proposals on disk ------------------------------------------------------------------------
 class Store:
-    """DATA_DIR/proposals/: `secret`, `<nonce>.json` (waiting), `<nonce>.used` / `.cancelled` (spent)."""
+    """DATA_DIR/proposals/: `secret`, `<session>.<nonce>.json` (waiting), `….used` / `.cancelled` / `.expired` (spent).
+
+    Deleting a session (control.forget.forget_session, Engine.forget, retention) removes its `<session>.*` files."""
 
     def __init__(self, data_dir: Path) -> None:
         self.folder = data_dir / "proposals"
@@ -131,7 +133,12 @@ class Store:
             os.close(fd)
         return raw
 
-    def save(self, nonce: str, pending: dict[str, Any]) -> None:
+    def _find(self, nonce: str, suffix: str) -> Path | None:
+        """`<session>.<nonce>.<suffix>` (a session id holds no dot, so the name says whose it is)."""
+        found = sorted(self.folder.glob(f"*.{nonce}.{suffix}")) if self.folder.is_dir() else []
+        return found[0] if found else None
+
+    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None:
         private_dir(self.folder)
         tmp = self.folder / f".{nonce}.tmp"
         fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -140,11 +147,14 @@ class Store:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(tmp, self.folder / f"{nonce}.json")
+        os.rename(tmp, self.folder / f"{session}.{nonce}.json")
 
     def load(self, nonce: str) -> dict[str, Any] | None:
+        path = self._find(nonce, "json")
+        if path is None:
+            return None
         try:
-            obj: dict[str, Any] = json.loads((self.folder / f"{nonce}.json").read_bytes())
+            obj: dict[str, Any] = json.loads(path.read_bytes())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -153,16 +163,20 @@ class Store:
 
     def spend(self, nonce: str, how: str) -> bool:
         """Atomically move the waiting proposal to its tombstone; False when it was no longer waiting."""
+        path = self._find(nonce, "json")
+        if path is None:
+            return False
+        tomb = path.with_suffix(f".{how}")
         try:
-            os.rename(self.folder / f"{nonce}.json", self.folder / f"{nonce}.{how}")
+            os.rename(path, tomb)
         except FileNotFoundError:
             return False
-        (self.folder / f"{nonce}.{how}").write_bytes(b"")  # the question leaves the disk with the proposal
+        tomb.write_bytes(b"")  # the question leaves the disk with the proposal
         return True
 
     def spent(self, nonce: str) -> str | None:
         for how in ("used", "cancelled", "expired"):
-            if (self.folder / f"{nonce}.{how}").exists():
+            if self._find(nonce, how) is not None:
                 return how
         return None
 
@@ -212,7 +226,7 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
         ],
     }
     mac = token_mac(store.secret(), session, nonce, proposal_digest(pending), expires)
-    store.save(nonce, pending)
+    store.save(session, nonce, pending)
     token = f"ct1.{nonce}.{expires}.{mac}"
     cands = tuple(Candidate(i, h.seq, h.event_id, h.role, h.ts, h.text, h.score, h.digest) for i, h in enumerate(hits, start=1))
     return Proposal(token, session, message, k, cands, _utc(expires), tuple(r.seq for r in excluded))
@@ -338,3 +352,4 @@ def cancel(engine: Engine, token: object, *, session: str | None = None) -> None
 
 def candidate_ids(proposal: Proposal) -> Sequence[str]:
     return [c.event_id for c in proposal.candidates]
+

@@ -156,6 +156,8 @@ class Engine:
             with self.index.write() as db:
                 db.execute("DELETE FROM receipts WHERE session = ?", [session])
             (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)
+            for path in (self.data_dir / "proposals").glob(f"{session}.*"):  # its consent proposals (chat.consent)
+                path.unlink(missing_ok=True)
         self.index.catch_up()
         return True
 

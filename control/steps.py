@@ -296,6 +296,8 @@ def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[s
         db.execute("DELETE FROM receipts WHERE session = ?", [session])
     purged(lambda: idx.purge_session(session))
     (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
+    for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
+        path.unlink(missing_ok=True)
     return copies
 
 

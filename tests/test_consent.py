@@ -317,3 +317,17 @@ def test_a_turn_that_fails_after_the_token_was_spent_is_a_turn_error_not_an_answ
         eng.answer(p.token, [p.candidates[0].event_id], session="alice")
     with pytest.raises(ConsentError, match="already used"):
         eng.answer(p.token, [], session="alice")
+
+
+def test_deleting_a_session_removes_its_waiting_proposals_and_their_questions(eng: Engine) -> None:
+    from control.forget import forget_session
+
+    eng.propose("alice", "a question about Miso waiting for consent")
+    p_bob = eng.propose("bob", "bees?")
+    forget_session(eng.data_dir, "alice", ledger=eng.ledger, index=eng.index, key=eng.key)
+    left = [f.name for f in (eng.data_dir / "proposals").iterdir()]
+    assert not any(n.startswith("alice.") for n in left) and any(n.startswith("bob.") for n in left)
+    assert eng.forget("bob")
+    assert [f.name for f in (eng.data_dir / "proposals").iterdir()] == ["secret"]
+    with pytest.raises(ConsentError, match="unknown"):
+        eng.answer(p_bob.token, [])
