@@ -321,3 +321,29 @@ def test_a_receipt_without_the_additions_verifies_exactly_as_before(tmp_path: Pa
     t = eng.turn("alice", QUESTION)
     names = set(_statuses(t.receipt_path.read_bytes(), eng))
     assert not {n for n in names if n.startswith(("exclusions", "consent")) or n == "ledger.exclusions"}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["revoke", "restore", "turn"]), st.integers(0, 3)), min_size=1, max_size=8))
+def test_random_revoke_restore_turn_sequences_keep_revoked_memories_out_and_receipts_honest(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int]]
+) -> None:
+    eng = engine(tmp_path_factory.mktemp("seq") / "d")
+    for text in ("grey cat Miso", "Lisbon in March", "sister Ana", "cat food brand"):
+        eng.remember("p", text)
+    naive: set[int] = set()
+    for action, target in steps:
+        if action == "turn":
+            t = eng.turn("p", "cat Miso Lisbon sister food", k=4)
+            assert not naive & {h.seq for h in t.hits}
+            body = parse_receipt(t.receipt_path.read_bytes()).signed_body
+            named = {e["seq"] for e in body.get("exclusions", {}).get("revoked", [])}
+            assert named <= naive and not named & {h.seq for h in t.hits}
+            assert verify_bytes(t.receipt_path.read_bytes(), trusted=[eng.key.public_key], data_dir=eng.data_dir).verdict == "verified"
+        else:
+            try:
+                (control.revoke if action == "revoke" else control.restore)(eng.data_dir, "p", target, ledger=eng.ledger, key=eng.key)
+                (naive.add if action == "revoke" else naive.discard)(target)
+            except ControlError:
+                assert (target in naive) == (action == "revoke")
+        assert set(current(eng.ledger, "p").revoked) == naive == set(derive(Ledger(eng.data_dir).events("p")).revoked)
