@@ -208,7 +208,8 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
     store.sweep(now)
     with files.session_turn_lock(engine.data_dir, session):
         hits, excluded = engine._retrieve(session, message, k, [])
-        engine._memories(session, hits)  # the index agrees with the ledger, or the proposal is refused
+        if hits:
+            engine._memories(session, hits)  # the index agrees with the ledger, or the proposal is refused
     nonce = os.urandom(16).hex()
     expires = int(now) + TOKEN_TTL
     pending: dict[str, Any] = {

@@ -331,3 +331,10 @@ def test_deleting_a_session_removes_its_waiting_proposals_and_their_questions(en
     assert [f.name for f in (eng.data_dir / "proposals").iterdir()] == ["secret"]
     with pytest.raises(ConsentError, match="unknown"):
         eng.answer(p_bob.token, [])
+
+
+def test_a_new_sessions_first_question_is_proposed_with_no_candidates_and_answered(eng: Engine) -> None:
+    p = eng.propose("newcomer", "hello, who are you?")
+    assert p.candidates == () and not (eng.data_dir / "sessions" / "newcomer").exists()
+    turn = eng.answer(p.token, [], session="newcomer")
+    assert _verify(eng, turn.receipt_path.read_bytes())["verdict"] == "verified"
