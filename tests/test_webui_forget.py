@@ -187,6 +187,15 @@ class TestConfirm:
             MARKER not in lab for lab, _v in ui.turn_tools(key)[1].choices
         )
 
+    def test_the_checkpoint_the_browser_kept_is_still_extended_after_forgetting(self, ui: UI) -> None:
+        key, seq = memory_session(ui)
+        kept = ui.service.history_check(key, None).keep  # what the page keeps after the last turn
+        assert kept is not None
+        self.confirm(ui, key, seq)
+        check = ui.service.history_check(key, json.dumps(kept))
+        assert check.outcome == "extends" and not check.warning, check.to_dict()
+        assert check.keep is not None and check.keep["body"]["tree_size"] == kept["body"]["tree_size"] + 1
+
     def test_forgetting_from_a_search_result_works_the_same(self, ui: UI) -> None:
         key, seq = memory_session(ui)
         _status, results = ui.search(MARKER, 8, key)
@@ -303,7 +312,8 @@ class TestWithhold:
             ui.withhold(new_session_key(), rid, [seq])
 
 
-def test_recover_at_start_finishes_an_erasure_a_crash_interrupted(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+def interrupted(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forget that stopped after the ledger was rewritten, before the receipts were redacted."""
     key, seq = memory_session(ui)
     from control import steps
 
@@ -322,6 +332,11 @@ def test_recover_at_start_finishes_an_erasure_a_crash_interrupted(ui: UI, monkey
                 key=ui.service.engine.key,
             )
     assert cf.pending(ui.service.data_dir)
+    assert files_with_marker(ui.service.data_dir)
+
+
+def test_recover_finishes_an_erasure_a_crash_interrupted(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    interrupted(ui, monkeypatch)
     written = fg.recover(ui.service)
     assert len(written) == 1 and written[0].is_file() and cf.pending(ui.service.data_dir) == []
     assert files_with_marker(ui.service.data_dir) == []
@@ -366,3 +381,26 @@ class TestVerifyTabCertificate:
         verdict, report = ui.verify(str(path), key)
         assert "## ❌ Failed" in verdict and "signature" in verdict
         assert any(row[1].endswith("fail") for row in report["data"])
+
+
+def test_the_app_runs_recover_when_it_starts(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    import app
+    from webui.config import Config
+
+    interrupted(ui, monkeypatch)
+    data = ui.service.data_dir
+    ui.service.engine.index.close()
+    ui.service.engine.ledger.close()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    running = app.start(Config(data, "127.0.0.1", port, None, 4, False), quiet=True)
+    try:
+        assert cf.pending(data) == [] and list((data / "erasures").glob("erasure-*.json"))
+        assert files_with_marker(data) == []
+    finally:
+        running.stop()
