@@ -338,3 +338,10 @@ def test_a_new_sessions_first_question_is_proposed_with_no_candidates_and_answer
     assert p.candidates == () and not (eng.data_dir / "sessions" / "newcomer").exists()
     turn = eng.answer(p.token, [], session="newcomer")
     assert _verify(eng, turn.receipt_path.read_bytes())["verdict"] == "verified"
+
+
+def test_waiting_proposals_and_the_secret_are_private_files(eng: Engine) -> None:
+    eng.propose("alice", QUESTION)
+    folder = eng.data_dir / "proposals"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert {f.stat().st_mode & 0o777 for f in folder.iterdir()} == {0o600}
