@@ -290,9 +290,12 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             (new_btn.click, ui.new_session, None, "new_session"),
             (key_box.submit, ui.resume, [key_box], "resume"),
         ):
-            trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED).then(
-                ui.cleared, None, cleared, api_name=f"{name}_clear", api_visibility="private"
-            ).then(ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private").then(
+            switched = trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED)
+            # A confirmation still open was about the other session: it closes (nothing changes).
+            switched.then(ui.cancel_forget, None, forget_outputs, api_name=f"{name}_forget", api_visibility="private")
+            switched.then(ui.cleared, None, cleared, api_name=f"{name}_clear", api_visibility="private").then(
+                ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private"
+            ).then(
                 ui.turn_tools, [key_state], turn_tool_outputs, api_name=f"{name}_tools", api_visibility="private"
             ).then(
                 ui.check_history, history_inputs, history_outputs, api_name=f"{name}_history", api_visibility="private"
