@@ -7,6 +7,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,25 @@ def questions(conv: dict[str, Any], i: int) -> list[Question]:
     return [Question(i, str(q["question"]), int(q["category"]), gold_ids(q.get("evidence", []))) for q in conv["qa"]]
 
 
-def import_lines(ts: list[Turn]) -> Iterator[bytes]:
-    for t in ts:
-        yield orjson.dumps({"role": t.role, "text": t.text, "meta": t.meta})
+def turn_ts(session_date: str, turn_no: int) -> str | None:
+    """A ledger timestamp for a turn: its LoCoMo session's date ("1:56 pm on 8 May, 2023"), plus
+    `turn_no` seconds so the session's turns keep their order. None if the date does not parse."""
+    try:
+        when = datetime.strptime(session_date, "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return (when + timedelta(seconds=turn_no)).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+
+
+def import_lines(ts: list[Turn], *, dates: bool = True) -> Iterator[bytes]:
+    """One import line per turn; with `dates`, each carries its session's date as `ts` (as an
+    import of a dated chat history would), so date rules can see when a turn was said."""
+    for n, t in enumerate(ts):
+        line: dict[str, Any] = {"role": t.role, "text": t.text, "meta": t.meta}
+        stamp = turn_ts(str(t.meta.get("session_date", "")), n) if dates else None
+        if stamp is not None:
+            line["ts"] = stamp
+        yield orjson.dumps(line)
 
 
 def recall(gold: tuple[str, ...], retrieved: list[str]) -> float:

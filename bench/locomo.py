@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--collapse-weight", type=float, default=None)
     p.add_argument("--prune-share", type=float, default=None)
     p.add_argument("--prune-min-events", type=int, default=None)
+    p.add_argument("--no-date-rule", action="store_true", help="turn the query date rule off")
+    p.add_argument("--no-speaker-rule", action="store_true", help="turn the query speaker rule off")
+    p.add_argument("--context-tier-max-events", type=int, default=None)
     p.add_argument(
         "--tiers",
         default=None,
@@ -103,9 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             "collapse_weight",
             "prune_share",
             "prune_min_events",
+            "context_tier_max_events",
         )
         if getattr(args, name) is not None
     }
+    if args.no_date_rule:
+        overrides["date_rule"] = False
+    if args.no_speaker_rule:
+        overrides["speaker_rule"] = False
     if args.tiers is not None:
         names = {"context": CONTEXT, "echo": ECHO}
         wanted = [] if args.tiers == "none" else args.tiers.split(",")

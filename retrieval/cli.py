@@ -138,7 +138,7 @@ def explain_lines(info: dict[str, Any]) -> list[str]:
         f"collapse {c['value']:.3f} = role weight {c['role_weight']:g} x ({c['novelty_floor']:g} + "
         f"{1 - c['novelty_floor']:g} x novelty {c['novelty']:.3f})",
         f"score {s['value']:.6g} = -bm25 x (1 - {s['collapse_weight']:g} + {s['collapse_weight']:g} x collapse) "
-        f"= -bm25 x {s['factor']:.3f}; {info['tier']}",
+        f"x rules = -bm25 x {s['factor']:.3f} x {s['rules_factor']:g}; {info['tier']}",
     ]
     out.extend(f"rule: {r}" for r in info["rules"])
     return out

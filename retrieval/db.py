@@ -37,6 +37,7 @@ from ledger.fsmode import open_private, private_dir
 
 from . import sql
 from .config import IndexConfig
+from .dates import DateSpan, best_match, query_dates
 from .explain import TermMatch, explain_hit, idf, marked_words
 from .indexing import CONTEXT_SEP, novelty_gains, plan_rows, regained_novelty, skipped
 from .model import (
@@ -50,8 +51,8 @@ from .model import (
     SearchResponse,
     check_k,
 )
-from .scoring import collapse_score, is_echo, rank, relative
-from .text import Query, build_query, content_terms, or_query, quote, stem, term_batches
+from .scoring import CONTEXT, collapse_score, is_echo, query_boost, rank, relative
+from .text import Query, build_query, content_terms, or_query, quote, stem, term_batches, tokens
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
@@ -69,6 +70,33 @@ Progress = Callable[[str, int], None]  # (session, events just indexed)
 def candidates_for(k: int) -> int:
     """How many BM25 matches the collapse score may re-rank for a top-k answer."""
     return min(max(4 * k, 40), 200)
+
+
+def candidate(row: Sequence[Any], spans: list[DateSpan], terms: Sequence[str], *, speaker_rule: bool) -> Candidate:
+    """One row of sql.search_sql as a Candidate, with its echo flag and what the query rules give it."""
+    meta = orjson.loads(row[5])
+    novelty = float(row[11])
+    when = best_match(spans, row[3]) if spans else None
+    speaker = meta.get("speaker") if speaker_rule else None
+    named = isinstance(speaker, str) and any(t in terms for t in tokens(speaker))
+    return Candidate(
+        seq=row[0],
+        event_id=row[1],
+        role=row[2],
+        ts=row[3],
+        text=row[4],
+        meta=meta,
+        digest=row[6],
+        chain=row[7],
+        bm25=float(row[8]),
+        collapse=float(row[9]),
+        own_bm25=float(row[10]),
+        echo=is_echo(row[2], novelty, meta, row[4]),
+        novelty=novelty,
+        boost=query_boost(date_level=None if when is None else when.level, speaker_named=named),
+        date_match=None if when is None else when.describe(),
+        speaker_named=named,
+    )
 
 
 def _is_corruption(exc: BaseException) -> bool:
@@ -735,27 +763,12 @@ class Index:
                 break
         match = params["match"]
         unused = [t for t in q.terms if t not in set(used)]
-        cands = [
-            Candidate(
-                seq=r[0],
-                event_id=r[1],
-                role=r[2],
-                ts=r[3],
-                text=r[4],
-                meta=orjson.loads(r[5]),
-                digest=r[6],
-                chain=r[7],
-                bm25=float(r[8]),
-                collapse=float(r[9]),
-                own_bm25=float(r[10]),
-                echo=is_echo(r[2], float(r[11]), orjson.loads(r[5]), r[4]),
-                novelty=float(r[11]),
-            )
-            for r in rows
-        ]
+        spans = query_dates(q.text) if cfg.date_rule else []
+        cands = [candidate(r, spans, q.terms, speaker_rule=cfg.speaker_rule) for r in rows]
         if not cands:
             return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
-        ranked = rank(cands, k, cfg.collapse_weight, tiers=cfg.tiers)
+        tiers = tuple(t for t in cfg.tiers if t != CONTEXT or last_seq + 1 < cfg.context_tier_max_events)
+        ranked = rank(cands, k, cfg.collapse_weight, tiers=tiers)
         shares = relative([score for _, score in ranked])
         hits = [
             Hit(
@@ -779,7 +792,7 @@ class Index:
             for i, ((c, score), share) in enumerate(zip(ranked, shares, strict=True), start=1)
         ]
         if explain:
-            hits = self._explained(num, last_seq + 1, used, match, ranked, hits)
+            hits = self._explained(num, used, match, ranked, hits, context_tier=CONTEXT in tiers)
         return SearchResponse(session, q.text, k, hits, None, match, unused)
 
     def _term_df(self, num: int, terms: Sequence[str]) -> dict[str, int]:
@@ -791,7 +804,14 @@ class Index:
         return {t: int(df.get(s, 0)) for t, s in stems.items()}
 
     def _explained(
-        self, num: int, n_events: int, terms: list[str], match: str, ranked: list[tuple[Candidate, float]], hits: list[Hit]
+        self,
+        num: int,
+        terms: list[str],
+        match: str,
+        ranked: list[tuple[Candidate, float]],
+        hits: list[Hit],
+        *,
+        context_tier: bool,
     ) -> list[Hit]:
         """`hits` with `explain` filled in: a few more FTS5 queries over the hits' rows only."""
         conn = self._reader()
@@ -816,7 +836,8 @@ class Index:
             text_hl, _ctx_hl = marked.get(rid, ("", ""))
             info = explain_hit(
                 hit=h, novelty=c.novelty, own_bm25=c.own_bm25, terms=matched, words=marked_words(text_hl),
-                n_rows=n_rows, config=self.config,
+                n_rows=n_rows, config=self.config, context_tier=context_tier, boost=c.boost,
+                date_match=c.date_match, speaker_named=c.speaker_named,
             )
             out.append(replace(h, explain=info))
         return out

@@ -16,7 +16,16 @@ from typing import Any
 
 from .config import IndexConfig
 from .model import Hit
-from .scoring import CONTEXT, ECHO, NOVELTY_FLOOR, STAND_IN_WEIGHT, TIER_NAMES, role_weight
+from .scoring import (
+    CONTEXT,
+    DATE_BOOST,
+    ECHO,
+    NOVELTY_FLOOR,
+    SPEAKER_BOOST,
+    STAND_IN_WEIGHT,
+    TIER_NAMES,
+    role_weight,
+)
 
 _MARKED = re.compile("\x02(.*?)\x03", re.S)
 IDF_FLOOR = 1e-6  # FTS5's bm25 clamps a term's idf to this when the term is in half the rows or more
@@ -41,14 +50,29 @@ def marked_words(highlighted: str) -> list[str]:
     return list(dict.fromkeys(w for w in _MARKED.findall(highlighted)))
 
 
-def rules_fired(hit: Hit, *, own_bm25: float, n_rows: int, terms: Sequence[TermMatch], config: IndexConfig) -> list[str]:
+def rules_fired(
+    hit: Hit,
+    *,
+    own_bm25: float,
+    n_rows: int,
+    terms: Sequence[TermMatch],
+    config: IndexConfig,
+    context_tier: bool,
+    date_match: str | None = None,
+    speaker_named: bool = False,
+) -> list[str]:
     """The ranking rules that applied to this hit, in words."""
     out = []
+    if date_match is not None:
+        level = "day" if date_match[:1].isdigit() else "year" if date_match.isdigit() else "month"
+        out.append(f"date: its time falls on {date_match}, which the query names: score x {1 + DATE_BOOST[level]:g}")
+    if speaker_named:
+        out.append(f"speaker: the query names its speaker ({hit.meta.get('speaker')}): score x {1 + SPEAKER_BOOST:g}")
     if hit.meta.get("provider") == "offline" and hit.role == "assistant":
         out.append(f"offline stand-in reply: role weight {STAND_IN_WEIGHT}")
     if hit.echo and ECHO in config.tiers:
         out.append("echo (an assistant reply that only repeats memories): ranked below every other match")
-    if hit.context_only and CONTEXT in config.tiers and not hit.echo:
+    if hit.context_only and context_tier and not hit.echo:
         out.append("matched only through its neighbours' context: ranked below every hit matching in its own text")
     elif own_bm25 == 0.0:
         out.append("matched only through its neighbours' context")
@@ -69,6 +93,10 @@ def explain_hit(
     words: Sequence[str],
     n_rows: int,
     config: IndexConfig,
+    context_tier: bool,
+    boost: float = 1.0,
+    date_match: str | None = None,
+    speaker_named: bool = False,
 ) -> dict[str, Any]:
     weight = config.collapse_weight
     rw = role_weight(hit.role, hit.meta)
@@ -91,10 +119,20 @@ def explain_hit(
         },
         "score": {
             "value": hit.score,
-            "formula": "-bm25 * (1 - w + w * collapse)",
+            "formula": "-bm25 * (1 - w + w * collapse) * rules",
             "collapse_weight": weight,
             "factor": 1.0 - weight + weight * hit.collapse,
+            "rules_factor": boost,
             "relative": hit.relative,
         },
-        "rules": rules_fired(hit, own_bm25=own_bm25, n_rows=n_rows, terms=terms, config=config),
+        "rules": rules_fired(
+            hit,
+            own_bm25=own_bm25,
+            n_rows=n_rows,
+            terms=terms,
+            config=config,
+            context_tier=context_tier,
+            date_match=date_match,
+            speaker_named=speaker_named,
+        ),
     }

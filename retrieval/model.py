@@ -66,6 +66,9 @@ class Candidate:
     own_bm25: float = 0.0  # bm25 over the event's own text alone: 0 when it matched only through its context
     echo: bool = False  # retrieval.scoring.is_echo
     novelty: float = 0.0
+    boost: float = 1.0  # what the query rules multiply its score by (scoring.query_boost)
+    date_match: str | None = None  # the query's date the event's time falls on ("16 June 2023"), if any
+    speaker_named: bool = False  # the query names the event's speaker
 
     @property
     def context_only(self) -> bool:

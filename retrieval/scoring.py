@@ -36,6 +36,11 @@ COLLAPSE_WEIGHT = 0.5
 # only repeats memories: it is an echo (docs/RETRIEVAL.md, "Echoes").
 ECHO_NOVELTY = 0.2
 OWN, CONTEXT, ECHO = 0, 1, 2  # tiers, best first
+# Query rules (dev-tuned, docs/RETRIEVAL.md "Query rules"): the score of an event whose time
+# falls on a date the query names is multiplied by 1 + DATE_BOOST[level]; that of an event
+# whose speaker (meta "speaker") the query names by 1 + SPEAKER_BOOST.
+DATE_BOOST = {"day": 2.0, "month": 1.0, "year": 0.3}
+SPEAKER_BOOST = 0.1
 TIER_NAMES = {OWN: "own text", CONTEXT: "context only", ECHO: "echo"}
 
 
@@ -109,6 +114,18 @@ def relative(scores: Sequence[float]) -> list[float]:
     return [max(0.0, s / top) for s in scores]
 
 
+def query_boost(
+    *, date_level: str | None, speaker_named: bool, dates: bool = True, speakers: bool = True
+) -> float:
+    """The factor the query rules give one event (1.0 when none applies)."""
+    factor = 1.0
+    if dates and date_level is not None:
+        factor *= 1.0 + DATE_BOOST[date_level]
+    if speakers and speaker_named:
+        factor *= 1.0 + SPEAKER_BOOST
+    return factor
+
+
 def final_score(bm25: float, collapse: float, weight: float = COLLAPSE_WEIGHT) -> float:
     """Higher is better. With weight 0 this is plain BM25 relevance."""
     return -bm25 * (1.0 - weight + weight * collapse)
@@ -134,9 +151,10 @@ def rank(
     """Top `k` candidates by tier, then final score; ties go to the better BM25, then the earlier seq.
 
     `tiers`: which of CONTEXT and ECHO rank below the tiers above them (the others rank as OWN;
-    for measuring each rule's effect). A candidate's tier is its `tier` attribute (OWN if absent).
+    for measuring each rule's effect). A candidate's tier is its `tier` attribute (OWN if absent);
+    its `boost` attribute (query_boost; 1.0 if absent) multiplies its final score.
     """
-    scored = [(c, final_score(c.bm25, c.collapse, weight)) for c in candidates]
+    scored = [(c, final_score(c.bm25, c.collapse, weight) * float(getattr(c, "boost", 1.0))) for c in candidates]
 
     def tier_of(c: S) -> int:  # a candidate without a tier (OWN/CONTEXT/ECHO) ranks as OWN
         t = int(getattr(c, "tier", OWN))

@@ -64,7 +64,7 @@ def test_the_collapse_parts_multiply_back_to_the_score(data_dir: Path) -> None:
         assert h.explain is not None
         c, s = h.explain["collapse"], h.explain["score"]
         assert c["value"] == pytest.approx(c["role_weight"] * (c["novelty_floor"] + (1 - c["novelty_floor"]) * c["novelty"]))
-        assert s["value"] == pytest.approx(-h.bm25 * s["factor"]) and s["value"] == pytest.approx(h.score)
+        assert s["value"] == pytest.approx(-h.bm25 * s["factor"] * s["rules_factor"]) and s["value"] == pytest.approx(h.score)
 
 
 def test_the_echo_rule_is_named_when_it_fires(data_dir: Path) -> None:
