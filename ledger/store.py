@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
@@ -748,13 +748,28 @@ class Ledger:
                 gc.enable()
 
     # -- reading -----------------------------------------------------------
+    @contextmanager
+    def _snapshot(self, session: str) -> Iterator[tuple[_Tail, BinaryIO]]:
+        """The session's tail and its log opened under the lock: the same file, whatever happens next.
+
+        An erasure in another process replaces the file by a rename (its lines shorter, every
+        later offset moved): a descriptor opened under the lock still reads the file this tail
+        describes, never the new one with this tail's offsets.
+        """
+        with self._locked(session, create=False) as sdir:
+            tail = self._tail_state(session, sdir)
+            f = open(sdir / EVENTS_FILE, "rb")  # noqa: SIM115 - closed below, after the lock is released
+        try:
+            yield tail, f
+        finally:
+            f.close()
+
     def events(self, session: str, start_seq: int = 0) -> Iterator[Event]:
         """Iterate a session's events in order (after recovering a torn tail).
 
         Reads the stored lines as they are; use verify() to check them.
         """
-        tail = self.open_session(session)
-        with open(self.log_path(session), "rb") as f:
+        with self._snapshot(session) as (tail, f):
             line_no = 0
             for raw, _torn in split_lines(read_chunks(f, tail.size)):
                 line_no += 1
@@ -768,10 +783,9 @@ class Ledger:
         Raises IndexError for a seq the session does not hold. The lines are
         read as stored; their digests are what a caller checks against.
         """
-        tail = self.open_session(session)
         wanted = list(seqs)
         out = []
-        with open(self.log_path(session), "rb") as f:
+        with self._snapshot(session) as (tail, f):
             for seq in wanted:
                 if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < tail.next_seq:
                     raise IndexError(f"session {session}: no event at seq {seq!r} (it holds {tail.next_seq})")

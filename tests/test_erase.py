@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -111,6 +113,30 @@ class TestErase:
         assert steps == [8, 9, 10, 11, 14]
         monkeypatch.undo()
         assert_tail_matches_file(other)
+
+    @pytest.mark.parametrize("read", ["events", "read_events"])
+    def test_a_reader_keeps_the_file_it_looked_at_when_another_process_erases_right_after(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str
+    ) -> None:
+        led = filled(tmp_path)
+        reader = Ledger(tmp_path)
+        reader.head(S)
+        before = [e.to_dict() for e in reader.events(S)]
+        real = Ledger._locked
+        fired = []
+
+        @contextlib.contextmanager
+        def locked_then_erased(self: Ledger, session: str, create: bool) -> Iterator[Path]:
+            with real(self, session, create) as sdir:
+                yield sdir
+            if self is reader and not fired:  # the moment the reader lets go of the lock, the file is replaced
+                fired.append(led.erase(S, [0, 1]))
+
+        monkeypatch.setattr(Ledger, "_locked", locked_then_erased)
+        got = list(reader.events(S)) if read == "events" else reader.read_events(S, range(12))
+        assert fired and [e.to_dict() for e in got] == before  # the file it looked at, read whole and right
+        monkeypatch.undo()
+        assert [e.seq for e in reader.events(S) if e.erased] == [0, 1]  # the next read sees the erasure
 
     def test_the_auditor_re_walks_an_erased_ledger_from_the_erased_lines_chunk_not_genesis(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
