@@ -15,6 +15,7 @@ index.sqlite, -wal or -shm (docs/RETRIEVAL.md, "Forgetting").
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -72,13 +73,18 @@ def candidates_for(k: int) -> int:
     return min(max(4 * k, 40), 200)
 
 
+@functools.lru_cache(maxsize=1024)
+def _speaker_tokens(speaker: str) -> tuple[str, ...]:
+    return tuple(tokens(speaker))
+
+
 def candidate(row: Sequence[Any], spans: list[DateSpan], terms: Sequence[str], *, speaker_rule: bool) -> Candidate:
     """One row of sql.search_sql as a Candidate, with its echo flag and what the query rules give it."""
     meta = orjson.loads(row[5])
     novelty = float(row[11])
     when = best_match(spans, row[3]) if spans else None
     speaker = meta.get("speaker") if speaker_rule else None
-    named = isinstance(speaker, str) and any(t in terms for t in tokens(speaker))
+    named = isinstance(speaker, str) and any(t in terms for t in _speaker_tokens(speaker))
     return Candidate(
         seq=row[0],
         event_id=row[1],

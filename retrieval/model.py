@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .scoring import tier as _tier
+
 MIN_K = 1
 MAX_K = 50
 DEFAULT_K = 8
@@ -76,9 +78,7 @@ class Candidate:
 
     @property
     def tier(self) -> int:
-        from .scoring import tier
-
-        return tier(echo=self.echo, own_match=not self.context_only)
+        return _tier(echo=self.echo, own_match=self.own_bm25 != 0.0)
 
 
 @dataclass(frozen=True, slots=True)

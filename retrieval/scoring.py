@@ -154,11 +154,11 @@ def rank(
     for measuring each rule's effect). A candidate's tier is its `tier` attribute (OWN if absent);
     its `boost` attribute (query_boost; 1.0 if absent) multiplies its final score.
     """
-    scored = [(c, final_score(c.bm25, c.collapse, weight) * float(getattr(c, "boost", 1.0))) for c in candidates]
-
-    def tier_of(c: S) -> int:  # a candidate without a tier (OWN/CONTEXT/ECHO) ranks as OWN
-        t = int(getattr(c, "tier", OWN))
-        return t if t in tiers else OWN
-
-    scored.sort(key=lambda cs: (tier_of(cs[0]), -cs[1], cs[0].bm25, cs[0].seq))
+    keyed = []
+    for c in candidates:
+        t = int(getattr(c, "tier", OWN))  # a candidate without a tier ranks as OWN
+        score = final_score(c.bm25, c.collapse, weight) * float(getattr(c, "boost", 1.0))
+        keyed.append(((t if t in tiers else OWN, -score, c.bm25, c.seq), c, score))
+    keyed.sort(key=lambda x: x[0])
+    scored = [(c, score) for _, c, score in keyed]
     return scored[:k]
