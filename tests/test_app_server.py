@@ -71,6 +71,11 @@ class TestGradioClient:
             "/ask",
             "/verify_receipt",
             "/forget_memory",
+            "/propose_turn",
+            "/answer_turn",
+            "/cancel_turn",
+            "/revoke_memory",
+            "/restore_memory",
         }
 
     def test_chat_shows_stamps_and_the_downloaded_receipt_verifies(self, client: Client, server: app.Running) -> None:
@@ -248,7 +253,19 @@ class TestMCP:
             return (await s.list_tools()).tools
 
         tools = {t.name: t for t in self.run(server, steps)}
-        assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt", "forget_memory"}
+        assert set(tools) == {
+            "new_session_key",
+            "remember",
+            "search_memories",
+            "ask",
+            "verify_receipt",
+            "forget_memory",
+            "propose_turn",
+            "answer_turn",
+            "cancel_turn",
+            "revoke_memory",
+            "restore_memory",
+        }
         ask = tools["ask"]
         assert "receipt" in (ask.description or "")
         assert set(ask.inputSchema["required"]) == {"session_key", "message"}

@@ -30,7 +30,19 @@ def tools(tmp_path: Path) -> dict:
 
 
 def test_the_tool_set(tools: dict) -> None:
-    assert set(tools) == {"new_session_key", "remember", "search_memories", "ask", "verify_receipt", "forget_memory"}
+    assert set(tools) == {
+        "new_session_key",
+        "remember",
+        "search_memories",
+        "ask",
+        "verify_receipt",
+        "forget_memory",
+        "propose_turn",
+        "answer_turn",
+        "cancel_turn",
+        "revoke_memory",
+        "restore_memory",
+    }
 
 
 def test_every_tool_documents_every_argument_and_the_session_key_as_a_secret(tools: dict) -> None:

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from chat.engine import InputError
+from control import mcp as cm
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
 
@@ -27,6 +29,16 @@ from .sessions import session_id
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+
+
+def _plain(fn: Callable[[], Any]) -> Any:
+    """Run one tool's work; a refusal becomes a tool error whose text is plain (never HTML)."""
+    try:
+        return fn()
+    except InputError as exc:  # chat.consent's ConsentError is one: a refused token or approval
+        raise to_gr_error(BadInput(str(exc)), for_html=False) from None
+    except Exception as exc:  # noqa: BLE001 - the edge
+        raise to_gr_error(exc, for_html=False) from None
 
 
 def make_tools(service: Service) -> list[Callable[..., str]]:
@@ -183,7 +195,94 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             }
         )
 
-    return [new_session_key, remember, search_memories, ask, verify_receipt, forget_memory]
+    def propose_turn(session_key: str, message: str, k: int = K_DEFAULT) -> str:
+        """Ask me first, step 1: the memories retrieval would hand the model for this message, and a one-time turn
+        token. Nothing is stored and nothing is sent to a model: show the candidates to the person, then call
+        answer_turn with the ids they approve (or cancel_turn). Revoked memories are never proposed.
+
+        Args:
+            session_key: the caller's secret session key.
+            message: the question or message, at most 8000 characters.
+            k: how many memories to propose at most, 1 to 50 (default 8).
+
+        Returns:
+            JSON: token (single-use, for this session and this proposal only, expires after 10 minutes), expires_at, k, candidates best first (rank, seq, id, role, ts, text, score, digest) and excluded_revoked (revoked seqs left out).
+        """
+        session, k_, text = _plain(lambda: service.check_turn(session_key, message, k, k_max=K_API_MAX))
+        return _dumps(_plain(lambda: cm.propose_turn(service.engine, session, text, k_)))
+
+    def answer_turn(session_key: str, token: str, approved_ids: str = "") -> str:
+        """Ask me first, step 2: answer the proposed message with only the memories the person approved. The
+        receipt records what was proposed, which memories were approved and which withheld, and that a person
+        decided; the prompt holds the approved ones only. A token answers one turn, in its own session only.
+
+        Args:
+            session_key: the caller's secret session key (the same session as propose_turn's).
+            token: the turn token propose_turn returned.
+            approved_ids: the approved candidates' ids (evt_…), separated by commas or spaces; empty approves none.
+
+        Returns:
+            JSON: answer, provider and model, the memories used, approved and withheld (seqs), excluded_revoked, receipt_id and receipt (pass it to verify_receipt).
+        """
+        session = _plain(lambda: service.session(session_key))
+        return _dumps(_plain(lambda: cm.answer_turn(service.engine, session, token, approved_ids)))
+
+    def cancel_turn(session_key: str, token: str) -> str:
+        """Ask me first, cancelled: end the proposed turn with nothing sent to the model, no event and no receipt.
+
+        Args:
+            session_key: the caller's secret session key.
+            token: the turn token propose_turn returned.
+
+        Returns:
+            JSON: {"cancelled": true, "session_id": "..."}
+        """
+        session = _plain(lambda: service.session(session_key))
+        return _dumps(_plain(lambda: cm.cancel_turn(service.engine, session, token)))
+
+    def revoke_memory(session_key: str, event_id: str, reason: str = "") -> str:
+        """Take one memory out of retrieval from now on, without destroying it: a control event is appended to the
+        ledger and later receipts name the revocation that kept it out. Revoke is not erasure: the words stay on
+        record, unused (forget_memory destroys them); restore_memory brings it back.
+
+        Args:
+            session_key: the caller's secret session key.
+            event_id: the memory's id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
+            reason: optional, at most 1000 characters; kept in the ledger for good, so it must not repeat the memory's words.
+
+        Returns:
+            JSON: session_id, action, seq, event_id, control_seq (the control event appended), control_id, reason.
+        """
+        session = _plain(lambda: service.session(session_key))
+        return _dumps(_plain(lambda: cm.revoke_memory(service.engine, session, event_id, reason)))
+
+    def restore_memory(session_key: str, event_id: str, reason: str = "") -> str:
+        """Bring a revoked memory back into retrieval (another control event in the ledger).
+
+        Args:
+            session_key: the caller's secret session key.
+            event_id: the revoked memory's id (evt_…) or its seq.
+            reason: optional, at most 1000 characters; kept in the ledger for good.
+
+        Returns:
+            JSON: session_id, action, seq, event_id, control_seq, control_id, reason.
+        """
+        session = _plain(lambda: service.session(session_key))
+        return _dumps(_plain(lambda: cm.restore_memory(service.engine, session, event_id, reason)))
+
+    return [
+        new_session_key,
+        remember,
+        search_memories,
+        ask,
+        verify_receipt,
+        forget_memory,
+        propose_turn,
+        answer_turn,
+        cancel_turn,
+        revoke_memory,
+        restore_memory,
+    ]
 
 
 def _receipt_bytes(receipt_json: object) -> bytes:

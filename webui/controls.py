@@ -1,0 +1,86 @@
+"""The visitor's two controls from the app and MCP (issue 11): ask me first, and revoke / restore.
+
+The rules are chat.consent's and control.revocation's, called with the service's engine; this module
+only checks the session key and the page's inputs first, and turns the domain's one-line refusals
+into the app's families (BadInput for a refused token or approval, ControlError for a refused
+revoke or restore), so the page and the MCP tools say the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chat.consent import Proposal
+from chat.engine import InputError, Turn
+from control.revocation import ControlError, ControlResult, revoked_seqs
+from control.revocation import restore as _restore
+from control.revocation import revoke as _revoke
+
+from .inputs import K_MAX, BadInput
+from .service import Service
+
+# Said beside every Revoke and Restore button (and Forget…): the two are not the same act.
+NOT_ERASURE = "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
+
+
+def _engine_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except InputError as exc:  # ConsentError is one: a refused token or approval, nothing appended
+        raise BadInput(str(exc)) from None
+
+
+def propose(service: Service, key: object, message: object, k: object, *, k_max: int = K_MAX) -> Proposal:
+    """Step 1 of a consent turn: the memories retrieval would hand the model, and a one-time token. Appends nothing."""
+    session, k_, text = service.check_turn(key, message, k, k_max=k_max)
+    proposal: Proposal = _engine_call(service.engine.propose, session, text, k_)
+    return proposal
+
+
+def answer(service: Service, key: object, token: object, approved: Sequence[object], on_delta: Any = None) -> Turn:
+    """Step 2: answer with the approved memories only. Raises BadInput (refused, nothing appended), TurnError."""
+    session = service.session(key)
+    if not isinstance(token, str) or not token:
+        raise BadInput("nothing to send: ask something first (with “ask me first” on, the memories are shown first)")
+    turn: Turn = _engine_call(service.engine.answer, token, list(approved), session=session, on_delta=on_delta)
+    return turn
+
+
+def cancel(service: Service, key: object, token: object) -> None:
+    """End a consent turn with nothing sent to the model: no event, no receipt."""
+    session = service.session(key)
+    _engine_call(service.engine.cancel, token, session=session)
+
+
+def _seq(value: object, action: str) -> object:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ControlError(f"{action}: choose a memory first (pick it in the list, select its row, or type its seq)")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value.strip() if isinstance(value, str) else value
+
+
+def _reason(reason: object) -> str | None:
+    if reason is not None and not isinstance(reason, str):
+        raise ControlError("reason: must be text")
+    return (reason or "").strip() or None
+
+
+def revoke(service: Service, key: object, seq: object, reason: object = None) -> ControlResult:
+    """Take a memory of the key's session out of retrieval (a control event). ControlError: nothing appended."""
+    session = service.session(key)
+    eng = service.engine
+    return _revoke(eng.data_dir, session, _seq(seq, "revoke"), _reason(reason), ledger=eng.ledger, key=eng.key)
+
+
+def restore(service: Service, key: object, seq: object, reason: object = None) -> ControlResult:
+    """Bring a revoked memory of the key's session back into retrieval. ControlError: nothing appended."""
+    session = service.session(key)
+    eng = service.engine
+    return _restore(eng.data_dir, session, _seq(seq, "restore"), _reason(reason), ledger=eng.ledger, key=eng.key)
+
+
+def revoked(service: Service, key: object) -> dict[int, int]:
+    """revoked seq -> the control event's seq that revoked it, for the key's session (empty when it has none)."""
+    return revoked_seqs(service.data_dir, service.session(key), ledger=service.engine.ledger)
