@@ -146,3 +146,15 @@ class TestLongQueries:
         index = index_of(tmp_path, [Message("user", "Mochi", {}), Message("user", "tea", {})])
         resp = index.search("s1", " ".join(f"zzq{i}word" for i in range(40)) + " Mochi", k=2)
         assert len(resp.unused_terms) == 41 - MAX_QUERY_TERMS and "mochi" not in resp.unused_terms
+
+
+class TestManualSearchRows:
+    def test_the_search_table_says_how_a_hit_matched_and_shows_a_readable_score(self, tmp_path: Path) -> None:
+        from webui import render
+
+        texts = ["we talked about trains", "I moved to Lisbon last year", "the weather was fine", "tea", "work"]
+        hits = index_of(tmp_path, [Message("user", t, {}) for t in texts]).search("s1", "Lisbon", k=5).results
+        rows = {row[2]: row for row in render.search_rows(hits)}
+        assert rows[1][4].startswith("I moved") and rows[1][7] == 1.0
+        assert rows[0][4].startswith("[matched via neighbouring turns] ")
+        assert 0 < rows[0][7] < 1

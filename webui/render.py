@@ -132,15 +132,22 @@ def search_rows(hits: Iterable[Hit]) -> list[list[Any]]:
             short(h.event_id, EVENT_ID_PREFIX),
             h.seq,
             h.role,
-            snippet(h.text, SEARCH_SNIPPET),
+            match_note(h) + snippet(h.text, SEARCH_SNIPPET),
             sig(h.bm25),
             sig(h.collapse),
-            sig(h.score),
+            round(h.relative, 2),  # a share of the best hit's score: readable where raw BM25 is ~1e-6
             short(h.digest),
             short(h.chain),
         ]
         for h in hits
     ]
+
+
+def match_note(h: Hit) -> str:
+    """What the text column says first when a hit did not match in its own words."""
+    if h.echo:
+        return "[echo: repeats memories] "
+    return "[matched via neighbouring turns] " if h.context_only else ""
 
 
 def sig(x: float) -> float:
@@ -151,7 +158,7 @@ def sig(x: float) -> float:
 def search_status(n: int, k: int, reason: str | None) -> str:
     if n == 0:
         return f"No results: {md(reason or 'nothing matched', 300)}."
-    return f"{n} result{'s' if n != 1 else ''} (K={k}), best first. BM25: lower is a better match; the rank uses the combined score."
+    return f"{n} result{'s' if n != 1 else ''} (K={k}), best first. Score: each hit's share of the best hit's (1 = best); BM25: lower is a better match."
 
 
 def search_refused(message: str) -> str:
