@@ -7,12 +7,12 @@ its turn lock (receipts.files.session_turn_lock), in this order:
    stored receipts to redact or withdraw — refused with one line, nothing changed;
 2. a journal (DATA_DIR/erasures/.pending-<session>.json: seqs and receipt ids,
    never text) so that a crash at any later step is finished by `recover`;
-3. Ledger.erase: the lines rewritten into erased form and the erasure record
-   appended, in one durable rename;
+3. Ledger.erase: the lines rewritten into erased form and the erasure records
+   appended (one per 64 erased events, consecutive), in one durable rename;
 4. the index forgets them (FTS rows, neighbours' context, then SQLite's purge);
 5. stored receipts: format 2 redacted in place (temp, fsync, rename), format 1
    deleted (its texts are inside the signature) and listed as withdrawn;
-6. a new signed checkpoint covering the erasure record, kept as the latest;
+6. a new signed checkpoint covering the erasure records, kept as the latest;
 7. the erasure certificate, written 0600 under DATA_DIR/erasures/ and returned.
 
 The steps themselves are in control.steps. The auditor's cache and the producer's Merkle tree hold digests only, which an
@@ -52,12 +52,13 @@ from .steps import (
     citations,
     delete_session,
     erasures_dir,
-    find_record,
+    find_records,
     finish,
     has_record_for,
     needles,
     purge_copies,
     quarantined_with,
+    records_for,
     slot,
     unlink_durable,
     write_durable,
@@ -78,29 +79,43 @@ class ForgetResult:
     roles: dict[int, str]
     redacted: tuple[str, ...]
     withdrawn: tuple[str, ...]
-    record_seq: int | None
+    record_seq: int | None  # the last erasure record's seq (None: a whole session deleted)
     certificate_path: Path
     certificate: dict[str, Any] = field(repr=False)
     copies_removed: tuple[Path, ...] = ()  # download copies of those receipts found under `copies` and deleted
     imports_dropped: int = 0  # import records (unsalted hashes of an imported file) that held an erased seq
     # overwritten and removed: events.jsonl.torn-*/cut-* files that held an erased text, index.sqlite.corrupt-* copies
     quarantine_removed: tuple[str, ...] = ()
+    record_seqs: tuple[int, ...] = ()  # every erasure record's seq (one per 64 erased events), in order
 
     def summary_lines(self) -> list[str]:
         """What was erased, for a person (the CLI prints these; the app shows them)."""
         removed = [f"  quarantined copies overwritten and removed: {', '.join(self.quarantine_removed)}"] if self.quarantine_removed else []
         if self.record_seq is None:
             return [f"session {self.session}: deleted ({len(self.erased)} events)", *removed]
-        words = ", ".join(f"{s} ({self.roles.get(s, '?')})" for s in self.erased)
+        words = _listed([f"{s} ({self.roles.get(s, '?')})" for s in self.erased])
         lines = [f"session {self.session}: erased {len(self.erased)} event(s): seq {words}"]
         if self.cascaded:
-            lines.append(f"  answers that cited them, erased with them: seq {', '.join(map(str, self.cascaded))}")
-        lines.append(f"  erasure record: seq {self.record_seq}")
-        lines.append(f"  receipts redacted: {', '.join(self.redacted) or 'none'}")
-        lines.append(f"  receipts withdrawn (format 1, deleted): {', '.join(self.withdrawn) or 'none'}")
+            lines.append(f"  answers that cited them, erased with them ({len(self.cascaded)}): seq {_listed(list(map(str, self.cascaded)))}")
+        recs = self.record_seqs or (self.record_seq,)
+        if len(recs) == 1:
+            lines.append(f"  erasure record: seq {recs[0]}")
+        else:
+            lines.append(f"  erasure records: seq {recs[0]}–{recs[-1]} ({len(recs)} records, at most 64 events each)")
+        lines.append(f"  receipts redacted: {_listed(list(self.redacted)) or 'none'}")
+        lines.append(f"  receipts withdrawn (format 1, deleted): {_listed(list(self.withdrawn)) or 'none'}")
         if self.imports_dropped:
             lines.append(f"  import records dropped (they hashed an erased event): {self.imports_dropped}")
         return lines + removed
+
+
+LISTED = 40  # items a summary line names; the certificate and --json list them all
+
+
+def _listed(items: Sequence[str]) -> str:
+    if len(items) <= LISTED:
+        return ", ".join(items)
+    return f"{', '.join(items[:LISTED])}, … and {len(items) - LISTED} more (the certificate and --json list them all)"
 
 
 def _ledger(data: Path, ledger: Ledger | None, index: Index | None) -> Ledger:
@@ -194,6 +209,7 @@ def forget(
             "redact": {r: list(s) for r, s in p.redact.items()},
             "withdraw": list(p.withdraw),
             "quarantine": quarantine,
+            "records": records_for(len(p.erase)),
         }
         jpath = write_journal(data, journal)
         try:
@@ -205,10 +221,10 @@ def forget(
             if not has_record_for(led, session, p.erase):
                 unlink_durable(jpath)
             raise
-        done = finish(data, led, idx, k, session, erasure.record, p.redact, p.withdraw, quarantine)
+        done = finish(data, led, idx, k, session, erasure.records, p.redact, p.withdraw, quarantine)
         unlink_durable(jpath)
     gone = purge_copies(copies, done.redacted + done.withdrawn)
-    return dataclasses.replace(_result(p, erasure.record.seq, done), copies_removed=gone)
+    return dataclasses.replace(_result(p, [r.seq for r in erasure.records], done), copies_removed=gone)
 
 
 def _check_reason(reason: str, events: Sequence[Event]) -> None:
@@ -219,7 +235,7 @@ def _check_reason(reason: str, events: Sequence[Event]) -> None:
             raise PlanError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept after the erasure; say why without quoting it")
 
 
-def _result(p: Plan, record_seq: int, done: Finished) -> ForgetResult:
+def _result(p: Plan, record_seqs: Sequence[int], done: Finished) -> ForgetResult:
     return ForgetResult(
         p.session,
         p.named,
@@ -228,11 +244,12 @@ def _result(p: Plan, record_seq: int, done: Finished) -> ForgetResult:
         p.roles,
         done.redacted,
         done.withdrawn,
-        record_seq,
+        record_seqs[-1],
         done.path,
         done.envelope,
         imports_dropped=done.imports_dropped,
         quarantine_removed=done.quarantine_removed,
+        record_seqs=tuple(record_seqs),
     )
 
 
@@ -348,8 +365,8 @@ def recover(
             if entry.get("scope") == "session":
                 delete_session(data, led, idx, session)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
-            elif led.exists(session) and (record := find_record(led, session, entry["seqs"])) is not None:
-                written.append(finish(data, led, idx, k, session, record, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
+            elif led.exists(session) and (records := find_records(led, session, entry["seqs"], entry.get("records"))) is not None:
+                written.append(finish(data, led, idx, k, session, records, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
             unlink_durable(jpath)
@@ -382,6 +399,7 @@ def result_dict(result: ForgetResult, recovered: Sequence[Path] = ()) -> dict[st
         "cascaded": list(result.cascaded),
         "erased": [{"seq": s, "role": result.roles.get(s)} for s in result.erased],
         "record_seq": result.record_seq,
+        "record_seqs": list(result.record_seqs or (result.record_seq,)),
         "imports_dropped": result.imports_dropped,
         **common,
     }

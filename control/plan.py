@@ -15,6 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ledger.store import MAX_ERASE
+
+MAX_FORGET = MAX_ERASE  # events one forget erases, named and cascaded together (ledger.store.MAX_ERASE)
+
 
 class PlanError(ValueError):
     """The request cannot be carried out; nothing was changed. One line, naming the seq or session."""
@@ -108,6 +112,11 @@ def plan(
             cascaded.add(resp)
             roles[resp] = slot.role
             changed = True
+    if len(erase) > MAX_FORGET:
+        raise PlanError(
+            f"session {session}: this forget would erase {len(erase):,} events ({len(seqs):,} named, {len(cascaded):,} answers "
+            f"that cited them); at most {MAX_FORGET:,} in one forget: forget fewer at once"
+        )
     redact: dict[str, tuple[int, ...]] = {}
     withdraw = []
     for c in citations:

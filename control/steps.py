@@ -22,7 +22,7 @@ from ledger.event import is_erasure_record, now_ts
 from ledger.fsmode import open_private, private_dir
 from ledger.imports import forget_erased as forget_imports
 from ledger.repair import CUT_PREFIX
-from ledger.store import EVENTS_FILE
+from ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
 from receipts import certificate as cert
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
@@ -196,17 +196,35 @@ class Finished(NamedTuple):
 
 
 def has_record_for(led: Ledger, session: str, seqs: Sequence[int]) -> bool:
-    """Whether the ledger already holds an erasure record erasing `seqs` (the erase happened before a crash)."""
-    return find_record(led, session, seqs) is not None
+    """Whether the ledger already holds the erasure records erasing `seqs` (the erase happened before a crash)."""
+    return find_records(led, session, seqs) is not None
 
 
-def find_record(led: Ledger, session: str, seqs: Sequence[int]) -> Event | None:
+def records_for(n: int) -> int:
+    """How many erasure records Ledger.erase appends for `n` erased events (one per MAX_RECORD_ENTRIES)."""
+    return -(-n // MAX_RECORD_ENTRIES)
+
+
+def find_records(led: Ledger, session: str, seqs: Sequence[int], expected: int | None = None) -> list[Event] | None:
+    """The erasure records of the erasure of `seqs`: the latest run of consecutive records that together list
+    exactly `seqs` (Ledger.erase appends them in one rename, so they are all there or none is); None if absent.
+    `expected`: how many records the journal said there would be (a run of another length is not this one)."""
     count, _ = led.head(session)
-    want = sorted(seqs)
+    want = set(seqs)
+    run: list[Event] = []  # newest first
+    listed: set[int] = set()
     for s in range(count - 1, -1, -1):
         (ev,) = led.read_events(session, [s])
-        if is_erasure_record(ev) and sorted(e["seq"] for e in ev.meta["erasure"]["erased"]) == want:
-            return ev
+        mine = {e["seq"] for e in ev.meta["erasure"]["erased"]} if is_erasure_record(ev) else None
+        if mine is None or not mine <= want or mine & listed:
+            run, listed = [], set()
+            if mine is None or not mine <= want:
+                continue
+        run.append(ev)
+        listed |= mine
+        if listed == want:
+            found = run[::-1]
+            return found if expected is None or len(found) == expected else None
     return None
 
 
@@ -243,16 +261,17 @@ def finish(
     idx: Index,
     key: SigningKey,
     session: str,
-    record: Event,
+    records: Sequence[Event],
     redact_plan: Mapping[str, Sequence[int]],
     withdraw: Sequence[str],
     quarantine: Sequence[str] = (),
 ) -> Finished:
-    """Steps 4-7 for an erasure record already in the ledger (idempotent: `recover` runs it again after a crash).
+    """Steps 4-7 for an erasure whose records are already in the ledger (idempotent: `recover` runs it again after a
+    crash). `records`: the erasure records of this erasure, consecutive, in seq order (one per 64 erased events).
     `quarantine`: the quarantine files found holding an erased text before the ledger changed (their names are
     in the journal: once the text is erased it cannot be looked for again)."""
-    entries = record.meta["erasure"]["erased"]
-    seqs = [e["seq"] for e in entries]
+    seqs = sorted(e["seq"] for rec in records for e in rec.meta["erasure"]["erased"])
+    last = records[-1]
     copies = scrub_index_copies(data)  # before the purge, which would only unlink them
     purged(lambda: idx.forget_events(session, seqs))
     dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
@@ -260,8 +279,8 @@ def finish(
     redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
-        size = record.seq + 1
-        cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=record.chain, issued_at=now_ts(), key=key)
+        size = last.seq + 1
+        cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=last.chain, issued_at=now_ts(), key=key)
         if store.size == size:  # nothing appended after the record: this is the latest checkpoint
             checkpoints.keep(data, session, cp)
         erased = [cert.erased_entry(ev.to_dict(), store.inclusion_proof(ev.seq, size)) for ev in led.read_events(session, seqs)]
@@ -270,15 +289,14 @@ def finish(
             erased=erased,
             redacted=redacted,
             withdrawn=withdrawn,
-            record=record.to_dict(),
-            record_proof=store.inclusion_proof(record.seq, size),
+            records=[(rec.to_dict(), store.inclusion_proof(rec.seq, size)) for rec in records],
             checkpoint=cp,
             issued_at=now_ts(),
         )
     finally:
         store.close()
     envelope = cert.sign_certificate(body, key)
-    path = erasures_dir(data) / f"erasure-{session}-{record.seq}.json"
+    path = erasures_dir(data) / f"erasure-{session}-{last.seq}.json"
     write_durable(path, cert.certificate_file_bytes(envelope))
     return Finished(path, envelope, redacted, withdrawn, dropped, scrubbed)
 

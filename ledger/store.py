@@ -77,10 +77,14 @@ class EraseError(ValueError):
 
 
 class Erasure(NamedTuple):
-    """What Ledger.erase did: the events now in erased form (seq order) and the erasure record appended."""
+    """What Ledger.erase did: the events now in erased form (seq order) and the erasure records appended.
+
+    `records`: one per MAX_RECORD_ENTRIES erased events, consecutive, in seq order; `record` is the last.
+    """
 
     erased: list[Event]
     record: Event
+    records: list[Event]
 
 
 class Message(NamedTuple):
@@ -635,12 +639,13 @@ class Ledger:
             return events
 
     def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
-        """Erase events: their lines rewritten in erased form, an erasure record appended, in one transaction.
+        """Erase events: their lines rewritten in erased form, erasure records appended, in one transaction.
 
         Under the session's lock: validate (EraseError, one line, nothing changed), write the
         whole new file to a temp file beside it, fsync, rename over events.jsonl, fsync the
-        folder (ledger/rewrite.py). Every digest and chain hash stays the same; the record
-        grows the chain by one. Writers in other processes see the replaced file under the
+        folder (ledger/rewrite.py). Every digest and chain hash stays the same; one erasure
+        record per MAX_RECORD_ENTRIES erased events (consecutive, in seq order, the same ts and
+        reason) grows the chain, all in that one rename. Writers in other processes see the replaced file under the
         lock and walk its changed chunks again (Ledger._tail_state).
         """
         try:
@@ -667,47 +672,56 @@ class Ledger:
                 if is_erasure_record(ev):
                     raise EraseError(f"session {session}: seq {ev.seq} is an erasure record, which cannot be erased")
             gone = [erased_form(ev) for ev in old]
-            salts, ids = _random_ids(1)
-            try:
-                record = make_event(
-                    session=session,
-                    seq=tail.next_seq,
-                    prev=tail.head,
-                    role="system",
-                    text=erasure_record_text(len(gone)),
-                    meta=erasure_record_meta(gone, reason),
-                    ts=now_ts(),
-                    event_id=ids[0],
-                    salt=salts[0],
-                )
-            except EventError as exc:
-                raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); erase fewer events at once") from None
-            record_line = record.to_line()
-            chain = bytes.fromhex(record.chain)
+            groups = [gone[i : i + MAX_RECORD_ENTRIES] for i in range(0, len(gone), MAX_RECORD_ENTRIES)]
+            salts, ids = _random_ids(len(groups))
             erasures = tail.erasures.copy()  # what the tail will know once the new file is in place
             for e in gone:
                 erasures.saw_erased(e.seq, e.to_dict())
-            entries = record_entries(record.seq, record.to_dict())
-            problem = entries if isinstance(entries, str) else erasures.saw_record(record.seq, entries)
-            if problem is not None:  # cannot happen: the record is built from these very lines
-                raise RuntimeError(f"session {session}: the erasure record does not verify ({problem}); nothing was changed")
+            records: list[Event] = []
+            appended: list[tuple[bytes, bytes]] = []
+            prev, at, when = tail.head, tail.next_seq, now_ts()
+            for i, group in enumerate(groups):
+                try:
+                    record = make_event(
+                        session=session,
+                        seq=at + i,
+                        prev=prev,
+                        role="system",
+                        text=erasure_record_text(len(group)),
+                        meta=erasure_record_meta(group, reason),
+                        ts=when,
+                        event_id=ids[i],
+                        salt=salts[i],
+                    )
+                except EventError as exc:
+                    raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); nothing was changed") from None
+                entries = record_entries(record.seq, record.to_dict())
+                problem = entries if isinstance(entries, str) else erasures.saw_record(record.seq, entries)
+                if problem is not None:  # cannot happen: the record is built from these very lines
+                    raise RuntimeError(f"session {session}: the erasure record does not verify ({problem}); nothing was changed")
+                prev = bytes.fromhex(record.chain)
+                records.append(record)
+                appended.append((record.to_line(), prev))
             done = rewrite(
                 path,
                 tail.size,
                 tail.offsets,
                 tail.chunks.chunks(),
                 {e.seq: e.to_line() for e in gone},
-                [(record_line, chain)],
+                appended,
                 tail.chunks.open_hash(),
             )
             self._drop_log_fd(session)  # it writes to the old file: the next append opens the new one
             marks = array("Q", tail.marks)
-            marks.append(_mark(chain))
+            marks.extend(_mark(head) for _line, head in appended)
             self._tails[session] = _Tail(
-                done.size, tail.next_seq + 1, chain, done.offsets, done.chunks, marks, _stat_key(done.stat), erasures
+                done.size, at + len(records), prev, done.offsets, done.chunks, marks, _stat_key(done.stat), erasures
             )
-            log.info("session %s: erased %d event(s) (seqs %s), erasure record at seq %d", session, len(gone), wanted, record.seq)
-            return Erasure(gone, record)
+            log.info(
+                "session %s: erased %d event(s) (seqs %s), erasure record(s) at seq %d-%d",
+                session, len(gone), wanted, records[0].seq, records[-1].seq,
+            )
+            return Erasure(gone, records[-1], records)
 
     @staticmethod
     def _read_lines(path: Path, tail: _Tail, seqs: Sequence[int]) -> list[Event]:
@@ -817,7 +831,8 @@ class Ledger:
 
 
 MAX_REASON = 1000  # characters of an erasure's reason
-MAX_ERASE = 64  # seqs per erasure: the record lists each (seq, id, digest, commit) in its meta (≤ 16 KiB)
+MAX_RECORD_ENTRIES = 64  # seqs one erasure record lists, each (seq, id, digest, commit) in its meta (≤ 16 KiB)
+MAX_ERASE = 10_000  # seqs per erasure: ceil(n / 64) records, all in the same rewrite
 
 
 def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
@@ -833,7 +848,7 @@ def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
         raise EraseError(f"session {session}: no seq to erase")
     wanted = sorted(set(items))
     if len(wanted) > MAX_ERASE:
-        raise EraseError(f"session {session}: {len(wanted)} seqs in one erasure; at most {MAX_ERASE} (erase them in several)")
+        raise EraseError(f"session {session}: {len(wanted)} events in one erasure; at most {MAX_ERASE:,} (erase them in several)")
     return wanted
 
 

@@ -10,10 +10,10 @@ Two scopes:
 - "events": some events of a session were rewritten into their erased form
   (ledger.event.erased_form). The body lists each one's hashed fields (seq, id,
   role, ts, commit, digest) with its inclusion proof, the receipts redacted or
-  withdrawn because they cited one, the erasure record the ledger appended
-  (the whole stored line: its meta lists the erased entries, and its text says
-  only how many) with its inclusion proof, and the checkpoint whose last leaf
-  is that record.
+  withdrawn because they cited one, the erasure records the ledger appended
+  (one per 64 erased events, consecutive; each the whole stored line: its meta
+  lists its erased entries, and its text says only how many) each with its
+  inclusion proof, and the checkpoint whose last leaf is the last record.
 - "session": the whole session was deleted. The body holds only the session's
   final signed checkpoint and counts.
 
@@ -41,9 +41,10 @@ CERTIFICATE_TYPE = "mre/erasure-certificate"
 CERTIFICATE_VERSION = 1
 SCOPES = ("events", "session")
 MAX_ERASED = 100_000
+MAX_RECORDS = 1_000  # erasure records one certificate covers (64 entries each at most in the ledger)
 ERASED_FIELDS = ("seq", "id", "role", "ts", "commit", "digest", "proof")
 RECORD_ENTRY_FIELDS = ("seq", "id", "digest", "commit")
-EVENTS_KEYS = ("type", "v", "scope", "session", "erased", "receipts", "record", "checkpoint", "issued_at")
+EVENTS_KEYS = ("type", "v", "scope", "session", "erased", "receipts", "records", "checkpoint", "issued_at")
 SESSION_KEYS = ("type", "v", "scope", "session", "counts", "checkpoint", "issued_at")
 
 
@@ -89,12 +90,12 @@ def events_body(
     erased: Sequence[dict[str, Any]],
     redacted: Sequence[str],
     withdrawn: Sequence[str],
-    record: Mapping[str, Any],
-    record_proof: Sequence[bytes],
+    records: Sequence[tuple[Mapping[str, Any], Sequence[bytes]]],
     checkpoint: Mapping[str, Any],
     issued_at: str,
 ) -> dict[str, Any]:
-    """The body of an "events" certificate. `erased`: erased_entry() rows; `record`: the erasure record's 12 fields."""
+    """The body of an "events" certificate. `erased`: erased_entry() rows; `records`: (the erasure record's
+    12 fields, its inclusion proof) for each record of the erasure, in seq order."""
     return {
         "type": CERTIFICATE_TYPE,
         "v": CERTIFICATE_VERSION,
@@ -102,7 +103,7 @@ def events_body(
         "session": session,
         "erased": sorted(erased, key=lambda e: e["seq"]),
         "receipts": {"redacted": sorted(redacted), "withdrawn": sorted(withdrawn)},
-        "record": {"event": dict(record), "proof": [h.hex() for h in record_proof]},
+        "records": [{"event": dict(rec), "proof": [h.hex() for h in proof]} for rec, proof in sorted(records, key=lambda r: r[0]["seq"])],
         "checkpoint": dict(checkpoint),
         "issued_at": issued_at,
     }
@@ -231,9 +232,13 @@ def check_certificate_shape(body: Any) -> None:
             raise _bad(f"receipts.{name}", "expected a list of receipt ids")
         for i, rid in enumerate(ids):
             _str(rid, f"receipts.{name}[{i}]", RECEIPT_ID_RE)
-    record = _obj(body["record"], "record", ("event", "proof"))
-    _record_event(record["event"], "record.event")
-    _proof(record["proof"], "record.proof")
+    records = body["records"]
+    if type(records) is not list or not 1 <= len(records) <= MAX_RECORDS:
+        raise _bad("records", f"expected a list of 1..{MAX_RECORDS} erasure records")
+    for i, record in enumerate(records):
+        record = _obj(record, f"records[{i}]", ("event", "proof"))
+        _record_event(record["event"], f"records[{i}].event")
+        _proof(record["proof"], f"records[{i}].proof")
 
 
 def parse_certificate(data: bytes) -> Certificate:

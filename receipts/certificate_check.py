@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.canonical import canonical_json
 from ledger.event import EventError, chain_link, event_digest, recompute_digest
 
 from .body import checkpoint_bytes, decode_sig
@@ -148,48 +147,102 @@ def _record_entries(meta: Any) -> list[dict[str, Any]] | str:
     return list(entries)
 
 
+def _record_rows(r: _Rows, records: Sequence[dict[str, Any]], tree_size: int, root: bytes) -> None:
+    """record.digest, record.chain_link, record.inclusion: each erasure record, one row per check over all of them."""
+    bad_digest, bad_link, bad_incl = [], [], []
+    for i, item in enumerate(records):
+        rec, where = item["event"], f"records[{i}] (seq {item['event']['seq']})"
+        try:
+            digest = recompute_digest(rec).hex()
+        except EventError as exc:
+            digest = f"error: {exc}"
+        if digest != rec["digest"]:
+            bad_digest.append(f"{where}: recomputed {digest[:16]}…, listed {rec['digest'][:16]}…")
+        link = chain_link(bytes.fromhex(rec["prev"]), bytes.fromhex(rec["digest"])).hex()
+        if link != rec["chain"]:
+            bad_link.append(f"{where}: prev and digest link to {link[:16]}…, listed chain {rec['chain'][:16]}…")
+        if i and rec["prev"] != records[i - 1]["event"]["chain"]:
+            bad_link.append(f"{where}: its prev is not the chain hash of the record before it")
+        why = _inclusion(rec["seq"], tree_size, rec["digest"], item["proof"], root)
+        if why:
+            bad_incl.append(f"{where}: {why}")
+    n = len(records)
+    r.add("record.digest", not bad_digest, f"each of the {n} erasure record(s)' digest recomputed from its fields", "all match", "; ".join(bad_digest), "records[].event.digest")
+    r.add("record.chain_link", not bad_link, f"each of the {n} erasure record(s) links its prev and digest, each to the one before it", "all linked", "; ".join(bad_link), "records[].event.chain")
+    r.add("record.inclusion", not bad_incl, f"each of the {n} erasure record(s) is its seq's leaf in the signed tree of size {tree_size}", root.hex(), "; ".join(bad_incl), "records[].proof")
+
+
+def _record_lists(r: _Rows, records: Sequence[dict[str, Any]], erased: Sequence[dict[str, Any]]) -> None:
+    """record.lists: every erased entry is listed by exactly one record (same seq, id, digest, commit), and no record
+    lists anything else."""
+    ours = {e["seq"]: tuple(e[k] for k in RECORD_ENTRY_FIELDS) for e in erased}
+    by: dict[int, list[int]] = {}
+    problems = []
+    for item in records:
+        rec = item["event"]
+        listed = _record_entries(rec["meta"])
+        if isinstance(listed, str):
+            problems.append(f"the record at seq {rec['seq']} is not an erasure record: {listed}")
+            continue
+        for e in listed:
+            seq = e.get("seq")
+            if type(seq) is not int or seq not in ours:
+                problems.append(f"the record at seq {rec['seq']} lists seq {seq!r}, which the certificate does not say was erased")
+            elif tuple(e.get(k) for k in RECORD_ENTRY_FIELDS) != ours[seq]:
+                problems.append(f"the record at seq {rec['seq']} lists seq {seq} with another id, digest or commit")
+            else:
+                by.setdefault(seq, []).append(rec["seq"])
+    for seq in ours:
+        where = by.get(seq, [])
+        if not where:
+            problems.append(f"erased seq {seq} is listed by no erasure record in the certificate")
+        elif len(where) > 1:
+            problems.append(f"erased seq {seq} is listed by {len(where)} records (seqs {', '.join(map(str, where))})")
+    r.add(
+        "record.lists",
+        not problems,
+        f"the {len(records)} erasure record(s) list each of the {len(ours)} erased events exactly once (seq, id, digest, commit), and nothing else",
+        "each erased event listed by exactly one record",
+        "; ".join(problems)[:1200],
+        "records[].event.meta.erasure.erased",
+    )
+
+
 def _check_events_scope(r: _Rows, body: dict[str, Any]) -> None:
     session, cpb = body["session"], body["checkpoint"]["body"]
-    rec, rec_proof = body["record"]["event"], body["record"]["proof"]
+    records = body["records"]
+    first, last = records[0]["event"], records[-1]["event"]
     tree_size, root = cpb["tree_size"], bytes.fromhex(cpb["root"])
-    others = sorted({rec["session"], cpb["session"]} - {session})
-    r.add("certificate.session", not others, "the erasure record and the checkpoint belong to the certificate's session", session, ", ".join(others))
+    others = sorted({cpb["session"], *(item["event"]["session"] for item in records)} - {session})
+    r.add("certificate.session", not others, "the erasure records and the checkpoint belong to the certificate's session", session, ", ".join(others))
     problems = []
     seqs = [e["seq"] for e in body["erased"]]
     if len(set(seqs)) != len(seqs) or seqs != sorted(seqs):
         problems.append("the erased seqs are not distinct and in order")
     if len({e["id"] for e in body["erased"]}) != len(seqs):
         problems.append("an erased id is listed twice")
-    if any(s >= rec["seq"] for s in seqs):
-        problems.append("an erased event is not older than the erasure record")
-    if rec["role"] != "system":
-        problems.append(f"the erasure record has role {rec['role']!r}, expected 'system'")
-    if rec["seq"] != tree_size - 1:
-        problems.append(f"the erasure record (seq {rec['seq']}) is not the last leaf of the checkpoint (tree size {tree_size})")
-    if cpb["chain_head"] != rec["chain"]:
-        problems.append("the checkpoint's chain head is not the erasure record's chain hash")
-    expected_text = f"[erasure record: {len(seqs)} event(s) erased]"
-    if rec["text"] != expected_text:
-        problems.append(f"the erasure record's text is {rec['text'][:80]!r}, expected {expected_text!r}")
-    r.add("certificate.structure", not problems, "seqs, the erasure record and the checkpoint agree", "consistent", "; ".join(problems))
-    # the erasure record: digest from its fields, chain link, inclusion, and what it lists
-    try:
-        digest = recompute_digest(rec).hex()
-    except EventError as exc:
-        digest = f"error: {exc}"
-    r.add("record.digest", digest == rec["digest"], f"seq {rec['seq']}: the erasure record's digest recomputed from its fields", rec["digest"], digest, "record.event.digest")
-    link = chain_link(bytes.fromhex(rec["prev"]), bytes.fromhex(rec["digest"])).hex()
-    r.add("record.chain_link", link == rec["chain"], f"seq {rec['seq']}: chain hash links prev and digest", rec["chain"], link, "record.event.chain")
-    why = _inclusion(rec["seq"], tree_size, rec["digest"], rec_proof, root)
-    r.add("record.inclusion", not why, f"seq {rec['seq']}: the erasure record is in the signed tree of size {tree_size}" + (f": {why}" if why else ""), cpb["root"], "no path to it", "record.proof")
-    listed = _record_entries(rec["meta"])
-    ours = [{k: e[k] for k in RECORD_ENTRY_FIELDS} for e in body["erased"]]
-    if isinstance(listed, str):
-        r.add("record.lists", False, f"the erasure record does not list the erased events: {listed}", "an erasure record", "other meta", "record.event.meta")
-    else:
-        key = lambda e: (e.get("seq"), e.get("id"), e.get("digest"), e.get("commit"))  # noqa: E731
-        ok = sorted(map(key, listed), key=repr) == sorted(map(key, ours), key=repr)
-        r.add("record.lists", ok, "the erasure record lists exactly the erased events (seq, id, digest, commit)", canonical_json(ours).decode()[:600], canonical_json(listed).decode()[:600], "record.event.meta.erasure.erased")
+    if any(s >= first["seq"] for s in seqs):
+        problems.append("an erased event is not older than the first erasure record")
+    for i, item in enumerate(records):
+        rec = item["event"]
+        if rec["seq"] != first["seq"] + i:
+            problems.append(f"the erasure records are not consecutive: records[{i}] is seq {rec['seq']}, expected {first['seq'] + i}")
+            break
+    for item in records:
+        rec = item["event"]
+        if rec["role"] != "system":
+            problems.append(f"the erasure record at seq {rec['seq']} has role {rec['role']!r}, expected 'system'")
+        listed = _record_entries(rec["meta"])
+        expected_text = f"[erasure record: {len(listed)} event(s) erased]" if not isinstance(listed, str) else None
+        if expected_text is not None and rec["text"] != expected_text:
+            problems.append(f"the erasure record at seq {rec['seq']} has the text {rec['text'][:80]!r}, expected {expected_text!r}")
+    if last["seq"] != tree_size - 1:
+        problems.append(f"the last erasure record (seq {last['seq']}) is not the last leaf of the checkpoint (tree size {tree_size})")
+    if cpb["chain_head"] != last["chain"]:
+        problems.append("the checkpoint's chain head is not the last erasure record's chain hash")
+    r.add("certificate.structure", not problems, "seqs, the erasure records and the checkpoint agree", "consistent", "; ".join(problems)[:1200])
+    _record_rows(r, records, tree_size, root)
+    _record_lists(r, records, body["erased"])
     # each erased event: digest from its hashed fields (commit in place of its text), inclusion at its seq
     bad_digest, bad_incl = [], []
     for e in body["erased"]:
@@ -199,8 +252,8 @@ def _check_events_scope(r: _Rows, body: dict[str, Any]) -> None:
         why = _inclusion(e["seq"], tree_size, e["digest"], e["proof"], root)
         if why:
             bad_incl.append(f"seq {e['seq']}: {why}")
-    r.add("erased.digests", not bad_digest, f"each of the {len(seqs)} erased events' digest recomputed from its hashed fields and commit", "all match", "; ".join(bad_digest), "erased")
-    r.add("erased.inclusion", not bad_incl, f"each erased event is its seq's leaf in the signed tree of size {tree_size}", "all included", "; ".join(bad_incl), "erased")
+    r.add("erased.digests", not bad_digest, f"each of the {len(seqs)} erased events' digest recomputed from its hashed fields and commit", "all match", "; ".join(bad_digest)[:1200], "erased")
+    r.add("erased.inclusion", not bad_incl, f"each erased event is its seq's leaf in the signed tree of size {tree_size}", "all included", "; ".join(bad_incl)[:1200], "erased")
 
 
 def _check_session_scope(r: _Rows, body: dict[str, Any]) -> None:
@@ -251,13 +304,18 @@ def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> Non
         elif line.get("digest") != e["digest"] or line.get("commit") != e["commit"] or line.get("id") != e["id"]:
             problems.append(f"seq {e['seq']} differs: ledger digest {str(line.get('digest'))[:16]}…, certificate {e['digest'][:16]}…")
     r.add("ledger.erased", not problems, "each erased seq is in erased form in the ledger with the same id, digest and commit", "all erased as listed", "; ".join(problems))
-    rec = body["record"]["event"]
-    if rec["seq"] >= led.verified:
-        r.add("ledger.record", False, f"the erasure record (seq {rec['seq']}) lies after {stop}", f"seq {rec['seq']}", f"{led.verified} verified events")
-    else:
+    bad = []
+    for item in body["records"]:
+        rec = item["event"]
+        if rec["seq"] >= led.verified:
+            bad.append(f"the erasure record at seq {rec['seq']} lies after {stop}")
+            continue
         stored = led.line_at(rec["seq"])
-        same = stored.get("digest") == rec["digest"] and stored.get("id") == rec["id"]
-        r.add("ledger.record", same, f"the ledger holds the erasure record at seq {rec['seq']}", rec["digest"], stored.get("digest"))
+        if stored.get("digest") != rec["digest"] or stored.get("id") != rec["id"]:
+            bad.append(f"seq {rec['seq']}: ledger digest {str(stored.get('digest'))[:16]}…, certificate {rec['digest'][:16]}…")
+    seqs = [item["event"]["seq"] for item in body["records"]]
+    at = f"seq {seqs[0]}" if len(seqs) == 1 else f"seqs {seqs[0]}–{seqs[-1]}"
+    r.add("ledger.record", not bad, f"the ledger holds the erasure record(s) at {at} with the same id and digest", "all as listed", "; ".join(bad)[:1200])
     how = f" [{led.how}]" if led.how else ""
     if led.verified < tree_size:
         why = f"breaks at {led.break_words}" if led.break_words else f"holds {led.verified} events"

@@ -160,7 +160,7 @@ def test_a_certificate_signed_by_another_key_fails_the_envelope_signature() -> N
 def test_an_erased_event_left_out_of_the_record_fails_record_lists() -> None:
     body = _body()
     body["erased"] = body["erased"][:1]
-    body["record"]["event"]["text"] = "[erasure record: 1 event(s) erased]"  # keep the structure consistent
+    body["records"][0]["event"]["text"] = "[erasure record: 1 event(s) erased]"  # keep the structure consistent
     report = verify_certificate_bytes(_signed(body), trusted=_trusted())
     assert "record.lists" in {c.name for c in report.failed}
 
@@ -204,7 +204,7 @@ def test_a_session_certificate_is_deleted_only_when_the_data_directory_holds_no_
     [
         lambda b: b.update(v=2),
         lambda b: b.update(scope="everything"),
-        lambda b: b.pop("record"),
+        lambda b: b.pop("records"),
         lambda b: b.update(extra=1),
         lambda b: b["erased"].clear(),
         lambda b: b["erased"][0].update(seq=-1),

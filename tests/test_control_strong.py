@@ -125,7 +125,7 @@ def test_a_crash_after_the_ledger_rewrite_is_finished_by_recover(tmp_path: Path,
     assert control.pending(data) == []
     record = json.loads(base64.b64decode(json.loads(cert_path.read_bytes())["payload"]))
     erased = tuple(e["seq"] for e in record["erased"])
-    result = control.ForgetResult("alice", (mem_seq,), (), erased, {}, tuple(record["receipts"]["redacted"]), tuple(record["receipts"]["withdrawn"]), record["record"]["event"]["seq"], cert_path, {})
+    result = control.ForgetResult("alice", (mem_seq,), (), erased, {}, tuple(record["receipts"]["redacted"]), tuple(record["receipts"]["withdrawn"]), record["records"][-1]["event"]["seq"], cert_path, {})
     _assert_forgotten(restarted, data, mem_seq, result, old)
 
 
@@ -202,7 +202,7 @@ def test_a_sigkill_at_any_step_leaves_the_old_state_or_one_that_recover_finishes
         (cert_path,) = written
         body = json.loads(base64.b64decode(json.loads(cert_path.read_bytes())["payload"]))
         erased = tuple(e["seq"] for e in body["erased"])
-        rec = body["record"]["event"]["seq"]
+        rec = body["records"][-1]["event"]["seq"]
         result = control.ForgetResult("alice", (mem_seq,), (), erased, {}, tuple(body["receipts"]["redacted"]), tuple(body["receipts"]["withdrawn"]), rec, cert_path, {})
     _assert_forgotten(restarted, data, mem_seq, result, old)
 

@@ -198,7 +198,7 @@ class TestErase:
             ([True], "not a non-negative integer"),
             (["3"], "not a non-negative integer"),
             ([], "no seq to erase"),
-            (list(range(65)), "at most 64"),
+            (list(range(10_001)), "10001 events in one erasure; at most 10,000"),
         ],
         ids=["out-of-range", "negative", "bool", "string", "empty", "too-many"],
     )

@@ -104,7 +104,11 @@ def result_markdown(result: ForgetResult, copies_removed: int = 0) -> str:
     ]
     if result.cascaded:
         lines.append(f"Answers erased with them: seq {', '.join(map(str, result.cascaded))}.")
-    lines.append(f"The erasure record is seq {result.record_seq} (what was erased, never the words).")
+    recs = result.record_seqs or (result.record_seq,)
+    if len(recs) > 1:
+        lines.append(f"The erasure records are seq {recs[0]}–{recs[-1]}, one per 64 events (what was erased, never the words).")
+    else:
+        lines.append(f"The erasure record is seq {result.record_seq} (what was erased, never the words).")
     lines.append(_receipts_line(result.redacted, result.withdrawn) + copies)
     lines.append("Download the certificate below and keep it: `python -m receipts verify CERT --trust signing.pub`.")
     return "  \n".join(lines)

@@ -57,7 +57,8 @@ def certificate_markdown(cert: Certificate, report: CertificateReport, mode: str
         says = (
             f"Erased from session `{md(cert.session)}`: **{len(b['erased'])} event(s)**, seq {md(seqs)}; "
             f"receipts redacted: {len(b['receipts']['redacted'])}, withdrawn: {len(b['receipts']['withdrawn'])}; "
-            f"the erasure record is seq {md(str(b['record']['event']['seq']))}. Issued {md(str(b['issued_at']))}."
+            f"the erasure record{'s are' if len(b['records']) > 1 else ' is'} seq "
+            f"{md(', '.join(str(r['event']['seq']) for r in b['records']))}. Issued {md(str(b['issued_at']))}."
         )
     else:
         says = (

@@ -6,7 +6,8 @@ tests/vectors/receipt_v1_pubkey.json is its trusted key), the reference Merkle c
 
 The session: a memory (seq 0), an answer that quoted it (seq 1), two more events,
 then the memory and the answer erased together and the erasure record appended
-(seq 4). `erasure_cert_v1_ledger.jsonl` is that ledger after the erasure;
+(seq 4): one record, so the body's `records` holds one item (an erasure of more than
+64 events has one record per 64, all listed there in seq order). `erasure_cert_v1_ledger.jsonl` is that ledger after the erasure;
 tests/test_control_certificate.py checks the code reproduces every file exactly.
 """
 
@@ -91,8 +92,8 @@ def build() -> dict[str, str]:
         hashed = {**events[s].to_dict(), "commit": commit_of(events[s])}
         erased.append(cert.erased_entry(hashed, inclusion_proof(leaves, s)))
     body = cert.events_body(
-        session=SESSION, erased=erased, redacted=[], withdrawn=WITHDRAWN, record=record.to_dict(),
-        record_proof=inclusion_proof(leaves, record.seq), checkpoint=checkpoint, issued_at=ERASED_AT,
+        session=SESSION, erased=erased, redacted=[], withdrawn=WITHDRAWN,
+        records=[(record.to_dict(), inclusion_proof(leaves, record.seq))], checkpoint=checkpoint, issued_at=ERASED_AT,
     )
     ledger = b"".join(erased_line(e) if e.seq in ERASE else e.to_line() for e in everything)
     return {
