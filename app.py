@@ -19,6 +19,7 @@ from chat.engine import Engine
 from webui import ids
 from webui import kept as kp
 from webui import render as r
+from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
 from webui import render_verify as rv
@@ -182,6 +183,10 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                             label="Forget a memory of this turn", choices=[], elem_id=ids.FORGET_TURN_PICK, scale=4
                         )
                         turn_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_TURN_BUTTON, scale=1)
+                        turn_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_TURN_BUTTON, scale=1)
+                        turn_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_TURN_BUTTON, scale=1)
+                    gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-turn")
+                    turn_control_md = gr.Markdown(elem_id=ids.CONTROL_TURN_STATUS, latex_delimiters=[])
 
             with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
                 with gr.Row():
@@ -191,9 +196,20 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                         scale=6,
                     )
                     search_btn = gr.Button("Search", variant="primary", elem_id=ids.SEARCH_BUTTON, scale=1)
-                k_search = gr.Slider(
-                    K_MIN, K_MAX, value=K_DEFAULT, step=1, precision=0, label="K: results at most", elem_id=ids.SEARCH_K
-                )
+                with gr.Row():
+                    k_search = gr.Slider(
+                        K_MIN,
+                        K_MAX,
+                        value=K_DEFAULT,
+                        step=1,
+                        precision=0,
+                        label="K: results at most",
+                        elem_id=ids.SEARCH_K,
+                        scale=4,
+                    )
+                    include_revoked = gr.Checkbox(
+                        False, label="include revoked memories", elem_id=ids.SEARCH_INCLUDE_REVOKED, scale=1
+                    )
                 search_status = gr.Markdown(elem_id=ids.SEARCH_STATUS, latex_delimiters=[])
                 results = gr.Dataframe(
                     headers=r.SEARCH_HEADERS,
@@ -204,9 +220,15 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 )
                 with gr.Row():
                     search_seq = gr.Textbox(
-                        label="seq to forget (select a result, or type it)", elem_id=ids.FORGET_SEARCH_SEQ, scale=4
+                        label="seq to forget, revoke or restore (select a result, or type it)",
+                        elem_id=ids.FORGET_SEARCH_SEQ,
+                        scale=4,
                     )
                     search_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_SEARCH_BUTTON, scale=1)
+                    search_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_SEARCH_BUTTON, scale=1)
+                    search_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_SEARCH_BUTTON, scale=1)
+                gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-search")
+                search_control_md = gr.Markdown(elem_id=ids.CONTROL_SEARCH_STATUS, latex_delimiters=[])
 
             with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
                 upload = gr.File(
@@ -246,9 +268,15 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 )
                 with gr.Row():
                     ledger_seq = gr.Textbox(
-                        label="seq to forget (select a row, or type it)", elem_id=ids.FORGET_LEDGER_SEQ, scale=4
+                        label="seq to forget, revoke or restore (select a row, or type it)",
+                        elem_id=ids.FORGET_LEDGER_SEQ,
+                        scale=4,
                     )
                     ledger_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_LEDGER_BUTTON, scale=1)
+                    ledger_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_LEDGER_BUTTON, scale=1)
+                    ledger_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_LEDGER_BUTTON, scale=1)
+                gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-ledger")
+                ledger_control_md = gr.Markdown(elem_id=ids.CONTROL_LEDGER_STATUS, latex_delimiters=[])
                 checkpoint = gr.Code(
                     language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
                 )
@@ -318,9 +346,9 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
         turn.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="chat_tools", api_visibility="private")
         gr.on(
-            [query.submit, search_btn.click],
+            [query.submit, search_btn.click, include_revoked.input],
             ui.search,
-            [query, k_search, key_state],
+            [query, k_search, key_state, include_revoked],
             [search_status, results],
             api_name="search",
             api_visibility=UNDOCUMENTED,
@@ -378,6 +406,25 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         ):
             trigger(fn, inputs, forget_outputs, api_name=name, api_visibility=UNDOCUMENTED).then(
                 None, None, None, js=SHOW_FORGET_BOX
+            )
+        # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
+        search_inputs = [query, k_search, key_state, include_revoked]
+        for button, fn, seq_box, status, name in (
+            (turn_revoke, ui.revoke, turn_pick, turn_control_md, "revoke_turn"),
+            (turn_restore, ui.restore, turn_pick, turn_control_md, "restore_turn"),
+            (search_revoke, ui.revoke, search_seq, search_control_md, "revoke_search"),
+            (search_restore, ui.restore, search_seq, search_control_md, "restore_search"),
+            (ledger_revoke, ui.revoke, ledger_seq, ledger_control_md, "revoke_ledger"),
+            (ledger_restore, ui.restore, ledger_seq, ledger_control_md, "restore_ledger"),
+        ):
+            button.click(fn, [key_state, seq_box], status, api_name=name, api_visibility=UNDOCUMENTED).then(
+                ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private"
+            ).then(
+                ui.search_again,
+                search_inputs,
+                [search_status, results],
+                api_name=f"{name}_search",
+                api_visibility="private",
             )
         results.select(ui.pick_search_row, None, search_seq, api_name="forget_pick_search", api_visibility="private")
         events.select(ui.pick_ledger_row, None, ledger_seq, api_name="forget_pick_ledger", api_visibility="private")

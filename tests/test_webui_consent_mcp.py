@@ -151,3 +151,13 @@ class TestRevoke:
         key, mems = session_with_memories(tools)
         with pytest.raises(gr.Error, match="not revoked"):
             tools["restore_memory"](key, mems[0]["event_id"])
+
+
+def test_search_memories_leaves_revoked_memories_out_unless_asked_and_names_the_revocation(tools: dict) -> None:
+    key, mems = session_with_memories(tools)
+    out = json.loads(tools["revoke_memory"](key, mems[0]["event_id"]))
+    plain = json.loads(tools["search_memories"](key, "cat Miso", 8))["results"]
+    assert mems[0]["event_id"] not in {h["event_id"] for h in plain} and len(plain) == 2
+    shown = json.loads(tools["search_memories"](key, "cat Miso", 8, True))["results"]
+    by_id = {h["event_id"]: h["revoked_by"] for h in shown}
+    assert by_id[mems[0]["event_id"]] == out["control_seq"] and by_id[mems[1]["event_id"]] is None

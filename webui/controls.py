@@ -13,15 +13,12 @@ from typing import Any
 
 from chat.consent import Proposal
 from chat.engine import InputError, Turn
-from control.revocation import ControlError, ControlResult, revoked_seqs
+from control.revocation import ControlError, ControlResult
 from control.revocation import restore as _restore
 from control.revocation import revoke as _revoke
 
 from .inputs import K_MAX, BadInput
 from .service import Service
-
-# Said beside every Revoke and Restore button (and Forget…): the two are not the same act.
-NOT_ERASURE = "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
 
 
 def _engine_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -79,8 +76,3 @@ def restore(service: Service, key: object, seq: object, reason: object = None) -
     session = service.session(key)
     eng = service.engine
     return _restore(eng.data_dir, session, _seq(seq, "restore"), _reason(reason), ledger=eng.ledger, key=eng.key)
-
-
-def revoked(service: Service, key: object) -> dict[int, int]:
-    """revoked seq -> the control event's seq that revoked it, for the key's session (empty when it has none)."""
-    return revoked_seqs(service.data_dir, service.session(key), ledger=service.engine.ledger)

@@ -27,9 +27,11 @@ from receipts.body import MalformedReceipt
 from receipts.certificate import MalformedCertificate, is_certificate
 from receipts.verify import ERASED, Report
 
+from . import controls as ct
 from . import forget as fg
 from . import kept as kp
 from . import render as r
+from . import render_controls as rc
 from . import render_forget as rf
 from . import render_history as rh
 from . import render_receipt as rr
@@ -234,11 +236,12 @@ class UI:
 
     # -- search ----------------------------------------------------------------------------
     @edge
-    def search(self, query: object, k: object, key: object) -> tuple[Any, ...]:
+    def search(self, query: object, k: object, key: object, include_revoked: object = False) -> tuple[Any, ...]:
         """Outputs: (status, results). A refused or failed query empties both: the last query's results never
-        stay on screen under a status that is not theirs."""
+        stay on screen under a status that is not theirs. Revoked memories only when asked, labelled."""
         try:
-            resp = self.service.search(key, query, k)
+            resp = self.service.search(key, query, k, include_revoked=include_revoked is True)
+            revoked = self.service.revoked(key) if include_revoked is True else {}
         except KNOWN as exc:
             return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, [])
         except Exception:  # noqa: BLE001 - the edge
@@ -247,8 +250,16 @@ class UI:
                 r.SEARCH_HEADERS, []
             )
         return r.search_status(len(resp.results), resp.k, resp.reason), table(
-            r.SEARCH_HEADERS, r.search_rows(resp.results)
+            r.SEARCH_HEADERS, r.search_rows(resp.results, revoked)
         )
+
+    @edge
+    def search_again(self, query: object, k: object, key: object, include_revoked: object = False) -> tuple[Any, ...]:
+        """After a revoke or restore from the Manual search tab: the same search again (its labels changed);
+        nothing when no query was typed."""
+        if not isinstance(query, str) or not query.strip():
+            return gr.skip(), gr.skip()
+        return self.search(query, k, key, include_revoked)
 
     # -- verify ----------------------------------------------------------------------------
     @edge
@@ -293,7 +304,8 @@ class UI:
     def ledger(self, key: object) -> tuple[Any, ...]:
         """Outputs: (chain status, events table, latest checkpoint)."""
         view = self.service.ledger(key)
-        rows = r.ledger_rows(view.events)
+        ok = view.report is not None and view.report.ok and not view.problem
+        rows = r.ledger_rows(view.events, revoked=self.service.revoked(key) if ok else {})  # a broken chain: no labels
         status = r.chain_status(view.report, len(rows), view.total)
         if view.problem:
             status += f"\n\n_The events cannot be listed: {r.md(view.problem, 300)}_"
@@ -375,6 +387,17 @@ class UI:
         if state == fg.DONE_EVENTS:
             return self._session(key if isinstance(key, str) else new_session_key())
         return tuple(gr.skip() for _ in range(6))
+
+    # -- revoke and restore (webui/controls.py; the rules are control.revocation's) ------------------------------
+    @edge
+    def revoke(self, key: object, seq: object) -> str:
+        """A seq from the turn's dropdown, a search result or the ledger. Output: the control's status line.
+        A refusal (unknown seq, already revoked, a control or erasure record) is a toast; nothing is appended."""
+        return rc.result_markdown(ct.revoke(self.service, key, seq))
+
+    @edge
+    def restore(self, key: object, seq: object) -> str:
+        return rc.result_markdown(ct.restore(self.service, key, seq))
 
     @edge
     def turn_tools(self, key: object) -> tuple[Any, ...]:

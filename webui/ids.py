@@ -65,3 +65,25 @@ FORGET_SESSION_BUTTON = "forget-session-button"
 TURN_TOOLS = "turn-tools"  # the accordion under the stamps: withhold / forget a memory of this turn
 WITHHOLD_PICK = "withhold-pick"
 WITHHELD_DOWNLOAD = "withheld-download"
+
+# Revoke and restore (issue 11): beside each Forget… entry point, and the search's "include revoked" box.
+REVOKE_TURN_BUTTON = "revoke-turn-button"
+RESTORE_TURN_BUTTON = "restore-turn-button"
+CONTROL_TURN_STATUS = "control-turn-status"
+REVOKE_SEARCH_BUTTON = "revoke-search-button"
+RESTORE_SEARCH_BUTTON = "restore-search-button"
+CONTROL_SEARCH_STATUS = "control-search-status"
+SEARCH_INCLUDE_REVOKED = "search-include-revoked"
+REVOKE_LEDGER_BUTTON = "revoke-ledger-button"
+RESTORE_LEDGER_BUTTON = "restore-ledger-button"
+CONTROL_LEDGER_STATUS = "control-ledger-status"
+NOT_ERASURE_NOTE = "not-erasure-note"  # the sentence beside the buttons (one per tab: suffixed -turn/-search/-ledger)
+
+# Ask me first (issue 11): the per-session setting in the chat tab and the consent step under the input.
+CONSENT_TOGGLE = "consent-toggle"
+CONSENT_NOTE = "consent-note"
+CONSENT_BOX = "consent-box"
+CONSENT_PROPOSAL = "consent-proposal"
+CONSENT_PICK = "consent-pick"
+CONSENT_SEND = "consent-send"
+CONSENT_CANCEL = "consent-cancel"

@@ -81,19 +81,21 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             }
         )
 
-    def search_memories(session_key: str, query: str, k: int = K_DEFAULT) -> str:
+    def search_memories(session_key: str, query: str, k: int = K_DEFAULT, include_revoked: bool = False) -> str:
         """Search the session's memories (SQLite FTS5 BM25 plus a collapse score) without calling a model.
 
         Args:
             session_key: the caller's secret session key.
             query: words to search for.
             k: how many results at most, 1 to 50 (default 8).
+            include_revoked: also return revoked memories (each then names the control event that revoked it in revoked_by); default false, as answers never use them.
 
         Returns:
-            JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest and chain.
+            JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest, chain and revoked_by (null unless revoked).
         """
         try:
-            resp = service.search(session_key, query, k, k_max=K_API_MAX)
+            resp = service.search(session_key, query, k, k_max=K_API_MAX, include_revoked=include_revoked is True)
+            revoked = service.revoked(session_key) if include_revoked is True else {}
         except Exception as exc:  # noqa: BLE001 - the edge
             raise to_gr_error(exc, for_html=False) from None
         return _dumps(
@@ -102,7 +104,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
                 "query": resp.query,
                 "k": resp.k,
                 "reason": resp.reason,
-                "results": [h.to_dict() for h in resp.results],
+                "results": [{**h.to_dict(), "revoked_by": revoked.get(h.seq)} for h in resp.results],
             }
         )
 

@@ -54,6 +54,8 @@ class Stamps:
     model: str
     fallback_reason: str | None
     memories: tuple[Stamp, ...]
+    excluded: tuple[tuple[int, int], ...] = ()  # (revoked seq, the revocation's control seq) the search left out
+    withheld: tuple[int, ...] | None = None  # consent turns: the proposed seqs the person withheld (None: no consent)
 
 
 WITHHELD = "[withheld]"
@@ -81,7 +83,33 @@ def stamps_from_body(body: Mapping[str, Any], missing: str = WITHHELD) -> Stamps
         )
         for m in body["memories"]
     )
-    return Stamps(body["receipt_id"], body["k"], resp["provider"], resp["model"], resp["fallback_reason"], memories)
+    excluded = tuple(
+        (int(e["seq"]), int(e["control"]["event"]["seq"])) for e in body.get("exclusions", {}).get("revoked", [])
+    )
+    consent = body.get("consent")
+    withheld = tuple(int(s) for s in consent.get("withheld", [])) if isinstance(consent, Mapping) else None
+    return Stamps(
+        body["receipt_id"],
+        body["k"],
+        resp["provider"],
+        resp["model"],
+        resp["fallback_reason"],
+        memories,
+        excluded,
+        withheld,
+    )
+
+
+def decisions_lines(s: Stamps) -> list[str]:
+    """What a person decided about this answer's memories, as the receipt records it (Markdown lines)."""
+    lines = []
+    if s.withheld is not None:
+        w = ", ".join(f"seq {x}" for x in s.withheld) or "none"
+        lines.append(f"**You chose** (ask me first): {len(s.memories)} approved; withheld from the model: {w}.  ")
+    if s.excluded:
+        parts = ", ".join(f"seq {x} (revocation at seq {c})" for x, c in s.excluded)
+        lines.append(f"**Left out because you revoked them:** {parts}.  ")
+    return lines
 
 
 def provider_label(provider: str, model: str, fallback_reason: str | None) -> str:
@@ -104,7 +132,8 @@ def stamps_markdown(s: Stamps) -> str:
     """The stamps: every memory handed to the model, who answered, and which receipt proves it."""
     lines = [
         f"**Answered by:** {provider_label(s.provider, s.model, s.fallback_reason)}  ",
-        f"**Receipt:** `{s.receipt_id}` — the signed record of exactly what the model was handed.",
+        f"**Receipt:** `{s.receipt_id}` — the signed record of exactly what the model was handed.  ",
+        *decisions_lines(s),
         "",
     ]
     if not s.memories:
@@ -125,14 +154,21 @@ NO_STAMPS = "_Stamps appear here after each answer: the memories the model was h
 
 
 # -- search ----------------------------------------------------------------------
-def search_rows(hits: Iterable[Hit]) -> list[list[Any]]:
+def revoked_label(control_seq: int) -> str:
+    """What a revoked memory's text starts with in the search results and the ledger (plain text: a table cell)."""
+    return f"⛔ revoked (control event seq {control_seq}; kept, unused) · "
+
+
+def search_rows(hits: Iterable[Hit], revoked: Mapping[int, int] | None = None) -> list[list[Any]]:
+    """`revoked`: seq -> the control event that revoked it (control.revocation.revoked_seqs); those rows are labelled."""
+    rv = revoked or {}
     return [
         [
             h.rank,
             short(h.event_id, EVENT_ID_PREFIX),
             h.seq,
             h.role,
-            match_note(h) + snippet(h.text, SEARCH_SNIPPET),
+            (revoked_label(rv[h.seq]) if h.seq in rv else "") + match_note(h) + snippet(h.text, SEARCH_SNIPPET),
             sig(h.bm25),
             sig(h.collapse),
             round(h.relative, 2),  # a share of the best hit's score: readable where raw BM25 is ~1e-6
@@ -167,10 +203,20 @@ def search_refused(message: str) -> str:
 
 
 # -- ledger ------------------------------------------------------------------------
-def ledger_rows(events: Sequence[Event], limit: int = LEDGER_ROWS) -> list[list[Any]]:
-    """The last `limit` events, oldest first."""
+def ledger_rows(
+    events: Sequence[Event], limit: int = LEDGER_ROWS, revoked: Mapping[int, int] | None = None
+) -> list[list[Any]]:
+    """The last `limit` events, oldest first; a revoked one (`revoked`: seq -> its revocation's seq) is labelled."""
+    rv = revoked or {}
     return [
-        [e.seq, e.role, short_ts(e.ts), shown_text(e, LEDGER_SNIPPET), short(e.digest), short(e.chain)]
+        [
+            e.seq,
+            e.role,
+            short_ts(e.ts),
+            (revoked_label(rv[e.seq]) if e.seq in rv else "") + shown_text(e, LEDGER_SNIPPET),
+            short(e.digest),
+            short(e.chain),
+        ]
         for e in events[-limit:]
     ]
 

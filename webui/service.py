@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from chat.engine import Engine, InputError, Turn
+from control.revocation import current as current_controls
+from control.state import ControlState
 from ledger import Event, LedgerCorrupted, SessionReport
 from receipts import checkpoints, files, redact
 from receipts.api import verify_bytes
@@ -124,12 +126,18 @@ class Service:
         except InputError as exc:
             raise BadInput(str(exc)) from None
 
-    def search(self, key: object, query: object, k: object, *, k_max: int = K_MAX) -> SearchResponse:
-        """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX."""
+    def search(
+        self, key: object, query: object, k: object, *, k_max: int = K_MAX, include_revoked: bool = False
+    ) -> SearchResponse:
+        """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX. Control events are
+        never results; revoked memories only with `include_revoked` (the caller labels them: `revoked`)."""
         session = self.session(key)
         k_, q = parse_k(k, k_max), check_query(query)
+        led = self.engine.ledger
+        state = current_controls(led, session) if led.exists(session) else ControlState()
+        exclude = state.controls if include_revoked else state.excluded()
         try:
-            return self.engine.index.search(session, q, k_)
+            return self.engine.index.search(session, q, k_, exclude_seqs=exclude)
         except SearchError as exc:
             raise BadInput(str(exc)) from None
 
@@ -173,6 +181,14 @@ class Service:
         if not chosen:
             raise BadInput("withhold: tick at least one memory to leave out of the copy")
         return self.downloads.put(f"{receipt_id}-withheld.json", redact(raw, chosen))
+
+    def revoked(self, key: object) -> dict[int, int]:
+        """revoked seq -> the seq of the control event that revoked it, in the key's session (for labels)."""
+        session = self.session(key)
+        led = self.engine.ledger
+        if not led.exists(session):
+            return {}
+        return {s: r.control_seq for s, r in current_controls(led, session).revoked.items()}
 
     # -- verification --------------------------------------------------------------------
     def verify(self, raw: bytes, key: object = None) -> tuple[Report, str]:

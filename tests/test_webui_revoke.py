@@ -1,0 +1,161 @@
+"""Revoke and Restore from the app, handler by handler (no server): beside every Forget… entry point, a revoke keeps
+the memory out of the next answer and its stamps and receipt name the revocation; restore brings it back; a refused
+request is a toast and appends nothing; the ledger view and the search results label a revoked memory."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+
+from chat.engine import Engine
+from chat.llm import LLM
+from receipts.api import verify_bytes
+from webui import render_controls as rc
+from webui.handlers import UI
+from webui.service import Service
+from webui.sessions import new_session_key, session_id
+
+MEMORY = "My bicycle is a green Gazelle"
+OTHER = "My bicycle lock code is with my sister"
+QUESTION = "What do you know about my bicycle?"
+
+
+@pytest.fixture
+def ui(tmp_path: Path) -> UI:
+    return UI(Service(Engine(tmp_path / "data", llm=LLM(api_key=""))))
+
+
+def chat(ui: UI, key: str, message: str) -> tuple[Any, ...]:
+    return list(ui.chat(message, [], 8, key))[-1]
+
+
+def snapshot(ui: UI) -> dict[str, str]:
+    data = ui.service.data_dir
+    return {
+        str(p.relative_to(data)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(data.rglob("*"))
+        if p.is_file()
+    }
+
+
+def download_path(button: Any) -> str:
+    value = button.value
+    return value["path"] if isinstance(value, dict) else value
+
+
+def session(ui: UI) -> str:
+    key = new_session_key()
+    ui.service.remember(key, MEMORY)  # seq 0
+    ui.service.remember(key, OTHER)  # seq 1
+    return key
+
+
+def cited_seqs(ui: UI, key: str) -> list[int]:
+    latest = ui.service.latest_receipt(key)
+    assert latest is not None
+    return [m["event"]["seq"] for m in latest[1]["memories"]]
+
+
+class TestRevoke:
+    @pytest.mark.parametrize("entry", ["turn", "search", "ledger"])
+    def test_a_revoked_memory_is_left_out_of_the_same_question_and_the_stamps_and_receipt_name_the_revocation(
+        self, ui: UI, entry: str
+    ) -> None:
+        key = session(ui)
+        chat(ui, key, QUESTION)
+        assert 0 in cited_seqs(ui, key)
+        seq: Any = 0 if entry == "turn" else "0"  # the dropdown's int, or a selected row's / typed seq
+        status = ui.revoke(key, seq)
+        control_seq = ui.service.engine.ledger.head(session_id(key))[0] - 1
+        assert "Revoked" in status and f"control event at seq {control_seq}" in status.lower()
+        final = chat(ui, key, QUESTION)
+        assert 0 not in cited_seqs(ui, key) and 1 in cited_seqs(ui, key)
+        assert MEMORY not in final[2]
+        assert f"Left out because you revoked them:** seq 0 (revocation at seq {control_seq})" in final[2]
+        raw = Path(download_path(final[3])).read_bytes()
+        report = verify_bytes(raw, trusted=[ui.service.engine.key.public_key], data_dir=ui.service.data_dir)
+        assert report.verdict == "verified"
+        assert any(c.name == "ledger.exclusions" and c.status == "pass" for c in report.checks)
+
+    def test_restore_brings_it_back_into_the_next_answer(self, ui: UI) -> None:
+        key = session(ui)
+        ui.revoke(key, "0")
+        chat(ui, key, QUESTION)
+        assert 0 not in cited_seqs(ui, key)
+        assert "Restored" in ui.restore(key, "0")
+        final = chat(ui, key, QUESTION)
+        assert 0 in cited_seqs(ui, key) and "Left out because you revoked" not in final[2]
+
+    @pytest.mark.parametrize(
+        ("action", "seq", "match"),
+        [
+            ("revoke", "99", "no event at seq 99"),
+            ("revoke", "", "choose a memory first"),
+            ("revoke", "x1", "not a non-negative integer"),
+            ("restore", "0", "not revoked"),
+        ],
+    )
+    def test_a_bad_seq_is_a_toast_and_nothing_is_appended(self, ui: UI, action: str, seq: str, match: str) -> None:
+        key = session(ui)
+        before = snapshot(ui)
+        with pytest.raises(gr.Error, match=match):
+            getattr(ui, action)(key, seq)
+        assert snapshot(ui) == before
+
+    def test_revoking_twice_is_refused_and_appends_nothing(self, ui: UI) -> None:
+        key = session(ui)
+        ui.revoke(key, "0")
+        before = snapshot(ui)
+        with pytest.raises(gr.Error, match="already revoked"):
+            ui.revoke(key, "0")
+        assert snapshot(ui) == before
+
+    def test_a_control_record_cannot_be_revoked(self, ui: UI) -> None:
+        key = session(ui)
+        ui.revoke(key, "0")
+        with pytest.raises(gr.Error, match="control record"):
+            ui.revoke(key, "2")
+
+
+class TestLabels:
+    def test_search_leaves_a_revoked_memory_out_unless_asked_and_then_labels_it(self, ui: UI) -> None:
+        key = session(ui)
+        ui.revoke(key, "0")
+        _status, plain = ui.search("bicycle", 8, key)
+        assert [row[2] for row in plain["data"]] == [1]
+        _status, shown = ui.search("bicycle", 8, key, True)
+        rows = {row[2]: row[4] for row in shown["data"]}
+        assert set(rows) == {0, 1}
+        assert rows[0].startswith("⛔ revoked (control event seq 2") and MEMORY in rows[0]
+        assert "revoked" not in rows[1]
+
+    def test_search_never_returns_a_control_record(self, ui: UI) -> None:
+        key = session(ui)
+        ui.revoke(key, "0")
+        _status, shown = ui.search("control record revoke", 8, key, True)
+        assert 2 not in [row[2] for row in shown["data"]]
+
+    def test_the_ledger_view_labels_a_revoked_memory_until_it_is_restored(self, ui: UI) -> None:
+        key = session(ui)
+        ui.revoke(key, "0")
+        _status, events, _cp = ui.ledger(key)
+        text = {row[0]: row[3] for row in events["data"]}
+        assert text[0].startswith("⛔ revoked") and not text[1].startswith("⛔")
+        ui.restore(key, "0")
+        _status, events, _cp = ui.ledger(key)
+        assert not any(row[3].startswith("⛔") for row in events["data"])
+
+    def test_search_again_after_a_control_skips_when_no_query_was_typed(self, ui: UI) -> None:
+        key = session(ui)
+        assert all(isinstance(x, type(gr.skip())) for x in ui.search_again("", 8, key, False))
+
+    def test_the_sentence_beside_the_buttons_says_revoke_is_not_erasure(self) -> None:
+        assert rc.NOT_ERASURE == (
+            "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
+        )
+        app_source = (Path(__file__).resolve().parents[1] / "app.py").read_text(encoding="utf-8")
+        assert app_source.count("gr.Markdown(rc.NOTE") == 3  # the chat's turn tools, Manual search, Ledger

@@ -1,0 +1,66 @@
+"""What the two controls show (pure: domain values → Markdown and choices; no Gradio, no I/O).
+
+Revoke / Restore (control.revocation) and ask me first (chat.consent): the result line after a
+revoke or restore, and the proposed memories as tick-box choices. Memory texts are the visitor's:
+they go through `md` (Markdown) or `short_text` (plain-text labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from chat.consent import Candidate
+from control.revocation import ControlResult
+from receipts.decisions import REVOKE
+
+from .render import short_ts, sig
+from .render_forget import short_text
+from .text import md
+
+# Said beside every Revoke and Restore button (and Forget…): the two are not the same act.
+NOT_ERASURE = "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
+REVOKE_LABEL = "⛔ Revoke"
+RESTORE_LABEL = "↩ Restore"
+CONSENT_LABEL = "Ask me before memories reach the model"
+CONSENT_SEND_LABEL = "Send with the ticked memories"
+CONSENT_CANCEL_LABEL = "Cancel (nothing is sent)"
+CONSENT_OFF = "_Ask me first is **off**: each message goes to the model with the memories retrieval picks._"
+CONSENT_ON = (
+    "_Ask me first is **on**: after you send a message, the memories retrieval picked are shown here first; "
+    "only the ones you tick reach the model, and the receipt records what you decided._"
+)
+NOTE = f"_{NOT_ERASURE}_"
+
+
+def result_markdown(result: ControlResult) -> str:
+    """After a revoke or restore: what was done, and the control event that records it."""
+    if result.action == REVOKE:
+        what = "✅ **Revoked:** answers no longer use it; the words are kept on record (restore brings it back)"
+    else:
+        what = "✅ **Restored:** answers may use it again"
+    why = f" Reason: {md(result.reason, 200)}." if result.reason else ""
+    return f"{what} — seq {result.seq} (`{result.event_id[:16]}…`). Control event at seq {result.control_seq}.{why}"
+
+
+def candidate_label(c: Candidate) -> str:
+    """One tick box: rank, seq, when, score and the text (plain text, one line)."""
+    return f"#{c.rank} · seq {c.seq} · {c.role} · {short_ts(c.ts)} · score {sig(c.score)} · {short_text(c.text, 120)}"
+
+
+def candidate_choices(candidates: Sequence[Candidate]) -> list[tuple[str, str]]:
+    """(label, event id) for each proposed memory, best first (the value is what Engine.answer takes)."""
+    return [(candidate_label(c), c.event_id) for c in candidates]
+
+
+def proposal_markdown(n: int, k: int, excluded: Sequence[int]) -> str:
+    """Above the tick boxes: what the person is deciding."""
+    if n == 0:
+        head = f"**No stored memory matched** (K={k}): Send asks with the question alone."
+    else:
+        head = (
+            f"**{n} memor{'ies' if n != 1 else 'y'} would reach the model** (K={k}), best first. Untick any you do "
+            "not want used, then Send; Cancel sends nothing."
+        )
+    if excluded:
+        head += f" Left out because you revoked them: {', '.join(f'seq {s}' for s in excluded)}."
+    return head
