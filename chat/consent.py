@@ -168,10 +168,15 @@ class Store:
             return False
         tomb = path.with_suffix(f".{how}")
         try:
-            os.rename(path, tomb)
+            os.rename(path, tomb)  # the claim: of two spends, exactly one rename finds the file
         except FileNotFoundError:
             return False
-        tomb.write_bytes(b"")  # the question leaves the disk with the proposal
+        # The question leaves the disk with the proposal: an empty file replaces the tombstone's inode (never
+        # truncate it in place: a racing answer that opened the proposal before the rename still reads it whole,
+        # then finds it spent, instead of reading an empty file and calling the proposal unreadable).
+        empty = self.folder / f".{nonce}.{how}.tmp"
+        os.close(open_private(empty, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
+        os.replace(empty, tomb)
         return True
 
     def spent(self, nonce: str) -> str | None:

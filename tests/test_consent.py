@@ -178,6 +178,25 @@ def test_an_expired_token_stays_refused_and_its_question_is_removed(eng: Engine)
     assert not any(QUESTION.encode() in f.read_bytes() for f in (eng.data_dir / "proposals").iterdir() if f.is_file())
 
 
+def test_an_answer_that_opened_the_proposal_before_another_spent_it_still_reads_it_whole(eng: Engine) -> None:
+    """The race behind 'its proposal cannot be read': spending must not empty the inode a reader already opened."""
+    from chat.consent import Store
+
+    p = eng.propose("alice", QUESTION, k=2)
+    nonce = p.token.split(".")[1]
+    store = Store(eng.data_dir)
+    (path,) = store.folder.glob(f"*.{nonce}.json")
+    whole = path.read_bytes()
+    with path.open("rb") as reader:  # opened before the spend, read after it
+        assert store.spend(nonce, "used")
+        assert reader.read() == whole
+    assert store.load(nonce) is None and store.spent(nonce) == "used"
+    (tomb,) = store.folder.glob(f"*.{nonce}.used")
+    assert tomb.read_bytes() == b""  # the question left the disk with the proposal
+    with pytest.raises(ConsentError, match="already used"):
+        eng.answer(p.token, [p.candidates[0].event_id], session="alice")
+
+
 def test_two_answers_racing_for_one_token_make_exactly_one_turn(eng: Engine) -> None:
     p = eng.propose("alice", QUESTION, k=2)
     outcomes: list[str] = []
