@@ -53,7 +53,7 @@ from .model import (
     check_k,
 )
 from .scoring import CONTEXT, collapse_score, is_echo, query_boost, rank, relative
-from .text import Query, build_query, content_terms, or_query, quote, stem, term_batches, tokens
+from .text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, quote, stem, term_batches, tokens
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
@@ -747,7 +747,10 @@ class Index:
             # nothing left to find (a new session's first turn): no FTS query on a table
             # that was created a moment ago
             return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
-        df = self._term_df(num, q.terms)
+        # the session's document frequencies matter only to choose among more than MAX_QUERY_TERMS
+        # terms or to prune a large session: otherwise one query with every term, no lookup
+        needs_df = len(q.terms) > MAX_QUERY_TERMS or last_seq + 1 >= self.config.prune_min_events
+        df = self._term_df(num, q.terms) if needs_df else {}
         cfg = self.config
         batches = term_batches(
             q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share, prune_min_events=cfg.prune_min_events
