@@ -156,6 +156,19 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                         autofocus=True,
                     )
                     send = gr.Button("Send", variant="primary", elem_id=ids.CHAT_SEND, scale=1)
+                # Ask me first (issue 11): off by default, stated plainly; when on, the proposal waits here.
+                with gr.Row():
+                    consent_on = gr.Checkbox(False, label=rc.CONSENT_LABEL, elem_id=ids.CONSENT_TOGGLE, scale=1)
+                    consent_note = gr.Markdown(rc.CONSENT_OFF, elem_id=ids.CONSENT_NOTE, scale=3)
+                waiting = gr.State(None)  # webui.controls.Waiting, server-side: the page cannot change the token
+                with gr.Column(visible=False, elem_id=ids.CONSENT_BOX) as consent_box:
+                    consent_md = gr.Markdown(elem_id=ids.CONSENT_PROPOSAL, latex_delimiters=[])
+                    consent_pick = gr.CheckboxGroup(
+                        label="Memories the model may see (ticked ones only)", elem_id=ids.CONSENT_PICK
+                    )
+                    with gr.Row():
+                        consent_send = gr.Button(rc.CONSENT_SEND_LABEL, variant="primary", elem_id=ids.CONSENT_SEND)
+                        consent_cancel = gr.Button(rc.CONSENT_CANCEL_LABEL, elem_id=ids.CONSENT_CANCEL)
                 k_chat = gr.Slider(
                     K_MIN,
                     K_MAX,
@@ -321,6 +334,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             switched = trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED)
             # A confirmation still open was about the other session: it closes (nothing changes).
             switched.then(ui.cancel_forget, None, forget_outputs, api_name=f"{name}_forget", api_visibility="private")
+            switched.then(
+                ui.consent_closed,
+                None,
+                [waiting, consent_box, consent_md, consent_pick],
+                api_name=f"{name}_consent",
+                api_visibility="private",
+            )
             switched.then(ui.cleared, None, cleared, api_name=f"{name}_clear", api_visibility="private").then(
                 ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private"
             ).then(
@@ -334,11 +354,43 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         turn = gr.on(
             [msg.submit, send.click],
             ui.chat,
-            [msg, chatbot, k_chat, key_state],
+            [msg, chatbot, k_chat, key_state, consent_on],
             [chatbot, msg, stamps, download],
             api_name="chat",
             api_visibility=UNDOCUMENTED,
             show_progress_on=[chatbot],  # an error overlay on the input box would swallow clicks until closed
+        )
+        # Ask me first: the same message, when the setting is on, is proposed instead (ui.chat then does nothing).
+        consent_outputs = [chatbot, msg, waiting, consent_box, consent_md, consent_pick]
+        gr.on(
+            [msg.submit, send.click],
+            ui.propose,
+            [msg, chatbot, k_chat, key_state, consent_on, waiting],
+            consent_outputs,
+            api_name="consent_propose",
+            api_visibility=UNDOCUMENTED,
+            show_progress_on=[chatbot],
+        )
+        consent_on.change(
+            ui.consent_note, [consent_on], [consent_note], api_name="consent_note", api_visibility="private"
+        )
+        answered = consent_send.click(
+            ui.consent_send,
+            [key_state, waiting, consent_pick, chatbot],
+            [chatbot, stamps, download, waiting, consent_box],
+            api_name="consent_send",
+            api_visibility=UNDOCUMENTED,
+            show_progress_on=[chatbot],
+        )
+        for chained, name in ((answered.then, "consent_history"), (answered.failure, "consent_failed_history")):
+            chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
+        answered.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="consent_tools", api_visibility="private")
+        consent_cancel.click(
+            ui.consent_cancel,
+            [key_state, waiting, chatbot],
+            consent_outputs,
+            api_name="consent_cancel",
+            api_visibility=UNDOCUMENTED,
         )
         # After a refused turn too (a ledger edited under the app is then named here): Gradio 6.31's page runs a
         # `.then` only after a success, so the check is chained both ways.

@@ -210,7 +210,7 @@ def http_run(
 
     def one(v: Visitor, t: int) -> str:
         history, _box, stamps, _download = (
-            clients[v.index].submit(v.message(t), [], 8, v.key, api_name="/chat").result(timeout=TURN_TIMEOUT)
+            clients[v.index].submit(v.message(t), [], 8, v.key, False, api_name="/chat").result(timeout=TURN_TIMEOUT)
         )
         return json.dumps(history, ensure_ascii=False) + stamps
 

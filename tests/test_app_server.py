@@ -56,7 +56,7 @@ def call(client: Client, *args: Any, api_name: str) -> Any:
 
 def say(client: Client, key: str, message: str, k: int = 8) -> tuple[list[Any], str, str, Path]:
     """One chat turn as the browser sends it: (history, stamps, receipt id, downloaded receipt)."""
-    history, _box, stamps, download = call(client, message, [], k, key, api_name="/chat")
+    history, _box, stamps, download = call(client, message, [], k, key, False, api_name="/chat")
     path = Path(download["value"] if isinstance(download, dict) else download)
     return history, stamps, path.stem, path
 
@@ -186,7 +186,7 @@ class TestEditedInPlace:
         receipts = sorted((data / "sessions" / session / "receipts").iterdir())
         lines = (data / "sessions" / session / "events.jsonl").read_bytes()
         with pytest.raises(AppError, match=r"line 1 \(seq 0\) changed after this writer verified it"):
-            call(client, "What colour is my bike now?", [], 8, key, api_name="/chat")
+            call(client, "What colour is my bike now?", [], 8, key, False, api_name="/chat")
         assert sorted((data / "sessions" / session / "receipts").iterdir()) == receipts  # no new receipt
         assert (data / "sessions" / session / "events.jsonl").read_bytes() == lines  # no new event
 
@@ -195,11 +195,11 @@ class TestBadInput:
     @pytest.mark.parametrize(("message", "k", "match"), [("", 8, "empty"), ("x" * 8001, 8, "8000"), ("ok", 0, "0")])
     def test_chat_refusals_are_messages(self, client: Client, message: str, k: int, match: str) -> None:
         with pytest.raises(AppError, match=match):
-            call(client, message, [], k, new_session_key(), api_name="/chat")
+            call(client, message, [], k, new_session_key(), False, api_name="/chat")
 
     def test_a_bad_session_key_is_refused(self, client: Client) -> None:
         with pytest.raises(AppError, match="session key"):
-            call(client, "hello", [], 8, "guessable", api_name="/chat")
+            call(client, "hello", [], 8, "guessable", False, api_name="/chat")
 
     def test_a_non_json_upload_gets_a_verdict_not_a_traceback(self, client: Client, tmp_path: Path) -> None:
         p = tmp_path / "notes.json"

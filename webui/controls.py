@@ -9,6 +9,7 @@ revoke or restore), so the page and the MCP tools say the same thing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from chat.consent import Proposal
@@ -19,6 +20,14 @@ from control.revocation import revoke as _revoke
 
 from .inputs import K_MAX, BadInput
 from .service import Service
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A consent turn waiting for the person: its one-time token and the question (kept server-side, in a gr.State)."""
+
+    token: str
+    message: str
 
 
 def _engine_call(fn: Any, *args: Any, **kwargs: Any) -> Any:

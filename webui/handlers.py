@@ -141,8 +141,14 @@ class UI:
         return "", table(r.SEARCH_HEADERS, []), rv.VERIFY_HELP, table(rv.REPORT_HEADERS, [])
 
     # -- chat ------------------------------------------------------------------------------
-    def chat(self, message: object, history: object, k: object, key: object) -> Iterator[tuple[Any, ...]]:
-        """Outputs: (chat history, input box, stamps, receipt download). The answer streams when the model does."""
+    def chat(
+        self, message: object, history: object, k: object, key: object, consent: object = False
+    ) -> Iterator[tuple[Any, ...]]:
+        """Outputs: (chat history, input box, stamps, receipt download). The answer streams when the model does.
+        With ask me first on (`consent`), `propose` handles the message instead and this changes nothing."""
+        if consent is True:
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return
         try:
             self.service.check_turn(key, message, k)
         except Exception as exc:  # noqa: BLE001 - the edge
@@ -151,43 +157,123 @@ class UI:
         base = list(history) if isinstance(history, list) else []
         asked = r.user_message(message)
         yield [*base, asked, r.answer_message(r.PENDING)], "", gr.skip(), gr.skip()
-        pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["turn"] = self.service.turn(key, message, k, on_delta=pieces.put)
-            except BaseException as exc:  # noqa: BLE001 - handed to the generator below
-                box["error"] = exc
-            finally:
-                pieces.put(_DONE)
-
-        # The turn runs in its own thread so deltas can be yielded while it runs; a closed page
-        # stops this generator, not the turn, which completes and writes its receipt.
-        threading.Thread(target=run, name="mre-turn", daemon=True).start()
-        text = ""
-        for chunk in _batches(pieces):
-            text += chunk
-            yield [*base, asked, r.answer_message(text)], gr.skip(), gr.skip(), gr.skip()
-        if "error" in box:
-            exc = box["error"]
-            if isinstance(exc, BadInput):  # refused before anything was written: put the message back
-                yield base, message, gr.skip(), gr.skip()
+        stream = _streamed(lambda on_delta: self.service.turn(key, message, k, on_delta=on_delta))
+        for item in stream:
+            if isinstance(item, str):
+                yield [*base, asked, r.answer_message(item)], gr.skip(), gr.skip(), gr.skip()
+            elif isinstance(item, BaseException):
+                exc = item
+                if isinstance(exc, BadInput):  # refused before anything was written: put the message back
+                    yield base, message, gr.skip(), gr.skip()
+                else:
+                    yield [*base, asked, _failed_note(exc)], gr.skip(), gr.skip(), gr.skip()
+                raise to_gr_error(exc)
             else:
-                note = r.note_message(
-                    f"No answer: {exc}" if isinstance(exc, KNOWN) else "No answer: the turn failed on the server."
-                )
-                yield [*base, asked, note], gr.skip(), gr.skip(), gr.skip()
-            raise to_gr_error(exc)
-        turn: Turn = box["turn"]
+                final, stamps, download = self._answered(item, [*base, asked])
+                yield final, gr.skip(), stamps, download
+
+    def _answered(self, turn: Turn, before: list[Any]) -> tuple[list[Any], str, Any]:
+        """(chat history, stamps, receipt download) once a turn has its receipt."""
         s = r.stamps_from_body(turn.body)
-        final = [*base, asked, r.answer_message(turn.answer), r.stamps_message(s)]
+        final = [*before, r.answer_message(turn.answer), r.stamps_message(s)]
         try:
             copy: str | None = self.service.receipt_download(turn)
-        except OSError:  # the answer and its receipt are on disk; only the download copy failed
-            log.exception("receipt %s: the download copy could not be written", turn.receipt_id)
+        except OSError as exc:  # the answer and its receipt are on disk; only the download copy failed
+            log.error("receipt %s: the download copy could not be written (%s)", turn.receipt_id, type(exc).__name__)
             copy = None
-        yield final, gr.skip(), r.stamps_markdown(s), self._download(turn.receipt_id, copy)
+        return final, r.stamps_markdown(s), self._download(turn.receipt_id, copy)
+
+    # -- ask me first (webui/controls.py; the rules are chat.consent's) ----------------------------------------
+    # Outputs of propose / consent_cancel: (chat history, input box, pending State, consent box, proposal text,
+    # tick boxes). The pending State (server-side: the page cannot change what it answers) holds the turn token
+    # and the question, as a ct.Waiting.
+    @staticmethod
+    def consent_note(on: object) -> str:
+        """The chat tab's plain statement of the setting."""
+        return rc.CONSENT_ON if on is True else rc.CONSENT_OFF
+
+    @edge
+    def propose(
+        self, message: object, history: object, k: object, key: object, consent: object, waiting: object = None
+    ) -> tuple[Any, ...]:
+        """Ask me first on: retrieve and show the proposed memories, all ticked; nothing is appended or sent."""
+        if consent is not True:
+            return tuple(gr.skip() for _ in range(6))
+        if isinstance(waiting, ct.Waiting):  # a proposal still waiting is replaced: spend it with no turn
+            try:
+                ct.cancel(self.service, key, waiting.token)
+            except (BadInput, SessionKeyError):
+                pass  # already spent, expired or another session's: nothing to cancel
+        proposal = ct.propose(self.service, key, message, k)
+        base = list(history) if isinstance(history, list) else []
+        assert isinstance(message, str)
+        shown = [*base, r.user_message(message), r.note_message(rc.WAITING, rc.WAITING_TITLE)]
+        choices = rc.candidate_choices(proposal.candidates)
+        return (
+            shown,
+            "",
+            ct.Waiting(proposal.token, proposal.message),
+            gr.Column(visible=True),
+            rc.proposal_markdown(len(proposal.candidates), proposal.k, proposal.excluded),
+            gr.CheckboxGroup(choices=choices, value=[v for _label, v in choices]),
+        )
+
+    def consent_send(self, key: object, waiting: object, picked: object, history: object) -> Iterator[tuple[Any, ...]]:
+        """Send with the ticked memories only. Outputs: (chat history, stamps, receipt download, pending State,
+        consent box). A refused token or approval is a toast and nothing is appended; the box stays open."""
+        approved = [x for x in picked if isinstance(x, str)] if isinstance(picked, list) else []
+        try:
+            self.service.session(key)
+            if not isinstance(waiting, ct.Waiting):
+                raise BadInput("nothing to send: the proposal is gone (sent, cancelled or replaced); ask again")
+        except Exception as exc:  # noqa: BLE001 - the edge
+            raise to_gr_error(exc) from None
+        token = waiting.token
+        base = _without_waiting(history)
+        yield [*base, r.answer_message(r.PENDING)], gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        for item in _streamed(lambda on_delta: ct.answer(self.service, key, token, approved, on_delta=on_delta)):
+            if isinstance(item, str):
+                yield [*base, r.answer_message(item)], gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            elif isinstance(item, BaseException):
+                if isinstance(item, BadInput):  # refused, nothing appended: the proposal is still on screen
+                    yield (
+                        [*base, r.note_message(rc.WAITING, rc.WAITING_TITLE)],
+                        gr.skip(),
+                        gr.skip(),
+                        gr.skip(),
+                        gr.skip(),
+                    )
+                else:  # the token was spent: the box closes
+                    yield [*base, _failed_note(item)], gr.skip(), gr.skip(), None, gr.Column(visible=False)
+                raise to_gr_error(item)
+            else:
+                final, stamps, download = self._answered(item, base)
+                yield final, stamps, download, None, gr.Column(visible=False)
+
+    @edge
+    def consent_cancel(self, key: object, waiting: object, history: object) -> tuple[Any, ...]:
+        """Cancel: nothing is sent to the model, no event, no receipt; the question goes back into the input box
+        (and leaves the chat: it was never stored)."""
+        base = _without_waiting(history)
+        question = ""
+        if isinstance(waiting, ct.Waiting):
+            ct.cancel(self.service, key, waiting.token)
+            question = waiting.message
+            if base and isinstance(base[-1], dict) and base[-1].get("role") == "user":
+                base = base[:-1]
+        return (
+            [*base, r.note_message(rc.CANCELLED, rc.CANCELLED_TITLE)],
+            question,
+            None,
+            gr.Column(visible=False),
+            "",
+            gr.CheckboxGroup(choices=[], value=[]),
+        )
+
+    @staticmethod
+    def consent_closed() -> tuple[Any, ...]:
+        """After a session switch: a proposal on screen was about the other session (it expires unanswered)."""
+        return None, gr.Column(visible=False), "", gr.CheckboxGroup(choices=[], value=[])
 
     # -- the history the visitor saw ----------------------------------------------------------
     @edge
@@ -457,6 +543,43 @@ def _seq_value(value: object) -> object:
 def erased_seqs(report: Report) -> set[int]:
     """The cited seqs the ledger erased, as the ledger checks found them (empty when checked offline)."""
     return {c.seq for c in report.cited if c.content == ERASED}
+
+
+def _failed_note(exc: BaseException) -> dict[str, Any]:
+    return r.note_message(
+        f"No answer: {exc}" if isinstance(exc, KNOWN) else "No answer: the turn failed on the server."
+    )
+
+
+def _without_waiting(history: object) -> list[Any]:
+    """The chat history without the trailing "waiting for your choice" note."""
+    base = list(history) if isinstance(history, list) else []
+    if base and isinstance(base[-1], dict) and (base[-1].get("metadata") or {}).get("title") == rc.WAITING_TITLE:
+        base = base[:-1]
+    return base
+
+
+def _streamed(work: Callable[[Callable[[str], None]], Turn]) -> Iterator[str | Turn | BaseException]:
+    """Run a turn in its own thread, yielding its text so far as it streams, then the Turn or the exception.
+
+    A closed page stops this generator, not the turn, which completes and writes its receipt."""
+    pieces: queue.SimpleQueue[object] = queue.SimpleQueue()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["turn"] = work(pieces.put)
+        except BaseException as exc:  # noqa: BLE001 - handed to the generator below
+            box["error"] = exc
+        finally:
+            pieces.put(_DONE)
+
+    threading.Thread(target=run, name="mre-turn", daemon=True).start()
+    text = ""
+    for chunk in _batches(pieces):
+        text += chunk
+        yield text
+    yield box["error"] if "error" in box else box["turn"]
 
 
 def _batches(pieces: queue.SimpleQueue[object]) -> Iterator[str]:

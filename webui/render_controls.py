@@ -30,6 +30,10 @@ CONSENT_ON = (
     "only the ones you tick reach the model, and the receipt records what you decided._"
 )
 NOTE = f"_{NOT_ERASURE}_"
+WAITING_TITLE = "✋ waiting for you: which memories may the model see?"
+WAITING = "Nothing has been sent yet. Untick the memories you do not want used, then Send (or Cancel)."
+CANCELLED_TITLE = "✋ cancelled"
+CANCELLED = "Cancelled: nothing was sent to the model, nothing was stored, and there is no answer or receipt."
 
 
 def result_markdown(result: ControlResult) -> str:
