@@ -280,6 +280,9 @@ class LedgerView:
     root_at: Callable[[int], bytes]
     consistent: Callable[[int, int], str]  # '' when a consistency proof from m to n verifies, else why not
     how: str = ""
+    # why this data directory cannot be shown to be the one that signed the certificate (its key differs or is
+    # absent), or None: a session scope's ledger.deleted is then not_verifiable, as an absence anywhere else proves nothing
+    foreign: str | None = None
 
 
 def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
@@ -332,12 +335,14 @@ def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> Non
 
 def _check_ledger_session(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
     cpb = body["checkpoint"]["body"]
-    if not led.exists:
-        r.add("ledger.deleted", True, f"this data directory holds no ledger for session {led.session}: the session is gone")
-    elif led.problem is not None:
+    if led.exists and led.problem is not None:
         r.add("ledger.deleted", False, f"the data directory still holds something for session {led.session}: {led.problem}", "no ledger", "a ledger")
-    elif led.verified >= cpb["tree_size"] and led.root_at(cpb["tree_size"]).hex() == cpb["root"]:
+    elif led.exists and led.verified >= cpb["tree_size"] and led.root_at(cpb["tree_size"]).hex() == cpb["root"]:
         r.add("ledger.deleted", False, f"the data directory still holds the deleted history of session {led.session}", "no ledger", f"{led.verified} events whose root matches the certificate")
+    elif led.foreign is not None:  # an absence (or another history) in a directory that did not sign proves nothing
+        r.na("ledger.deleted", f"{led.foreign}: what it holds for session {led.session} says nothing about the deleted history")
+    elif not led.exists:
+        r.add("ledger.deleted", True, f"this data directory holds no ledger for session {led.session}: the session is gone")
     else:
         r.add("ledger.deleted", True, f"session {led.session} in this data directory is a new history, not the deleted one (its root differs)")
 

@@ -6,6 +6,7 @@ The ledger is read through the auditor (receipts.audit), never through a tree th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -33,6 +34,19 @@ def _view(facts: LedgerFacts) -> LedgerView:
     return LedgerView(facts.session, facts.exists, facts.problem, facts.verified, words, facts.event_at, facts.root_at, consistent, how)
 
 
+def _foreign(data_dir: str | os.PathLike[str], signer: str) -> str | None:
+    """Why `data_dir` cannot be shown to be the directory whose key signed the certificate (key id `signer`), or None."""
+    try:
+        own = data_dir_key(data_dir)
+    except (KeyConfigError, OSError, UnicodeDecodeError):
+        return f"{data_dir}: its signing key cannot be read, so it cannot be shown to be the data directory that signed this certificate ({signer})"
+    if own is None:
+        return f"{data_dir}: it has no signing key, so it cannot be shown to be the data directory that signed this certificate ({signer})"
+    if own.key_id != signer:
+        return f"{data_dir}: it signs with {own.key_id}, not {signer}: it is not the data directory that signed this certificate"
+    return None
+
+
 def verify_certificate_bytes(
     raw: bytes,
     *,
@@ -54,5 +68,6 @@ def verify_certificate_bytes(
             own = data_dir_key(data_dir)
         except (KeyConfigError, OSError, UnicodeDecodeError):
             own = None
+    foreign = _foreign(data_dir, str(cert.body["checkpoint"]["key_id"]))
     with Auditor(data_dir, full=full).facts(cert.session) as facts:
-        return verify_certificate(cert, keys, _view(facts), untrusted=own)
+        return verify_certificate(cert, keys, dataclasses.replace(_view(facts), foreign=foreign), untrusted=own)

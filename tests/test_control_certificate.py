@@ -193,9 +193,23 @@ def test_a_session_certificate_whose_count_disagrees_with_its_checkpoint_fails_s
 
 
 def test_a_session_certificate_is_deleted_only_when_the_data_directory_holds_no_such_history(tmp_path: Path) -> None:
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "signing.pub").write_text(PUBKEY.read_text())  # the directory that signed it
     report = verify_certificate_bytes(_session_cert(), trusted=_trusted(), data_dir=tmp_path)
     assert report.verdict == "verified"
     assert [c.status for c in report.checks if c.name == "ledger.deleted"] == ["pass"]
+
+
+@pytest.mark.parametrize("key", ["none", "another"])
+def test_a_session_certificate_checked_against_a_directory_that_did_not_sign_it_is_never_verified(tmp_path: Path, key: str) -> None:
+    """An empty folder, or another data directory, holds no ledger for the session either: that proves nothing."""
+    if key == "another":
+        (tmp_path / "keys").mkdir()
+        (tmp_path / "keys" / "signing.pub").write_text(format_public_key(SigningKey.generate().public_key))
+    report = verify_certificate_bytes(_session_cert(), trusted=_trusted(), data_dir=tmp_path)
+    assert report.verdict == "unverified" and report.failed == []
+    (row,) = [c for c in report.checks if c.name == "ledger.deleted"]
+    assert row.status == "not_verifiable" and "not" in row.message and "signed this certificate" in row.message
 
 
 # -- parsing and the CLI -------------------------------------------------------------
