@@ -61,6 +61,7 @@ from .steps import (
     records_for,
     slot,
     unlink_durable,
+    withdraw_quoting,
     write_durable,
     write_journal,
 )
@@ -165,7 +166,8 @@ def preview(
     session = _check_session(led, data, session)
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        return plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        return withdraw_quoting(data, p, led.read_events(session, p.named))
 
 
 def forget(
@@ -197,6 +199,7 @@ def forget(
         count, _head = led.head(session)
         p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
         doomed = led.read_events(session, p.erase)
+        p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named])
         if reason:
             _check_reason(reason, doomed)
         quarantine = quarantined_with(led.session_dir(session), needles(doomed))

@@ -7,6 +7,7 @@ receipts redacted or withdrawn, the checkpoint over the erasure record and the c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -26,14 +27,15 @@ from ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
 from receipts import certificate as cert
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
-from receipts.body import MalformedReceipt, sign_checkpoint
+from receipts.body import MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.decisions import control_of
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey
 from retrieval import INDEX_FILE, Index
 from retrieval.model import PurgeIncomplete
+from retrieval.text import content_terms
 
-from .plan import Citation, Slot
+from .plan import Citation, Plan, Slot
 
 log = logging.getLogger("control")
 ERASURES_DIR = "erasures"
@@ -108,6 +110,42 @@ def citations(data_dir: Path, session: str) -> list[Citation]:
         out.append(Citation(path.stem, fmt, response, cited))
     return out
 
+
+
+# -- receipts whose signature covers an erased word ------------------------------------------
+LEAK_TERM_MIN = 5  # as the reason check (control.forget): shorter terms are too common to say a text was quoted
+
+
+def signed_quotes(data_dir: Path, session: str, receipt_ids: Iterable[str], named: Iterable[Event]) -> list[str]:
+    """The format-2 receipts among `receipt_ids` whose *signed* body quotes a word of a named event's text.
+
+    The one free-text field a format-2 receipt signs is the answer's `fallback_reason`, and a provider's error
+    message can quote its input there ("server said: ..."); redaction cannot reach a signed field, so such a
+    receipt is withdrawn (deleted) instead. The reason itself, as the offline stand-in repeats it in an answer,
+    is taken out of a text before its words are compared."""
+    texts = [ev.text for ev in named if ev.text]
+    out = []
+    for rid in receipt_ids:
+        try:
+            body = parse_receipt(files.read_receipt_bytes(files.receipt_path(data_dir, session, rid))).signed_body
+            reason = body["response"]["fallback_reason"]
+        except (MalformedReceipt, OSError, KeyError, TypeError):
+            continue
+        if not isinstance(reason, str) or not reason:
+            continue
+        said = {t for t in content_terms(reason) if len(t) >= LEAK_TERM_MIN and not t.isdigit()}
+        if any(said.intersection(content_terms(text.replace(reason, " "))) for text in texts):
+            out.append(rid)
+    return out
+
+
+def withdraw_quoting(data_dir: Path, plan: Plan, named: Iterable[Event]) -> Plan:
+    """`plan` with the receipts `signed_quotes` names moved from redaction to withdrawal."""
+    leaky = signed_quotes(data_dir, plan.session, sorted(plan.redact), named)
+    if not leaky:
+        return plan
+    redact = {rid: seqs for rid, seqs in plan.redact.items() if rid not in leaky}
+    return dataclasses.replace(plan, redact=redact, withdraw=tuple(sorted({*plan.withdraw, *leaky})))
 
 
 # -- quarantined copies of ledger lines -------------------------------------------------
