@@ -22,6 +22,7 @@ from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
 from ledger.cli_support import describe_os_error, entry_point
 
 from .db import INDEX_FILE, Index
+from .explain import explain_lines
 from .model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
 
 USAGE_ERROR = 2
@@ -124,24 +125,6 @@ def format_table(resp: SearchResponse, *, explain: bool = False) -> str:
         shown = ", ".join(resp.unused_terms[:10]) + (" …" if len(resp.unused_terms) > 10 else "")
         lines.append(f"not searched ({len(resp.unused_terms)} more common or later terms): {shown}")
     return "\n".join(lines)
-
-
-def explain_lines(info: dict[str, Any]) -> list[str]:
-    terms = ", ".join(
-        f"{t['term']} (idf {t['idf']:.3g}, in {'+'.join(t['in'])})" for t in info["terms"]
-    ) or "none of the query's terms"
-    b, c, s = info["bm25"], info["collapse"], info["score"]
-    out = [
-        f"matched: {terms}" + (f"; words in its text: {', '.join(info['words_in_text'])}" if info["words_in_text"] else ""),
-        f"bm25 {b['value']:.6g} (own text alone {b['own_text_only']:.6g}; weights text {b['weights']['text']:g}, "
-        f"context {b['weights']['context']:g}; {b['rows']} events)",
-        f"collapse {c['value']:.3f} = role weight {c['role_weight']:g} x ({c['novelty_floor']:g} + "
-        f"{1 - c['novelty_floor']:g} x novelty {c['novelty']:.3f})",
-        f"score {s['value']:.6g} = -bm25 x (1 - {s['collapse_weight']:g} + {s['collapse_weight']:g} x collapse) "
-        f"x rules = -bm25 x {s['factor']:.3f} x {s['rules_factor']:g}; {info['tier']}",
-    ]
-    out.extend(f"rule: {r}" for r in info["rules"])
-    return out
 
 
 def _dumps(obj: Any) -> str:

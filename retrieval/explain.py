@@ -136,3 +136,22 @@ def explain_hit(
             speaker_named=speaker_named,
         ),
     }
+
+
+def explain_lines(info: dict[str, Any]) -> list[str]:
+    """`Hit.explain` as lines a person reads (the CLI prints them under each row; a UI can too)."""
+    terms = ", ".join(
+        f"{t['term']} (idf {t['idf']:.3g}, in {'+'.join(t['in'])})" for t in info["terms"]
+    ) or "none of the query's terms"
+    b, c, s = info["bm25"], info["collapse"], info["score"]
+    out = [
+        f"matched: {terms}" + (f"; words in its text: {', '.join(info['words_in_text'])}" if info["words_in_text"] else ""),
+        f"bm25 {b['value']:.6g} (own text alone {b['own_text_only']:.6g}; weights text {b['weights']['text']:g}, "
+        f"context {b['weights']['context']:g}; {b['rows']} events)",
+        f"collapse {c['value']:.3f} = role weight {c['role_weight']:g} x ({c['novelty_floor']:g} + "
+        f"{1 - c['novelty_floor']:g} x novelty {c['novelty']:.3f})",
+        f"score {s['value']:.6g} = -bm25 x (1 - {s['collapse_weight']:g} + {s['collapse_weight']:g} x collapse) "
+        f"x rules = -bm25 x {s['factor']:.3f} x {s['rules_factor']:g}; {info['tier']}",
+    ]
+    out.extend(f"rule: {r}" for r in info["rules"])
+    return out
