@@ -32,7 +32,7 @@ CONSENT_ON = (
 NOTE = f"_{NOT_ERASURE}_"
 WAITING_TITLE = "✋ waiting for you: which memories may the model see?"
 WAITING = "Nothing has been sent yet. Untick the memories you do not want used, then Send (or Cancel)."
-CANCELLED_TITLE = "✋ cancelled"
+CANCELLED_TITLE = "✋ cancelled: nothing was sent to the model, no answer, no receipt"
 CANCELLED = "Cancelled: nothing was sent to the model, nothing was stored, and there is no answer or receipt."
 
 
