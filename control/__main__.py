@@ -4,7 +4,9 @@
 
 Prints what was erased and, as its last line, `certificate: <path>`. Exit 0 when done; 2 (one line, nothing
 changed) for an unusable data directory, an unknown session, a bad seq, an event already erased or an
-erasure record. An erasure a crash interrupted is finished first (control.forget.recover).
+erasure record; 1 when the erasure began and stopped (an I/O error, a reader holding the index's old snapshot):
+the ledger changed and the journal stays, so the next forget finishes it. An erasure a crash interrupted is
+finished first (control.forget.recover).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import json
 import sys
 from pathlib import Path
 
-from ledger.cli_support import EXIT_OK, Parser, entry_point, fail, run
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, entry_point, fail, run
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 
-from .forget import describe, forget, forget_session, recover, result_dict
+from .forget import describe, forget, forget_session, pending, recover, result_dict
 from .plan import PlanError
 from .revocation import restore, revoke
 
@@ -26,7 +28,8 @@ EPILOG = (
     "Every assistant answer whose receipt cited an erased event is erased with it (--no-cascade: only the named "
     "events); a user message only when named. Stored receipts citing an erased event are redacted (format 2) or "
     "withdrawn (format 1). Verify the certificate with `python -m receipts verify CERT --trust PUBKEY [--data DATA_DIR]`. "
-    "exit status: 0 done; 2 unusable input, nothing changed."
+    "exit status: 0 done; 1 the erasure began and stopped (an I/O error, a reader holding the index): the next "
+    "forget finishes it; 2 unusable input, nothing changed."
 )
 
 
@@ -51,7 +54,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     except KeyConfigError as exc:
         return fail(str(exc))
     except (RetrievalError, OSError) as exc:
-        return fail(f"{data}: the erasure stopped ({exc}); whatever it began is finished by the next `python -m control forget`")
+        if any(p.name == f".pending-{args.session}.json" for p in pending(data)):  # the ledger changed: not exit 2
+            return fail(f"{data}: the erasure began and stopped ({exc}); the next `python -m control forget` finishes it", EXIT_FAILED)
+        return fail(f"{data}: the erasure stopped before anything changed ({exc})")
     print(json.dumps(result_dict(result, recovered), indent=2, sort_keys=True) if args.json else describe(result))
     return EXIT_OK
 

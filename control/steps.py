@@ -311,10 +311,12 @@ def finish(
     seqs = sorted(e["seq"] for rec in records for e in rec.meta["erasure"]["erased"])
     last = records[-1]
     copies = scrub_index_copies(data)  # before the purge, which would only unlink them
+    # the receipts first: a reader holding an old snapshot of the index can stop the purge below (PurgeIncomplete),
+    # and the receipt files, which hold the words whole, must not wait for it
+    redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     purged(lambda: idx.forget_events(session, seqs))
     dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
     scrubbed = scrub(led.session_dir(session), quarantine) + copies
-    redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     store = files.synced_tree(data, led, session)
     try:
         size = last.seq + 1
@@ -357,8 +359,9 @@ def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[s
     return copies
 
 
-def purged(step: Callable[[], object], attempts: int = 5) -> None:
-    """Run an index purge; a reader that kept SQLite from emptying its WAL is waited out (the call finishes it)."""
+def purged(step: Callable[[], object], attempts: int = 2) -> None:
+    """Run an index purge; a reader that kept SQLite from emptying its WAL is waited out (the call finishes it).
+    Each attempt already waits retrieval.db.PURGE_WAIT_S (10 s) for readers: two attempts, not a minute's hang."""
     for n in range(attempts):
         try:
             step()

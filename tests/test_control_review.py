@@ -45,3 +45,48 @@ def test_a_receipt_whose_signed_fallback_reason_quotes_the_forgotten_memory_is_w
     assert leaky.receipt_id in result.withdrawn and clean.receipt_id in result.redacted  # only the one that quotes it
     assert [p.stem for p in files.list_receipts(data, "alice")] == [clean.receipt_id]
     assert files_with_marker(data) == []
+
+
+def test_a_reader_holding_the_index_stops_only_the_purge_the_receipts_are_redacted_and_the_next_forget_finishes(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    import base64
+    import json
+    import sqlite3
+    import time
+
+    from control.__main__ import main as control_main
+    from receipts.certificate_io import verify_certificate_bytes
+    from retrieval import db
+
+    from .forget_support import marked_session
+
+    monkeypatch.setattr(db, "PURGE_WAIT_S", 0.3)  # the reader is waited out 0.3 s, not 10
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem_seq, _turns = marked_session(eng)
+    key = eng.key.public_key
+    eng.index.close()
+    eng.ledger.close()
+    reader = sqlite3.connect(data / "index.sqlite")  # the app reading: an old snapshot held open
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    try:
+        started = time.monotonic()
+        code = control_main(["forget", str(data), "alice", str(mem_seq)])
+        took = time.monotonic() - started
+        err = capsys.readouterr().err
+        assert code == 1, err  # the ledger changed: not "exit 2, nothing changed"
+        assert "began and stopped" in err and err.count("\n") == 1 and took < 5
+        assert control.pending(data)
+        receipts = files.list_receipts(data, "alice")
+        assert receipts and files_with_marker(*receipts) == []  # the receipts did not wait for the reader
+    finally:
+        reader.rollback()
+        reader.close()
+    assert control_main(["forget", str(data), "alice", "0"]) == 0  # finishes the interrupted one first
+    assert "finished an interrupted erasure" in capsys.readouterr().err
+    assert control.pending(data) == [] and files_with_marker(data) == []
+    certs = {p: json.loads(base64.b64decode(json.loads(p.read_bytes())["payload"])) for p in (data / "erasures").glob("erasure-alice-*.json")}
+    (first,) = [p for p, body in certs.items() if mem_seq in [e["seq"] for e in body["erased"]]]
+    assert verify_certificate_bytes(first.read_bytes(), trusted=[key], data_dir=data).verdict == "verified"
