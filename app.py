@@ -544,7 +544,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     except Exception as exc:  # noqa: BLE001 - a start-up failure is one line, not a traceback
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        # The class and a fixed sentence: the message of an exception raised while opening the data directory
+        # (the index catching up, an erasure finished at start) could quote a ledger line, a memory's words.
+        print(
+            f"error: the app could not start ({type(exc).__name__}); check the data directory with "
+            "`python -m ledger verify DATA_DIR SESSION`",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -14,7 +14,9 @@ import html
 import logging
 import queue
 import threading
+import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import gradio as gr
@@ -56,16 +58,39 @@ def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, KNOWN):
+        text = shown_text(exc)
         return gr.Error(
-            html.escape(str(exc)) if for_html else str(exc),
+            html.escape(text) if for_html else text,
             title="Refused" if not isinstance(exc, TurnError) else "Turn failed",
             print_exception=False,
         )
-    log.error("handler failed", exc_info=exc)
+    # The class and where it was raised (file, line, function: code, never data) — no message and no traceback
+    # text: either could quote the visitor's question or a memory, and the log must never hold memory text.
+    log.error("a request failed on the server (%s at %s)", type(exc).__name__, raised_at(exc))
     return gr.Error(
         f"the request failed on the server ({type(exc).__name__}); the details are in the server log",
         print_exception=False,
     )
+
+
+def shown_text(exc: BaseException) -> str:
+    """What the visitor reads for a known refusal. A TurnError that wraps an unexpected exception carries that
+    exception's class and message in parentheses (chat.engine): they are dropped here, so no internal class name
+    and no text the exception quoted reaches the page or an MCP client (the server log has the class)."""
+    text = str(exc)
+    cause = exc.__cause__
+    if isinstance(exc, TurnError) and cause is not None:
+        text = text.replace(f" ({type(cause).__name__}: {cause})", "")
+    return text
+
+
+def raised_at(exc: BaseException) -> str:
+    """`file.py:line in function` of the innermost frame that raised `exc` (code locations only)."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return "an unknown place"
+    f = frames[-1]
+    return f"{Path(f.filename).name}:{f.lineno} in {f.name}"
 
 
 def edge(fn: F) -> F:
@@ -330,8 +355,10 @@ class UI:
             revoked = self.service.revoked(key) if include_revoked is True else {}
         except KNOWN as exc:
             return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, [])
-        except Exception:  # noqa: BLE001 - the edge
-            log.exception("search failed")
+        except Exception as exc:  # noqa: BLE001 - the edge
+            log.error(
+                "search failed (%s at %s)", type(exc).__name__, raised_at(exc)
+            )  # no message: it may quote the query
             return r.search_refused("the search failed on the server; the details are in the server log"), table(
                 r.SEARCH_HEADERS, []
             )
@@ -547,7 +574,7 @@ def erased_seqs(report: Report) -> set[int]:
 
 def _failed_note(exc: BaseException) -> dict[str, Any]:
     return r.note_message(
-        f"No answer: {exc}" if isinstance(exc, KNOWN) else "No answer: the turn failed on the server."
+        f"No answer: {shown_text(exc)}" if isinstance(exc, KNOWN) else "No answer: the turn failed on the server."
     )
 
 

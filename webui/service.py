@@ -256,7 +256,7 @@ class Service:
                 session, current, checkpoints.prove_since(self.data_dir, session, current, trusted), note
             )
         except (OSError, LedgerCorrupted) as exc:  # the check could not run: say so, never an error page
-            log.warning("session %s: the kept checkpoint could not be checked: %s", session, exc)
+            log.warning("session %s: the kept checkpoint could not be checked (%s)", session, type(exc).__name__)
             return h.HistoryCheck(
                 session,
                 h.UNCHECKED,
