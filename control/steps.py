@@ -223,6 +223,20 @@ def scrub(folder: Path, names: Iterable[str], prefixes: tuple[str, ...] = QUARAN
     return tuple(removed)
 
 
+RECEIPT_TEMP_PREFIX = ".rcpt_"  # receipts.files.write_receipt's `.<id>.tmp`, write_durable's `.<id>.json.tmp`
+
+
+def scrub_receipt_temps(session_dir: Path) -> tuple[str, ...]:
+    """Receipt temp files a crash left in the session's receipts folder, overwritten and removed; their names
+    (as `receipts/<name>`). Receipts are written under the session's turn lock, which the caller holds: any temp
+    file there is an orphan, and one from a turn killed before its rename holds the cited memories' words whole."""
+    folder = session_dir / "receipts"
+    if not folder.is_dir():
+        return ()
+    names = sorted(p.name for p in folder.iterdir() if p.name.startswith(RECEIPT_TEMP_PREFIX) and p.name.endswith(".tmp") and p.is_file() and not p.is_symlink())
+    return tuple(f"receipts/{n}" for n in scrub(folder, names, (RECEIPT_TEMP_PREFIX,)))
+
+
 class Finished(NamedTuple):
     path: Path
     envelope: dict[str, Any]
@@ -316,7 +330,7 @@ def finish(
     redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
     purged(lambda: idx.forget_events(session, seqs))
     dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
-    scrubbed = scrub(led.session_dir(session), quarantine) + copies
+    scrubbed = scrub(led.session_dir(session), quarantine) + copies + scrub_receipt_temps(led.session_dir(session))
     store = files.synced_tree(data, led, session)
     try:
         size = last.seq + 1
