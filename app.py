@@ -334,6 +334,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             switched = trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED)
             # A confirmation still open was about the other session: it closes (nothing changes).
             switched.then(ui.cancel_forget, None, forget_outputs, api_name=f"{name}_forget", api_visibility="private")
+            switched.then(  # a revoke/restore line was about the other session
+                lambda: ("", "", ""),
+                None,
+                [turn_control_md, search_control_md, ledger_control_md],
+                api_name=f"{name}_controls",
+                api_visibility="private",
+            )
             switched.then(
                 ui.consent_closed,
                 None,
