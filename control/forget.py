@@ -44,9 +44,8 @@ from receipts import files
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey, load_or_create
 from retrieval import Index
-from retrieval.text import content_terms
 
-from .plan import Plan, PlanError, plan
+from .plan import Plan, PlanError, plan, quoted
 from .steps import (
     Finished,
     citations,
@@ -232,9 +231,8 @@ def forget(
 
 def _check_reason(reason: str, events: Sequence[Event]) -> None:
     """The reason is kept in the erasure record for good: refuse one that repeats a word of what it erases."""
-    said = {t for t in content_terms(reason) if len(t) >= 5 and not t.isdigit()}
     for ev in events:
-        if said.intersection(content_terms(ev.text)):
+        if quoted(reason, ev.text):
             raise PlanError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept after the erasure; say why without quoting it")
 
 

@@ -21,9 +21,8 @@ from ledger.event import EVENT_ID_RE, EventError, is_erasure_record, validate_se
 from receipts import checkpoints, files
 from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta, control_of
 from receipts.keys import SigningKey, load_or_create
-from retrieval.text import content_terms
 
-from .plan import PlanError
+from .plan import PlanError, quoted
 from .state import ControlState, derive
 
 
@@ -113,8 +112,7 @@ def _check(session: str, ev: Event, state: ControlState, action: str, reason: st
     if action == RESTORE and held is None:
         raise ControlError(f"session {session}: seq {ev.seq} is not revoked: nothing to restore")
     if reason:
-        said = {t for t in content_terms(reason) if len(t) >= 5 and not t.isdigit()}
-        if said.intersection(content_terms(ev.text)):
+        if quoted(reason, ev.text):
             raise ControlError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept for good; say why without quoting it")
 
 

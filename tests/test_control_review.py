@@ -145,3 +145,26 @@ def test_an_answer_whose_receipt_was_never_written_is_erased_with_the_memory_it_
     eng = engine(data)
     control.forget(data, "alice", [0], ledger=eng.ledger, index=eng.index, key=eng.key)
     assert files_with_marker(data) == []
+
+
+@pytest.mark.parametrize(
+    ("memory", "reason"),
+    [("My bank PIN is 48213907", "drop pin 48213907"), ("My cat is called Miso", "forget Miso"), ("Call me on +351 912 345 678", "remove 912 345 678")],
+    ids=["pin", "four-letter-name", "phone-number-groups"],
+)
+def test_a_reason_that_repeats_a_number_or_short_word_of_what_it_forgets_or_revokes_is_refused(tmp_path: Path, memory: str, reason: str) -> None:
+    """The reason stays in the ledger for good: a PIN, a name or a phone number in it outlives the erasure."""
+    from control.plan import PlanError
+    from control.revocation import revoke
+    from ledger import Ledger
+
+    data = tmp_path / "data"
+    eng = engine(data)
+    ev = eng.remember("alice", memory)
+    before = Ledger(data).head("alice")
+    with pytest.raises(PlanError, match="reason: repeats a word"):
+        control.forget(data, "alice", [ev.seq], reason=reason, ledger=eng.ledger, index=eng.index, key=eng.key)
+    with pytest.raises(PlanError, match="reason: repeats a word"):
+        revoke(data, "alice", ev.seq, reason=reason)
+    assert Ledger(data).head("alice") == before and control.pending(data) == []
+    control.forget(data, "alice", [ev.seq], reason="the visitor asked", ledger=eng.ledger, index=eng.index, key=eng.key)
