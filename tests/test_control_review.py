@@ -4,7 +4,10 @@ receipt's signature covers, where redaction cannot reach — a provider's error 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +171,53 @@ def test_a_reason_that_repeats_a_number_or_short_word_of_what_it_forgets_or_revo
         revoke(data, "alice", ev.seq, reason=reason)
     assert Ledger(data).head("alice") == before and control.pending(data) == []
     control.forget(data, "alice", [ev.seq], reason="the visitor asked", ledger=eng.ledger, index=eng.index, key=eng.key)
+
+
+def _forms(word: str) -> set[bytes]:
+    """A word as any file of ours could spell it: UTF-8, JSON's \\uXXXX escapes (lower and upper hex), UTF-16."""
+    out: set[bytes] = set()
+    for w in {word, word.lower(), word.upper()}:
+        escaped = json.dumps(w)[1:-1]
+        out |= {w.encode(), escaped.encode(), re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), escaped).encode()}
+        out |= {w.encode("utf-16-le"), w.encode("utf-16-be")}
+    return out
+
+
+def _holding(roots: list[Path], forms: set[bytes]) -> list[str]:
+    hits = []
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or path.is_symlink():
+                continue
+            raw = path.read_bytes()
+            blobs = [raw, raw.lower()]
+            for run in re.findall(rb"[A-Za-z0-9+/_-]{16,}={0,2}", raw):  # base64 payloads, standard or URL-safe
+                for decode in (base64.b64decode, base64.urlsafe_b64decode):
+                    try:
+                        blobs.append(decode(run + b"=" * (-len(run) % 4)))
+                    except ValueError:
+                        continue
+            if any(f in b or f.lower() in b.lower() for f in forms for b in blobs):
+                hits.append(str(path))
+    return hits
+
+
+def test_a_non_ascii_marker_in_text_and_meta_leaves_no_utf8_escaped_utf16_or_base64_copy(tmp_path: Path) -> None:
+    import os
+
+    from receipts.api import verify_bytes
+
+    marker = "Zürichgrün"
+    data = tmp_path / "data"
+    eng = engine(data)
+    eng.remember("alice", "I adopted a grey cat named Miso")
+    mem = eng.remember("alice", f"My favourite colour is {marker}", meta={"note": f"said {marker}", "speaker": marker})
+    turns = [eng.turn("alice", "What is my favourite colour?") for _ in range(2)]
+    assert all(mem.seq in [h.seq for h in t.hits] for t in turns)
+    for path in files.list_receipts(data, "alice"):  # the auditor's cache is filled, and grepped
+        assert verify_bytes(path.read_bytes(), trusted=[eng.key.public_key], data_dir=data).verdict == "verified"
+    roots = [data, Path(os.environ["MRE_CACHE_DIR"])]
+    forms = _forms(marker) | _forms("zurichgrun")  # as folded for the index
+    assert _holding(roots, forms), "the grep must see the marker before it is forgotten"
+    control.forget(data, "alice", [mem.seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert _holding(roots, forms) == []
