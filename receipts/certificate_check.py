@@ -283,6 +283,9 @@ class LedgerView:
     # why this data directory cannot be shown to be the one that signed the certificate (its key differs or is
     # absent), or None: a session scope's ledger.deleted is then not_verifiable, as an absence anywhere else proves nothing
     foreign: str | None = None
+    # what of a deleted session the data directory still holds (a folder, a pending erasure), or None: the
+    # ledger alone being gone does not make a session deleted (receipts hold its words whole)
+    leftovers: str | None = None
 
 
 def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
@@ -341,6 +344,8 @@ def _check_ledger_session(r: _Rows, body: dict[str, Any], led: LedgerView) -> No
         r.add("ledger.deleted", False, f"the data directory still holds the deleted history of session {led.session}", "no ledger", f"{led.verified} events whose root matches the certificate")
     elif led.foreign is not None:  # an absence (or another history) in a directory that did not sign proves nothing
         r.na("ledger.deleted", f"{led.foreign}: what it holds for session {led.session} says nothing about the deleted history")
+    elif not led.exists and led.leftovers is not None:
+        r.add("ledger.deleted", False, f"this data directory holds no ledger for session {led.session}, but still holds {led.leftovers}", "nothing of the session", led.leftovers)
     elif not led.exists:
         r.add("ledger.deleted", True, f"this data directory holds no ledger for session {led.session}: the session is gone")
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from .api import data_dir_key
 from .audit import Auditor
@@ -47,6 +48,16 @@ def _foreign(data_dir: str | os.PathLike[str], signer: str) -> str | None:
     return None
 
 
+def _leftovers(data_dir: str | os.PathLike[str], session: str) -> str | None:
+    """What of `session` the data directory still holds besides its ledger: its folder (receipts), its Merkle
+    tree, or the journal of an erasure a crash interrupted (`python -m control forget` finishes it); or None."""
+    data = Path(data_dir)
+    held = [f"{name}/{session}" for name in ("sessions", "merkle") if (data / name / session).exists()]
+    if (data / "erasures" / f".pending-{session}.json").exists():
+        held.append(f"erasures/.pending-{session}.json (an interrupted erasure: `python -m control forget` finishes it)")
+    return ", ".join(held) or None
+
+
 def verify_certificate_bytes(
     raw: bytes,
     *,
@@ -69,5 +80,7 @@ def verify_certificate_bytes(
         except (KeyConfigError, OSError, UnicodeDecodeError):
             own = None
     foreign = _foreign(data_dir, str(cert.body["checkpoint"]["key_id"]))
+    left = _leftovers(data_dir, cert.session)
     with Auditor(data_dir, full=full).facts(cert.session) as facts:
-        return verify_certificate(cert, keys, dataclasses.replace(_view(facts), foreign=foreign), untrusted=own)
+        view = dataclasses.replace(_view(facts), foreign=foreign, leftovers=left)
+        return verify_certificate(cert, keys, view, untrusted=own)

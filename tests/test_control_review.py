@@ -221,3 +221,49 @@ def test_a_non_ascii_marker_in_text_and_meta_leaves_no_utf8_escaped_utf16_or_bas
     assert _holding(roots, forms), "the grep must see the marker before it is forgotten"
     control.forget(data, "alice", [mem.seq], ledger=eng.ledger, index=eng.index, key=eng.key)
     assert _holding(roots, forms) == []
+
+
+KILLED_DELETING = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from control import forget as control
+from retrieval import Index
+Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # the folder is gone, the rest is not
+control.forget_session(sys.argv[2], "alice")
+"""
+
+
+def test_a_session_certificate_is_not_verified_while_its_deletion_is_unfinished(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from receipts.certificate_io import verify_certificate_bytes
+
+    from .forget_support import marked_session
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "data"
+    eng = engine(data)
+    marked_session(eng)
+    key = [eng.key.public_key]
+    eng.index.close()
+    eng.ledger.close()
+    child = subprocess.run([sys.executable, "-c", KILLED_DELETING, str(root), str(data)], capture_output=True, text=True, timeout=60)
+    assert child.returncode == -9, child.stderr[-2000:]
+    (cert_path,) = (data / "erasures").glob("erasure-alice-all-*.json")  # written first: it holds only hashes
+    assert not (data / "sessions" / "alice").exists() and control.pending(data)
+    report = verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data)
+    assert report.verdict == "failed" and [c.name for c in report.failed] == ["ledger.deleted"]
+    assert ".pending-alice.json" in report.failed[0].message
+    # a crash in the middle of removing the folder: the ledger went first, a receipt is still there
+    receipts = data / "sessions" / "alice" / "receipts"
+    receipts.mkdir(parents=True)
+    (receipts / "rcpt_00000000000000000000000000000000.json").write_text("{}")
+    restarted = engine(data)
+    control.recover(data, ledger=restarted.ledger, index=restarted.index, key=restarted.key)
+    assert not (data / "sessions" / "alice").exists()  # recover removed the folder again
+    assert verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data).verdict == "verified"
+    receipts.mkdir(parents=True)
+    (receipts / "rcpt_00000000000000000000000000000000.json").write_text("{}")
+    report = verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data)
+    assert [c.name for c in report.failed] == ["ledger.deleted"] and "sessions/alice" in report.failed[0].message
