@@ -1,11 +1,16 @@
 """Ledger speed against raw baselines measured in the same run.
 
     python bench/ledger.py [--events 1000000] [--appends 2000]
+    python bench/ledger.py --open-sizes 10000,100000,1000000 [--runs 3]
 
 (a) verification throughput vs a raw loop that only parses each line and computes two sha256;
 (b) durable single appends vs a raw write+fsync loop;
 (c) bulk import vs a raw bulk write of the same bytes with one fsync.
 Peak RSS growth during verification is reported to show constant memory.
+(d) with --open-sizes (only that): opening a session in a fresh process (`Ledger(d).head(s)`, the
+time inside the child, interpreter start-up and imports excluded) from the tail record, against the
+full walk (the record removed first) and a raw read of the file's last line; plus the first
+`read_events` of one seq in a fresh process (the newline scan that learns the offsets).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import argparse
 import hashlib
 import os
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,11 +61,61 @@ def raw_verify(path: Path) -> int:
     return n
 
 
+CHILD = """
+import sys, time
+from ledger import Ledger
+data, what = sys.argv[1], sys.argv[2]
+led = Ledger(data)
+t = time.perf_counter()
+if what == "raw":
+    with open(data + "/sessions/s/events.jsonl", "rb") as f:
+        f.seek(-4096, 2)
+        last = f.read().rsplit(b"\\n", 2)[-2]
+elif what == "read":
+    led.read_events("s", [7])
+else:
+    led.head("s")
+print(time.perf_counter() - t)
+"""
+
+
+def child_ms(data: Path, what: str) -> float:
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", CHILD, str(data), what], cwd=root, check=True, capture_output=True, text=True)
+    return float(out.stdout) * 1000
+
+
+def bench_open(sizes: list[int], runs: int) -> None:
+    """(d) open a session in a fresh process: the tail record against the full walk, medians in ms."""
+    print(f"machine: {machine_line()}\n")
+    print("| events | open from the tail record | full walk (no record) | raw: read the last line | first read_events (offset scan) |")
+    print("|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        for n in sizes:
+            data = Path(tmp) / f"d{n}"
+            Ledger(data).import_jsonl("s", messages(n))
+            record = data / "sessions" / "s" / "tail.json"
+            fast = [child_ms(data, "head") for _ in range(runs)]
+            read = [child_ms(data, "read") for _ in range(runs)]
+            raw = [child_ms(data, "raw") for _ in range(runs)]
+            walk = []
+            for _ in range(runs):
+                record.unlink()
+                walk.append(child_ms(data, "head"))  # the walk writes the record again
+            med = statistics.median
+            print(f"| {n:,} | {med(fast):.2f} ms | {med(walk):,.0f} ms | {med(raw):.2f} ms | {med(read):,.0f} ms |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--appends", type=int, default=2000)
+    ap.add_argument("--open-sizes", help="comma-separated session sizes: run only (d), the open in a fresh process")
+    ap.add_argument("--runs", type=int, default=3, help="fresh processes per figure in (d); the median is shown")
     args = ap.parse_args()
+    if args.open_sizes:
+        bench_open([int(x) for x in args.open_sizes.split(",")], args.runs)
+        return
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         tmpd = Path(tmp)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import tailrecord
 from .event import make_event, now_ts
 from .fsmode import open_private
 from .store import EVENTS_FILE, Ledger, _fsync_dir, _random_ids, _write_all
@@ -182,6 +183,7 @@ def truncate_at(ledger: Ledger, session: str, seq: int) -> Cut:
             raise RepairRefused(f"--truncate-at {seq}: the ledger before seq {seq} does not verify on its own ({why}); cut from an earlier seq")
         name = f"{CUT_PREFIX}{seq}-{now_ts().replace(':', '')}"
         lines, nbytes, digest = _copy_tail(path, offset, sdir / name)
+        tailrecord.remove(sdir)  # it describes the file before the cut: the next open walks and records anew
         with open(path, "r+b") as f:
             f.truncate(offset)
             f.flush()

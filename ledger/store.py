@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
+from . import tailrecord
 from .canonical import dumps_unchecked
 from .chunks import PREFIX_CHANGED, ChunkLog, rehash
 from .erasures import ErasureState, record_entries
@@ -51,6 +52,9 @@ from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_c
 log = logging.getLogger("ledger")
 EVENTS_FILE = "events.jsonl"
 MAX_OPEN_SESSIONS = 128
+# A session of fewer lines is walked on open even when its tail record matches: the walk costs
+# less than ~15 ms there, and a walked tail follows another process's erasure chunk by chunk.
+RECORD_MIN_LINES = 1024
 WRITE_BATCH = 65536  # lines per write() in a bulk append  # sessions whose lock and log descriptors stay open between appends
 
 
@@ -124,6 +128,10 @@ class _Tail:
     marks: array[int] = field(default_factory=lambda: array("Q"))
     stat: tuple[int, int, int, int] | None = None
     erasures: ErasureState = field(default_factory=ErasureState)  # erased lines and their records in the prefix
+    # Opened from the tail record (ledger/tailrecord.py): only size, next_seq, head, stat and `last`
+    # are known; offsets (once scanned), chunks, marks and erasures are not. Whatever needs them walks.
+    light: bool = False
+    last: int = 0  # byte offset of the last line, when light
 
 
 @dataclass(slots=True)
@@ -359,8 +367,16 @@ class Ledger:
             _fsync_dir(p.parent if p.parent != p else p)
 
     # -- recovery ----------------------------------------------------------
-    def _tail_state(self, session: str, sdir: Path, st: os.stat_result | None = None) -> _Tail:
+    def _tail_state(self, session: str, sdir: Path, st: os.stat_result | None = None, *, full: bool = False) -> _Tail:
         """Bring the cached tail up to date with the file (caller holds the lock).
+
+        A process that holds no tail yet opens it from the tail record in O(1) when the record
+        matches the file's end (ledger/tailrecord.py), and walks from genesis otherwise; `full`
+        asks for a walked tail (offsets, chunks, marks, erasures: an erasure needs them). A
+        tail opened from the record that finds the file changed opens it again from the (new)
+        record, and accepts it only if the line it ended on still ends there with the same
+        chain hash; when that cannot be shown in O(1), it walks, and the walked file must hold
+        that chain hash at that seq (else prefix_changed).
 
         O(1) while the file's (inode, size, mtime, ctime) are what this writer
         last saw. Otherwise the prefix it verified is re-hashed chunk by chunk
@@ -382,12 +398,18 @@ class Ledger:
                 st = None
         key = _stat_key(st) if st is not None else None
         tail = self._tails.get(session)
-        if tail is not None and key is not None and tail.stat == key:
+        if tail is not None and key is not None and tail.stat == key and not (full and tail.light):
             return tail
         size = st.st_size if st is not None else 0
+        if tail is not None and tail.light:
+            return self._reopen_light(session, sdir, path, tail, key, full)
         if tail is None:
-            tail = _Tail(0, 0, GENESIS, array("Q"))
             _remove_leftover(path)
+            if not full and key is not None:
+                light = self._from_record(session, sdir, path, key)
+                if light is not None:
+                    return light
+            tail = _Tail(0, 0, GENESIS, array("Q"))
         elif tail.next_seq:
             restart = self._check_prefix(session, path, tail)
             if restart is not None:
@@ -395,8 +417,73 @@ class Ledger:
         if size == tail.size:
             tail.stat = key
             self._tails[session] = tail
+            self._save_record(sdir, tail)
             return tail
         return self._walk_after(session, path, tail, size)
+
+    def _from_record(self, session: str, sdir: Path, path: Path, key: tuple[int, int, int, int]) -> _Tail | None:
+        """The tail the record describes, when it matches the file's end (O(1)); else None (walk)."""
+        rec = tailrecord.load(sdir)
+        if rec is None or rec.next_seq < RECORD_MIN_LINES or not tailrecord.trusted(session, path, key, rec):
+            return None
+        tail = _Tail(key[1], rec.next_seq, rec.head, array("Q"), stat=key, light=True, last=rec.last)
+        self._tails[session] = tail
+        return tail
+
+    def _reopen_light(
+        self, session: str, sdir: Path, path: Path, old: _Tail, key: tuple[int, int, int, int] | None, full: bool
+    ) -> _Tail:
+        """The file changed (or a walked tail is wanted) under a tail opened from the record.
+
+        Nothing was verified here beyond the record, so the file is opened again as by a new
+        process; the line this tail ended on must still be there, with the same chain hash.
+        """
+        if not full and key is not None and key[0] == (old.stat or (0,))[0]:
+            new = self._from_record(session, sdir, path, key)  # same inode: appended to by another process
+            if new is not None and new.next_seq >= old.next_seq and self._chain_at(session, path, old.last, new.size, old.next_seq - 1) == old.head:
+                return new
+        del self._tails[session]
+        if key is None:
+            brk = Break(1, 0, PREFIX_CHANGED, f"{old.next_seq} lines", "no file", f"{path}: the ledger this writer held ({old.next_seq} lines) is gone")
+            raise LedgerCorrupted(SessionReport(session, False, 0, GENESIS.hex(), brk))
+        size = key[1]
+        new = self._walk_after(session, path, _Tail(0, 0, GENESIS, array("Q")), size)
+        if old.next_seq:
+            found = self._chain_at(session, path, new.offsets[old.next_seq - 1], new.size, old.next_seq - 1) if new.next_seq >= old.next_seq else None
+            if found != old.head:
+                del self._tails[session]
+                seq = old.next_seq - 1
+                brk = Break(seq + 1, seq, PREFIX_CHANGED, old.head.hex(), found.hex() if found else "no such line",
+                            f"line {seq + 1} (seq {seq}) changed after this writer read it: its chain hash differs")
+                raise LedgerCorrupted(SessionReport(session, False, seq, "", brk))
+        return new
+
+    @staticmethod
+    def _chain_at(session: str, path: Path, start: int, size: int, seq: int) -> bytes | None:
+        """The chain hash of the line starting at byte `start`, when it is one whole line claiming `seq`."""
+        with open(path, "rb") as f:
+            if start:
+                f.seek(start - 1)
+                if f.read(1) != b"\n":
+                    return None
+            raw = f.readline(tailrecord.MAX_LINE_BYTES)
+        if not raw.endswith(b"\n") or start + len(raw) > size:
+            return None
+        return tailrecord.line_chain(session, seq, raw[:-1])
+
+    @staticmethod
+    def _save_record(sdir: Path, tail: _Tail) -> None:
+        """Record where the verified log ends (after its fsync); a failure only costs the next open a walk."""
+        if tail.stat is None or not tail.next_seq:
+            return
+        last = tail.last if tail.light else tail.offsets[tail.next_seq - 1]
+        rec = tailrecord.TailRecord(tail.next_seq, tail.head, last, tail.stat)
+        if tailrecord.load(sdir) == rec:
+            return  # a reading command that walked a current record writes nothing
+        try:
+            tailrecord.save(sdir, rec)
+        except OSError as exc:  # e.g. a read-only data directory
+            log.debug("%s: tail record not written (%s)", sdir, exc.strerror)
 
     def _walk_after(self, session: str, path: Path, tail: _Tail, size: int) -> _Tail:
         """Verify the lines after `tail` (written by another process) and extend it with them."""
@@ -431,6 +518,7 @@ class Ledger:
         stat = _stat_key(after) if after.st_size == good_end else None
         new = _Tail(good_end, walker.next_seq, walker.head, tail.offsets, chunks, tail.marks, stat, walker.erasures)
         self._tails[session] = new
+        self._save_record(path.parent, new)
         return new
 
     def _rewalk_changed(self, session: str, path: Path, tail: _Tail, size: int, restart: _Restart) -> _Tail:
@@ -588,6 +676,8 @@ class Ledger:
             st = os.stat(log_file)
             tail = self._tail_state(session, sdir, st)
             chunks = tail.chunks.copy()  # moves on only after the fsync, like the rest of the tail
+            light = tail.light  # a tail from the record keeps no chunks or marks: a walk rebuilds them
+            scanned = not light or len(tail.offsets) == tail.next_seq
             new_marks = array("Q")
             heads: list[bytes] = []
             prev, seq = tail.head, tail.next_seq
@@ -623,19 +713,26 @@ class Ledger:
                 seq += 1
                 if len(lines) >= WRITE_BATCH:  # bounded buffers; still one fsync for the whole batch
                     _write_all(fd, b"".join(lines))
-                    chunks.append_lines(lines, heads)
+                    if not light:
+                        chunks.append_lines(lines, heads)
                     lines.clear()
                     heads.clear()
             _write_all(fd, b"".join(lines))
-            chunks.append_lines(lines, heads)
+            if not light:
+                chunks.append_lines(lines, heads)
             os.fsync(fd)
             stat = _stat_key(os.fstat(fd))
             # only now does the cache move on: after a failed write the next call re-reads the tail
-            tail.offsets.extend(new_offsets)
-            tail.marks.extend(new_marks)
-            self._tails[session] = _Tail(
-                pos, seq, prev, tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None, tail.erasures
+            if scanned:
+                tail.offsets.extend(new_offsets)
+            if not light:
+                tail.marks.extend(new_marks)
+            new = _Tail(
+                pos, seq, prev, tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None, tail.erasures,
+                light, new_offsets[-1],
             )
+            self._tails[session] = new
+            self._save_record(sdir, new)
             return events
 
     def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
@@ -661,7 +758,7 @@ class Ledger:
             raise EraseError(f"session {session}: no such session")
         with self._locked(session, create=False) as sdir:
             path = self._paths(session)[1]
-            tail = self._tail_state(session, sdir)
+            tail = self._tail_state(session, sdir, full=True)  # rewrite needs every offset and chunk
             for seq in wanted:
                 if not seq < tail.next_seq:
                     raise EraseError(f"session {session}: no event at seq {seq} (it holds {tail.next_seq})")
@@ -714,9 +811,9 @@ class Ledger:
             self._drop_log_fd(session)  # it writes to the old file: the next append opens the new one
             marks = array("Q", tail.marks)
             marks.extend(_mark(head) for _line, head in appended)
-            self._tails[session] = _Tail(
-                done.size, at + len(records), prev, done.offsets, done.chunks, marks, _stat_key(done.stat), erasures
-            )
+            new = _Tail(done.size, at + len(records), prev, done.offsets, done.chunks, marks, _stat_key(done.stat), erasures)
+            self._tails[session] = new
+            self._save_record(sdir, new)
             log.info(
                 "session %s: erased %d event(s) (seqs %s), erasure record(s) at seq %d-%d",
                 session, len(gone), wanted, records[0].seq, records[-1].seq,
@@ -763,7 +860,7 @@ class Ledger:
 
     # -- reading -----------------------------------------------------------
     @contextmanager
-    def _snapshot(self, session: str) -> Iterator[tuple[_Tail, BinaryIO]]:
+    def _snapshot(self, session: str, *, offsets: bool = False) -> Iterator[tuple[_Tail, BinaryIO]]:
         """The session's tail and its log opened under the lock: the same file, whatever happens next.
 
         An erasure in another process replaces the file by a rename (its lines shorter, every
@@ -772,11 +869,25 @@ class Ledger:
         """
         with self._locked(session, create=False) as sdir:
             tail = self._tail_state(session, sdir)
+            if offsets and len(tail.offsets) != tail.next_seq:
+                tail = self._scan_offsets(session, sdir, tail)
             f = open(sdir / EVENTS_FILE, "rb")  # noqa: SIM115 - closed below, after the lock is released
         try:
             yield tail, f
         finally:
             f.close()
+
+    def _scan_offsets(self, session: str, sdir: Path, tail: _Tail) -> _Tail:
+        """A tail opened from the record learns each line's offset by a newline scan (no parse).
+
+        The scan must find exactly the record's lines, the last where the record says; else walk.
+        """
+        found = tailrecord.line_offsets(sdir / EVENTS_FILE, tail.size)
+        if len(found) == tail.next_seq and found[-1] == tail.last:
+            tail.offsets = array("Q", found)
+            return tail
+        log.info("session %s: the tail record does not match the file's lines; walking it", session)
+        return self._tail_state(session, sdir, full=True)
 
     def events(self, session: str, start_seq: int = 0) -> Iterator[Event]:
         """Iterate a session's events in order (after recovering a torn tail).
@@ -799,7 +910,7 @@ class Ledger:
         """
         wanted = list(seqs)
         out = []
-        with self._snapshot(session) as (tail, f):
+        with self._snapshot(session, offsets=True) as (tail, f):
             for seq in wanted:
                 if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < tail.next_seq:
                     raise IndexError(f"session {session}: no event at seq {seq!r} (it holds {tail.next_seq})")
