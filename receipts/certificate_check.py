@@ -20,7 +20,7 @@ from .merkle import ProofError, leaf_hash, verify_inclusion
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Check
 
 SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")
-LEDGER_ROWS_EVENTS = ("ledger.erased", "ledger.record", "ledger.chain", "ledger.root", "ledger.consistency")
+LEDGER_ROWS_EVENTS = ("ledger.erased", "ledger.record", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.receipts")
 LEDGER_ROWS_SESSION = ("ledger.deleted",)
 
 
@@ -286,6 +286,10 @@ class LedgerView:
     # what of a deleted session the data directory still holds (a folder, a pending erasure), or None: the
     # ledger alone being gone does not make a session deleted (receipts hold its words whole)
     leftovers: str | None = None
+    # the session's stored receipts: a function of (erased seqs, withdrawn ids) giving, per offending receipt file,
+    # why it still holds an erased event's words (it discloses one, or is format 1 citing one, or is listed as
+    # withdrawn and still there, or cannot be read); None when not looked at
+    receipt_problems: Callable[[set[int], set[str]], list[str]] | None = None
 
 
 def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
@@ -322,6 +326,17 @@ def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> Non
     seqs = [item["event"]["seq"] for item in body["records"]]
     at = f"seq {seqs[0]}" if len(seqs) == 1 else f"seqs {seqs[0]}–{seqs[-1]}"
     r.add("ledger.record", not bad, f"the ledger holds the erasure record(s) at {at} with the same id and digest", "all as listed", "; ".join(bad)[:1200])
+    if led.receipt_problems is None:
+        r.na("ledger.receipts", "the session's stored receipts were not looked at")
+    else:
+        held = led.receipt_problems({e["seq"] for e in body["erased"]}, set(body["receipts"]["withdrawn"]))
+        r.add(
+            "ledger.receipts",
+            not held,
+            "no stored receipt of the session discloses an erased event, carries one signed whole (format 1), or was listed as withdrawn and kept",
+            "no erased words in a stored receipt",
+            "; ".join(held)[:1200],
+        )
     how = f" [{led.how}]" if led.how else ""
     if led.verified < tree_size:
         why = f"breaks at {led.break_words}" if led.break_words else f"holds {led.verified} events"

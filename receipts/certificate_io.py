@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from . import files
 from .api import data_dir_key
 from .audit import Auditor
+from .body import MalformedReceipt, cited_events, parse_receipt
 from .certificate import parse_certificate
 from .certificate_check import CertificateReport, LedgerView, verify_certificate
 from .keys import KeyConfigError, PublicKey
@@ -58,6 +60,28 @@ def _leftovers(data_dir: str | os.PathLike[str], session: str) -> str | None:
     return ", ".join(held) or None
 
 
+def _receipt_problems(data_dir: str | os.PathLike[str], session: str) -> Callable[[set[int], set[str]], list[str]]:
+    def problems(erased: set[int], withdrawn: set[str]) -> list[str]:
+        out = []
+        for path in files.list_receipts(Path(data_dir), session):
+            try:
+                receipt = parse_receipt(files.read_receipt_bytes(path))
+            except (MalformedReceipt, ValueError, OSError) as exc:
+                out.append(f"{path.name}: cannot be read, so it may still hold an erased text ({type(exc).__name__})")
+                continue
+            rid = receipt.receipt_id
+            cited = {ev["seq"] for _name, ev in cited_events(receipt.signed_body)}
+            if rid in withdrawn:
+                out.append(f"{rid}: listed as withdrawn, still stored")
+            elif receipt.format == 1 and cited & erased:
+                out.append(f"{rid}: format 1, signs the text of erased seq {min(cited & erased)} whole")
+            elif shown := erased.intersection(receipt.disclosures):
+                out.append(f"{rid}: still discloses erased seq {min(shown)}")
+        return out
+
+    return problems
+
+
 def verify_certificate_bytes(
     raw: bytes,
     *,
@@ -82,5 +106,5 @@ def verify_certificate_bytes(
     foreign = _foreign(data_dir, str(cert.body["checkpoint"]["key_id"]))
     left = _leftovers(data_dir, cert.session)
     with Auditor(data_dir, full=full).facts(cert.session) as facts:
-        view = dataclasses.replace(_view(facts), foreign=foreign, leftovers=left)
+        view = dataclasses.replace(_view(facts), foreign=foreign, leftovers=left, receipt_problems=_receipt_problems(data_dir, cert.session))
         return verify_certificate(cert, keys, view, untrusted=own)

@@ -267,3 +267,30 @@ def test_a_session_certificate_is_not_verified_while_its_deletion_is_unfinished(
     (receipts / "rcpt_00000000000000000000000000000000.json").write_text("{}")
     report = verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data)
     assert [c.name for c in report.failed] == ["ledger.deleted"] and "sessions/alice" in report.failed[0].message
+
+
+@pytest.mark.parametrize("fmt", [2, 1])
+def test_a_certificate_checked_with_the_data_directory_fails_while_a_stored_receipt_still_holds_an_erased_text(tmp_path: Path, fmt: int) -> None:
+    """The certificate lists receipts as redacted or withdrawn: with --data, a receipt file that still discloses an
+    erased event (a copy put back, a redaction undone) or a withdrawn one still stored is caught, not VERIFIED."""
+    from chat.engine import Engine
+    from chat.llm import LLM
+    from receipts.certificate_io import verify_certificate_bytes
+
+    from .forget_support import marked_session
+
+    data = tmp_path / "data"
+    eng = Engine(data, llm=LLM(api_key=""), receipt_format=fmt)
+    mem_seq, turns = marked_session(eng)
+    old = {t.receipt_path: t.receipt_path.read_bytes() for t in turns}
+    result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    raw = result.certificate_path.read_bytes()
+    key = [eng.key.public_key]
+    report = verify_certificate_bytes(raw, trusted=key, data_dir=data)
+    assert report.verdict == "verified" and [c.status for c in report.checks if c.name == "ledger.receipts"] == ["pass"]
+    path, before = next(iter(old.items()))
+    path.write_bytes(before)  # the unredacted receipt, back in the data directory
+    report = verify_certificate_bytes(raw, trusted=key, data_dir=data)
+    assert [c.name for c in report.failed] == ["ledger.receipts"]
+    assert path.stem in str(report.failed[0].found)
+    assert verify_certificate_bytes(raw, trusted=key).verdict == "verified"  # offline: the signed claims still hold
