@@ -316,6 +316,8 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         # After every load, session switch and turn: prove today's history extends the checkpoint this browser kept.
         loaded = demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED)
         loaded.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="start_tools", api_visibility="private")
+        consent_setting = [consent_on, consent_note]
+        loaded.then(ui.load_consent, [key_state], consent_setting, api_name="start_consent", api_visibility="private")
         loaded.then(
             ui.check_history,
             history_inputs,
@@ -339,6 +341,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 None,
                 [turn_control_md, search_control_md, ledger_control_md],
                 api_name=f"{name}_controls",
+                api_visibility="private",
+            )
+            switched.then(  # the other session's "ask me first", as it was left there
+                ui.load_consent,
+                [key_state],
+                consent_setting,
+                api_name=f"{name}_consent_setting",
                 api_visibility="private",
             )
             switched.then(
@@ -378,8 +387,14 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             api_visibility=UNDOCUMENTED,
             show_progress_on=[chatbot],
         )
-        consent_on.change(
-            ui.consent_note, [consent_on], [consent_note], api_name="consent_note", api_visibility="private"
+        # The setting is the session's, kept on the server (control.settings): stored when the person changes it,
+        # loaded whenever the session loads or switches (below), so a reload or another device never finds it off.
+        consent_on.input(
+            ui.change_consent,
+            [key_state, consent_on],
+            [consent_on, consent_note],
+            api_name="consent_setting",
+            api_visibility=UNDOCUMENTED,
         )
         answered = consent_send.click(
             ui.consent_send,
@@ -449,11 +464,11 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             api_visibility=UNDOCUMENTED,
         ).then(
             ui.after_forget, [key_state, pending], session_outputs, api_name="forget_done", api_visibility="private"
-        ).then(ui.cleared, None, cleared, api_name="forget_clear", api_visibility="private").then(
-            ui.ledger, [key_state], ledger_outputs, api_name="forget_ledger", api_visibility="private"
-        ).then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="forget_tools", api_visibility="private").then(
-            ui.check_history, history_inputs, history_outputs, api_name="forget_history", api_visibility="private"
-        )
+        ).then(ui.load_consent, [key_state], consent_setting, api_name="forget_consent", api_visibility="private").then(
+            ui.cleared, None, cleared, api_name="forget_clear", api_visibility="private"
+        ).then(ui.ledger, [key_state], ledger_outputs, api_name="forget_ledger", api_visibility="private").then(
+            ui.turn_tools, [key_state], turn_tool_outputs, api_name="forget_tools", api_visibility="private"
+        ).then(ui.check_history, history_inputs, history_outputs, api_name="forget_history", api_visibility="private")
         cancel_btn.click(ui.cancel_forget, None, forget_outputs, api_name="forget_cancel", api_visibility=UNDOCUMENTED)
         for trigger, fn, inputs, name in (
             (turn_forget.click, ui.ask_forget, [key_state, turn_pick], "forget_ask_turn"),

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from control.revocation import current as current_controls
+from control.settings import SettingsError, refuse_direct_turn
 from control.state import Revocation
 from ledger import Event, Ledger
 from ledger.canonical import dumps_unchecked
@@ -178,6 +179,10 @@ class Engine:
         try:
             k = check_k(k)
         except SearchError as exc:
+            raise InputError(str(exc)) from None
+        try:  # "ask me first" on: only propose / answer may hand memories to the model (control.settings)
+            refuse_direct_turn(self.data_dir, session)
+        except SettingsError as exc:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
         try:

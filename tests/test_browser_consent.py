@@ -1,6 +1,7 @@
 """Ask me first in a real browser (issue 11): the way a person does it.
 
-A visitor says three things, turns on "Ask me before memories reach the model", asks a question, sees the
+A visitor says three things, turns on "Ask me before memories reach the model" (a reload finds it still on: the
+setting is the session's, kept on the server), asks a question, sees the
 proposed memories all ticked, unticks two and sends: the downloaded receipt verifies (offline and against the
 data directory) and lists exactly those two as withheld, and the prompt hash covers the approved ones only
 (`consent.prompt`). Then another question, Cancel: no assistant event, no receipt, no answer on screen.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import app
+from control.settings import get_consent
 from receipts.api import verify_bytes
 from receipts.verify import PASS
 from webui import ids
@@ -113,7 +116,16 @@ def test_unticked_memories_are_withheld_from_the_model_and_the_receipt_says_so_a
         note = page.locator(f"#{ids.CONSENT_NOTE}")
         expect(note).to_contain_text("off")
         page.locator(f"#{ids.CONSENT_TOGGLE} input[type=checkbox]").check()
-        expect(note).to_contain_text("is on")
+        expect(note).to_contain_text("is on for this session")
+        # The setting is the session's, kept on the server: a reload finds it on (it used to come back off).
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while not get_consent(server.service.data_dir, session) and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+        assert get_consent(server.service.data_dir, session), "the setting is stored on the server"
+        page.reload()
+        expect(page.locator(f"#{ids.CONSENT_TOGGLE} input[type=checkbox]")).to_be_checked()
+        expect(note).to_contain_text("is on for this session")
+        assert session_id_shown(page) == session
 
         before = counts(server, session)
         proposed = propose(page, "What do you know about my cat Miso?")

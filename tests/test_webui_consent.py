@@ -165,3 +165,67 @@ class TestCancel:
         with pytest.raises(gr.Error, match="cancelled"):
             list(ui.consent_send(key, first, [], []))
         assert json.dumps(count(ui, key)) == str(len(MEMORIES))
+
+
+class TestTheSettingIsTheSessions:
+    """Kept on the server (control.settings), not in the page: a reload or another device finds it as it was."""
+
+    def test_set_on_a_reload_finds_it_on(self, ui: UI) -> None:
+        key = session(ui)
+        on, note = ui.change_consent(key, True)
+        assert on is True and "is **on** for this session" in note
+        reloaded = UI(ui.service)  # a new page (or another device) over the same server, same session key
+        on, note = reloaded.load_consent(key)
+        assert on is True and "is **on** for this session" in note
+
+    def test_a_new_server_over_the_same_data_finds_it_on(self, ui: UI) -> None:
+        key = session(ui)
+        ui.change_consent(key, True)
+        restarted = UI(Service(Engine(ui.service.data_dir, llm=LLM(api_key=""))))
+        assert restarted.load_consent(key)[0] is True
+
+    def test_another_session_is_off(self, ui: UI) -> None:
+        key, other = session(ui), session(ui)
+        ui.change_consent(key, True)
+        on, note = ui.load_consent(other)
+        assert on is False and "is **off** for this session" in note
+        assert ui.load_consent(new_session_key())[0] is False  # a new session: off by default
+
+    def test_it_can_be_turned_on_before_the_first_message(self, ui: UI) -> None:
+        key = new_session_key()
+        assert ui.change_consent(key, True)[0] is True
+        assert UI(ui.service).load_consent(key)[0] is True
+        assert not ui.service.engine.ledger.exists(session_id(key))  # no event was appended for it
+
+    def test_off_again_is_kept_off(self, ui: UI) -> None:
+        key = session(ui)
+        ui.change_consent(key, True)
+        ui.change_consent(key, False)
+        assert UI(ui.service).load_consent(key)[0] is False
+
+    def test_a_page_that_shows_it_off_still_proposes_when_the_session_has_it_on(self, ui: UI) -> None:
+        key = session(ui)
+        ui.change_consent(key, True)  # e.g. on another device; this page's checkbox was drawn before
+        out = list(ui.chat(QUESTION, [], 8, key, False))
+        assert all(isinstance(x, type(gr.skip())) for x in out[0]) and count(ui, key) == len(MEMORIES)
+        _h, _b, waiting, panel, _t, _pick = ui.propose(QUESTION, [], 8, key, False)
+        assert isinstance(waiting, ct.Waiting) and panel.visible is True
+        assert count(ui, key) == len(MEMORIES)
+
+    def test_a_corrupt_setting_shows_on_with_the_file_named_and_proposes(self, ui: UI) -> None:
+        key = session(ui)
+        ui.change_consent(key, False)
+        path = ui.service.data_dir / "sessions" / session_id(key) / "settings.json"
+        path.write_bytes(b"{broken")
+        on, note = ui.load_consent(key)
+        assert on is True and "could not be read" in note and "not valid JSON" in note
+        assert f"sessions/{session_id(key)}/settings\\.json" in note  # named (Markdown-escaped)
+        assert str(ui.service.data_dir) not in note  # the server's own path is not shown
+        assert all(isinstance(x, type(gr.skip())) for x in list(ui.chat(QUESTION, [], 8, key, False))[0])
+        assert isinstance(ui.propose(QUESTION, [], 8, key, False)[2], ct.Waiting)
+
+    def test_a_bad_session_key_is_a_toast(self, ui: UI) -> None:
+        with pytest.raises(gr.Error):
+            ui.change_consent("not a key", True)
+        with pytest.raises(gr.Error):
+            ui.load_consent("not a key")

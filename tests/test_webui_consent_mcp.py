@@ -11,6 +11,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
+from control.settings import set_consent
 from receipts.api import verify_bytes
 from webui.mcp_tools import make_tools
 from webui.service import Service
@@ -114,6 +115,29 @@ class TestConsent:
         key, _mems = session_with_memories(tools)
         with pytest.raises(gr.Error, match=match):
             tools["propose_turn"](key, *args)
+
+
+class TestAskWithConsentOn:
+    def test_ask_on_a_session_with_ask_me_first_on_is_refused_in_plain_text_and_nothing_is_appended(
+        self, tools: dict, service: Service
+    ) -> None:
+        key, _mems = session_with_memories(tools)
+        set_consent(service.data_dir, session_id(key), True)
+        before = events(service, key)
+        with pytest.raises(gr.Error) as info:
+            tools["ask"](key, "my cat Miso", 8)
+        message = info.value.message
+        assert "ask me first is on" in message and "propose_turn" in message and "answer_turn" in message
+        assert "\n" not in message and "&" not in message
+        assert events(service, key) == before
+        proposal = json.loads(tools["propose_turn"](key, "my cat Miso", 8))  # the two steps still work
+        assert verified(service, json.loads(tools["answer_turn"](key, proposal["token"], ""))["receipt"]) == "verified"
+
+    def test_ask_on_another_session_is_not_affected(self, tools: dict, service: Service) -> None:
+        key, _mems = session_with_memories(tools)
+        other, _mems2 = session_with_memories(tools)
+        set_consent(service.data_dir, session_id(key), True)
+        assert json.loads(tools["ask"](other, "my cat Miso", 8))["answer"]
 
 
 class TestRevoke:

@@ -17,9 +17,11 @@ from chat.engine import InputError, Turn
 from control.revocation import ControlError, ControlResult
 from control.revocation import restore as _restore
 from control.revocation import revoke as _revoke
+from control.settings import SettingsError, get_consent, set_consent
 
 from .inputs import K_MAX, BadInput
 from .service import Service
+from .sessions import SessionKeyError
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,42 @@ class Waiting:
 
     token: str
     message: str
+
+
+def consent_setting(service: Service, key: object) -> bool:
+    """The key's session's "ask me first" setting, kept on the server (control.settings): what the checkbox shows
+    whenever the session loads or switches. Raises SessionKeyError, BadInput (a settings file that cannot be read,
+    named: never a silent off)."""
+    session = service.session(key)
+    try:
+        return get_consent(service.data_dir, session)
+    except SettingsError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def save_consent(service: Service, key: object, on: object) -> bool:
+    """The checkbox changed: store it for the session (a new session's folder is made for it). Returns the value."""
+    session = service.session(key)
+    if not isinstance(on, bool):
+        raise BadInput("ask me first: the setting must be on or off")
+    try:
+        return set_consent(service.data_dir, session, on, create=True)
+    except SettingsError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def asks_first(service: Service, key: object, page: object) -> bool:
+    """Whether a message is to be proposed rather than answered: the page's checkbox is on, or the session's
+    setting is (set on another device, or the page has not loaded it yet). A setting that cannot be read counts
+    as on: the turn is proposed, never sent without asking. An invalid key: False (the turn refuses it)."""
+    if page is True:
+        return True
+    try:
+        return consent_setting(service, key)
+    except BadInput:
+        return True
+    except SessionKeyError:  # the turn refuses the key, with its own message
+        return False
 
 
 def _engine_call(fn: Any, *args: Any, **kwargs: Any) -> Any:

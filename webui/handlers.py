@@ -170,8 +170,9 @@ class UI:
         self, message: object, history: object, k: object, key: object, consent: object = False
     ) -> Iterator[tuple[Any, ...]]:
         """Outputs: (chat history, input box, stamps, receipt download). The answer streams when the model does.
-        With ask me first on (`consent`), `propose` handles the message instead and this changes nothing."""
-        if consent is True:
+        With ask me first on (`consent`, or the session's setting on the server), `propose` handles the message
+        instead and this changes nothing."""
+        if ct.asks_first(self.service, key, consent):
             yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
             return
         try:
@@ -218,11 +219,28 @@ class UI:
         return rc.CONSENT_ON if on is True else rc.CONSENT_OFF
 
     @edge
+    def load_consent(self, key: object) -> tuple[Any, ...]:
+        """Whenever the session loads or switches: (checkbox, note) from the session's setting on the server. A
+        settings file that cannot be read shows the setting on, with the reason (naming the file)."""
+        try:
+            on = ct.consent_setting(self.service, key)
+        except BadInput as exc:  # the file is named from the data directory: the server's own path is not shown
+            return True, rc.consent_unreadable(str(exc).replace(str(self.service.data_dir), "DATA_DIR"))
+        return on, self.consent_note(on)
+
+    @edge
+    def change_consent(self, key: object, on: object) -> tuple[Any, ...]:
+        """The person ticked or unticked the checkbox: stored for the session at once. Outputs: (checkbox, note)."""
+        stored = ct.save_consent(self.service, key, on is True)
+        return stored, self.consent_note(stored)
+
+    @edge
     def propose(
         self, message: object, history: object, k: object, key: object, consent: object, waiting: object = None
     ) -> tuple[Any, ...]:
-        """Ask me first on: retrieve and show the proposed memories, all ticked; nothing is appended or sent."""
-        if consent is not True:
+        """Ask me first on (the checkbox or the session's setting): retrieve and show the proposed memories, all
+        ticked; nothing is appended or sent."""
+        if not ct.asks_first(self.service, key, consent):
             return tuple(gr.skip() for _ in range(6))
         if isinstance(waiting, ct.Waiting):  # a proposal still waiting is replaced: spend it with no turn
             try:

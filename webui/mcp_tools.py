@@ -110,7 +110,8 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
 
     def ask(session_key: str, message: str, k: int = K_DEFAULT) -> str:
         """Ask the assistant: the message is stored, the top-K memories are retrieved and handed to the model, and the
-        answer comes back with its signed receipt (which memories were used, who answered, Merkle proofs).
+        answer comes back with its signed receipt (which memories were used, who answered, Merkle proofs). Refused,
+        with nothing stored, when "ask me first" is on for the session: use propose_turn and answer_turn then.
 
         Args:
             session_key: the caller's secret session key.

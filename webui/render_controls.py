@@ -24,16 +24,25 @@ RESTORE_LABEL = "↩ Restore"
 CONSENT_LABEL = "Ask me before memories reach the model"
 CONSENT_SEND_LABEL = "Send with the ticked memories"
 CONSENT_CANCEL_LABEL = "Cancel (nothing is sent)"
-CONSENT_OFF = "_Ask me first is **off**: each message goes to the model with the memories retrieval picks._"
+CONSENT_OFF = (
+    "_Ask me first is **off** for this session: each message goes to the model with the memories retrieval picks._"
+)
 CONSENT_ON = (
-    "_Ask me first is **on**: after you send a message, the memories retrieval picked are shown here first; "
-    "only the ones you tick reach the model, and the receipt records what you decided._"
+    "_Ask me first is **on** for this session (kept on the server: a reload or another device finds it on): after "
+    "you send a message, the memories retrieval picked are shown here first; only the ones you tick reach the "
+    "model, and the receipt records what you decided._"
 )
 NOTE = f"_{NOT_ERASURE}_"
+
 WAITING_TITLE = "✋ waiting for you: which memories may the model see?"
 WAITING = "Nothing has been sent yet. Untick the memories you do not want used, then Send (or Cancel)."
 CANCELLED_TITLE = "✋ cancelled: nothing was sent to the model, no answer, no receipt"
 CANCELLED = "Cancelled: nothing was sent to the model, nothing was stored, and there is no answer or receipt."
+
+
+def consent_unreadable(reason: str) -> str:
+    """The setting's file could not be read: shown on (fail closed), with the reason naming the file."""
+    return f"_Ask me first is treated as **on** for this session: its setting could not be read — {md(reason, 400)}._"
 
 
 def result_markdown(result: ControlResult) -> str:
