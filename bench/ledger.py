@@ -10,7 +10,7 @@ Peak RSS growth during verification is reported to show constant memory.
 (d) with --open-sizes (only that): opening a session in a fresh process (`Ledger(d).head(s)`, the
 time inside the child, interpreter start-up and imports excluded) from the tail record, against the
 full walk (the record removed first) and a raw read of the file's last line; plus the first
-`read_events` of one seq in a fresh process (the newline scan that learns the offsets).
+`read_events` of one seq in a fresh process (found by bisection, no offset table).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def child_ms(data: Path, what: str) -> float:
 def bench_open(sizes: list[int], runs: int) -> None:
     """(d) open a session in a fresh process: the tail record against the full walk, medians in ms."""
     print(f"machine: {machine_line()}\n")
-    print("| events | open from the tail record | full walk (no record) | raw: read the last line | first read_events (offset scan) |")
+    print("| events | open from the tail record | full walk (no record) | raw: read the last line | first read_events of one seq (bisection) |")
     print("|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         for n in sizes:
@@ -103,7 +103,7 @@ def bench_open(sizes: list[int], runs: int) -> None:
                 record.unlink()
                 walk.append(child_ms(data, "head"))  # the walk writes the record again
             med = statistics.median
-            print(f"| {n:,} | {med(fast):.2f} ms | {med(walk):,.0f} ms | {med(raw):.2f} ms | {med(read):,.0f} ms |", flush=True)
+            print(f"| {n:,} | {med(fast):.2f} ms | {med(walk):,.0f} ms | {med(raw):.2f} ms | {med(read):.2f} ms |", flush=True)
 
 
 def main() -> None:

@@ -55,6 +55,7 @@ MAX_OPEN_SESSIONS = 128
 # A session of fewer lines is walked on open even when its tail record matches: the walk costs
 # less than ~15 ms there, and a walked tail follows another process's erasure chunk by chunk.
 RECORD_MIN_LINES = 1024
+BISECT_MAX = 64  # seqs one read_events finds by bisection when the offsets are not known; more: one scan
 WRITE_BATCH = 65536  # lines per write() in a bulk append  # sessions whose lock and log descriptors stay open between appends
 
 
@@ -909,13 +910,28 @@ class Ledger:
         read as stored; their digests are what a caller checks against.
         """
         wanted = list(seqs)
+        # A tail opened from the record finds a few lines by bisection (O(log n) lines each); many, by a scan.
+        out = self._read_at(session, wanted, offsets=len(wanted) > BISECT_MAX)
+        if out is None:  # when in doubt, scan
+            out = self._read_at(session, wanted, offsets=True)
+        assert out is not None  # every offset known: nothing was bisected
+        return out
+
+    def _read_at(self, session: str, wanted: list[int], *, offsets: bool) -> list[Event] | None:
+        """read_events; None when a line could not be found by bisection (the caller scans instead)."""
         out = []
-        with self._snapshot(session, offsets=True) as (tail, f):
+        with self._snapshot(session, offsets=offsets) as (tail, f):
             for seq in wanted:
                 if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < tail.next_seq:
                     raise IndexError(f"session {session}: no event at seq {seq!r} (it holds {tail.next_seq})")
-                start = tail.offsets[seq]
-                end = tail.offsets[seq + 1] if seq + 1 < len(tail.offsets) else tail.size
+                if len(tail.offsets) == tail.next_seq:
+                    start = tail.offsets[seq]
+                    end = tail.offsets[seq + 1] if seq + 1 < len(tail.offsets) else tail.size
+                else:
+                    span = tailrecord.find_line(f.fileno(), seq, tail.size, tail.last, tail.next_seq)
+                    if span is None:
+                        return None
+                    start, end = span
                 f.seek(start)
                 out.append(event_from_dict(orjson.loads(f.read(end - start)), seq + 1))
         return out

@@ -186,3 +186,74 @@ def line_offsets(path: Path, size: int) -> list[int]:
     if out and out[-1] == size:
         out.pop()  # the newline of the last line starts nothing
     return out
+
+
+def _line_from(fd: int, start: int, size: int) -> bytes | None:
+    """The line starting at byte `start` (with its newline), or None when none ends before `size`."""
+    parts: list[bytes] = []
+    pos = start
+    while pos < size and pos - start <= MAX_LINE_BYTES:
+        block = os.pread(fd, min(4096, size - pos), pos)
+        if not block:
+            return None
+        i = block.find(b"\n")
+        if i >= 0:
+            parts.append(block[: i + 1])
+            return b"".join(parts)
+        parts.append(block)
+        pos += len(block)
+    return None
+
+
+def _seq_of(raw: bytes) -> int | None:
+    try:
+        obj: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    seq = obj.get("seq") if type(obj) is dict else None
+    return seq if type(seq) is int else None
+
+
+def find_line(fd: int, seq: int, size: int, last: int, next_seq: int) -> tuple[int, int] | None:
+    """(start, end) of the line claiming `seq` in a log of `next_seq` lines whose last starts at `last`.
+
+    Lines are in seq order, so this bisects byte positions: O(log size) lines parsed, no offset
+    table. None when the file does not behave like such a log (the caller then scans or walks).
+    """
+    if not 0 <= seq < next_seq:
+        return None
+    if seq == next_seq - 1:
+        return last, size
+    lo, hi = 0, last  # the line's start lies in [lo, hi); lo is always a line's start
+    for _ in range(128):
+        if hi - lo <= 1 << 14:  # a few dozen lines: read them in order
+            pos = lo
+            while pos < hi:
+                raw = _line_from(fd, pos, size)
+                found = None if raw is None else _seq_of(raw)
+                if raw is None or found is None or found > seq:
+                    return None
+                if found == seq:
+                    return pos, pos + len(raw)
+                pos += len(raw)
+            return None
+        mid = (lo + hi) // 2
+        before = os.pread(fd, min(MAX_LINE_BYTES, 1 << 16), mid - 1)
+        i = before.find(b"\n")
+        if i < 0:
+            return None
+        p = mid + i  # the first line starting at or after mid
+        if p >= hi:
+            hi = mid
+            continue
+        raw = _line_from(fd, p, size)
+        found = None if raw is None else _seq_of(raw)
+        if raw is None or found is None:
+            return None
+        if found == seq:
+            return p, p + len(raw)
+        if found < seq:
+            lo = p + len(raw)
+        else:
+            hi = mid
+    return None

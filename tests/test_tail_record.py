@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, LedgerCorrupted
+from ledger import Ledger, LedgerCorrupted, tailrecord
 from ledger.repair import truncate_at
 from ledger.store import RECORD_MIN_LINES, Message
 from ledger.tailrecord import RECORD_FILE
@@ -285,3 +285,49 @@ class TestOtherWriters:
         with pytest.raises(LedgerCorrupted, match="seq 7"):
             Ledger(tmp_path).append(S, "user", "refused")
         assert log.read_bytes() == data[:at] + b"MESSAGE" + data[at + 7 :]
+
+
+class TestReadsWithoutAWalk:
+    def test_a_few_reads_after_an_open_from_the_record_bisect_and_never_scan(
+        self, tmp_path: Path, parsed: Counter, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        led = _filled(tmp_path, 5000)
+        led.erase(S, [1234, 4000])  # erased lines are shorter: the bisection must not care
+        seqs = [0, 1, 1233, 1234, 1235, 2500, 4000, 4999, 5000]
+        want = led.read_events(S, seqs)
+
+        def no_scan(path: Path, size: int) -> list[int]:
+            raise AssertionError("the whole file was scanned")
+
+        monkeypatch.setattr(tailrecord, "line_offsets", no_scan)
+        parsed.lines = 0
+        got = Ledger(tmp_path).read_events(S, seqs)
+        assert [e.to_dict() for e in got] == [e.to_dict() for e in want] and parsed.lines == 1
+
+    def test_every_seq_is_found_by_bisection(self, tmp_path: Path) -> None:
+        led = _filled(tmp_path, 2000)
+        data = _log(tmp_path).read_bytes()
+        starts = [0] + [i + 1 for i, b in enumerate(data) if b == 10][:-1]
+        fd = os.open(_log(tmp_path), os.O_RDONLY)
+        try:
+            spans = [tailrecord.find_line(fd, seq, len(data), starts[-1], 2000) for seq in range(2000)]
+        finally:
+            os.close(fd)
+        assert spans == [(s, e) for s, e in zip(starts, starts[1:] + [len(data)], strict=True)]
+        assert led.head(S)[0] == 2000
+
+    def test_many_reads_scan_once_and_a_range_matches_the_walk(self, tmp_path: Path) -> None:
+        led = _filled(tmp_path, 3000)
+        want = [e.to_dict() for e in led.read_events(S, range(100, 3000))]
+        assert [e.to_dict() for e in Ledger(tmp_path).read_events(S, range(100, 3000))] == want
+
+    def test_an_unknown_seq_is_an_index_error_as_before(self, tmp_path: Path) -> None:
+        _filled(tmp_path)
+        with pytest.raises(IndexError, match="no event at seq 1200"):
+            Ledger(tmp_path).read_events(S, [1200])
+
+    def test_a_bisection_that_finds_nothing_falls_back_to_the_scan(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        led = _filled(tmp_path)
+        want = [e.to_dict() for e in led.read_events(S, [5, 600])]
+        monkeypatch.setattr(tailrecord, "find_line", lambda *_args: None)
+        assert [e.to_dict() for e in Ledger(tmp_path).read_events(S, [5, 600])] == want
