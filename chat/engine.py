@@ -275,12 +275,14 @@ class Engine:
         completion = self.llm.complete(messages, query=message, memories=memories, on_delta=on_delta)
         # 5. the answer
         meta = {"kind": "chat", "receipt_id": receipt_id, "provider": completion.provider, "model": completion.model, "prompt_sha256": p_hash}
+        cites = files.write_cites(self.data_dir, session, receipt_id, user_ev.seq, [ev.seq for ev in memories])
         asst_ev = self.ledger.append(session, "assistant", completion.text, meta)
         self.index.index_session(session, [asst_ev])
         # 6. the receipt
         try:
             envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent)
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
+            cites.unlink(missing_ok=True)  # the receipt says it now; a failed receipt keeps it (control.steps.citations)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             log.error("session %s: receipt %s could not be written (%s)", session, receipt_id, type(exc).__name__)

@@ -165,7 +165,7 @@ def preview(
     session = _check_session(led, data, session)
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session, led), cascade=cascade)
         return withdraw_quoting(data, p, led.read_events(session, p.named))
 
 
@@ -196,7 +196,7 @@ def forget(
         raise PlanError("reason: must be text of at most 2000 characters")
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session), cascade=cascade)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session, led), cascade=cascade)
         doomed = led.read_events(session, p.erase)
         p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named])
         if reason:

@@ -133,7 +133,7 @@ def plan(
     withdraw = []
     for c in citations:
         hit = tuple(sorted(erase.intersection(c.cited)))
-        if not hit:
+        if not hit or c.format == 0:  # format 0: an answer whose receipt was never written (nothing to redact)
             continue
         if c.format == 1:
             withdraw.append(c.receipt_id)

@@ -94,8 +94,42 @@ def slot(ev: Event) -> Slot:
     return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev), not ev.erased and control_of(ev.role, ev.text, ev.meta, ev.seq) is not None)
 
 
-def citations(data_dir: Path, session: str) -> list[Citation]:
-    """Every stored receipt of the session, as the plan needs it (the receipt files are the truth)."""
+UNRECEIPTED = 0  # Citation.format of an answer whose receipt was never written: nothing to redact or withdraw
+ANSWER_SEARCH = 1000  # events after its question within which a receipt-less answer is looked for
+
+
+def citations(data_dir: Path, session: str, ledger: Ledger | None = None) -> list[Citation]:
+    """Every stored receipt of the session, as the plan needs it (the receipt files are the truth); with
+    `ledger`, also every answer whose receipt was never written, from the `.cites` record its turn left
+    (receipts.files.write_cites): such an answer may quote a memory as much as a receipted one."""
+    out = _receipted(data_dir, session)
+    if ledger is not None:
+        out += _unreceipted(data_dir, session, ledger, {c.receipt_id for c in out})
+    return out
+
+
+def _unreceipted(data_dir: Path, session: str, ledger: Ledger, receipted: set[str]) -> list[Citation]:
+    out = []
+    count, _head = ledger.head(session)
+    for path in files.list_cites(data_dir, session):
+        rid = path.stem
+        if rid in receipted or files.receipt_path(data_dir, session, rid).exists():
+            continue
+        got = files.read_cites(path)
+        if got is None:
+            log.warning("%s: not a record of a turn's memories this erasure can read; left as it is", path.name)
+            continue
+        question, memories = got
+        seqs = range(question + 1, min(count, question + 1 + ANSWER_SEARCH))
+        answer = next((ev for ev in ledger.read_events(session, seqs) if ev.role == "assistant" and ev.meta.get("receipt_id") == rid), None)
+        if answer is None:
+            continue  # the turn stopped before its answer was appended: nothing quotes anything
+        cited = {question: "query", **{m: f"memory#{i}" for i, m in enumerate(memories, 1)}, answer.seq: "response"}
+        out.append(Citation(rid, UNRECEIPTED, answer.seq, cited))
+    return out
+
+
+def _receipted(data_dir: Path, session: str) -> list[Citation]:
     out = []
     for path in files.list_receipts(data_dir, session):
         try:

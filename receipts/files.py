@@ -80,6 +80,48 @@ def write_receipt(data_dir: Path, session: str, receipt_id: str, envelope: dict[
     return path
 
 
+def cites_path(data_dir: Path, session: str, receipt_id: str) -> Path:
+    """`receipts/<receipt_id>.cites`: what a turn handed the model, kept until its receipt is in place."""
+    return receipt_path(data_dir, session, receipt_id).with_suffix(".cites")
+
+
+def write_cites(data_dir: Path, session: str, receipt_id: str, question_seq: int, memory_seqs: list[int]) -> Path:
+    """Record, durably and before the answer is appended, which events a turn handed the model (seqs only: no
+    text). The receipt says it once written; until then (a turn killed between the answer's append and its
+    receipt, or a receipt that could not be written) this is the only record of what the answer may quote, and
+    an erasure cascades through it (control.steps.citations)."""
+    path = cites_path(data_dir, session, receipt_id)
+    private_dir(path.parent)
+    data = json.dumps({"question": question_seq, "memories": memory_seqs}, sort_keys=True).encode("ascii")
+    tmp = path.parent / f".{receipt_id}.cites.tmp"
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
+
+
+def read_cites(path: Path) -> tuple[int, list[int]] | None:
+    """(question seq, memory seqs) of a `.cites` file; None when it is unreadable or not one."""
+    try:
+        if path.stat().st_size > 64 * 1024:
+            return None
+        obj = json.loads(path.read_bytes())
+        q, mems = obj["question"], obj["memories"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    ok = type(q) is int and q >= 0 and isinstance(mems, list) and all(type(m) is int and m >= 0 for m in mems)
+    return (q, list(mems)) if ok else None
+
+
+def list_cites(data_dir: Path, session: str) -> list[Path]:
+    folder = data_dir / "sessions" / validate_session_id(session) / "receipts"
+    return sorted(folder.glob("rcpt_*.cites")) if folder.is_dir() else []
+
+
 def read_receipt_bytes(path: Path) -> bytes:
     """A receipt file's bytes, refusing files over the size cap without reading them."""
     size = path.stat().st_size
