@@ -17,6 +17,7 @@ signature a visitor can keep and hold us to.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -282,12 +283,13 @@ class Engine:
         try:
             envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent)
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
-            cites.unlink(missing_ok=True)  # the receipt says it now; a failed receipt keeps it (control.steps.citations)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             log.error("session %s: receipt %s could not be written (%s)", session, receipt_id, type(exc).__name__)
             self._note(session, f"receipt {receipt_id} for the answer at seq {asst_ev.seq} could not be written; that answer was withheld", "receipt_failure", receipt_id)
             raise TurnError(f"the receipt could not be written ({reason}); the answer was withheld") from exc
+        with contextlib.suppress(OSError):  # the receipt says it now; a failed receipt keeps it (control.steps.citations)
+            cites.unlink(missing_ok=True)
         self._record(session, receipt_id, path, body)
         return Turn(completion.text, receipt_id, path, envelope, body, hits, completion, user_ev, asst_ev)
 

@@ -47,6 +47,7 @@ from retrieval import Index
 
 from .plan import Plan, PlanError, plan, quoted
 from .steps import (
+    UNRECEIPTED,
     Finished,
     citations,
     delete_session,
@@ -196,7 +197,8 @@ def forget(
         raise PlanError("reason: must be text of at most 2000 characters")
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session, led), cascade=cascade)
+        cites = citations(data, session, led)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), cites, cascade=cascade)
         doomed = led.read_events(session, p.erase)
         p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named])
         if reason:
@@ -225,6 +227,9 @@ def forget(
             raise
         done = finish(data, led, idx, k, session, erasure.records, p.redact, p.withdraw, quarantine)
         unlink_durable(jpath)
+        for c in cites:  # a receipt-less answer's record, once that answer is erased, has nothing left to say
+            if c.format == UNRECEIPTED and c.response_seq in p.erase:
+                files.cites_path(data, session, c.receipt_id).unlink(missing_ok=True)
     gone = purge_copies(copies, done.redacted + done.withdrawn)
     return dataclasses.replace(_result(p, [r.seq for r in erasure.records], done), copies_removed=gone)
 

@@ -167,9 +167,11 @@ def test_a_turn_whose_receipt_could_not_be_written_leaves_its_answer_to_the_casc
     monkeypatch.undo()
     answers = [ev.seq for ev in eng.ledger.events("alice") if ev.role == "assistant"]
     assert len(answers) == 2
+    assert len(list(ok.receipt_path.parent.glob("*.cites"))) == 1  # the failed turn's record, seqs only
     result = control.forget(data, "alice", [mem.seq], ledger=eng.ledger, index=eng.index, key=eng.key)
     assert set(answers) <= set(result.cascaded)
     assert files_with_marker(data) == []
+    assert not list(ok.receipt_path.parent.glob("*.cites"))  # its answer erased, the record went with it
 
 
 @pytest.mark.parametrize(
