@@ -210,10 +210,15 @@ class Ledger:
 
     Safe for many threads; one writer per session at a time across threads and
     processes (flock on the session's `lock` file).
+
+    `record_tails=False` is a reader's ledger: it never writes a session's tail record
+    (ledger/tailrecord.py), so a command that only reads leaves the data directory as it found
+    it; opening a session without a current record then walks it, as it would anyway.
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, record_tails: bool = True) -> None:
         self.data_dir = Path(data_dir)
+        self.record_tails = record_tails
         self.sessions_dir = self.data_dir / "sessions"
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
@@ -472,10 +477,9 @@ class Ledger:
             return None
         return tailrecord.line_chain(session, seq, raw[:-1])
 
-    @staticmethod
-    def _save_record(sdir: Path, tail: _Tail) -> None:
+    def _save_record(self, sdir: Path, tail: _Tail) -> None:
         """Record where the verified log ends (after its fsync); a failure only costs the next open a walk."""
-        if tail.stat is None or not tail.next_seq:
+        if not self.record_tails or tail.stat is None or not tail.next_seq:
             return
         last = tail.last if tail.light else tail.offsets[tail.next_seq - 1]
         rec = tailrecord.TailRecord(tail.next_seq, tail.head, last, tail.stat)

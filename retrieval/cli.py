@@ -140,7 +140,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     except EventError as exc:
         raise UsageError(str(exc)) from None
     data_dir = _data_dir(args.data_dir)
-    ledger = Ledger(data_dir)
+    ledger = Ledger(data_dir, record_tails=False)  # searching only reads: no tail record written back either
     if not ledger.exists(args.session):
         raise UsageError(f"session {args.session}: no such session in {data_dir}")
     ledger.head(args.session)  # raises LedgerCorrupted (exit 2) when the ledger does not verify

@@ -50,7 +50,8 @@ def import_file(tmp_path: Path, n: int = 2, name: str = "in.jsonl") -> Path:
 
 @pytest.fixture
 def populated(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(root, data dir with a session, a key, a checkpoint and a receipt — but no index.sqlite, receipt path)."""
+    """(root, data dir with a session, a key, a checkpoint and a receipt — but no index.sqlite and no tail
+    record — receipt path)."""
     root = tmp_path / "root"
     root.mkdir()
     data = root / "data"
@@ -60,6 +61,7 @@ def populated(tmp_path: Path) -> tuple[Path, Path, Path]:
     engine.index.close()
     for p in data.glob("index.sqlite*"):
         p.unlink()
+    (data / "sessions" / "alice" / "tail.json").unlink()  # a reading command must not write it back
     (root / "pub.json").write_text(format_public_key(engine.key.public_key))
     return root, data, turn.receipt_path
 

@@ -94,6 +94,14 @@ class TestOpenIsConstant:
         assert _open_fresh(tmp_path, parsed)[1] == N
         assert _open_fresh(tmp_path, parsed) == (led.head(S), 1)
 
+    def test_a_readers_ledger_opens_and_reads_without_writing_the_record(self, tmp_path: Path) -> None:
+        led = _filled(tmp_path, 5)
+        _record(tmp_path).unlink()
+        reader = Ledger(tmp_path, record_tails=False)
+        assert reader.head(S) == led.head(S)
+        assert [e.seq for e in reader.events(S)] == list(range(5)) and reader.read_events(S, [3])[0].seq == 3
+        assert not _record(tmp_path).exists()
+
     def test_a_single_append_after_an_open_from_the_record_keeps_it_constant(self, tmp_path: Path, parsed: Counter) -> None:
         _filled(tmp_path)
         other = Ledger(tmp_path)
