@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
-from .cli_support import EXIT_OK, Parser, entry_point, existing_data_dir, fail, make_data_dir, run, writable_data_dir
+from .cli_support import (
+    EXIT_OK,
+    Parser,
+    entry_point,
+    existing_data_dir,
+    fail,
+    given_path,
+    make_data_dir,
+    run,
+    writable_data_dir,
+)
 from .event import Event, EventError, validate_session_id
 from .imports import ImportRecordError, content_hash, previous_import, record_import
 from .listing import list_sessions
@@ -42,9 +52,10 @@ def _import_signer(data_dir: Path) -> tuple[Any, str]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    src = Path(args.file)
+    expected = "expected a JSONL file of messages"
+    src = given_path(args.file, what="import file", expected=expected)
     if not src.is_file():
-        return fail(f"{src}: {'a directory' if src.is_dir() else 'no such file'}; expected a JSONL file of messages")
+        return fail(f"{src}: {'a directory' if src.is_dir() else 'no such file'}; {expected}")
     data = writable_data_dir(args.data_dir, create=args.create)
     try:
         validate_session_id(args.session)
@@ -132,12 +143,11 @@ def cmd_verify_since(args: argparse.Namespace) -> int:
     from receipts.checkpoints import MAX_CHECKPOINT_BYTES, MalformedCheckpoint, parse_checkpoint, prove_since
     from receipts.keys import KeyConfigError
 
-    data, path = Path(args.data_dir), Path(args.since)
+    data = Path(args.data_dir)
     if len(args.sessions) != 1:
         return fail("--since proves one session: name exactly one")
     expected = "expected a checkpoint file (the JSON `python -m receipts checkpoint DATA_DIR SESSION` prints)"
-    if not args.since.strip():
-        return fail(f"--since: an empty path; {expected}")
+    path = given_path(args.since, what="--since", expected=expected)
     if path.is_dir():
         return fail(f"{path}: is a directory; {expected}")
     (session,) = args.sessions

@@ -53,11 +53,20 @@ def note(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def given_path(raw: str, *, what: str, expected: str) -> Path:
+    """`raw` as a path, refusing a blank one as `WHAT: an empty path; EXPECTED`.
+
+    `Path("")` is `.`: without this, an empty argument quietly means the current folder
+    (`retrieval rebuild ""` built ./index.sqlite; `ledger import D S ""` said ".: a directory").
+    """
+    if not raw.strip():
+        raise CliError(f"{what}: an empty path; {expected}")
+    return Path(raw)
+
+
 def existing_data_dir(raw: str) -> Path:
     """The data directory a reading command uses: it must exist. Nothing is created."""
-    if not raw.strip():
-        raise CliError(f"DATA_DIR: an empty path; {EXPECTED_DATA_DIR}")
-    path = Path(raw)
+    path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
     if not path.exists():
         raise CliError(f"{raw}: no such data directory (nothing was created)")
     if not path.is_dir():
@@ -71,9 +80,7 @@ def writable_data_dir(raw: str, *, create: bool) -> Path:
     A missing directory is fine when the folder it would go in exists (it will be created, and the
     command says so); a missing parent is refused unless `create` (`--create`: the whole path).
     """
-    if not raw.strip():
-        raise CliError(f"DATA_DIR: an empty path; {EXPECTED_DATA_DIR}")
-    path = Path(raw)
+    path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
     if path.is_dir():
         return path
     if os.path.lexists(path):
@@ -169,6 +176,7 @@ __all__ = [
     "entry_point",
     "existing_data_dir",
     "fail",
+    "given_path",
     "make_data_dir",
     "note",
     "run",

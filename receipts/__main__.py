@@ -7,7 +7,17 @@ import json
 import sys
 from pathlib import Path
 
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, entry_point, existing_data_dir, fail, run
+from ledger.cli_support import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXPECTED_DATA_DIR,
+    Parser,
+    entry_point,
+    existing_data_dir,
+    fail,
+    given_path,
+    run,
+)
 from ledger.event import EventError
 
 from .api import load_trust, verify_bytes
@@ -70,13 +80,11 @@ def render_text(report: Report, *, rows: bool = False) -> str:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     expected = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
-    if not args.receipt.strip():
-        return fail(f"receipt: an empty path; {expected}")
-    path = Path(args.receipt)
+    path = given_path(args.receipt, what="receipt", expected=expected)
     if path.is_dir():
         return fail(f"{path}: is a directory; {expected}")
-    if args.data is not None and not args.data.strip():
-        return fail("--data: an empty path; expected a data directory (the DATA_DIR the app or `python -m chat` writes)")
+    if args.data is not None:
+        given_path(args.data, what="--data", expected=EXPECTED_DATA_DIR)
     try:
         size = path.stat().st_size
         if size > MAX_RECEIPT_BYTES:
@@ -116,9 +124,7 @@ def _verify_certificate(path: Path, raw: bytes, args: argparse.Namespace) -> int
 def cmd_show(args: argparse.Namespace) -> int:
     """Print what a receipt says (it verifies nothing; `receipts verify` does)."""
     expected = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
-    if not args.receipt.strip():
-        return fail(f"receipt: an empty path; {expected}")
-    path = Path(args.receipt)
+    path = given_path(args.receipt, what="receipt", expected=expected)
     if path.is_dir():
         return fail(f"{path}: is a directory; {expected}")
     try:

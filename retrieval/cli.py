@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
-from ledger.cli_support import describe_os_error, entry_point
+from ledger.cli_support import EXPECTED_DATA_DIR, CliError, describe_os_error, entry_point, given_path
 
 from .db import INDEX_FILE, Index
 from .explain import explain_lines
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _data_dir(raw: str) -> Path:
-    path = Path(raw)
+    path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
     if not path.is_dir():
         raise UsageError(f"{raw}: not a directory")
     return path
@@ -147,7 +147,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     queries: list[str] | None = None
     if args.queries is not None:
         try:
-            queries = Path(args.queries).read_text(encoding="utf-8").splitlines()
+            queries_file = given_path(args.queries, what="--queries", expected="expected a text file, one query per line")
+            queries = queries_file.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             why = describe_os_error(exc) if isinstance(exc, OSError) else f"{args.queries}: not UTF-8 text"
             raise UsageError(f"cannot read the queries: {why}; expected a text file, one query per line") from None
@@ -190,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rebuild":
             return cmd_rebuild(args)
         return cmd_search(args)
-    except (UsageError, SearchError) as exc:
+    except (UsageError, SearchError, CliError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     except BrokenPipeError:

@@ -72,17 +72,33 @@ BAD = [
     (["ledger", "verify", "{data}", "no/such"], "session"),
     (["retrieval", "search", "{data}", "alice", "--queries", "{root}"], "expected a text file"),
     (["retrieval", "search", "{data}", "alice", "x", "-k", "99"], "k"),
+    # a blank path is not the current folder (Path("") is "."): `rebuild ""` built ./index.sqlite and exited 0
+    (["retrieval", "rebuild", ""], "DATA_DIR: an empty path; expected a data directory"),
+    (["retrieval", "search", "", "alice", "kayak"], "DATA_DIR: an empty path; expected a data directory"),
+    (["retrieval", "search", "{data}", "alice", "--queries", ""], "--queries: an empty path; expected a text file"),
+    (["ledger", "import", "{data}", "alice", ""], "import file: an empty path; expected a JSONL file"),
+    (["ledger", "import", "", "alice", "{root}/queries.txt"], "DATA_DIR: an empty path; expected a data directory"),
+    (["ledger", "verify", "", "alice"], "DATA_DIR: an empty path; expected a data directory"),
+    (["receipts", "verify", "{receipt}", "--data", ""], "--data: an empty path; expected a data directory"),
+    (["chat", "", "alice", "hello?"], "DATA_DIR: an empty path; expected a data directory"),
 ]
 
 
 @pytest.mark.parametrize(("argv", "says"), BAD, ids=[" ".join(a[:3]) + f" [{i}]" for i, (a, _) in enumerate(BAD)])
 def test_a_bad_argument_is_one_plain_line_saying_what_was_expected(
-    made: dict[str, Path], argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+    made: dict[str, Path],
+    argv: list[str],
+    says: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # an empty path must not mean the current folder: nothing appears in it
     cli, *rest = argv
     code = MAINS[cli]([a.format(**{k: str(v) for k, v in made.items()}) for a in rest])
     assert code == 2
     assert says in one_plain_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unusable_index_is_named_by_its_path_not_by_its_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
