@@ -101,3 +101,29 @@ def looser_than_private(root: str | os.PathLike[str], *, limit: int = 100_000) -
                 continue
             if st.st_mode & _LOOSE_BITS:
                 yield p, stat.S_IMODE(st.st_mode)
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a folder, so a rename or unlink inside it survives a power cut."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_durable(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix: a temp file
+    (`.<name>.tmp`, 0600) in the same folder, fsync, rename over `path`, fsync of the folder. The folder must exist."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, p)
+    fsync_dir(p.parent)

@@ -27,7 +27,7 @@ from typing import Any
 
 from .canonical import CanonicalError, canonical_json, loads_strict
 from .event import Event, is_erasure_record, now_ts
-from .fsmode import open_private
+from .fsmode import open_private, replace_durable
 from .store import Ledger, Message
 
 IMPORTS_FILE = "imports.jsonl"
@@ -178,18 +178,4 @@ def forget_erased(ledger: Ledger, session: str, seqs: Iterable[int]) -> int:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    replace_durable(path, data)

@@ -31,7 +31,7 @@ from typing import Any
 from ledger import Ledger
 from ledger.canonical import canonical_json, loads_strict
 from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts, validate_session_id
-from ledger.fsmode import open_private
+from ledger.fsmode import replace_durable
 from ledger.verify import TORN_TAIL, erased_words
 
 from .audit import Auditor
@@ -155,22 +155,7 @@ def latest(data_dir: str | os.PathLike[str], session: str) -> dict[str, Any] | N
 def keep(data_dir: str | os.PathLike[str], session: str, checkpoint: Mapping[str, Any]) -> Path:
     """Write the latest checkpoint durably (temp file, fsync, rename, fsync of the folder), 0600."""
     path = checkpoint_path(data_dir, session)
-    data = checkpoint_file_bytes(checkpoint)
-    tmp = path.with_name(f".{CHECKPOINT_FILE}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    replace_durable(path, checkpoint_file_bytes(checkpoint))
     return path
 
 
