@@ -35,6 +35,7 @@ from ledger.event import (
     Event,
     erased_form,
 )
+from ledger.jsonnames import field_shown, json_shown, json_type
 
 from .decisions import (
     CONSENT_FIELDS,
@@ -418,7 +419,7 @@ def _disclosures(obj: Any, body: Mapping[str, Any]) -> dict[int, dict[str, Any]]
     _obj(obj, "$", FILE_FIELDS_2, 2)
     items = obj["disclosures"]
     if type(items) is not list or len(items) > MAX_DISCLOSURES:
-        raise _fail("disclosures", f"expected a list of at most {MAX_DISCLOSURES} disclosures")
+        raise _fail("disclosures", f"expected an array of at most {MAX_DISCLOSURES} disclosures")
     cited = {ev["seq"] for _name, ev in cited_events(body)}
     out: dict[int, dict[str, Any]] = {}
     last = -1
@@ -454,7 +455,7 @@ def _fail(where: str, message: str) -> MalformedReceipt:
 
 def _obj(value: Any, where: str, keys: Sequence[str], version: int = RECEIPT_VERSION) -> dict[str, Any]:
     if type(value) is not dict:
-        raise _fail(where, f"expected an object, found {type(value).__name__}")
+        raise _fail(where, f"expected an object, found JSON {json_type(value)}")
     missing = [k for k in keys if k not in value]
     extra = [k for k in value if k not in keys]
     if missing or extra:
@@ -464,17 +465,17 @@ def _obj(value: Any, where: str, keys: Sequence[str], version: int = RECEIPT_VER
 
 def _str(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 1 << 20) -> str:
     if type(value) is not str:
-        raise _fail(where, f"expected a string, found {type(value).__name__}")
+        raise _fail(where, f"expected a string, found JSON {json_type(value)}")
     if len(value) > max_len:
         raise _fail(where, f"string longer than {max_len}")
     if pattern is not None and not pattern.fullmatch(value):
-        raise _fail(where, f"{value[:80]!r} does not match {pattern.pattern}")
+        raise _fail(where, f"{json_shown(value)} does not match {pattern.pattern}")
     return value
 
 
 def _int(value: Any, where: str, lo: int = 0, hi: int = 2**53 - 1) -> int:
     if type(value) is not int or not lo <= value <= hi:
-        raise _fail(where, f"expected an integer in {lo}..{hi}, found {value!r}"[:200])
+        raise _fail(where, f"expected an integer in {lo}..{hi}, found {json_shown(value)}")
     return value
 
 
@@ -483,7 +484,7 @@ _HEX_RUN = re.compile(r"[0-9a-f]*")
 
 def _hex_list(value: Any, where: str) -> None:
     if type(value) is not list or len(value) > MAX_PROOF:
-        raise _fail(where, f"expected a list of at most {MAX_PROOF} hashes")
+        raise _fail(where, f"expected an array of at most {MAX_PROOF} hashes")
     if all(type(h) is str and len(h) == 64 for h in value) and _HEX_RUN.fullmatch("".join(value)):
         return
     for i, h in enumerate(value):  # slow path, only to name the bad element
@@ -493,12 +494,12 @@ def _hex_list(value: Any, where: str) -> None:
 def _event(value: Any, where: str, fields: Sequence[str] = EVENT_FIELDS) -> None:
     ev = _obj(value, where, fields, 1 if fields is EVENT_FIELDS else 2)
     if ev["v"] != 1 or type(ev["v"]) is not int:
-        raise _fail(f"{where}.v", f"event format version {ev['v']!r} is unknown")
+        raise _fail(f"{where}.v", f"event format version {json_shown(ev['v'])} is unknown")
     _str(ev["session"], f"{where}.session", SESSION_ID_RE)
     _int(ev["seq"], f"{where}.seq")
     _str(ev["id"], f"{where}.id", EVENT_ID_RE)
     if ev["role"] not in ROLES:
-        raise _fail(f"{where}.role", f"{ev['role']!r} is not one of {', '.join(ROLES)}")
+        raise _fail(f"{where}.role", f"{json_shown(ev['role'])} is not one of {', '.join(ROLES)}")
     _str(ev["ts"], f"{where}.ts", TS_RE)
     if fields is ERASED_EVENT_FIELDS:
         _str(ev["commit"], f"{where}.commit", HEX64_RE)
@@ -516,10 +517,10 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     if type(body) is not dict:
         raise _fail("payload", "expected a JSON object")
     if body.get("type") != RECEIPT_TYPE:
-        raise _fail("payload.type", f"expected {RECEIPT_TYPE!r}, found {body.get('type')!r}"[:200])
+        raise _fail("payload.type", f"expected {json_shown(RECEIPT_TYPE)}, found {field_shown(body, 'type')}")
     if body.get("v") != version or type(body.get("v")) is not int:
         known = ", ".join(map(str, PAYLOAD_TYPES))
-        raise _fail("payload.v", f"receipt format version {body.get('v')!r} is unknown (this verifier knows {known})"[:200])
+        raise _fail("payload.v", f"receipt format version {field_shown(body, 'v')} is unknown (this verifier knows {known})")
     fields = EVENT_FIELDS if version == RECEIPT_VERSION else ERASED_EVENT_FIELDS
     keys: tuple[str, ...] = ("type", "v", "receipt_id", "issued_at", "session", "k", "retrieval", "query", "memories", "prompt", "response", "checkpoint")
     if version == RECEIPT_VERSION_2:  # the versioned additions of §17 and §18, each present only when used
@@ -539,7 +540,7 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _hex_list(q["proof"], "query.proof")
     mems = body["memories"]
     if type(mems) is not list or len(mems) > MAX_MEMORIES:
-        raise _fail("memories", f"expected a list of at most {MAX_MEMORIES}")
+        raise _fail("memories", f"expected an array of at most {MAX_MEMORIES} memories")
     for i, m in enumerate(mems):
         m = _obj(m, f"memories[{i}]", ("rank", "event", "proof"), version)
         _int(m["rank"], f"memories[{i}].rank", 1, MAX_MEMORIES)
@@ -561,7 +562,7 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _str(c["sig"], "checkpoint.sig", max_len=200)
     cb = _obj(c["body"], "checkpoint.body", ("type", "v", "session", "tree_size", "root", "chain_head", "issued_at"), version)
     if cb["type"] != CHECKPOINT_TYPE or cb["v"] != RECEIPT_VERSION or type(cb["v"]) is not int:
-        raise _fail("checkpoint.body", f"unknown checkpoint type/version {cb['type']!r}/{cb['v']!r}"[:200])
+        raise _fail("checkpoint.body", f"unknown checkpoint type/version {json_shown(cb['type'])}/{json_shown(cb['v'])}")
     _str(cb["session"], "checkpoint.body.session", SESSION_ID_RE)
     _int(cb["tree_size"], "checkpoint.body.tree_size", 1)
     _str(cb["root"], "checkpoint.body.root", HEX64_RE)
@@ -575,10 +576,10 @@ OPTIONAL_2 = ("exclusions", "consent")
 def _check_exclusions_shape(ex: Any) -> None:
     ex = _obj(ex, "exclusions", EXCLUSIONS_FIELDS, 2)
     if ex["v"] != EXCLUSIONS_VERSION or type(ex["v"]) is not int:
-        raise _fail("exclusions.v", f"exclusions version {ex['v']!r} is unknown (this verifier knows {EXCLUSIONS_VERSION})"[:200])
+        raise _fail("exclusions.v", f"exclusions version {json_shown(ex['v'])} is unknown (this verifier knows {EXCLUSIONS_VERSION})")
     items = ex["revoked"]
     if type(items) is not list or not 1 <= len(items) <= MAX_EXCLUSIONS:
-        raise _fail("exclusions.revoked", f"expected a list of 1 to {MAX_EXCLUSIONS} exclusions")
+        raise _fail("exclusions.revoked", f"expected an array of 1 to {MAX_EXCLUSIONS} exclusions")
     for i, e in enumerate(items):
         where = f"exclusions.revoked[{i}]"
         e = _obj(e, where, EXCLUSION_FIELDS, 2)
@@ -592,12 +593,12 @@ def _check_exclusions_shape(ex: Any) -> None:
 def _check_consent_shape(c: Any) -> None:
     c = _obj(c, "consent", CONSENT_FIELDS, 2)
     if c["v"] != CONSENT_VERSION or type(c["v"]) is not int:
-        raise _fail("consent.v", f"consent version {c['v']!r} is unknown (this verifier knows {CONSENT_VERSION})"[:200])
+        raise _fail("consent.v", f"consent version {json_shown(c['v'])} is unknown (this verifier knows {CONSENT_VERSION})")
     _str(c["decided_by"], "consent.decided_by", max_len=100)
     _str(c["proposed_at"], "consent.proposed_at", TS_RE)
     items = c["proposed"]
     if type(items) is not list or len(items) > MAX_MEMORIES:
-        raise _fail("consent.proposed", f"expected a list of at most {MAX_MEMORIES}")
+        raise _fail("consent.proposed", f"expected an array of at most {MAX_MEMORIES} memories")
     for i, p in enumerate(items):
         p = _obj(p, f"consent.proposed[{i}]", ("rank", "event", "proof"), 2)
         _int(p["rank"], f"consent.proposed[{i}].rank", 1, MAX_MEMORIES)
@@ -606,7 +607,7 @@ def _check_consent_shape(c: Any) -> None:
     for name in ("approved", "withheld"):
         seqs = c[name]
         if type(seqs) is not list or len(seqs) > MAX_MEMORIES:
-            raise _fail(f"consent.{name}", f"expected a list of at most {MAX_MEMORIES} seqs")
+            raise _fail(f"consent.{name}", f"expected an array of at most {MAX_MEMORIES} seqs")
         for i, s in enumerate(seqs):
             _int(s, f"consent.{name}[{i}]")
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from ledger.canonical import CanonicalError, canonical_json, loads_strict
 from ledger.event import EVENT_ID_RE, HEX64_RE, LINE_KEYS, ROLES, SESSION_ID_RE, TS_RE
+from ledger.jsonnames import field_shown, json_shown, json_type
 
 from .body import MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE
 from .checkpoints import MalformedCheckpoint, check_checkpoint_shape
@@ -146,7 +147,7 @@ def _bad(where: str, message: str) -> MalformedCertificate:
 
 def _obj(value: Any, where: str, keys: Sequence[str]) -> dict[str, Any]:
     if type(value) is not dict:
-        raise _bad(where, f"expected an object, found {type(value).__name__}")
+        raise _bad(where, f"expected an object, found JSON {json_type(value)}")
     missing = [k for k in keys if k not in value]
     extra = [k for k in value if k not in keys]
     if missing or extra:
@@ -158,17 +159,17 @@ def _str(value: Any, where: str, pattern: Any = None, max_len: int = 1 << 20) ->
     if type(value) is not str or len(value) > max_len:
         raise _bad(where, f"expected a string of at most {max_len} characters")
     if pattern is not None and not pattern.fullmatch(value):
-        raise _bad(where, f"{value[:80]!r} is not valid here")
+        raise _bad(where, f"{json_shown(value)} is not valid here")
 
 
 def _int(value: Any, where: str, lo: int = 0, hi: int = 2**53 - 1) -> None:
     if type(value) is not int or not lo <= value <= hi:
-        raise _bad(where, f"expected an integer in {lo}..{hi}, found {value!r}"[:200])
+        raise _bad(where, f"expected an integer in {lo}..{hi}, found {json_shown(value)}")
 
 
 def _proof(value: Any, where: str) -> None:
     if type(value) is not list or len(value) > MAX_PROOF:
-        raise _bad(where, f"expected a list of at most {MAX_PROOF} hashes")
+        raise _bad(where, f"expected an array of at most {MAX_PROOF} hashes")
     for i, h in enumerate(value):
         _str(h, f"{where}[{i}]", HEX64_RE)
 
@@ -180,7 +181,7 @@ def _record_event(value: Any, where: str) -> None:
     _int(ev["seq"], f"{where}.seq")
     _str(ev["id"], f"{where}.id", EVENT_ID_RE)
     if ev["role"] not in ROLES:
-        raise _bad(f"{where}.role", f"{ev['role']!r} is not one of {', '.join(ROLES)}")
+        raise _bad(f"{where}.role", f"{json_shown(ev['role'])} is not one of {', '.join(ROLES)}")
     _str(ev["ts"], f"{where}.ts", TS_RE)
     if type(ev["meta"]) is not dict:
         raise _bad(f"{where}.meta", "expected an object")
@@ -194,12 +195,12 @@ def check_certificate_shape(body: Any) -> None:
     if type(body) is not dict:
         raise _bad("payload", "expected a JSON object")
     if body.get("type") != CERTIFICATE_TYPE:
-        raise _bad("payload.type", f"expected {CERTIFICATE_TYPE!r}, found {body.get('type')!r}"[:200])
+        raise _bad("payload.type", f"expected {json_shown(CERTIFICATE_TYPE)}, found {field_shown(body, 'type')}")
     if type(body.get("v")) is not int or body.get("v") != CERTIFICATE_VERSION:
-        raise _bad("payload.v", f"certificate format version {body.get('v')!r} is unknown (this verifier knows {CERTIFICATE_VERSION})"[:200])
+        raise _bad("payload.v", f"certificate format version {field_shown(body, 'v')} is unknown (this verifier knows {CERTIFICATE_VERSION})")
     scope = body.get("scope")
     if scope not in SCOPES:
-        raise _bad("payload.scope", f"expected one of {', '.join(SCOPES)}, found {scope!r}"[:200])
+        raise _bad("payload.scope", f"expected one of {', '.join(SCOPES)}, found {field_shown(body, 'scope')}")
     _obj(body, "payload", EVENTS_KEYS if scope == "events" else SESSION_KEYS)
     _str(body["session"], "session", SESSION_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
@@ -214,13 +215,13 @@ def check_certificate_shape(body: Any) -> None:
         return
     erased = body["erased"]
     if type(erased) is not list or not 1 <= len(erased) <= MAX_ERASED:
-        raise _bad("erased", f"expected a list of 1..{MAX_ERASED} erased events")
+        raise _bad("erased", f"expected an array of 1..{MAX_ERASED} erased events")
     for i, e in enumerate(erased):
         e = _obj(e, f"erased[{i}]", ERASED_FIELDS)
         _int(e["seq"], f"erased[{i}].seq")
         _str(e["id"], f"erased[{i}].id", EVENT_ID_RE)
         if e["role"] not in ROLES:
-            raise _bad(f"erased[{i}].role", f"{e['role']!r} is not one of {', '.join(ROLES)}")
+            raise _bad(f"erased[{i}].role", f"{json_shown(e['role'])} is not one of {', '.join(ROLES)}")
         _str(e["ts"], f"erased[{i}].ts", TS_RE)
         _str(e["commit"], f"erased[{i}].commit", HEX64_RE)
         _str(e["digest"], f"erased[{i}].digest", HEX64_RE)
@@ -229,12 +230,12 @@ def check_certificate_shape(body: Any) -> None:
     for name in ("redacted", "withdrawn"):
         ids = receipts[name]
         if type(ids) is not list or len(ids) > MAX_ERASED:
-            raise _bad(f"receipts.{name}", "expected a list of receipt ids")
+            raise _bad(f"receipts.{name}", f"expected an array of at most {MAX_ERASED} receipt ids")
         for i, rid in enumerate(ids):
             _str(rid, f"receipts.{name}[{i}]", RECEIPT_ID_RE)
     records = body["records"]
     if type(records) is not list or not 1 <= len(records) <= MAX_RECORDS:
-        raise _bad("records", f"expected a list of 1..{MAX_RECORDS} erasure records")
+        raise _bad("records", f"expected an array of 1..{MAX_RECORDS} erasure records")
     for i, record in enumerate(records):
         record = _obj(record, f"records[{i}]", ("event", "proof"))
         _record_event(record["event"], f"records[{i}].event")

@@ -32,6 +32,7 @@ from ledger import Ledger
 from ledger.canonical import canonical_json, loads_strict
 from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts, validate_session_id
 from ledger.fsmode import replace_durable
+from ledger.jsonnames import json_shown, json_type
 from ledger.verify import TORN_TAIL, erased_words
 
 from .audit import Auditor
@@ -70,7 +71,7 @@ def check_checkpoint_shape(obj: Any, *, source: str = "checkpoint") -> dict[str,
 
     def fields(value: Any, where: str, keys: Sequence[str]) -> dict[str, Any]:
         if type(value) is not dict:
-            raise bad(where, f"expected an object, found {type(value).__name__}")
+            raise bad(where, f"expected an object, found JSON {json_type(value)}")
         missing = [k for k in keys if k not in value]
         extra = [k for k in value if k not in keys]
         if missing or extra:
@@ -79,9 +80,9 @@ def check_checkpoint_shape(obj: Any, *, source: str = "checkpoint") -> dict[str,
 
     def text(value: Any, where: str, pattern: Any = None, max_len: int = 200) -> None:
         if type(value) is not str:
-            raise bad(where, f"expected a string, found {type(value).__name__}")
+            raise bad(where, f"expected a string, found JSON {json_type(value)}")
         if len(value) > max_len or (pattern is not None and not pattern.fullmatch(value)):
-            raise bad(where, f"{value[:80]!r} is not valid here")
+            raise bad(where, f"{json_shown(value)} is not valid here")
 
     cp = fields(obj, "$", ("body", "key_id", "sig"))
     text(cp["key_id"], "key_id", KEY_ID_RE)
@@ -90,12 +91,12 @@ def check_checkpoint_shape(obj: Any, *, source: str = "checkpoint") -> dict[str,
         raise bad("sig", "not base64")
     b = fields(cp["body"], "body", BODY_FIELDS)
     if b["type"] != CHECKPOINT_TYPE:
-        raise bad("body.type", f"expected {CHECKPOINT_TYPE!r}, found {b['type']!r}")
+        raise bad("body.type", f"expected {json_shown(CHECKPOINT_TYPE)}, found {json_shown(b['type'])}")
     if type(b["v"]) is not int or b["v"] != RECEIPT_VERSION:
-        raise bad("body.v", f"checkpoint format version {b['v']!r} is unknown (this verifier knows {RECEIPT_VERSION})")
+        raise bad("body.v", f"checkpoint format version {json_shown(b['v'])} is unknown (this verifier knows {RECEIPT_VERSION})")
     text(b["session"], "body.session", SESSION_ID_RE)
     if type(b["tree_size"]) is not int or not 1 <= b["tree_size"] <= 2**53 - 1:
-        raise bad("body.tree_size", f"expected an integer in 1..{2**53 - 1}, found {b['tree_size']!r}")
+        raise bad("body.tree_size", f"expected an integer in 1..{2**53 - 1}, found {json_shown(b['tree_size'])}")
     text(b["root"], "body.root", HEX64_RE)
     text(b["chain_head"], "body.chain_head", HEX64_RE)
     text(b["issued_at"], "body.issued_at", TS_RE)

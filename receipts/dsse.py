@@ -158,9 +158,9 @@ def parse_envelope(
     payload = _decode_b64(_required(obj, "payload", "$"), "$.payload", max_payload_bytes)
     raw_sigs = _required(obj, "signatures", "$")
     if not isinstance(raw_sigs, list):
-        raise MalformedEnvelope(path="$.signatures", expected="a list", found=_kind(raw_sigs))
+        raise MalformedEnvelope(path="$.signatures", expected="an array", found=_kind(raw_sigs))
     if not raw_sigs and not allow_unsigned:
-        raise MalformedEnvelope(path="$.signatures", expected="at least one signature", found="an empty list")
+        raise MalformedEnvelope(path="$.signatures", expected="at least one signature", found="an empty array")
     if len(raw_sigs) > max_signatures:
         raise MalformedEnvelope(
             path="$.signatures", expected=f"at most {max_signatures} signatures", found=f"{len(raw_sigs)}"
@@ -298,6 +298,6 @@ def _kind(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    return {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__
+    return {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}.get(
+        type(value), "not a JSON value"
     )

@@ -73,6 +73,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ledger.canonical import CanonicalError, loads_strict
 from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
+from ledger.jsonnames import json_type
 
 ENV_VAR = "RECEIPT_SIGNING_KEY"
 KEY_ID_TAG = b"mre:v1:keyid\x00"
@@ -248,7 +249,7 @@ def parse_public_key(text: str, *, source: str = "public key") -> PublicKey:
             source=source, expected="trust-format JSON or a PEM public key", found=f"neither ({exc})"
         ) from None
     if type(doc) is not dict:
-        raise KeyConfigError(source=source, expected="a JSON object", found=f"JSON {type(doc).__name__}")
+        raise KeyConfigError(source=source, expected="a JSON object", found=f"JSON {json_type(doc)}")
     unknown = sorted(str(k) for k in doc.keys() - _TRUST_FIELDS)
     if unknown:
         raise KeyConfigError(
@@ -540,7 +541,7 @@ def _private_from_pem(data: bytes, source: str) -> SigningKey:
     except (ValueError, TypeError):
         raise KeyConfigError(source=source, expected=expected, found="unreadable PEM") from None
     if not isinstance(private, Ed25519PrivateKey):
-        raise KeyConfigError(source=source, expected=expected, found=f"a {type(private).__name__}")
+        raise KeyConfigError(source=source, expected=expected, found=_key_kind(private))
     return SigningKey(private)
 
 
@@ -555,7 +556,7 @@ def _public_from_pem(text: str, source: str) -> PublicKey:
     except (ValueError, TypeError):
         raise KeyConfigError(source=source, expected=expected, found="unreadable PEM") from None
     if not isinstance(public, Ed25519PublicKey):
-        raise KeyConfigError(source=source, expected=expected, found=f"a {type(public).__name__}")
+        raise KeyConfigError(source=source, expected=expected, found=_key_kind(public))
     return PublicKey(public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
 
 
@@ -593,4 +594,18 @@ def _json_repr(doc: dict[str, object], name: str) -> str:
         return "null"
     if isinstance(value, str):
         return repr(value[:80])
-    return f"JSON {type(value).__name__}"
+    return f"JSON {json_type(value)}"
+
+
+def _key_kind(key: object) -> str:
+    """The kind of key a PEM held, in words: never the crypto library's class name."""
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa, x448, x25519
+
+    kinds: list[tuple[tuple[type, ...], str]] = [
+        ((rsa.RSAPrivateKey, rsa.RSAPublicKey), "an RSA key"),
+        ((ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey), "an elliptic-curve (ECDSA) key"),
+        ((dsa.DSAPrivateKey, dsa.DSAPublicKey), "a DSA key"),
+        ((ed448.Ed448PrivateKey, ed448.Ed448PublicKey), "an Ed448 key"),
+        ((x25519.X25519PrivateKey, x25519.X25519PublicKey, x448.X448PrivateKey, x448.X448PublicKey), "a key-exchange (X25519/X448) key"),
+    ]
+    return next((words for types, words in kinds if isinstance(key, types)), "another kind of key")

@@ -606,7 +606,7 @@ class TestAttacks:
         obj["signatures"] = []
         with pytest.raises(MalformedEnvelope) as info:
             parse_envelope(obj)
-        assert (info.value.path, info.value.found) == ("$.signatures", "an empty list")
+        assert (info.value.path, info.value.found) == ("$.signatures", "an empty array")
 
     def test_missing_signatures_field_is_malformed(self, signer: SigningKey) -> None:
         obj = _envelope(signer)

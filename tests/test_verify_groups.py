@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,14 @@ class TestOneNumbering:
         report = verify_bytes(t.raw, trusted=world.trusted)
         text = tamper_markdown(t, report, "other_session")
         assert "memory#1.event.text" in text and "`memory#1.digest`" in text and "memories[0]" not in text
+
+    def test_format_md_writes_a_body_path_into_memories_only_as_memory_n_minus_one(self) -> None:
+        """docs/FORMAT.md: a memory is memory#N; where it must write a body path, `memories[N−1]` says how they
+        map (`memories[i]` left the reader to guess), and the one 0-based example names memory#1 beside it."""
+        doc = (Path(__file__).resolve().parents[1] / "docs" / "FORMAT.md").read_text(encoding="utf-8")
+        paths = re.findall(r"memories\[([^\]]*)\]", doc)
+        assert paths and set(paths) <= {"N−1", "0"}, paths
+        assert "`memories[0].event.v` is memory#1's" in doc
 
 
 class TestVerifyTab:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.jsonnames import json_type
 from receipts.checkpoints import HISTORY_ROWS, MalformedCheckpoint, SinceReport, parse_checkpoint
 from receipts.verify import FAIL
 
@@ -70,7 +71,7 @@ def parse_kept(text: object, session: str) -> tuple[dict[str, Any] | None, str |
     if text is None:
         return None, None
     if not isinstance(text, str):
-        return None, f"the checkpoint kept in this browser is a {type(text).__name__}, not JSON text: ignored"
+        return None, f"the checkpoint kept in this browser is JSON {json_type(text)}, not a checkpoint's text: ignored"
     try:
         cp = parse_checkpoint(text.encode("utf-8", "surrogatepass"), source="kept in this browser")
     except MalformedCheckpoint as exc:

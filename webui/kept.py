@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.event import SESSION_ID_RE
+from ledger.jsonnames import json_type
 from receipts.checkpoints import checkpoint_file_bytes
 
 STATE_VERSION = 1
@@ -47,12 +48,12 @@ def _entries(state: object) -> tuple[list[tuple[str, str]], str | None]:
     if state is None:
         return [], None
     if not isinstance(state, Mapping):
-        return [], f"expected an object, found {type(state).__name__}"
+        return [], f"expected an object, found JSON {json_type(state)}"
     if state.get("v") != STATE_VERSION or set(state) != {"v", "kept"}:
         return [], f"not a version-{STATE_VERSION} value (fields {sorted(map(str, state))[:5]})"
     raw = state["kept"]
     if not isinstance(raw, list):
-        return [], f"'kept' is a {type(raw).__name__}, not a list"
+        return [], f"'kept' is JSON {json_type(raw)}, not an array"
     out: list[tuple[str, str]] = []
     dropped = max(0, len(raw) - KEEP)
     for item in raw[-KEEP:]:
