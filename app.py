@@ -535,8 +535,11 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
     engine = Engine(cfg.data_dir)  # moves a key left in DATA_DIR/keys/ out first
     warn_loose_modes(cfg.data_dir)  # what the engine creates is private: anything loose was there before
-    service = Service(engine)
-    recover(service)  # finish any erasure a crash interrupted, before the index catches up or a visitor arrives
+    service = Service(engine)  # its Downloads removes the download folders of app processes that are gone
+    demo = build(service, retention_hours=cfg.retention_hours)  # adds Gradio's file cache to service.cache_dirs
+    # finish any erasure a crash interrupted, and delete its receipts' copies in those folders, before the index
+    # catches up or a visitor arrives
+    recover(service)
     for warning in engine.index.catch_up():
         log.warning("%s", warning)
     jobs = [service.downloads.sweep]
@@ -545,7 +548,6 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
         jobs.insert(0, lambda: sweep(engine, cfg.retention_hours))
     sweeper = Sweeper(jobs, sweep_interval(cfg.retention_hours))
     sweeper.start()
-    demo = build(service, retention_hours=cfg.retention_hours)
     demo.queue(default_concurrency_limit=cfg.concurrency)
     running = Running(demo, "", service, sweeper)
     _app, url, _share = demo.launch(prevent_thread_lock=not block, quiet=quiet, css=CSS, **launch_options(cfg))

@@ -21,7 +21,7 @@ re-hashes the changed bytes on its next verdict.
 
 `forget_session` deletes a whole session (as Engine.forget does) and leaves a
 certificate holding only hashes: the final checkpoint and counts. `preview` says
-what `forget` would do; `recover` finishes what a crash interrupted.
+what `forget` would do; `recover` finishes what a crash interrupted, download copies included.
 """
 
 from __future__ import annotations
@@ -226,11 +226,12 @@ def forget(
                 unlink_durable(jpath)
             raise
         done = finish(data, led, idx, k, session, erasure.records, p.redact, p.withdraw, quarantine)
+        # the copies before the journal goes: a crash while they are deleted is finished by `recover` (given them)
+        gone = purge_copies(copies, done.redacted + done.withdrawn, session=session)
         unlink_durable(jpath)
         for c in cites:  # a receipt-less answer's record, once that answer is erased, has nothing left to say
             if c.format == UNRECEIPTED and c.response_seq in p.erase:
                 files.cites_path(data, session, c.receipt_id).unlink(missing_ok=True)
-    gone = purge_copies(copies, done.redacted + done.withdrawn)
     return dataclasses.replace(_result(p, [r.seq for r in erasure.records], done), copies_removed=gone)
 
 
@@ -321,10 +322,10 @@ def _forget_session(
         envelope = cert.sign_certificate(body, k)
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
         write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
-        jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name})
+        jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name, "receipts": receipt_ids})
         scrubbed = delete_session(data, led, idx, session)
+        gone = purge_copies(copies, receipt_ids, session=session, whole_session=True)
         unlink_durable(jpath)
-    gone = purge_copies(copies, receipt_ids)
     return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone, quarantine_removed=scrubbed)
 
 
@@ -340,14 +341,20 @@ def recover(
     ledger: Ledger | None = None,
     index: Index | None = None,
     key: SigningKey | None = None,
+    copies: Iterable[str | os.PathLike[str]] = (),
 ) -> list[Path]:
     """Finish every erasure a crash interrupted (call it when the CLI or the app starts); return the certificates
     written. An erasure whose record reached the ledger is completed (index purge, receipts, checkpoint,
-    certificate); one that did not is dropped — the ledger never changed. A session deletion is completed."""
+    certificate); one that did not is dropped — the ledger never changed. A session deletion is completed.
+
+    `copies`: as for `forget` — the folders where the app keeps download copies. A crash left there the copies of
+    the receipts the interrupted erasure redacts or withdraws (every receipt of a deleted session), still holding
+    the words: each completed erasure deletes them, as `forget` would have."""
     data = Path(data_dir)
     journals = pending(data)
     if not journals:
         return []
+    roots = [Path(c) for c in copies]
     led = _ledger(data, ledger, index)
     idx, k = _index_and_key(data, led, index, key)
     written = []
@@ -370,13 +377,20 @@ def recover(
                 continue
             if entry.get("scope") == "session":
                 delete_session(data, led, idx, session)
+                purge_copies(roots, _ids(entry.get("receipts")), session=session, whole_session=True)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
             elif led.exists(session) and (records := find_records(led, session, entry["seqs"], entry.get("records"))) is not None:
                 written.append(finish(data, led, idx, k, session, records, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
+                purge_copies(roots, [*_ids(entry["redact"]), *_ids(entry["withdraw"])], session=session)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
             unlink_durable(jpath)
     return written
+
+
+def _ids(value: object) -> list[str]:
+    """Receipt ids as a journal lists them (a list, or a mapping's keys); anything else lists none."""
+    return [x for x in value if isinstance(x, str)] if isinstance(value, (list, dict)) else []
 
 
 def describe(result: ForgetResult) -> str:

@@ -27,7 +27,7 @@ from ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
 from receipts import certificate as cert
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
-from receipts.body import MalformedReceipt, parse_receipt, sign_checkpoint
+from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.decisions import control_of
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey
@@ -420,18 +420,44 @@ def purged(step: Callable[[], object], attempts: int = 2) -> None:
             time.sleep(0.05 * (n + 1))
 
 
-def purge_copies(roots: Iterable[str | os.PathLike[str]], names: Iterable[str]) -> tuple[Path, ...]:
-    """Delete every file under `roots` whose name holds one of `names` — the app's download copies of a receipt
-    (its own temp folder and Gradio's cache keep the file name, `<receipt_id>.json`). Symlinks are not followed."""
+def purge_copies(
+    roots: Iterable[str | os.PathLike[str]], names: Iterable[str], *, session: str | None = None, whole_session: bool = False
+) -> tuple[Path, ...]:
+    """Delete every file under `roots` that is a copy of one of the receipts `names` — the app's download copies
+    (its own temp folder and Gradio's cache keep the file name: `<receipt_id>.json`, `tampered-<id>.json`,
+    `<id>-withheld.json`) and, given `session`, any file that parses as one of those receipts of `session` (an
+    upload under a name of the visitor's; with `whole_session`, any receipt of it). Symlinks are not followed.
+
+    A file that cannot be read or removed is logged (its error's type only) and left: the ledger has already
+    forgotten, and a copy is never a reason to stop an erasure or a recovery half-way."""
     wanted = [n for n in names if n]
+    if not wanted and not (session and whole_session):
+        return ()
     removed: list[Path] = []
-    for root in map(Path, roots) if wanted else ():
+    for root in map(Path, roots):
         if not root.is_dir():
             continue
         for dirpath, _dirs, filenames in os.walk(root, followlinks=False):
             for name in filenames:
-                if any(n in name for n in wanted):
-                    path = Path(dirpath) / name
+                path = Path(dirpath) / name
+                try:
+                    if not _is_copy(path, wanted, session, whole_session):
+                        continue
                     path.unlink(missing_ok=True)
-                    removed.append(path)
+                except OSError as exc:
+                    log.warning("a download copy of a receipt could not be removed (%s); left as it is", type(exc).__name__)
+                    continue
+                removed.append(path)
     return tuple(sorted(removed))
+
+
+def _is_copy(path: Path, names: Sequence[str], session: str | None, whole_session: bool) -> bool:
+    if any(n in path.name for n in names):
+        return True
+    if session is None or path.is_symlink() or path.suffix.lower() != ".json" or path.stat().st_size > MAX_RECEIPT_BYTES:
+        return False
+    try:
+        receipt = parse_receipt(path.read_bytes())
+    except (MalformedReceipt, ValueError):
+        return False
+    return receipt.session == session and (whole_session or receipt.receipt_id in names)

@@ -404,3 +404,82 @@ def test_the_app_runs_recover_when_it_starts(ui: UI, monkeypatch: pytest.MonkeyP
         assert files_with_marker(data) == []
     finally:
         running.stop()
+
+
+# A real crash of the app's process mid-forget: it had put download copies of the receipts in its own download folder
+# (webui.downloads) and Gradio had copied them into its file cache (and an upload of one under the visitor's name).
+KILLED_APP = r"""
+import os, shutil, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from gradio.processing_utils import save_file_to_cache
+from chat.engine import Engine
+from chat.llm import LLM
+from retrieval import Index
+from webui.handlers import UI
+from webui.service import Service
+from webui.sessions import new_session_key
+data, cache, visitor, memory, *questions = sys.argv[2:]
+ui = UI(Service(Engine(data, llm=LLM(api_key=""))))
+ui.service.cache_dirs.append(Path(cache))  # as app.build adds Gradio's cache
+key = new_session_key()
+list(ui.chat(memory, [], 8, key))
+for q in questions:
+    button = list(ui.chat(q, [], 8, key))[-1][3]
+    copy = button.value["path"] if isinstance(button.value, dict) else button.value
+    save_file_to_cache(copy, cache)  # what Gradio does with a file a handler returns
+    mine = Path(visitor) / "mine.json"
+    shutil.copyfile(copy, mine)
+    save_file_to_cache(mine, cache)  # the visitor uploads it again under their own name
+pending = ui.ask_forget(key, 0)[0]
+Index.forget_events = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # after the ledger's rewrite
+ui.confirm_forget(key, pending, "")
+"""
+
+
+def test_a_sigkill_mid_forget_leaves_no_copy_in_the_download_folders_once_the_app_starts_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    import app
+    from webui.config import Config
+
+    data, tmp, cache, visitor = tmp_path / "data", tmp_path / "tmp", tmp_path / "gradio-cache", tmp_path / "visitor"
+    for folder in (tmp, visitor):
+        folder.mkdir()
+    downloads = tmp / "mre-downloads"  # webui.downloads' default folder under the temp dir
+    env = {**os.environ, "TMPDIR": str(tmp), "GRADIO_TEMP_DIR": str(cache), "GRADIO_ANALYTICS_ENABLED": "False"}
+    env.pop("GROQ_API_KEY", None)
+    root = str(Path(__file__).resolve().parents[1])
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_APP, root, str(data), str(cache), str(visitor), MEMORY, *QUESTIONS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr[-3000:]
+    (dead,) = list(downloads.glob("run-*"))
+    assert cf.pending(data), "the kill came after the ledger's rewrite, before the receipts and the copies"
+    assert files_with_marker(dead) and files_with_marker(cache), "the copies held the marker when the process died"
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(cache))
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    running = app.start(Config(data, "127.0.0.1", port, None, 4, False), quiet=True)
+    try:
+        assert cf.pending(data) == [] and list((data / "erasures").glob("erasure-*.json"))
+        assert files_with_marker(data, downloads, cache) == []
+        assert running.service.downloads.root.parent == downloads and not dead.exists()
+    finally:
+        running.stop()

@@ -205,9 +205,11 @@ def _is_copy(path: Path, session: str, receipt_ids: Collection[str], whole_sessi
 
 
 def recover(service: Service) -> list[Path]:
-    """At start-up: finish every erasure a crash interrupted (control.forget.recover), with the engine's handles."""
+    """At start-up: finish every erasure a crash interrupted (control.forget.recover), with the engine's handles,
+    deleting the copies of its receipts under `service.cache_dirs` — call it once app.build has added Gradio's
+    cache there. (A crashed process's own download folder is removed whole by webui.downloads.Downloads.)"""
     eng = service.engine
-    written = cf.recover(service.data_dir, ledger=eng.ledger, index=eng.index, key=eng.key)
+    written = cf.recover(service.data_dir, ledger=eng.ledger, index=eng.index, key=eng.key, copies=service.cache_dirs)
     for path in written:
         log.warning("an erasure interrupted by a crash was finished at start-up: certificate %s", os.fspath(path))
     return written
