@@ -332,6 +332,7 @@ def _current(engine: Engine, session: str, pending: dict[str, Any], chosen: set[
         raise ConsentError(f"session {session}: the ledger no longer holds every proposed memory; propose again")
     events = engine.ledger.read_events(session, [c["seq"] for c in cands])
     revoked = current_controls(engine.ledger, session).revoked
+    quoting = engine.cites.quoting(session, revoked)  # answers that may repeat a revoked memory (chat.citing)
     for c, ev in zip(cands, events, strict=True):
         if ev.digest != c["digest"] or ev.id != c["id"]:
             raise ConsentError(f"session {session}: the memory at seq {c['seq']} is not the one proposed; propose again")
@@ -339,6 +340,10 @@ def _current(engine: Engine, session: str, pending: dict[str, Any], chosen: set[
             raise ConsentError(f"session {session}: memory seq {c['seq']} was forgotten since it was proposed; propose again")
         if c["seq"] in chosen and c["seq"] in revoked:
             raise ConsentError(f"session {session}: memory seq {c['seq']} was revoked since it was proposed; propose again")
+        if c["seq"] in chosen and c["seq"] in quoting:
+            raise ConsentError(
+                f"session {session}: memory seq {c['seq']} is an answer that cited seq {quoting[c['seq']].seq}, revoked since it was proposed; propose again"
+            )
     return events
 
 

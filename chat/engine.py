@@ -40,6 +40,7 @@ from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
 from retrieval import Index
 from retrieval.model import Hit, SearchError, check_k
 
+from .citing import Cites
 from .llm import LLM, Completion
 
 log = logging.getLogger("chat")
@@ -107,6 +108,7 @@ class Engine:
         self.ledger = index.ledger if index is not None else Ledger(self.data_dir)
         self.index = index if index is not None else Index(self.data_dir, self.ledger)
         self.index.ensure_schema("receipts", files.RECEIPTS_DDL)
+        self.cites = Cites(self.data_dir, self.ledger, self.index)  # which answers may quote a revoked memory
         self._restore_receipt_rows()
         self.key = key if key is not None else load_or_create(self.data_dir)
         self.llm = llm if llm is not None else LLM()
@@ -156,7 +158,8 @@ class Engine:
                 shutil.rmtree(path, ignore_errors=True)
             forget_cache(self.data_dir, session)  # the verifier's audit cache lives outside the data directory
             with self.index.write() as db:
-                db.execute("DELETE FROM receipts WHERE session = ?", [session])
+                files.forget_rows(db, session)  # a new session of the same name must not inherit what these turns cited
+            self.cites.forget(session)
             (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)
             for path in (self.data_dir / "proposals").glob(f"{session}.*"):  # its consent proposals (chat.consent)
                 path.unlink(missing_ok=True)
@@ -218,7 +221,8 @@ class Engine:
     def _answer(
         self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None, user_ev: Event
     ) -> Turn:
-        # 2. the top-K memories, never the message just appended, a revoked event or a control event.
+        # 2. the top-K memories, never the message just appended, a revoked event or an answer that may quote one
+        # (control events are not in the index).
         # Search before indexing it: the index gives each event its neighbours' words as context, so
         # once the new message is indexed, the turns just before it would match its own words.
         hits, excluded = self._retrieve(session, message, k, [user_ev.seq])
@@ -227,15 +231,20 @@ class Engine:
         return self._complete(session, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, None)
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
-        """The top K (revoked and control events left out) and the revocations that kept an event out of it:
-        each revoked event the same search would have returned in its top K, with the revocation in force."""
+        """The top K and the revocations that kept an event out of it.
+
+        Left out: each revoked event, and each answer whose turn cited one (or cited such an answer: its words may
+        repeat the revoked ones; chat.citing). The revocations returned are those in force for what the same search
+        without them would have returned in its top K — a revoked event, or an answer that may quote it (then the
+        revocation of the event it may quote) — once each, by revoked seq; the receipt lists them (FORMAT.md §17)."""
         state = current_controls(self.ledger, session)
-        resp = self.index.search(session, message, k, exclude_seqs=[*also, *state.excluded()])
-        excluded: list[Revocation] = []
-        if state.revoked:
-            unrestricted = self.index.search(session, message, k, exclude_seqs=[*also, *state.controls])
-            excluded = sorted((state.revoked[h.seq] for h in unrestricted.results if h.seq in state.revoked), key=lambda r: r.seq)
-        return list(resp.results), excluded
+        if not state.revoked:
+            return list(self.index.search(session, message, k, exclude_seqs=also).results), []
+        why = {**self.cites.quoting(session, state.revoked), **state.revoked}
+        resp = self.index.search(session, message, k, exclude_seqs=[*also, *why])
+        unrestricted = self.index.search(session, message, k, exclude_seqs=also)
+        excluded = {why[h.seq].seq: why[h.seq] for h in unrestricted.results if h.seq in why}
+        return list(resp.results), [excluded[s] for s in sorted(excluded)]
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])
@@ -279,6 +288,7 @@ class Engine:
         cites = files.write_cites(self.data_dir, session, receipt_id, user_ev.seq, [ev.seq for ev in memories])
         asst_ev = self.ledger.append(session, "assistant", completion.text, meta)
         self.index.index_session(session, [asst_ev])
+        self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
         # 6. the receipt
         try:
             envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent)
@@ -351,18 +361,26 @@ class Engine:
         return rbody.sign_receipt(body, self.key, disclosures), view
 
     def _restore_receipt_rows(self) -> None:
-        """The receipts table is derived from the receipt files: refill it after the index was rebuilt."""
+        """The receipts and receipt_cites tables are derived from the receipt files: refill them after the index was
+        rebuilt (receipt_cites also when the index predates it). A receipt always cites its question: a table of
+        receipts without any cited seq was never filled."""
+        generation = self.index.generation
         with self.index.read() as conn:
-            if conn.execute("SELECT count(*) FROM receipts").fetchone()[0]:
-                return
-        for session in self.ledger.sessions():
-            for path in files.list_receipts(self.data_dir, session):
-                try:
-                    receipt = rbody.parse_receipt(files.read_receipt_bytes(path))
-                except (ValueError, OSError) as exc:
-                    log.warning("%s: not restored to the receipts table (%s)", path, type(exc).__name__)  # a parse error quotes a field
-                    continue
-                self._record(session, receipt.receipt_id, path, receipt.body)
+            rows = conn.execute("SELECT EXISTS (SELECT 1 FROM receipts)").fetchone()[0]
+            cited = conn.execute("SELECT EXISTS (SELECT 1 FROM receipt_cites)").fetchone()[0]
+        if not (rows and cited):
+            for session in self.ledger.sessions():
+                for path in files.list_receipts(self.data_dir, session):
+                    try:
+                        receipt = rbody.parse_receipt(files.read_receipt_bytes(path))
+                    except (ValueError, OSError) as exc:
+                        log.warning("%s: not restored to the receipts table (%s)", path, type(exc).__name__)  # a parse error quotes a field
+                        continue
+                    if not rows:
+                        self._record(session, receipt.receipt_id, path, receipt.body)
+                    if not cited:
+                        self.cites.add_receipt(session, receipt.receipt_id, receipt.signed_body)
+        self.cites.filled(generation)
 
     def _record(self, session: str, receipt_id: str, path: Path, body: dict[str, Any]) -> None:
         try:

@@ -4,11 +4,14 @@ The ledger is the only truth (docs/FORMAT.md §17): replaying its control events
 gives the state. A revoke of a seq already revoked, or a restore of one that is not, changes
 nothing (the library never appends either; an imported ledger might hold them). An erased line
 holds no meta, so it is never a control event (and a control event cannot be forgotten).
+
+`quoting_answers` extends a revocation to the answers that may repeat the revoked words: every answer
+whose turn cited a revoked event (its question or a memory), and every answer citing one of those.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from ledger import Event
@@ -52,8 +55,10 @@ class ControlState:
         return ControlState(self.size, self.head, dict(self.revoked), list(self.controls))
 
     def excluded(self) -> list[int]:
-        """Seqs retrieval never hands the model: the revoked events and the control events themselves."""
-        return sorted({*self.revoked, *self.controls})
+        """The revoked seqs: retrieval never hands them to the model. (Control events are not excluded here: the
+        index holds no row for them, retrieval.indexing.skipped, so a session's exclusions grow with what is
+        revoked now, not with every revoke and restore ever made.)"""
+        return sorted(self.revoked)
 
 
 def derive(events: Iterable[Event]) -> ControlState:
@@ -62,3 +67,28 @@ def derive(events: Iterable[Event]) -> ControlState:
     for ev in events:
         state.apply(ev)
     return state
+
+
+Edges = Callable[[Collection[int]], Iterable[tuple[int, int]]]  # cited seqs -> (cited seq, answer seq) pairs
+
+
+def quoting_answers(revoked: Collection[int], citing: Edges) -> dict[int, int]:
+    """answer seq -> the revoked seq it may quote, for every answer that cited a revoked event or such an answer.
+
+    `citing(seqs)` gives (cited, answer) for every answer whose turn handed the model one of `seqs` (its receipt's
+    question and memories, or a receipt-less turn's `.cites` record). An answer reached through several revoked
+    events is attributed to the lowest of them, level by level, so the result does not depend on the order of the
+    pairs. A revoked answer stays out by its own revocation, not as a quote."""
+    root = {s: s for s in revoked}
+    found: dict[int, int] = {}
+    frontier: Collection[int] = sorted(root)
+    while frontier:
+        level: dict[int, int] = {}
+        for cited, answer in citing(frontier):
+            if answer in root or cited not in root:
+                continue
+            level[answer] = min(level.get(answer, root[cited]), root[cited])
+        root.update(level)
+        found.update(level)
+        frontier = sorted(level)
+    return found

@@ -108,6 +108,11 @@ def citations(data_dir: Path, session: str, ledger: Ledger | None = None) -> lis
     return out
 
 
+def unreceipted(data_dir: Path, session: str, ledger: Ledger) -> list[Citation]:
+    """Only the answers whose receipt was never written (format UNRECEIPTED), from the `.cites` records left behind."""
+    return _unreceipted(data_dir, session, ledger, set())
+
+
 def _unreceipted(data_dir: Path, session: str, ledger: Ledger, receipted: set[str]) -> list[Citation]:
     out = []
     count, _head = ledger.head(session)
@@ -336,8 +341,9 @@ def apply_receipts(
     for rid in withdraw:
         unlink_durable(files.receipt_path(data, session, rid))
     if withdraw:
+        idx.ensure_schema("receipts", files.RECEIPTS_DDL)  # an index no engine opened since receipt_cites was added
         with idx.write() as db:
-            db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({', '.join('?' for _ in withdraw)})", list(withdraw))
+            files.forget_rows(db, session, withdraw)  # the table of what each turn cited stays what the files say
     return tuple(sorted(redacted)), tuple(sorted(set(withdraw)))
 
 
@@ -398,8 +404,9 @@ def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[s
     for path in (data / "sessions" / session, data / "merkle" / session):
         shutil.rmtree(path, ignore_errors=True)
     forget_cache(data, session)
+    idx.ensure_schema("receipts", files.RECEIPTS_DDL)  # an index no engine opened since receipt_cites was added
     with idx.write() as db:
-        db.execute("DELETE FROM receipts WHERE session = ?", [session])
+        files.forget_rows(db, session)  # a new session of the same name must not inherit what these turns cited
     purged(lambda: idx.purge_session(session))
     (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
     for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)

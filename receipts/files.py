@@ -2,7 +2,8 @@
 
 - DATA_DIR/sessions/<session>/receipts/<receipt_id>.json — the DSSE envelope,
   written durably (temp file, fsync, rename, fsync of the folder);
-- a `receipts` row in index.sqlite per receipt (derived: the files are the truth);
+- a `receipts` row in index.sqlite per receipt (derived: the files are the truth), and `receipt_cites`
+  rows: per answer, the seqs its turn handed the model (derived from the receipts and the `.cites` records);
 - DATA_DIR/merkle/<session>/ — the producer's persisted tree over the session's
   event digests, kept in step with the ledger (derived data too).
 """
@@ -13,10 +14,10 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ledger import Ledger
 from ledger.event import validate_session_id
@@ -41,7 +42,57 @@ CREATE TABLE IF NOT EXISTS receipts (
     model TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS receipts_by_session ON receipts(session, assistant_seq);
+CREATE TABLE IF NOT EXISTS receipt_cites (
+    session TEXT NOT NULL,
+    cited_seq INTEGER NOT NULL,     -- the question or a memory the turn handed the model
+    answer_seq INTEGER NOT NULL,    -- the answer of that turn
+    receipt_id TEXT NOT NULL,
+    PRIMARY KEY (session, cited_seq, answer_seq)
+) WITHOUT ROWID;
 """
+MAX_CITED_QUERY = 500  # seqs per lookup in citing_answers (SQLite's bound parameters)
+
+
+class Sql(Protocol):
+    """What the cites helpers need of a connection (sqlite3.Connection, or sqlite_utils.Database)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+
+
+def record_cites(db: Sql, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None:
+    """Note that the answer at `answer_seq` was written from the events at `cited` (its question and memories)."""
+    for seq in sorted(set(cited)):
+        db.execute(
+            "INSERT OR IGNORE INTO receipt_cites (session, cited_seq, answer_seq, receipt_id) VALUES (?, ?, ?, ?)",
+            [session, seq, answer_seq, receipt_id],
+        )
+
+
+def citing_answers(db: Sql, session: str, seqs: Collection[int]) -> list[tuple[int, int]]:
+    """(cited seq, answer seq) for every answer of `session` whose turn cited one of `seqs`."""
+    wanted = sorted(set(seqs))
+    out: list[tuple[int, int]] = []
+    for i in range(0, len(wanted), MAX_CITED_QUERY):
+        part = wanted[i : i + MAX_CITED_QUERY]
+        marks = ", ".join("?" for _ in part)
+        rows = db.execute(
+            f"SELECT cited_seq, answer_seq FROM receipt_cites WHERE session = ? AND cited_seq IN ({marks})", [session, *part]
+        ).fetchall()
+        out += [(int(r[0]), int(r[1])) for r in rows]
+    return out
+
+
+def forget_rows(db: Sql, session: str, receipt_ids: Sequence[str] | None = None) -> None:
+    """Drop the derived rows of a session (or of these receipts of it): a deleted session, withdrawn receipts."""
+    if receipt_ids is None:
+        db.execute("DELETE FROM receipts WHERE session = ?", [session])
+        db.execute("DELETE FROM receipt_cites WHERE session = ?", [session])
+        return
+    for i in range(0, len(receipt_ids), MAX_CITED_QUERY):
+        part = list(receipt_ids[i : i + MAX_CITED_QUERY])
+        marks = ", ".join("?" for _ in part)
+        db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({marks})", part)
+        db.execute(f"DELETE FROM receipt_cites WHERE session = ? AND receipt_id IN ({marks})", [session, *part])
 
 _locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()

@@ -58,7 +58,6 @@ from .text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
 CHUNK = 20_000  # events per write transaction while indexing
-MAX_EXCLUDE = 10_000
 TAIL_BY_OFFSET = 5_000  # up to this many new events are read by byte offset, not by a full pass
 GENESIS_HEX = GENESIS.hex()
 BUSY_MS = 30_000
@@ -355,6 +354,13 @@ class Index:
             conn.commit()
 
     # -- for other packages ------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """Changes whenever the file was opened anew (moved aside, vanished or replaced): a table another package
+        derives from its own files (receipts) is empty then, and must be filled again."""
+        self._check_file()
+        return self._generation
+
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
         """A sqlite-utils Database inside one write transaction, under the write lock.
@@ -720,14 +726,14 @@ class Index:
 
     @staticmethod
     def _exclude_list(exclude_seqs: Iterable[int]) -> list[int]:
-        out = []
+        """The seqs as a sorted list without repeats. No cap: they travel as one JSON array that SQLite reads once
+        per query into a temporary b-tree, and the FTS match is filtered before its LIMIT (sql.search_sql)."""
+        out = set()
         for s in exclude_seqs:
             if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= sql.MAX_SEQ:
                 raise SearchError(f"exclude_seqs: {s!r} is not a seq")
-            out.append(s)
-            if len(out) > MAX_EXCLUDE:
-                raise SearchError(f"exclude_seqs: more than {MAX_EXCLUDE} seqs")
-        return out
+            out.add(s)
+        return sorted(out)
 
     def _session_row(self, session: str) -> tuple[int, int] | None:
         row = self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
@@ -758,7 +764,9 @@ class Index:
         stmt = sql.search_sql(
             num, text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude)
         )
-        params: dict[str, Any] = {"limit": candidates_for(k) + len(exclude)}
+        # the same pool with or without exclusions: they are filtered out before the LIMIT, so a turn's search and
+        # the one without its revocations (chat.engine._retrieve) re-rank the same number of best matches
+        params: dict[str, Any] = {"limit": candidates_for(k)}
         if exclude:
             params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
         rows: list[Any] = []

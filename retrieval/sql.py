@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: control events (revoke/restore) get no row (indexing.skipped); an index of 2 is rebuilt
 SEQ_BITS = 32
 MAX_SEQ = (1 << SEQ_BITS) - 1
 MAX_SESSION_NUM = (1 << 30) - 1
@@ -128,6 +128,10 @@ def search_sql(num: int, *, text_weight: float = 1.0, context_weight: float = 0.
     Parameters: :match, :limit, and :exclude (a JSON array of rowids) when `exclude`.
     Columns: seq, event_id, role, ts, text, meta, digest, chain, bm25, collapse, own
     (bm25 over the text column alone: 0 when only the context matched), novelty.
+
+    `own` is computed for every matching row, before the LIMIT: 7-9% of this statement's time. The two
+    ways to compute it for the kept rows only (FTS5's `ORDER BY rank`, or a second query over the kept
+    rowids) measured 19-90% slower (bench/search_own_bm25.py; bench/RESULTS.md, issue 16 latency).
     """
     t = fts_table(num)
     weights = f"{_weight(text_weight)}, {_weight(context_weight)}"

@@ -135,7 +135,7 @@ class Service:
         k_, q = parse_k(k, k_max), check_query(query)
         led = self.engine.ledger
         state = current_controls(led, session) if led.exists(session) else ControlState()
-        exclude = state.controls if include_revoked else state.excluded()
+        exclude = [] if include_revoked else state.excluded()  # control events are not in the index
         try:
             return self.engine.index.search(session, q, k_, exclude_seqs=exclude)
         except SearchError as exc:

@@ -1,0 +1,92 @@
+"""Which answers may quote a revoked memory, so that retrieval leaves them out with it (I/O).
+
+An answer may repeat what its turn handed the model (the offline stand-in quotes every memory; a model
+paraphrases). So while an event is revoked, retrieval leaves out every answer whose turn cited it — its
+question or one of its memories — and every answer citing one of those (control.state.quoting_answers),
+for exactly as long as the revocation is in force: a restore brings them back with it.
+
+What each turn cited is kept in the index's derived `receipt_cites` table (receipts.files): the turn
+writes it right after appending its answer; an index without it (new, rebuilt or moved aside) is
+refilled from the receipt files when the engine starts; and once per session and process, the `.cites`
+records that turns left behind (killed before their receipt, or whose receipt failed) are added, so an
+answer without a receipt is left out like any other. With nothing revoked none of this is read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from control.state import Revocation, quoting_answers
+from control.steps import unreceipted
+from ledger import Ledger
+from receipts import files
+from receipts.body import parse_receipt
+from retrieval import Index
+
+log = logging.getLogger("chat")
+
+
+class Cites:
+    """The engine's view of `receipt_cites` for one data directory."""
+
+    def __init__(self, data_dir: Path, ledger: Ledger, index: Index) -> None:
+        self.data_dir, self.ledger, self.index = data_dir, ledger, index
+        self._lock = threading.Lock()
+        self._complete: set[str] = set()  # sessions whose rows this process has checked whole (at `_generation`)
+        self._generation = -1  # the index file's generation those checks were made at
+        self._filled = -1  # the generation at which every receipt file was in the table (Engine start)
+
+    def filled(self, generation: int) -> None:
+        """The engine refilled the table from every receipt file (or found it filled) at this index generation."""
+        self._filled = generation
+
+    def record(self, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None:
+        """The turn that wrote the answer at `answer_seq` handed the model `cited` (its question and memories)."""
+        with self.index.write() as db:
+            files.record_cites(db, session, receipt_id, answer_seq, cited)
+
+    def add_receipt(self, session: str, receipt_id: str, body: Mapping[str, Any]) -> None:
+        """The rows of one stored receipt (its signed body)."""
+        answer = body["response"]["event"]["seq"]
+        self.record(session, receipt_id, answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])])
+
+    def quoting(self, session: str, revoked: Mapping[int, Revocation]) -> dict[int, Revocation]:
+        """answer seq -> the revocation in force that keeps it out (of the lowest revoked seq it may quote)."""
+        if not revoked:
+            return {}
+        self._make_whole(session)
+        with self.index.read() as conn:
+            found = quoting_answers(revoked, lambda seqs: files.citing_answers(conn, session, seqs))
+        return {answer: revoked[root] for answer, root in found.items()}
+
+    def forget(self, session: str) -> None:
+        """The session was deleted (its rows with it): a new one of that name starts unchecked."""
+        with self._lock:
+            self._complete.discard(session)
+
+    def _make_whole(self, session: str) -> None:
+        """Once per session and process: add the `.cites` records turns left behind; and when the index file was
+        opened anew since the engine started (moved aside, replaced: its derived tables are empty), the session's
+        receipt files again."""
+        generation = self.index.generation
+        with self._lock:
+            if generation != self._generation:
+                self._complete.clear()
+                self._generation = generation
+            if session in self._complete:
+                return
+            if generation != self._filled:
+                for path in files.list_receipts(self.data_dir, session):
+                    try:
+                        receipt = parse_receipt(files.read_receipt_bytes(path))
+                    except (ValueError, OSError) as exc:
+                        log.warning("%s: not read into receipt_cites (%s)", path.name, type(exc).__name__)  # an error may quote a field
+                        continue
+                    self.add_receipt(session, receipt.receipt_id, receipt.signed_body)
+            for c in unreceipted(self.data_dir, session, self.ledger):
+                self.record(session, c.receipt_id, c.response_seq, [s for s, name in c.cited.items() if name != "response"])
+            self._complete.add(session)
