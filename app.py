@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from chat.engine import Engine
+from receipts.keys import KeyConfigError
 from webui import ids
 from webui import kept as kp
 from webui import render as r
@@ -23,9 +23,18 @@ from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
 from webui import render_verify as rv
-from webui.config import Config, ConfigError, delete_cache, launch_options, parse_args, sweep_interval, warn_loose_modes
+from webui.config import (
+    Config,
+    ConfigError,
+    delete_cache,
+    launch_options,
+    open_engine,
+    parse_args,
+    sweep_interval,
+    warn_loose_modes,
+)
 from webui.forget import recover
-from webui.handlers import UI
+from webui.handlers import UI, raised_at
 from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS
 from webui.mcp_tools import make_tools
 from webui.retention import Sweeper, sweep
@@ -533,7 +542,7 @@ class Running:
 
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
-    engine = Engine(cfg.data_dir)  # moves a key left in DATA_DIR/keys/ out first
+    engine = open_engine(cfg)  # a --data whose parent is missing is refused (a typo), unless --create
     warn_loose_modes(cfg.data_dir)  # what the engine creates is private: anything loose was there before
     service = Service(engine)  # its Downloads removes the download folders of app processes that are gone
     demo = build(service, retention_hours=cfg.retention_hours)  # adds Gradio's file cache to service.cache_dirs
@@ -555,6 +564,12 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     return running
 
 
+START_FAILED = (
+    "the app could not start; the log line above says where it failed. "
+    "Check the data directory with `python -m ledger verify DATA_DIR`"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own loopback requests
@@ -567,14 +582,15 @@ def main(argv: list[str] | None = None) -> int:
         start(cfg, block=True)
     except KeyboardInterrupt:
         return 0
+    except (ConfigError, KeyConfigError) as exc:  # --data refused (nothing created), or an unusable key: why
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # noqa: BLE001 - a start-up failure is one line, not a traceback
-        # The class and a fixed sentence: the message of an exception raised while opening the data directory
-        # (the index catching up, an erasure finished at start) could quote a ledger line, a memory's words.
-        print(
-            f"error: the app could not start ({type(exc).__name__}); check the data directory with "
-            "`python -m ledger verify DATA_DIR SESSION`",
-            file=sys.stderr,
-        )
+        # A fixed sentence: the message of an exception raised while opening the data directory (the index
+        # catching up, an erasure finished at start) could quote a ledger line, a memory's words, and its class
+        # is an internal name (issue 18). The log line above it has the class and where it was raised.
+        log.error("the app could not start (%s at %s)", type(exc).__name__, raised_at(exc))
+        print(f"error: {START_FAILED}", file=sys.stderr)
         return 1
     return 0
 

@@ -36,6 +36,7 @@ def _guarded(action: Any) -> int:
     from retrieval.model import RetrievalError
 
     from .engine import InputError, TurnError
+    from .shown import turn_error_text
 
     try:
         result: int = action()
@@ -45,7 +46,7 @@ def _guarded(action: Any) -> int:
     except (InputError, KeyConfigError, RetrievalError) as exc:
         return fail(str(exc), EXIT_USAGE)
     except (TurnError, LedgerCorrupted) as exc:
-        return fail(str(exc), EXIT_FAILED)
+        return fail(turn_error_text(exc), EXIT_FAILED)  # a wrapped exception's class and message never shown
     except BrokenPipeError:
         raise  # entry_point ends quietly when the reader stopped early
     except OSError as exc:
@@ -63,7 +64,7 @@ def _print_turn(turn: Any, k: int) -> None:
 
 
 def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
-    from receipts.keys import keys_dir, load_existing
+    from receipts.keys import load_existing, new_key_note
 
     from .engine import Engine
 
@@ -72,10 +73,7 @@ def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
     make_data_dir(data)
     engine = Engine(data)
     if not had_key:
-        note(
-            f"created a new receipt signing key {engine.key.key_id} in {keys_dir(data)} "
-            f"(keep it private; `python -m receipts pubkey {data}` prints its public key for --trust)"
-        )
+        note(new_key_note(data, engine.key.key_id))  # the app says the same (webui.config.open_engine)
     return engine
 
 

@@ -344,6 +344,14 @@ def load_existing(data_dir: str | os.PathLike[str]) -> SigningKey | None:
     return None
 
 
+def new_key_note(data_dir: str | os.PathLike[str], key_id: str) -> str:
+    """What a command that has just created the signing key says (on stderr): never made silently."""
+    return (
+        f"created a new receipt signing key {key_id} in {keys_dir(data_dir)} "
+        f"(keep it private; `python -m receipts pubkey {data_dir}` prints its public key for --trust)"
+    )
+
+
 def legacy_keys_dir(data_dir: str | os.PathLike[str]) -> Path:
     """Where versions before issue 17 kept the key: inside the data directory."""
     return Path(data_dir) / LEGACY_KEYS_DIRNAME

@@ -15,9 +15,11 @@ import pytest
 
 from chat.__main__ import main as chat_main
 from chat.engine import Engine
+from chat.llm import LLM
 from ledger import Ledger
 from ledger.__main__ import main as ledger_main
 from ledger.cli_support import EXIT_PIPE, run
+from receipts import files as receipt_files
 from receipts.__main__ import main as receipts_main
 from receipts.keys import format_public_key
 from retrieval.cli import main as retrieval_main
@@ -117,6 +119,25 @@ def test_an_unexpected_failure_is_one_line_without_its_class(capsys: pytest.Capt
 
     assert run(boom, argparse.Namespace()) == 1
     assert one_plain_line(capsys.readouterr().err) == "error: unexpected failure: the disk said no\n"
+
+
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [("model", "the turn failed; no answer was given"), ("receipt", "the receipt could not be written; the answer was withheld")],
+)
+def test_a_turn_that_fails_unexpectedly_is_a_fixed_sentence_without_the_class_or_its_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str, says: str
+) -> None:
+    def boom(*_a: object, **_k: object) -> None:
+        raise ValueError("bad thing: my red kayak")
+
+    if where == "model":
+        monkeypatch.setattr(LLM, "complete", boom)
+    else:
+        monkeypatch.setattr(receipt_files, "write_receipt", boom)
+    assert chat_main([str(tmp_path / "data"), "alice", "what boat do I have?"]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {says}"]
 
 
 def test_an_os_error_names_the_path_and_the_reason(capsys: pytest.CaptureFixture[str]) -> None:

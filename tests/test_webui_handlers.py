@@ -152,7 +152,8 @@ class TestChat:
         monkeypatch.setattr(ui.service.engine, "turn", boom)
         with pytest.raises(gr.Error) as info:
             chat(ui, new_session_key(), "hello")
-        assert "KeyError" in info.value.message and "internal detail" not in info.value.message
+        message = info.value.message
+        assert "failed on the server" in message and "KeyError" not in message and "internal detail" not in message
 
 
 class TestSearch:

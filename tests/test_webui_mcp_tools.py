@@ -161,3 +161,25 @@ class TestPlainErrors:
 
         assert to_gr_error(BadInput("a '<b>'")).message == "a &#x27;&lt;b&gt;&#x27;"
         assert to_gr_error(BadInput("a '<b>'"), for_html=False).message == "a '<b>'"
+
+    def test_an_unexpected_failure_is_a_fixed_sentence_without_its_class_or_message(self) -> None:
+        from webui.handlers import to_gr_error
+
+        for for_html in (True, False):
+            message = to_gr_error(KeyError("a memory's words"), for_html=for_html).message
+            assert message == "the request failed on the server; the details are in the server log"
+
+    def test_a_turn_error_reads_without_the_exception_it_wraps_however_it_was_worded(self) -> None:
+        from chat.engine import TurnError
+        from chat.shown import TURN_FAILED, turn_error_text
+
+        cause = ValueError("my red kayak")
+        worded = {
+            "the turn failed (ValueError: my red kayak); no answer was given": "the turn failed; no answer was given",
+            "the turn broke [ValueError]": TURN_FAILED,
+            "session s: rebuild the index": "session s: rebuild the index",
+        }
+        for text, shown in worded.items():
+            exc = TurnError(text)
+            exc.__cause__ = cause
+            assert turn_error_text(exc) == shown

@@ -1,4 +1,5 @@
-"""`python app.py` options (pure: argv and environment in, a Config out), and the start-up check of file modes."""
+"""`python app.py` options (pure: argv and environment in, a Config out), and the start-up checks: the data
+directory (made the way `python -m chat` makes one) and file modes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chat.engine import Engine
+from ledger.cli_support import CliError, make_data_dir, note, writable_data_dir
 from ledger.fsmode import looser_than_private
 from receipts.body import MAX_RECEIPT_BYTES
-from receipts.keys import KeyConfigError, keys_dir
+from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
 
 from .retention import parse_hours
 
@@ -49,6 +52,7 @@ class Config:
     retention_hours: float | None
     concurrency: int
     mcp: bool
+    create: bool = False  # --create: make every missing folder of data_dir, not only its last
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,6 +89,11 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help=f"events run in parallel across visitors (default {DEFAULT_CONCURRENCY})",
     )
     p.add_argument("--no-mcp", action="store_true", help="do not serve the MCP endpoint")
+    p.add_argument(
+        "--create",
+        action="store_true",
+        help="create the data directory and any missing folders above it (by default only its last folder)",
+    )
     return p
 
 
@@ -103,7 +112,23 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config
         hours = parse_hours(args.retention_hours)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp)
+    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create)
+
+
+def open_engine(cfg: Config) -> Engine:
+    """The engine over --data, the data directory made as `python -m chat` makes it: only its last folder is
+    created (all of it with --create), and that, like a new receipt signing key, is said on stderr. A --data
+    whose parent folder is missing (a typo) is a ConfigError, and nothing is created."""
+    try:
+        data = writable_data_dir(str(cfg.data_dir), create=cfg.create)
+    except CliError as exc:
+        raise ConfigError(f"--data {exc}") from None
+    had_key = load_existing(data) is not None  # reads only: a new key is announced, never made silently
+    make_data_dir(data)
+    engine = Engine(data)  # moves a key left in DATA_DIR/keys/ out first
+    if not had_key:
+        note(new_key_note(data, engine.key.key_id))
+    return engine
 
 
 CACHE_MAX_AGE = 24 * 3600

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import gradio as gr
 
 from chat.engine import Turn, TurnError
+from chat.shown import turn_error_text
 from control.plan import PlanError
 from ledger import LedgerCorrupted
 from receipts import RedactError
@@ -66,22 +67,19 @@ def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
         )
     # The class and where it was raised (file, line, function: code, never data) — no message and no traceback
     # text: either could quote the visitor's question or a memory, and the log must never hold memory text.
+    # The visitor reads a fixed sentence: the class is an internal name (issue 18), the log has it.
     log.error("a request failed on the server (%s at %s)", type(exc).__name__, raised_at(exc))
-    return gr.Error(
-        f"the request failed on the server ({type(exc).__name__}); the details are in the server log",
-        print_exception=False,
-    )
+    return gr.Error(REQUEST_FAILED, print_exception=False)
+
+
+REQUEST_FAILED = "the request failed on the server; the details are in the server log"
 
 
 def shown_text(exc: BaseException) -> str:
-    """What the visitor reads for a known refusal. A TurnError that wraps an unexpected exception carries that
-    exception's class and message in parentheses (chat.engine): they are dropped here, so no internal class name
-    and no text the exception quoted reaches the page or an MCP client (the server log has the class)."""
-    text = str(exc)
-    cause = exc.__cause__
-    if isinstance(exc, TurnError) and cause is not None:
-        text = text.replace(f" ({type(cause).__name__}: {cause})", "")
-    return text
+    """What the visitor reads for a known refusal: a TurnError without the class and message of the exception it
+    wraps (chat.shown, as `python -m chat` prints it), so no internal class name and no text the exception quoted
+    reaches the page or an MCP client (the server log has the class)."""
+    return turn_error_text(exc)
 
 
 def raised_at(exc: BaseException) -> str:
