@@ -1,8 +1,9 @@
 """`python -m chat DATA_DIR SESSION MESSAGE [-k K] [--create]`: one turn; the last line names the receipt.
 
 Ask me first (issue 11), the same turn in two steps:
-`python -m chat propose DATA_DIR SESSION MESSAGE [-k K]` lists the candidates (rank, seq, id, when, text) and
-prints `token: ct1.…` last; nothing is appended. `python -m chat answer DATA_DIR TOKEN [ID ...]` answers with
+`python -m chat propose DATA_DIR SESSION MESSAGE [-k K]` lists the candidates, one a line — rank, seq, id, role,
+when, score (a share of the best candidate's, 1.00 = best, as the app and `python -m retrieval search` show it),
+text — and prints `token: ct1.…` last; nothing is appended. `python -m chat answer DATA_DIR TOKEN [ID ...]` answers with
 only the approved memories (event ids or seqs; none is allowed); `--cancel` ends it with no turn at all.
 """
 
@@ -86,9 +87,12 @@ def _propose(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     def go() -> int:
+        from retrieval.scoring import relative
+
         p = _engine(args.data_dir, create=False, write=True).propose(args.session, args.message, args.k)
-        for c in p.candidates:
-            print(f"#{c.rank}  seq {c.seq}  {c.event_id}  {c.role}  {c.ts}  {c.text[:200]!r}")
+        shares = relative([c.score for c in p.candidates])  # the candidates are the hits, best first: Hit.relative
+        for c, share in zip(p.candidates, shares, strict=True):
+            print(f"#{c.rank}  seq {c.seq}  {c.event_id}  {c.role}  {c.ts}  score {share:.2f}  {c.text[:200]!r}")
         if not p.candidates:
             print("no memories proposed (answer with no ids to send the question alone)")
         if p.excluded:

@@ -3,6 +3,11 @@
 Exit codes: 0 success (zero results included), 2 unusable arguments, an
 unknown session or unreadable data, 1 an unexpected internal error. Errors
 are one `error: ...` line on stderr, never a traceback.
+
+`search` leaves out what the visitor revoked (control.revocation), as a turn
+and the app's search do; `--include-revoked` shows it, labelled as the app
+labels it ("⛔ revoked (control event seq N; kept, unused)"; JSON: `revoked_by`).
+Control events are never results: the index holds no row for them.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--queries", metavar="FILE", help="one query per line; prints one JSON line per query")
     s.add_argument("-k", type=int, default=DEFAULT_K, help=f"results per query, {MIN_K}..{MAX_K} (default {DEFAULT_K})")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    s.add_argument(
+        "--include-revoked",
+        action="store_true",
+        help="also show memories the visitor revoked, each labelled with the control event that revoked it",
+    )
     s.add_argument(
         "--explain",
         action="store_true",
@@ -105,18 +115,27 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_table(resp: SearchResponse, *, explain: bool = False) -> str:
+def revoked_label(control_seq: int) -> str:
+    """What a revoked memory's text starts with: the app's label (webui.render.revoked_label), word for word."""
+    return f"\u26d4 revoked (control event seq {control_seq}; kept, unused) \u00b7 "
+
+
+def format_table(resp: SearchResponse, *, explain: bool = False, revoked: Mapping[int, int] | None = None) -> str:
     """Rank, seq, role, score (a share of the best hit's, 1.00 = best), how it matched, text.
 
-    With `explain`, each row is followed by why it ranked there (Hit.explain).
+    With `explain`, each row is followed by why it ranked there (Hit.explain). `revoked`: seq -> the control
+    event that revoked it; those rows' text starts with revoked_label.
     """
     if not resp.results:
         return f"no results: {resp.reason}"
+    rv = revoked or {}
     lines = [f"{'rank':>4}  {'seq':>6}  {'role':<9}  {'score':>5}  {'match':<12}  text"]
     for h in resp.results:
         text = " ".join(h.text.split())
         if len(text) > 90:
             text = text[:89] + "\u2026"
+        if h.seq in rv:
+            text = revoked_label(rv[h.seq]) + text
         lines.append(f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.relative:>5.2f}  {h.match:<12}  {text}")
         if explain and h.explain is not None:
             lines.extend("        " + line for line in explain_lines(h.explain))
@@ -167,19 +186,35 @@ def cmd_search(args: argparse.Namespace) -> int:
             scratch.cleanup()
 
 
+def _revoked(index: Index, session: str) -> dict[int, int]:
+    """revoked seq -> the control event that revoked it, derived from the ledger (FORMAT.md §17)."""
+    from control.revocation import revoked_seqs  # the edge only: control builds on this package, not the reverse
+
+    return revoked_seqs(index.ledger.data_dir, session, ledger=index.ledger)
+
+
+def _results(resp: SearchResponse, revoked: Mapping[int, int]) -> list[dict[str, Any]]:
+    """The hits as JSON objects, each with `revoked_by`: the control event that revoked it, or null."""
+    return [{**h.to_dict(), "revoked_by": revoked.get(h.seq)} for h in resp.results]
+
+
 def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k: int) -> int:
     for w in index.warnings + index.index_session(args.session):
         print(f"warning: {w}", file=sys.stderr)
+    revoked = _revoked(index, args.session)
+    exclude = [] if args.include_revoked else sorted(revoked)
+    shown = revoked if args.include_revoked else {}
     out = sys.stdout
     if queries is not None:
         for q in queries:
-            resp = index.search(args.session, q, k, explain=args.explain)
-            out.write(
-                _dumps({"query": q, "results": [h.to_dict() for h in resp.results], "reason": resp.reason}) + "\n"
-            )
+            resp = index.search(args.session, q, k, exclude, explain=args.explain)
+            out.write(_dumps({"query": q, "results": _results(resp, shown), "reason": resp.reason}) + "\n")
     else:
-        resp = index.search(args.session, args.query, k, explain=args.explain)
-        out.write((_dumps(resp.to_dict()) if args.json else format_table(resp, explain=args.explain)) + "\n")
+        resp = index.search(args.session, args.query, k, exclude, explain=args.explain)
+        if args.json:
+            out.write(_dumps({**resp.to_dict(), "results": _results(resp, shown)}) + "\n")
+        else:
+            out.write(format_table(resp, explain=args.explain, revoked=shown) + "\n")
     out.flush()
     return 0
 

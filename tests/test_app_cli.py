@@ -61,6 +61,12 @@ def test_a_data_directory_whose_parent_is_missing_is_refused_and_nothing_is_crea
     assert everything_under(tmp_path) == []
 
 
+@pytest.mark.parametrize("blank", ["", " "])
+def test_an_empty_data_path_is_refused_not_taken_for_the_current_folder(blank: str) -> None:
+    with pytest.raises(ConfigError, match=r"^--data: an empty path; expected a data directory"):
+        parse_args(["--data", blank], {})
+
+
 def test_the_app_refuses_a_mistyped_data_directory_in_one_line_before_starting(tmp_path: Path, offline: None) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "app.py"), "--data", str(tmp_path / "typo" / "data"), "--port", "7999"],

@@ -306,6 +306,9 @@ def test_the_cli_proposes_then_answers_with_the_ids_given(eng: Engine, capsys: p
     assert chat_main(["propose", data, "alice", QUESTION, "-k", "3"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("token: ct1.") and out[0].startswith("#1  seq ")
+    # rank, seq, id, role, when, score (a share of the best candidate's, as the app shows it), text
+    assert [line.split()[6] for line in out[:3]] == ["score"] * 3 and out[0].split()[7] == "1.00"
+    assert all(0 <= float(line.split()[7]) <= 1 for line in out[:3]) and "'" in out[0]
     token = out[-1].removeprefix("token: ")
     first_id = out[0].split()[3]
     assert chat_main(["answer", data, token, first_id, "--session", "alice"]) == 0
@@ -313,6 +316,49 @@ def test_the_cli_proposes_then_answers_with_the_ids_given(eng: Engine, capsys: p
     assert lines[-1].startswith("receipt: ") and lines[-2] == "memories: 1 of k=3"
     assert chat_main(["answer", data, token, first_id]) == 2
     assert "already used" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("wrong --session", "another session"),
+        ("forged id", "was not proposed with this token"),
+        ("expired", "expired at"),
+        ("replay", "already used"),
+    ],
+)
+def test_the_cli_refuses_token_abuse_with_exit_2_in_one_line_and_appends_nothing(
+    eng: Engine, how: str, words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chat.__main__ as chat_cli
+
+    data = str(eng.data_dir)
+    assert chat_main(["propose", data, "alice", QUESTION, "-k", "3"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    token, first_id = out[-1].removeprefix("token: "), out[0].split()[3]
+    args = ["answer", data, token, first_id, "--session", "alice"]
+    if how == "replay":
+        assert chat_main(args) == 0
+        capsys.readouterr()
+    elif how == "wrong --session":
+        args[-1] = "bob"
+    elif how == "forged id":
+        args[3] = "evt_" + "0" * 32
+    elif how == "expired":  # the answer runs in a later process: its clock is past the token's expiry
+        real = chat_cli._engine
+
+        def later(*a: Any, **kw: Any) -> Engine:
+            e: Engine = real(*a, **kw)
+            e.clock = lambda: __import__("time").time() + TOKEN_TTL + 1
+            return e
+
+        monkeypatch.setattr(chat_cli, "_engine", later)
+    before = _ledgers(eng)
+    assert chat_main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and words in captured.err
+    assert "Traceback" not in captured.err and "Error" not in captured.err
+    assert _ledgers(eng) == before, f"{how}: something was appended"
 
 
 def test_the_cli_cancel_sends_nothing(eng: Engine, capsys: pytest.CaptureFixture[str]) -> None:

@@ -102,3 +102,52 @@ def test_an_unreadable_ledger_exits_2(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"kayak", b"kayaq") + b'{"v":1}\n')
     r = run("search", str(tmp_path), "s", "kayak")
     assert r.returncode == 2 and "ledger is corrupted" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- revoked memories (issue 11; FORMAT.md §17): left out, or shown labelled with --include-revoked -----------------
+@pytest.fixture(scope="module")
+def revoked_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    import control
+
+    tmp = tmp_path_factory.mktemp("revoked")
+    Ledger(tmp).append_many("s1", [Message("user", t, {}) for t in ("a red kayak", "train to Porto", "kayak lessons on Sunday")])
+    return tmp, control.revoke(tmp, "s1", 0).control_seq
+
+
+def _seqs(stdout: str) -> dict[int, object]:
+    return {h["seq"]: h["revoked_by"] for h in json.loads(stdout)["results"]}
+
+
+def test_search_leaves_revoked_memories_and_control_records_out(revoked_dir: tuple[Path, int]) -> None:
+    data, _control = revoked_dir
+    r = run("search", str(data), "s1", "kayak", "--json")
+    assert r.returncode == 0, r.stderr
+    found = _seqs(r.stdout)
+    assert 2 in found and 0 not in found and set(found.values()) == {None}
+    r = run("search", str(data), "s1", "control record revoke", "--json", "--include-revoked")
+    assert r.returncode == 0 and json.loads(r.stdout)["results"] == []
+
+
+def test_include_revoked_shows_them_labelled_as_the_app_labels_them(revoked_dir: tuple[Path, int]) -> None:
+    from webui.render import revoked_label
+
+    data, control_seq = revoked_dir
+    r = run("search", str(data), "s1", "kayak", "--include-revoked")
+    assert r.returncode == 0, r.stderr
+    rows = {int(line.split()[1]): line for line in r.stdout.splitlines()[1:] if line.split()[0].isdigit()}
+    assert {0, 2} <= set(rows)
+    assert revoked_label(control_seq) + "a red kayak" in rows[0]
+    assert [s for s, line in rows.items() if "revoked" in line] == [0]
+    r = run("search", str(data), "s1", "kayak", "--include-revoked", "--json")
+    found = _seqs(r.stdout)
+    assert found[0] == control_seq and {s for s, by in found.items() if by is not None} == {0}
+
+
+def test_batch_mode_leaves_revoked_memories_out_unless_asked(revoked_dir: tuple[Path, int], tmp_path: Path) -> None:
+    data, control_seq = revoked_dir
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("kayak\n", encoding="utf-8")
+    plain = json.loads(run("search", str(data), "s1", "--queries", str(qfile)).stdout)
+    shown = json.loads(run("search", str(data), "s1", "--queries", str(qfile), "--include-revoked").stdout)
+    assert 0 not in [h["seq"] for h in plain["results"]]
+    assert {h["seq"]: h["revoked_by"] for h in shown["results"]}[0] == control_seq

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chat.engine import Engine
-from ledger.cli_support import CliError, make_data_dir, note, writable_data_dir
+from ledger.cli_support import EXPECTED_DATA_DIR, CliError, make_data_dir, note, writable_data_dir
 from ledger.fsmode import looser_than_private
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
@@ -100,6 +100,8 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config:
     """Raises ConfigError naming the bad option; --help exits (SystemExit 0) as usual."""
     args = parser(environ).parse_args(argv)
+    if not args.data.strip():  # Path("") is ".": the app would quietly make the current folder its data directory
+        raise ConfigError(f"--data: an empty path; {EXPECTED_DATA_DIR}")
     try:
         port = int(args.port)
     except ValueError:
