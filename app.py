@@ -232,6 +232,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     include_revoked = gr.Checkbox(
                         False, label="include revoked memories", elem_id=ids.SEARCH_INCLUDE_REVOKED, scale=1
                     )
+                    explain_hits = gr.Checkbox(False, label="explain each hit", elem_id=ids.SEARCH_EXPLAIN, scale=1)
                 search_status = gr.Markdown(elem_id=ids.SEARCH_STATUS, latex_delimiters=[])
                 results = gr.Dataframe(
                     headers=r.SEARCH_HEADERS,
@@ -240,6 +241,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     column_widths=r.SEARCH_WIDTHS,
                     elem_id=ids.SEARCH_RESULTS,
                 )
+                search_explain = gr.Markdown(elem_id=ids.SEARCH_EXPLANATION, latex_delimiters=[])
                 with gr.Row():
                     search_seq = gr.Textbox(
                         label="seq to forget, revoke or restore (select a result, or type it)",
@@ -316,7 +318,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
 
         session_outputs = [key_state, key_box, session_md, chatbot, stamps, download]
         ledger_outputs = [ledger_status, events, checkpoint]
-        cleared = [search_status, results, verdict, report]
+        cleared = [search_status, results, verdict, report, search_explain]
         history_inputs = [key_state, kept_state]
         history_outputs = [kept_state, history_box, history_md, kept_dl, current_dl, accept_btn, history_status]
         forget_outputs = [pending, forget_box, forget_md, reason, confirm_btn, cancel_btn, cert_dl]
@@ -429,10 +431,10 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
         turn.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="chat_tools", api_visibility="private")
         gr.on(
-            [query.submit, search_btn.click, include_revoked.input],
+            [query.submit, search_btn.click, include_revoked.input, explain_hits.input],
             ui.search,
-            [query, k_search, key_state, include_revoked],
-            [search_status, results],
+            [query, k_search, key_state, include_revoked, explain_hits],
+            [search_status, results, search_explain],
             api_name="search",
             api_visibility=UNDOCUMENTED,
         )
@@ -445,7 +447,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             api_visibility=UNDOCUMENTED,
         )
         upload.clear(
-            lambda: ui.cleared()[2:], None, [verdict, report], api_name="verify_clear", api_visibility="private"
+            lambda: ui.cleared()[2:4], None, [verdict, report], api_name="verify_clear", api_visibility="private"
         )
         tamper_btn.click(
             ui.tamper,
@@ -491,7 +493,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 None, None, None, js=SHOW_FORGET_BOX
             )
         # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
-        search_inputs = [query, k_search, key_state, include_revoked]
+        search_inputs = [query, k_search, key_state, include_revoked, explain_hits]
         for button, fn, seq_box, status, name in (
             (turn_revoke, ui.revoke, turn_pick, turn_control_md, "revoke_turn"),
             (turn_restore, ui.restore, turn_pick, turn_control_md, "restore_turn"),
@@ -505,7 +507,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             ).then(
                 ui.search_again,
                 search_inputs,
-                [search_status, results],
+                [search_status, results, search_explain],
                 api_name=f"{name}_search",
                 api_visibility="private",
             )

@@ -62,8 +62,10 @@ class Candidate:
     role: str
     ts: str
     text: str
-    score: float
+    score: float  # raw (Hit.score); a person reads `relative`
     digest: str
+    relative: float = 1.0  # Hit.relative: the score as a share of the best candidate's
+    match: str = "own text"  # Hit.match: "own text", "context only" (through its neighbours' words) or "echo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,8 @@ class Proposal:
             "expires_at": self.expires_at,
             "excluded_revoked": list(self.excluded),
             "candidates": [
-                {"rank": c.rank, "seq": c.seq, "id": c.event_id, "role": c.role, "ts": c.ts, "text": c.text, "score": c.score, "digest": c.digest}
+                {"rank": c.rank, "seq": c.seq, "id": c.event_id, "role": c.role, "ts": c.ts, "text": c.text, "score": c.score, "digest": c.digest,
+                 "relative": c.relative, "match": c.match}
                 for c in self.candidates
             ],
         }
@@ -227,14 +230,18 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
         "expires": expires,
         "excluded": [r.seq for r in excluded],
         "candidates": [
-            {"rank": i, "seq": h.seq, "id": h.event_id, "digest": h.digest, "role": h.role, "ts": h.ts, "bm25": h.bm25, "collapse": h.collapse, "score": h.score}
+            {"rank": i, "seq": h.seq, "id": h.event_id, "digest": h.digest, "role": h.role, "ts": h.ts, "bm25": h.bm25, "collapse": h.collapse, "score": h.score,
+             "context_only": h.context_only, "echo": h.echo}  # not in the MAC's digest: shown in the stamps, never signed
             for i, h in enumerate(hits, start=1)
         ],
     }
     mac = token_mac(store.secret(), session, nonce, proposal_digest(pending), expires)
     store.save(session, nonce, pending)
     token = f"ct1.{nonce}.{expires}.{mac}"
-    cands = tuple(Candidate(i, h.seq, h.event_id, h.role, h.ts, h.text, h.score, h.digest) for i, h in enumerate(hits, start=1))
+    cands = tuple(
+        Candidate(i, h.seq, h.event_id, h.role, h.ts, h.text, h.score, h.digest, h.relative, h.match)
+        for i, h in enumerate(hits, start=1)
+    )
     return Proposal(token, session, message, k, cands, _utc(expires), tuple(r.seq for r in excluded))
 
 
@@ -351,6 +358,7 @@ def _hit(session: str, c: dict[str, Any], ev: Any) -> Hit:
     return Hit(
         session=session, event_id=ev.id, seq=ev.seq, role=ev.role, text=ev.text, meta=ev.meta, digest=ev.digest, chain=ev.chain,
         ts=ev.ts, bm25=float(c["bm25"]), collapse=float(c["collapse"]), score=float(c["score"]), rank=int(c["rank"]),
+        context_only=c.get("context_only") is True, echo=c.get("echo") is True,  # a proposal from before they were kept: unlabelled
     )
 
 

@@ -462,8 +462,15 @@ def test_manual_search_finds_a_word_from_the_first_message(session: Session) -> 
         hit[1] == first_event["id"][:16] + "…"  # event ids are shown as prefixes, like every hash
         and hit[2] == "0"
         and hit[3] == "user"
-        and hit[8] == first_event["digest"][:12] + "…"
+        and hit[6] == first_event["digest"][:12] + "…"
     )
+    assert float(rows[0][5]) == 1.0 and all(0 < float(row[5]) <= 1 for row in rows)  # shares of the best hit's score
+    # "explain each hit": why each ranked where it did, under the table; unticked, nothing.
+    page.locator(f"#{ids.SEARCH_EXPLAIN} input[type=checkbox]").check()
+    expect(markdown(page, ids.SEARCH_EXPLANATION)).to_contain_text("Why each hit ranked where it did")
+    expect(markdown(page, ids.SEARCH_EXPLANATION)).to_contain_text("matched:")
+    page.locator(f"#{ids.SEARCH_EXPLAIN} input[type=checkbox]").uncheck()
+    expect(markdown(page, ids.SEARCH_EXPLANATION)).not_to_contain_text("matched:")
     session.visitor.check_clean()
     shot(page, "tab-search.png")
 

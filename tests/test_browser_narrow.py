@@ -163,7 +163,7 @@ def test_every_header_and_short_cell_stays_on_one_line(browser: Browser, server:
         expect(markdown(page, ids.SEARCH_STATUS)).to_contain_text(re.compile(r"\d+ results? \(K=8\)"))
         assert read_grid(page, ids.SEARCH_RESULTS)
         results = measure(page, ids.SEARCH_RESULTS, GRID_CELLS)
-        assert {"rank", "event id", "seq", "role", "BM25", "collapse", "digest", "chain"} <= {
+        assert {"rank", "event id", "seq", "role", "score", "digest", "chain"} <= {
             c["text"] for c in results
         }
         assert split_cells(results, {4}) == []

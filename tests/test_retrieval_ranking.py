@@ -155,6 +155,7 @@ class TestManualSearchRows:
         texts = ["we talked about trains", "I moved to Lisbon last year", "the weather was fine", "tea", "work"]
         hits = index_of(tmp_path, [Message("user", t, {}) for t in texts]).search("s1", "Lisbon", k=5).results
         rows = {row[2]: row for row in render.search_rows(hits)}
-        assert rows[1][4].startswith("I moved") and rows[1][7] == 1.0
+        score = render.SEARCH_HEADERS.index("score")
+        assert rows[1][4].startswith("I moved") and rows[1][score] == 1.0
         assert rows[0][4].startswith("[matched via neighbouring turns] ")
-        assert 0 < rows[0][7] < 1
+        assert 0 < rows[0][score] < 1

@@ -5,6 +5,7 @@ unticked as withheld; Cancel sends nothing, appends nothing and shows no answer;
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,35 @@ class TestSend:
     def test_nothing_waiting_is_a_toast(self, ui: UI) -> None:
         with pytest.raises(gr.Error, match="nothing to send"):
             list(ui.consent_send(new_session_key(), None, [], []))
+
+
+class TestHowEachMatched:
+    """The tick boxes show the relative score (never a raw one) and say when a memory matched only through its
+    neighbours' words; the stamps of the answer sent with them say it too."""
+
+    LISBON = ("we talked about trains", "I moved to Lisbon last year", "the weather was fine", "tea", "work")
+
+    def lisbon(self, ui: UI) -> tuple[str, tuple[Any, ...]]:
+        key = new_session_key()
+        for text in self.LISBON:
+            ui.service.remember(key, text)
+        return key, ui.propose("Lisbon?", [], 8, key, True)
+
+    def test_tick_boxes_show_the_share_of_the_best_score_and_label_context_only_matches(self, ui: UI) -> None:
+        _key, (_h, _b, _w, _p, _t, pick) = self.lisbon(ui)
+        labels = [label for label, _v in pick.choices]
+        assert labels[0].startswith("#1 · seq 1 · user") and " · score 1.00 · I moved to Lisbon" in labels[0]
+        assert len(labels) == 4 and all("[matched via neighbouring turns] " in label for label in labels[1:])
+        assert all(re.search(r" · score (1\.00|0\.\d\d) · ", label) for label in labels)  # never 9.3e-07
+
+    def test_the_stamps_of_the_answer_sent_say_which_matched_through_their_neighbours(self, ui: UI) -> None:
+        key, (h, _b, waiting, _p, _t, pick) = self.lisbon(ui)
+        approved = [v for _l, v in pick.choices]
+        history, stamps, _download, _after, _panel = list(ui.consent_send(key, waiting, approved, h))[-1]
+        rows = [line for line in stamps.splitlines() if line.startswith("| ") and "`" in line]
+        assert len(rows) == 4 and sum("matched via neighbouring turns" in row for row in rows) == 3
+        assert "matched via neighbouring turns" not in next(row for row in rows if "Lisbon" in row)
+        assert history[-1]["content"] == stamps  # the stamps under the answer, the same
 
 
 class TestCancel:

@@ -181,7 +181,7 @@ class TestConfirm:
             assert history[-1]["metadata"]["title"] == r.ERASURE_TITLE and "erasure record" in history[-1]["content"]
         rows = ui.ledger(key)[1]["data"]
         assert [row[0] for row in rows if row[3] == r.FORGOTTEN] == erased
-        status, results = ui.search(MARKER, 8, key)
+        status, results, _why = ui.search(MARKER, 8, key)
         assert results["data"] == [] and "No results" in status
         assert ui.turn_tools(key)[1].choices == [] or all(
             MARKER not in lab for lab, _v in ui.turn_tools(key)[1].choices
@@ -198,7 +198,7 @@ class TestConfirm:
 
     def test_forgetting_from_a_search_result_works_the_same(self, ui: UI) -> None:
         key, seq = memory_session(ui)
-        _status, results = ui.search(MARKER, 8, key)
+        _status, results, _why = ui.search(MARKER, 8, key)
         row = next(row for row in results["data"] if MARKER in row[4])
         picked = ui.pick_search_row(select(row))
         assert picked == str(seq)

@@ -57,7 +57,11 @@ class TestSession:
         again, _shown, _note, history, stamps, download = ui.start(key)
         assert again == key
         assert [m["role"] for m in history] == ["user", "assistant", "assistant"] * 2
-        assert stamps == final[2]
+        live = final[2]
+        assert r.md_label(r.match_label("echo")) in live  # the stand-in's first reply, handed over as an echo
+        for how in ("echo", "context only"):
+            live = live.replace(r.md_label(r.match_label(how)), "")
+        assert stamps == live  # the same stamps without the match labels: the receipt does not sign them
         assert download.interactive and Path(download_path(download)).name.startswith("rcpt_")
 
     def test_new_session_is_a_different_empty_session(self, ui: UI) -> None:
@@ -161,7 +165,7 @@ class TestSearch:
         mine, theirs = new_session_key(), new_session_key()
         chat(ui, mine, "the zebra in my garden")
         chat(ui, theirs, "the zebra in their garden")
-        _status, table = ui.search("zebra", 8, mine)
+        _status, table, _why = ui.search("zebra", 8, mine)
         assert table["headers"] == r.SEARCH_HEADERS
         my_ids = {short(ev.id, r.EVENT_ID_PREFIX) for ev in ui.service.engine.ledger.events(session_id(mine))}
         assert "the zebra in my garden" in [row[4] for row in table["data"]]
@@ -169,7 +173,7 @@ class TestSearch:
         assert not any("their" in row[4] for row in table["data"])
 
     def test_nothing_found_says_why(self, ui: UI) -> None:
-        status, table = ui.search("anything", 8, new_session_key())
+        status, table, _why = ui.search("anything", 8, new_session_key())
         assert status.startswith("No results") and table["data"] == []
 
     @pytest.mark.parametrize(
@@ -186,14 +190,14 @@ class TestSearch:
     ) -> None:
         key = new_session_key()
         chat(ui, key, "the zebra in my garden")
-        status, table = ui.search("zebra", 8, key)
-        assert status.startswith("2 results") and table["data"]
-        status, table = ui.search(query, k, key)
+        status, table, why = ui.search("zebra", 8, key, False, True)
+        assert status.startswith("2 results") and table["data"] and why
+        status, table, why = ui.search(query, k, key, False, True)
         assert status.startswith("⛔ **No search:**") and match in status
-        assert "result" not in status and table == {"headers": r.SEARCH_HEADERS, "data": []}
+        assert "result" not in status and table == {"headers": r.SEARCH_HEADERS, "data": []} and why == ""
 
     def test_a_bad_session_key_is_refused_as_a_status(self, ui: UI) -> None:
-        status, table = ui.search("zebra", 8, "not a key")
+        status, table, _why = ui.search("zebra", 8, "not a key")
         assert status.startswith("⛔ **No search:**") and table["data"] == []
 
     def test_a_search_that_fails_on_the_server_clears_the_results_and_hides_the_details(
@@ -207,7 +211,7 @@ class TestSearch:
             raise KeyError("internal detail")
 
         monkeypatch.setattr(ui.service.engine.index, "search", boom)
-        status, table = ui.search("zebra", 8, key)
+        status, table, _why = ui.search("zebra", 8, key)
         assert "failed on the server" in status and "internal detail" not in status and "KeyError" not in status
         assert table["data"] == []
 

@@ -86,7 +86,7 @@ def test_a_consent_turn_failing_logs_no_memory_text(ui: UI, caplog: pytest.LogCa
 def test_a_failing_search_logs_no_query_or_memory_text(ui: UI, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     ui.service.engine.index.search = boom  # type: ignore[method-assign]
-    status, _results = ui.search(f"find {MARKER}", 8, new_session_key())
+    status, _results, _why = ui.search(f"find {MARKER}", 8, new_session_key())
     assert "failed on the server" in status and MARKER not in status
     assert leaked(caplog) == [] and "RuntimeError" in classes_logged(caplog)
 

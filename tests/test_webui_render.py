@@ -10,6 +10,7 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from ledger import Break, SessionReport
+from retrieval.explain import explain_lines
 from webui import render as r
 from webui.text import md, short
 
@@ -89,6 +90,40 @@ class TestStamps:
         assert msg["role"] == "assistant" and msg["metadata"]["title"].startswith("🧾 Stamps")
 
 
+class TestStampMatches:
+    """A memory handed to the model that matched only through its neighbours' words, or that is an echo, says so
+    in the stamps of a live turn (the hits carry it); stamps rebuilt from the stored receipt carry no label."""
+
+    @pytest.fixture(scope="class")
+    def lisbon(self, tmp_path_factory: pytest.TempPathFactory):
+        engine = offline_engine(tmp_path_factory.mktemp("stamps"))
+        for text in ("we talked about trains", "I moved to Lisbon last year", "the weather was fine", "tea", "work"):
+            engine.remember("s1", text)
+        return engine.turn("s1", "Lisbon?", 8)
+
+    def test_a_context_only_memory_is_labelled_in_a_live_turns_stamps(self, lisbon) -> None:
+        assert {h.match for h in lisbon.hits} == {"own text", "context only"}  # the test is not vacuous
+        text = r.stamps_markdown(r.with_matches(r.stamps_from_body(lisbon.body), lisbon.hits))
+        rows = {int(line.split("|")[2]): line for line in text.splitlines() if line.startswith("| ") and "`" in line}
+        for h in lisbon.hits:
+            assert ("matched via neighbouring turns" in rows[h.seq]) is h.context_only, rows[h.seq]
+
+    def test_an_echo_is_labelled(self, lisbon) -> None:
+        h = lisbon.hits[0]
+        echo = type(h)(**{**h.to_dict(), "echo": True})
+        text = r.stamps_markdown(r.with_matches(r.stamps_from_body(lisbon.body), [echo]))
+        assert "\\[echo: repeats memories\\] " in text  # the label is escaped like the text beside it
+
+    def test_stamps_from_a_stored_receipt_alone_have_no_label(self, lisbon) -> None:
+        s = r.stamps_from_body(lisbon.body)
+        assert all(m.match is None for m in s.memories)
+        assert "matched via" not in r.stamps_markdown(s) and "echo" not in r.stamps_markdown(s)
+
+    def test_a_memory_the_hits_do_not_name_stays_unlabelled(self, lisbon) -> None:
+        s = r.with_matches(r.stamps_from_body(lisbon.body), [])
+        assert all(m.match is None for m in s.memories)
+
+
 class TestTables:
     def test_search_rows_carry_scores_and_hash_prefixes(self, turn) -> None:
         rows = r.search_rows(turn.hits)
@@ -97,11 +132,14 @@ class TestTables:
         assert len(row) == len(r.SEARCH_HEADERS)
         assert row[:4] == [h.rank, short(h.event_id, r.EVENT_ID_PREFIX), h.seq, h.role]
         assert row[1].endswith("…") and h.event_id.startswith(row[1][:-1]) and len(row[1]) <= 17
-        assert row[5] == pytest.approx(h.bm25, rel=1e-5) and row[6] == pytest.approx(h.collapse, rel=1e-5)
-        assert row[8] == short(h.digest) and row[9] == short(h.chain)
+        assert row[5] == round(h.relative, 2) == 1.0
+        assert row[6] == short(h.digest) and row[7] == short(h.chain)
 
-    def test_tiny_bm25_values_are_not_rounded_to_zero(self) -> None:
-        assert r.sig(-1.234567e-6) == pytest.approx(-1.23457e-6)
+    def test_the_search_table_shows_the_relative_score_and_no_raw_figure(self, turn) -> None:
+        assert r.SEARCH_HEADERS.index("score") == 5 and not {"BM25", "collapse"} & set(r.SEARCH_HEADERS)
+        shown = {cell for row in r.search_rows(turn.hits) for cell in row if isinstance(cell, float)}
+        assert shown == {round(h.relative, 2) for h in turn.hits}  # never bm25 (negative) or the raw score
+        assert all(0 < x <= 1 for x in shown)
 
     def test_ledger_rows_show_the_latest_events_oldest_first(self, turn, tmp_path: Path) -> None:
         engine = offline_engine(tmp_path)
@@ -124,6 +162,45 @@ class TestTables:
     def test_search_status_gives_the_reason_for_nothing(self) -> None:
         assert "no event matches" in r.search_status(0, 8, "session s: no event matches")
         assert r.search_status(3, 8, None).startswith("3 results")
+
+    def test_search_status_explains_the_score_and_never_mentions_raw_bm25(self) -> None:
+        status = r.search_status(3, 8, None)
+        assert "share of the best hit" in status and "BM25" not in status and "lower is a better" not in status
+
+
+class TestExplanation:
+    @pytest.fixture(scope="class")
+    def explained(self, tmp_path_factory: pytest.TempPathFactory):
+        engine = offline_engine(tmp_path_factory.mktemp("explain"))
+        for text in ("we talked about trains", "I moved to Lisbon | last year", "the weather was fine", "tea", "work"):
+            engine.remember("s1", text)
+        return engine.index.search("s1", "Lisbon", 5, explain=True).results
+
+    def test_each_hit_gets_the_lines_the_cli_prints_under_its_row(self, explained) -> None:
+        text = r.search_explanation(explained)
+        for h in explained:
+            assert f"**#{h.rank} · seq {h.seq}**" in text
+            for line in explain_lines(h.explain):
+                assert f"- {md(line)}" in text
+        assert "matched: lisbon" in text and "bm25 " in text and "collapse " in text
+
+    def test_a_hit_matched_through_its_neighbours_is_labelled_and_its_rule_shown(self, explained) -> None:
+        text = r.search_explanation(explained)
+        ctx = next(h for h in explained if h.context_only)
+        block = text.split(f"**#{ctx.rank} · seq {ctx.seq}**")[1].split("**#")[0]
+        assert "matched via neighbouring turns" in block and "matched only through its neighbours" in block
+
+    def test_memory_text_in_the_explanation_is_escaped(self, explained) -> None:
+        text = r.search_explanation(explained)
+        assert "Lisbon \\| last" in text and "| last" not in text.replace("\\|", "")
+
+    def test_a_revoked_hit_is_labelled_as_in_the_table(self, explained) -> None:
+        h = explained[0]
+        assert "revoked \\(control event seq 9" in r.search_explanation(explained, {h.seq: 9})
+
+    def test_hits_searched_without_explain_give_nothing(self, turn) -> None:
+        assert all(h.explain is None for h in turn.hits) and r.search_explanation(turn.hits) == ""
+        assert r.search_explanation([]) == ""
 
 
 class TestLedgerStatus:

@@ -125,9 +125,9 @@ class TestLabels:
     def test_search_leaves_a_revoked_memory_out_unless_asked_and_then_labels_it(self, ui: UI) -> None:
         key = session(ui)
         ui.revoke(key, "0")
-        _status, plain = ui.search("bicycle", 8, key)
+        _status, plain, _why = ui.search("bicycle", 8, key)
         assert [row[2] for row in plain["data"]] == [1]
-        _status, shown = ui.search("bicycle", 8, key, True)
+        _status, shown, _why = ui.search("bicycle", 8, key, True)
         rows = {row[2]: row[4] for row in shown["data"]}
         assert set(rows) == {0, 1}
         assert rows[0].startswith("⛔ revoked (control event seq 2") and MEMORY in rows[0]
@@ -136,7 +136,7 @@ class TestLabels:
     def test_search_never_returns_a_control_record(self, ui: UI) -> None:
         key = session(ui)
         ui.revoke(key, "0")
-        _status, shown = ui.search("control record revoke", 8, key, True)
+        _status, shown, _why = ui.search("control record revoke", 8, key, True)
         assert 2 not in [row[2] for row in shown["data"]]
 
     def test_the_ledger_view_labels_a_revoked_memory_until_it_is_restored(self, ui: UI) -> None:

@@ -160,8 +160,9 @@ class UI:
 
     @staticmethod
     def cleared() -> tuple[Any, ...]:
-        """After a session switch: (search status, search results, verdict, report) as on a fresh page."""
-        return "", table(r.SEARCH_HEADERS, []), rv.VERIFY_HELP, table(rv.REPORT_HEADERS, [])
+        """After a session switch: (search status, search results, verdict, report, search explanation) as on a
+        fresh page (the explanation quotes the other session's memories)."""
+        return "", table(r.SEARCH_HEADERS, []), rv.VERIFY_HELP, table(rv.REPORT_HEADERS, []), ""
 
     # -- chat ------------------------------------------------------------------------------
     def chat(
@@ -198,7 +199,7 @@ class UI:
 
     def _answered(self, turn: Turn, before: list[Any]) -> tuple[list[Any], str, Any]:
         """(chat history, stamps, receipt download) once a turn has its receipt."""
-        s = r.stamps_from_body(turn.body)
+        s = r.with_matches(r.stamps_from_body(turn.body), turn.hits)  # the hits say how each memory matched
         final = [*before, r.answer_message(turn.answer), r.stamps_message(s)]
         try:
             copy: str | None = self.service.receipt_download(turn)
@@ -363,32 +364,41 @@ class UI:
 
     # -- search ----------------------------------------------------------------------------
     @edge
-    def search(self, query: object, k: object, key: object, include_revoked: object = False) -> tuple[Any, ...]:
-        """Outputs: (status, results). A refused or failed query empties both: the last query's results never
-        stay on screen under a status that is not theirs. Revoked memories only when asked, labelled."""
+    def search(
+        self, query: object, k: object, key: object, include_revoked: object = False, explain: object = False
+    ) -> tuple[Any, ...]:
+        """Outputs: (status, results, explanation). A refused or failed query empties all three: the last query's
+        results never stay on screen under a status that is not theirs. Revoked memories only when asked, labelled.
+        `explain` ("explain each hit"): why each hit ranked where it did, under the table; empty otherwise."""
         try:
-            resp = self.service.search(key, query, k, include_revoked=include_revoked is True)
+            resp = self.service.search(key, query, k, include_revoked=include_revoked is True, explain=explain is True)
             revoked = self.service.revoked(key) if include_revoked is True else {}
         except KNOWN as exc:
-            return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, [])
+            return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, []), ""
         except Exception as exc:  # noqa: BLE001 - the edge
             log.error(
                 "search failed (%s at %s)", type(exc).__name__, raised_at(exc)
             )  # no message: it may quote the query
-            return r.search_refused("the search failed on the server; the details are in the server log"), table(
-                r.SEARCH_HEADERS, []
+            return (
+                r.search_refused("the search failed on the server; the details are in the server log"),
+                table(r.SEARCH_HEADERS, []),
+                "",
             )
-        return r.search_status(len(resp.results), resp.k, resp.reason), table(
-            r.SEARCH_HEADERS, r.search_rows(resp.results, revoked)
+        return (
+            r.search_status(len(resp.results), resp.k, resp.reason),
+            table(r.SEARCH_HEADERS, r.search_rows(resp.results, revoked)),
+            r.search_explanation(resp.results, revoked),
         )
 
     @edge
-    def search_again(self, query: object, k: object, key: object, include_revoked: object = False) -> tuple[Any, ...]:
+    def search_again(
+        self, query: object, k: object, key: object, include_revoked: object = False, explain: object = False
+    ) -> tuple[Any, ...]:
         """After a revoke or restore from the Manual search tab: the same search again (its labels changed);
         nothing when no query was typed."""
         if not isinstance(query, str) or not query.strip():
-            return gr.skip(), gr.skip()
-        return self.search(query, k, key, include_revoked)
+            return gr.skip(), gr.skip(), gr.skip()
+        return self.search(query, k, key, include_revoked, explain)
 
     # -- verify ----------------------------------------------------------------------------
     @edge

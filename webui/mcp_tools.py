@@ -209,7 +209,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             k: how many memories to propose at most, 1 to 50 (default 8).
 
         Returns:
-            JSON: token (single-use, for this session and this proposal only, expires after 10 minutes), expires_at, k, candidates best first (rank, seq, id, role, ts, text, score, digest) and excluded_revoked (revoked seqs left out).
+            JSON: token (single-use, for this session and this proposal only, expires after 10 minutes), expires_at, k, candidates best first (rank, seq, id, role, ts, text, score (raw), relative (the score as a share of the best candidate's, 1.0 = best), match ("own text", "context only": matched only through its neighbours' words, or "echo"), digest) and excluded_revoked (revoked seqs left out).
         """
         session, k_, text = _plain(lambda: service.check_turn(session_key, message, k, k_max=K_API_MAX))
         return _dumps(_plain(lambda: cm.propose_turn(service.engine, session, text, k_)))

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chat.llm import PROVIDER_GROQ, PROVIDER_OFFLINE
 from ledger import Event, SessionReport
 from ledger.event import is_erasure_record
+from retrieval.explain import explain_lines
 from retrieval.model import Hit
 
 from .text import md, md_code, short, snippet
@@ -23,13 +24,15 @@ SEARCH_SNIPPET = 300
 LEDGER_SNIPPET = 120
 LEDGER_ROWS = 500
 
-SEARCH_HEADERS = ["rank", "event id", "seq", "role", "text", "BM25", "collapse", "score", "digest", "chain"]
+# "score" is the hit's share of the best hit's score (Hit.relative): the raw BM25, collapse and score are only in
+# the explanation ("explain each hit"), where their parts say what they mean.
+SEARCH_HEADERS = ["rank", "event id", "seq", "role", "text", "score", "digest", "chain"]
 LEDGER_HEADERS = ["seq", "role", "time (UTC)", "text", "digest", "chain"]
 # Widths in pixels, not percentages: a percentage of a phone's 350 px gave "seq" 17 px and
 # split every word letter by letter. Short columns are wide enough for their longest value on
 # one line (webui/app CSS keeps them `nowrap`); only the text column wraps, at word boundaries.
 # A table wider than the screen scrolls sideways instead.
-SEARCH_WIDTHS = ["64px", "176px", "56px", "96px", "320px", "140px", "96px", "140px", "130px", "130px"]
+SEARCH_WIDTHS = ["64px", "176px", "56px", "96px", "320px", "72px", "130px", "130px"]
 LEDGER_WIDTHS = ["56px", "96px", "192px", "420px", "130px", "130px"]
 EVENT_ID_PREFIX = 16  # "evt_" + 12 hex digits, like every other hash prefix shown
 
@@ -42,6 +45,9 @@ class Stamp:
     text: str
     digest: str
     event_id: str
+    # How retrieval matched it (Hit.match) when the live turn's hits are at hand; None for stamps rebuilt from a
+    # stored receipt (the receipt does not sign it), which then show no label.
+    match: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,12 @@ def stamps_from_body(body: Mapping[str, Any], missing: str = WITHHELD) -> Stamps
     )
 
 
+def with_matches(s: Stamps, hits: Iterable[Hit]) -> Stamps:
+    """The stamps with each memory's `match` from the turn's hits (by seq): how retrieval matched it."""
+    how = {h.seq: h.match for h in hits}
+    return replace(s, memories=tuple(replace(m, match=how.get(m.seq)) for m in s.memories))
+
+
 def decisions_lines(s: Stamps) -> list[str]:
     """What a person decided about this answer's memories, as the receipt records it (Markdown lines)."""
     lines = []
@@ -146,7 +158,8 @@ def stamps_markdown(s: Stamps) -> str:
         "|---:|---:|---|---|---|",
     ]
     for m in s.memories:
-        lines.append(f"| {m.rank} | {m.seq} | {md(m.role, 20)} | {md(m.text, STAMP_SNIPPET)} | `{short(m.digest)}` |")
+        note = md_label(match_label(m.match))
+        lines.append(f"| {m.rank} | {m.seq} | {md(m.role, 20)} | {note}{md(m.text, STAMP_SNIPPET)} | `{short(m.digest)}` |")
     return "\n".join(lines)
 
 
@@ -169,8 +182,6 @@ def search_rows(hits: Iterable[Hit], revoked: Mapping[int, int] | None = None) -
             h.seq,
             h.role,
             (revoked_label(rv[h.seq]) if h.seq in rv else "") + match_note(h) + snippet(h.text, SEARCH_SNIPPET),
-            sig(h.bm25),
-            sig(h.collapse),
             round(h.relative, 2),  # a share of the best hit's score: readable where raw BM25 is ~1e-6
             short(h.digest),
             short(h.chain),
@@ -181,20 +192,46 @@ def search_rows(hits: Iterable[Hit], revoked: Mapping[int, int] | None = None) -
 
 def match_note(h: Hit) -> str:
     """What the text column says first when a hit did not match in its own words."""
-    if h.echo:
+    return match_label(h.match)
+
+
+def match_label(match: str | None) -> str:
+    """`Hit.match` as the label put before a memory's text (plain text): none for a hit matching in its own words.
+    The same words in Manual search, the stamps and the ask-me-first tick boxes."""
+    if match == "echo":
         return "[echo: repeats memories] "
-    return "[matched via neighbouring turns] " if h.context_only else ""
+    return "[matched via neighbouring turns] " if match == "context only" else ""
 
 
-def sig(x: float) -> float:
-    """Six significant digits: BM25 in a small session is tiny, so fixed decimals would show 0."""
-    return float(f"{x:.6g}")
+def md_label(label: str) -> str:
+    """A plain-text label put before a memory's text, escaped for Markdown (md drops the trailing space)."""
+    return f"{md(label)} " if label.strip() else ""
 
 
 def search_status(n: int, k: int, reason: str | None) -> str:
     if n == 0:
         return f"No results: {md(reason or 'nothing matched', 300)}."
-    return f"{n} result{'s' if n != 1 else ''} (K={k}), best first. Score: each hit's share of the best hit's (1 = best); BM25: lower is a better match."
+    return (
+        f"{n} result{'s' if n != 1 else ''} (K={k}), best first. Score: each hit's share of the best hit's score "
+        "(1 = best). Tick *explain each hit* to see why each ranked where it did."
+    )
+
+
+def search_explanation(hits: Sequence[Hit], revoked: Mapping[int, int] | None = None) -> str:
+    """Why each hit ranked where it did (Markdown), from `Hit.explain` (search(..., explain=True)): the lines the
+    CLI prints under each row (retrieval.explain.explain_lines), under the hit's rank, seq and text, labelled as
+    in the table. The raw BM25 and score figures are shown here only. Hits searched without explain are skipped."""
+    rv = revoked or {}
+    blocks = []
+    for h in hits:
+        if h.explain is None:
+            continue
+        label = (revoked_label(rv[h.seq]) if h.seq in rv else "") + match_note(h)
+        head = f"**#{h.rank} · seq {h.seq}** · {md(h.role, 20)} · score {h.relative:.2f} · {md_label(label)}{md(h.text, 120)}"
+        blocks.append("\n".join([head, "", *(f"- {md(line)}" for line in explain_lines(h.explain))]))
+    if not blocks:
+        return ""
+    return "\n\n".join(["#### Why each hit ranked where it did", *blocks])
 
 
 def search_refused(message: str) -> str:

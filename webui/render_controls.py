@@ -13,7 +13,7 @@ from chat.consent import Candidate
 from control.revocation import ControlResult
 from receipts.decisions import REVOKE
 
-from .render import short_ts, sig
+from .render import match_label, short_ts
 from .render_forget import short_text
 from .text import md
 
@@ -56,8 +56,12 @@ def result_markdown(result: ControlResult) -> str:
 
 
 def candidate_label(c: Candidate) -> str:
-    """One tick box: rank, seq, when, score and the text (plain text, one line)."""
-    return f"#{c.rank} · seq {c.seq} · {c.role} · {short_ts(c.ts)} · score {sig(c.score)} · {short_text(c.text, 120)}"
+    """One tick box: rank, seq, when, score (a share of the best candidate's, 1.00 = best, as in Manual search) and
+    the text, labelled when it matched only through its neighbours or is an echo (plain text, one line)."""
+    return (
+        f"#{c.rank} · seq {c.seq} · {c.role} · {short_ts(c.ts)} · score {c.relative:.2f} · "
+        f"{match_label(c.match)}{short_text(c.text, 120)}"
+    )
 
 
 def candidate_choices(candidates: Sequence[Candidate]) -> list[tuple[str, str]]:

@@ -127,17 +127,25 @@ class Service:
             raise BadInput(str(exc)) from None
 
     def search(
-        self, key: object, query: object, k: object, *, k_max: int = K_MAX, include_revoked: bool = False
+        self,
+        key: object,
+        query: object,
+        k: object,
+        *,
+        k_max: int = K_MAX,
+        include_revoked: bool = False,
+        explain: bool = False,
     ) -> SearchResponse:
         """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX. Control events are
-        never results; revoked memories only with `include_revoked` (the caller labels them: `revoked`)."""
+        never results; revoked memories only with `include_revoked` (the caller labels them: `revoked`).
+        `explain`: each hit carries why it ranked where it did (retrieval.explain)."""
         session = self.session(key)
         k_, q = parse_k(k, k_max), check_query(query)
         led = self.engine.ledger
         state = current_controls(led, session) if led.exists(session) else ControlState()
         exclude = [] if include_revoked else state.excluded()  # control events are not in the index
         try:
-            return self.engine.index.search(session, q, k_, exclude_seqs=exclude)
+            return self.engine.index.search(session, q, k_, exclude_seqs=exclude, explain=explain)
         except SearchError as exc:
             raise BadInput(str(exc)) from None
 
