@@ -113,6 +113,21 @@ class TestKeptState:
 
 # -- the service: honest growth ---------------------------------------------------------------
 class TestHonestHistory:
+    @pytest.mark.parametrize("failure", [PermissionError(13, "Permission denied", "/srv/x"), OSError("disk gone")])
+    def test_a_check_that_cannot_run_says_so_without_an_internal_class(
+        self, service: Service, monkeypatch: pytest.MonkeyPatch, failure: Exception
+    ) -> None:
+        key = new_session_key()
+        kept = seen(service, key, "I adopted a grey cat")
+
+        def fails(*_a: object, **_k: object) -> None:
+            raise failure
+
+        monkeypatch.setattr(C, "prove_since", fails)
+        check = service.history_check(key, text(kept))
+        assert check.outcome == H.UNCHECKED
+        assert check.message == "the history could not be checked just now; the details are in the server log"
+
     def test_a_session_without_events_has_nothing_to_check(self, service: Service) -> None:
         check = service.history_check(new_session_key(), None)
         assert check.outcome == H.EMPTY and not check.warning and check.keep is None

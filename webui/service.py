@@ -39,6 +39,7 @@ from .tamper import Tampered, tamper
 
 log = logging.getLogger("webui")
 RESTORE_EVENTS = 200  # how much of a session a reload puts back on screen
+HISTORY_UNCHECKED = "the history could not be checked just now; the details are in the server log"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +269,7 @@ class Service:
             return h.HistoryCheck(
                 session,
                 h.UNCHECKED,
-                f"the history could not be checked just now ({type(exc).__name__})",
+                HISTORY_UNCHECKED,  # a fixed sentence: the class is an internal name (issue 18), the log has it
                 kept=kept,
                 note=note,
             )
