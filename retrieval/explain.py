@@ -146,7 +146,7 @@ def explain_lines(info: dict[str, Any]) -> list[str]:
     b, c, s = info["bm25"], info["collapse"], info["score"]
     out = [
         f"matched: {terms}" + (f"; words in its text: {', '.join(info['words_in_text'])}" if info["words_in_text"] else ""),
-        f"bm25 {b['value']:.6g} (own text alone {b['own_text_only']:.6g}; weights text {b['weights']['text']:g}, "
+        f"bm25 {b['value']:.6g} (own text alone {b['own_text_only'] + 0.0:.6g}; weights text {b['weights']['text']:g}, "  # + 0.0: a context-only hit's -0.0 reads 0
         f"context {b['weights']['context']:g}; {b['rows']} events)",
         f"collapse {c['value']:.3f} = role weight {c['role_weight']:g} x ({c['novelty_floor']:g} + "
         f"{1 - c['novelty_floor']:g} x novelty {c['novelty']:.3f})",

@@ -98,3 +98,13 @@ def test_cli_json_explain_carries_the_explanation(data_dir: Path) -> None:
     obj = json.loads(r.stdout)
     assert obj["results"][0]["explain"]["terms"][0]["term"] == "lisbon"
     assert {"context_only", "echo", "relative"} <= set(obj["results"][0])
+
+
+def test_a_context_only_hit_reads_own_text_alone_0_not_minus_0(data_dir: Path) -> None:
+    from retrieval.explain import explain_lines
+
+    resp = Index(data_dir).search("s1", "Lisbon kayak", k=5, explain=True)
+    ctx = [h for h in resp.results if h.context_only and h.explain is not None]
+    assert ctx
+    text = "\n".join(line for h in ctx for line in explain_lines(h.explain))
+    assert "own text alone 0;" in text and "-0;" not in text
