@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from .canonical import MAX_DEPTH, CanonicalError, check_domain, dumps_unchecked
+from .jsonnames import json_type
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system", "tool")
@@ -105,9 +106,9 @@ def check_content(text: object, meta: object, *, parsed_json: bool = False) -> N
     be outside the domain (:func:`needs_domain_walk`, a cheap byte scan).
     """
     if not isinstance(text, str):
-        raise EventError(f"text: must be a string, not {type(text).__name__}")
+        raise EventError(f"text: must be a string, found JSON {json_type(text)}")
     if not isinstance(meta, dict):
-        raise EventError(f"meta: must be a JSON object, not {type(meta).__name__}")
+        raise EventError(f"meta: must be a JSON object, found JSON {json_type(meta)}")
     try:
         if parsed_json:
             meta_bytes = dumps_unchecked(meta, "meta")

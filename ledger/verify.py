@@ -37,6 +37,7 @@ from .event import (
     needs_domain_walk,
     recompute_digest,
 )
+from .jsonnames import json_type
 
 # The kinds of break verification can name.
 PARSE_ERROR = "parse_error"
@@ -170,7 +171,8 @@ class ChainWalker:
         if refused is not None:
             return Break(line, _seq_guess(raw), NON_CANONICAL, "canonical JSON", "JSON outside it", f"{refused}")
         if type(obj) is not dict:
-            return Break(line, None, MALFORMED_EVENT, "a JSON object", type(obj).__name__, f"line {line}: not an object")
+            found = f"JSON {json_type(obj)}"
+            return Break(line, None, MALFORMED_EVENT, "a JSON object", found, f"line {line}: not an object ({found})")
         seq = _seq_of(obj)
         brk = _canonical_problem(raw, obj, line, seq)
         if brk is not None:

@@ -240,11 +240,11 @@ class Auditor:
         with self._locked(adir):
             try:
                 walk = self._refresh(session, fd, adir, reason)
-            except (MerkleStoreError, OSError) as exc:  # e.g. a symlink planted among the level files
+            except (MerkleStoreError, OSError):  # e.g. a symlink planted among the level files
                 shutil.rmtree(adir / MERKLE_DIR, ignore_errors=True)
                 (adir / STATE_FILE).unlink(missing_ok=True)
                 _own_dir(adir / MERKLE_DIR)
-                walk = self._refresh(session, fd, adir, f"the audit cache was unusable ({type(exc).__name__}); rebuilt")
+                walk = self._refresh(session, fd, adir, "the audit cache was unusable (unreadable or altered); rebuilt")
             state = walk.state
             brk = None if state["break"] is None else Break(**state["break"])
             verified: int = state["verified"]

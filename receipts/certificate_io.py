@@ -67,7 +67,8 @@ def _receipt_problems(data_dir: str | os.PathLike[str], session: str) -> Callabl
             try:
                 receipt = parse_receipt(files.read_receipt_bytes(path))
             except (MalformedReceipt, ValueError, OSError) as exc:
-                out.append(f"{path.name}: cannot be read, so it may still hold an erased text ({type(exc).__name__})")
+                why = (exc.strerror or "unreadable") if isinstance(exc, OSError) else "not a well-formed receipt"
+                out.append(f"{path.name}: cannot be read ({why}), so it may still hold an erased text")
                 continue
             rid = receipt.receipt_id
             cited = {ev["seq"] for _name, ev in cited_events(receipt.signed_body)}

@@ -1,5 +1,5 @@
 """Error messages name JSON values in JSON's words — `null`, `true`, `array` — never Python's (`None`, `True`,
-`list`, `NoneType`): the person who reads them wrote JSON (issue 18)."""
+`list`, `NoneType`), and never an internal class: the person who reads them wrote JSON (issue 18)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from ledger import EventError, Ledger
+from ledger.event import check_content
 from ledger.jsonnames import field_shown, json_shown, json_type
 from receipts.body import MalformedReceipt, check_body_shape
 from receipts.certificate import MalformedCertificate, check_certificate_shape
@@ -132,3 +134,46 @@ def test_a_pem_of_another_algorithm_is_named_in_words_not_by_its_class() -> None
     with pytest.raises(KeyConfigError) as info:
         parse_public_key(pem.decode(), source="pub.pem")
     assert "found an elliptic-curve (ECDSA) key" in str(info.value) and "EllipticCurve" not in str(info.value)
+
+
+# --- the ledger's own words: an import line, a ledger line ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "meta", "says"),
+    [(5, {}, "text: must be a string, found JSON number"), (None, {}, "text: must be a string, found JSON null"),
+     ("x", [1], "meta: must be a JSON object, found JSON array")],
+)
+def test_an_import_line_of_the_wrong_type_is_named_in_json_words(text: object, meta: object, says: str) -> None:
+    with pytest.raises(EventError) as info:
+        check_content(text, meta)
+    assert str(info.value) == says
+
+
+def test_a_ledger_line_that_is_not_an_object_is_named_in_json_words(tmp_path: Path) -> None:
+    log = tmp_path / "sessions" / "s" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("[1, 2]\n")
+    brk = Ledger(tmp_path).verify("s").brk
+    assert brk is not None and brk.found == "JSON array" and brk.message == "line 1: not an object (JSON array)"
+
+
+def test_an_unreadable_receipt_beside_a_certificate_is_named_without_a_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chat.engine import Engine
+    from chat.llm import LLM
+    from control import forget as control
+    from receipts.certificate_io import verify_certificate_bytes
+
+    from .forget_support import marked_session
+
+    for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    data = tmp_path / "data"
+    eng = Engine(data, llm=LLM(api_key=""))
+    mem_seq, _turns = marked_session(eng)
+    raw = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key).certificate_path.read_bytes()
+    (data / "sessions" / "alice" / "receipts" / ("rcpt_" + "0" * 32 + ".json")).write_text("{}")
+    report = verify_certificate_bytes(raw, trusted=[eng.key.public_key], data_dir=data)
+    (row,) = report.failed
+    said = f"{row.message} {row.found}"
+    assert "cannot be read (not a well-formed receipt)" in said and "Malformed" not in said and "Error" not in said
