@@ -193,7 +193,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 )
                 receipt_state = gr.State(None)  # the receipt id the turn tools below are about
                 with gr.Accordion(
-                    "Withhold or forget a memory of the latest answer", open=False, elem_id=ids.TURN_TOOLS
+                    "Withhold, forget, revoke or restore a memory of the latest answer", open=False, elem_id=ids.TURN_TOOLS
                 ):
                     withhold = gr.CheckboxGroup(
                         label="Share the receipt with these memories withheld (the signature still verifies)",
@@ -202,12 +202,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     withheld_dl = gr.DownloadButton(rf.WITHHELD_LABEL, interactive=False, elem_id=ids.WITHHELD_DOWNLOAD)
                     with gr.Row():
                         turn_pick = gr.Dropdown(
-                            label="Forget a memory of this turn", choices=[], elem_id=ids.FORGET_TURN_PICK, scale=4
+                            label="A memory of this turn (to forget, revoke or restore)", choices=[], elem_id=ids.FORGET_TURN_PICK, scale=4
                         )
                         turn_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_TURN_BUTTON, scale=1)
                         turn_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_TURN_BUTTON, scale=1)
                         turn_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_TURN_BUTTON, scale=1)
                     gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-turn")
+                    turn_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-turn")
                     turn_control_md = gr.Markdown(elem_id=ids.CONTROL_TURN_STATUS, latex_delimiters=[])
 
             with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
@@ -252,6 +253,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     search_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_SEARCH_BUTTON, scale=1)
                     search_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_SEARCH_BUTTON, scale=1)
                 gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-search")
+                search_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-search")
                 search_control_md = gr.Markdown(elem_id=ids.CONTROL_SEARCH_STATUS, latex_delimiters=[])
 
             with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
@@ -300,6 +302,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     ledger_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_LEDGER_BUTTON, scale=1)
                     ledger_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_LEDGER_BUTTON, scale=1)
                 gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-ledger")
+                ledger_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-ledger")
                 ledger_control_md = gr.Markdown(elem_id=ids.CONTROL_LEDGER_STATUS, latex_delimiters=[])
                 checkpoint = gr.Code(
                     language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
@@ -347,10 +350,10 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             switched = trigger(fn, inputs, session_outputs, api_name=name, api_visibility=UNDOCUMENTED)
             # A confirmation still open was about the other session: it closes (nothing changes).
             switched.then(ui.cancel_forget, None, forget_outputs, api_name=f"{name}_forget", api_visibility="private")
-            switched.then(  # a revoke/restore line was about the other session
-                lambda: ("", "", ""),
+            switched.then(  # a revoke/restore line, and a reason typed for it, were about the other session
+                lambda: ("", "", "", "", "", ""),
                 None,
-                [turn_control_md, search_control_md, ledger_control_md],
+                [turn_control_md, search_control_md, ledger_control_md, turn_reason, search_reason, ledger_reason],
                 api_name=f"{name}_controls",
                 api_visibility="private",
             )
@@ -494,15 +497,15 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             )
         # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
         search_inputs = [query, k_search, key_state, include_revoked, explain_hits]
-        for button, fn, seq_box, status, name in (
-            (turn_revoke, ui.revoke, turn_pick, turn_control_md, "revoke_turn"),
-            (turn_restore, ui.restore, turn_pick, turn_control_md, "restore_turn"),
-            (search_revoke, ui.revoke, search_seq, search_control_md, "revoke_search"),
-            (search_restore, ui.restore, search_seq, search_control_md, "restore_search"),
-            (ledger_revoke, ui.revoke, ledger_seq, ledger_control_md, "revoke_ledger"),
-            (ledger_restore, ui.restore, ledger_seq, ledger_control_md, "restore_ledger"),
+        for button, fn, seq_box, why, status, name in (
+            (turn_revoke, ui.revoke, turn_pick, turn_reason, turn_control_md, "revoke_turn"),
+            (turn_restore, ui.restore, turn_pick, turn_reason, turn_control_md, "restore_turn"),
+            (search_revoke, ui.revoke, search_seq, search_reason, search_control_md, "revoke_search"),
+            (search_restore, ui.restore, search_seq, search_reason, search_control_md, "restore_search"),
+            (ledger_revoke, ui.revoke, ledger_seq, ledger_reason, ledger_control_md, "revoke_ledger"),
+            (ledger_restore, ui.restore, ledger_seq, ledger_reason, ledger_control_md, "restore_ledger"),
         ):
-            button.click(fn, [key_state, seq_box], status, api_name=name, api_visibility=UNDOCUMENTED).then(
+            button.click(fn, [key_state, seq_box, why], status, api_name=name, api_visibility=UNDOCUMENTED).then(
                 ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private"
             ).then(
                 ui.search_again,

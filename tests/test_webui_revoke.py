@@ -159,3 +159,44 @@ class TestLabels:
         )
         app_source = (Path(__file__).resolve().parents[1] / "app.py").read_text(encoding="utf-8")
         assert app_source.count("gr.Markdown(rc.NOTE") == 3  # the chat's turn tools, Manual search, Ledger
+
+
+class TestReason:
+    """The optional reason beside Revoke / Restore: on the record, under the reason rule (control.plan.quoted)."""
+
+    def test_a_revoke_and_a_restore_with_a_reason_record_it_and_the_status_line_shows_it(self, ui: UI) -> None:
+        key = session(ui)
+        status = ui.revoke(key, "0", "  not relevant any more  ")
+        assert "Reason: not relevant any more." in status
+        restored = ui.restore(key, "0", "changed my mind")
+        assert "Reason: changed my mind." in restored
+        led = ui.service.engine.ledger
+        reasons = [ev.meta["control"]["reason"] for ev in led.read_events(session_id(key), [2, 3])]
+        assert reasons == ["not relevant any more", "changed my mind"]
+
+    def test_an_empty_reason_is_no_reason(self, ui: UI) -> None:
+        key = session(ui)
+        assert "Reason" not in ui.revoke(key, "0", "   ")
+        assert ui.service.engine.ledger.read_events(session_id(key), [2])[0].meta["control"]["reason"] is None
+
+    @pytest.mark.parametrize(("action", "reason"), [("revoke", "about my Gazelle"), ("restore", "the green bike is fine")])
+    def test_a_reason_repeating_the_memorys_words_is_refused_and_nothing_is_appended(self, ui: UI, action: str, reason: str) -> None:
+        key = session(ui)
+        if action == "restore":
+            ui.revoke(key, "0")
+        before = snapshot(ui)
+        with pytest.raises(gr.Error, match="reason: repeats a word of the event at seq 0"):
+            getattr(ui, action)(key, "0", reason)
+        assert snapshot(ui) == before
+
+    def test_the_app_passes_each_tabs_reason_box_to_revoke_and_restore(self, ui: UI) -> None:
+        import app
+        from webui import ids
+
+        demo = app.build(ui.service)
+        for where in ("turn", "search", "ledger"):
+            for action in ("revoke", "restore"):
+                fn = next(f for f in demo.fns.values() if f.api_name == f"{action}_{where}")
+                assert [c.elem_id for c in fn.inputs][-1] == f"{ids.CONTROL_REASON}-{where}"
+        titles = [b.label for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
+        assert "Withhold, forget, revoke or restore a memory of the latest answer" in titles

@@ -529,14 +529,15 @@ class UI:
 
     # -- revoke and restore (webui/controls.py; the rules are control.revocation's) ------------------------------
     @edge
-    def revoke(self, key: object, seq: object) -> str:
-        """A seq from the turn's dropdown, a search result or the ledger. Output: the control's status line.
-        A refusal (unknown seq, already revoked, a control or erasure record) is a toast; nothing is appended."""
-        return rc.result_markdown(ct.revoke(self.service, key, seq))
+    def revoke(self, key: object, seq: object, reason: object = None) -> str:
+        """A seq from the turn's dropdown, a search result or the ledger, and the optional reason beside it. Output:
+        the control's status line. A refusal (unknown seq, already revoked, a control or erasure record, a reason that
+        repeats the memory's words: control.plan.quoted) is a toast; nothing is appended."""
+        return rc.result_markdown(ct.revoke(self.service, key, seq, reason))
 
     @edge
-    def restore(self, key: object, seq: object) -> str:
-        return rc.result_markdown(ct.restore(self.service, key, seq))
+    def restore(self, key: object, seq: object, reason: object = None) -> str:
+        return rc.result_markdown(ct.restore(self.service, key, seq, reason))
 
     @edge
     def turn_tools(self, key: object) -> tuple[Any, ...]:

@@ -80,6 +80,7 @@ REVOKE_LEDGER_BUTTON = "revoke-ledger-button"
 RESTORE_LEDGER_BUTTON = "restore-ledger-button"
 CONTROL_LEDGER_STATUS = "control-ledger-status"
 NOT_ERASURE_NOTE = "not-erasure-note"  # the sentence beside the buttons (one per tab: suffixed -turn/-search/-ledger)
+CONTROL_REASON = "control-reason"  # the optional reason of a revoke or restore (suffixed -turn/-search/-ledger)
 
 # Ask me first (issue 11): the per-session setting in the chat tab and the consent step under the input.
 CONSENT_TOGGLE = "consent-toggle"

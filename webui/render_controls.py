@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from chat.consent import Candidate
 from control.revocation import ControlResult
-from receipts.decisions import REVOKE
+from receipts.decisions import MAX_CONTROL_REASON, REVOKE
 
 from .render import match_label, short_ts
 from .render_forget import short_text
@@ -21,6 +21,10 @@ from .text import md
 NOT_ERASURE = "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
 REVOKE_LABEL = "⛔ Revoke"
 RESTORE_LABEL = "↩ Restore"
+# The optional reason beside Revoke / Restore: kept in the ledger for good (control.plan.quoted refuses one that
+# repeats the memory's words or numbers).
+REASON_LABEL = "Reason for Revoke / Restore (optional; kept on record for good, so do not repeat the memory's words)"
+MAX_REASON = MAX_CONTROL_REASON
 CONSENT_LABEL = "Ask me before memories reach the model"
 CONSENT_SEND_LABEL = "Send with the ticked memories"
 CONSENT_CANCEL_LABEL = "Cancel (nothing is sent)"
