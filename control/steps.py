@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from ledger import Event, Ledger
 from ledger.canonical import canonical_json
 from ledger.event import is_erasure_record, now_ts
-from ledger.fsmode import open_private, private_dir
+from ledger.fsmode import fsync_dir, private_dir, replace_durable
 from ledger.imports import forget_erased as forget_imports
 from ledger.repair import CUT_PREFIX
 from ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
@@ -45,28 +45,10 @@ TORN_PREFIX_MIN = 8  # a torn write that stopped inside the text: its file ends 
 
 
 # -- small durable writes ------------------------------------------------------------
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_durable(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: temp file in the same folder (0600), fsync, rename, fsync of the folder."""
+    """Replace `path` with `data` durably (ledger.fsmode.replace_durable), creating its folder (0700) if need be."""
     private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    replace_durable(path, data)
 
 
 def unlink_durable(path: Path) -> None:
