@@ -1,0 +1,246 @@
+"""The supersession detector (issue 12): does a new user statement supersede an earlier one? Pure, deterministic.
+
+    detect(new_text, earlier, new_seq=N) -> [Proposal, …]
+
+`earlier` is (seq, text) of earlier *user* events (the caller picks them: a lexical shortlist from
+`shortlist_query(new_text)` is enough). A Proposal says the event `new_seq` supersedes `older_seq`,
+by which rule, on which attribute of whom, the two values as written and a one-line reason that
+quotes the values, never the statements.
+
+The rules (docs/RETRIEVAL.md, "Facts that change"), over the claims control.supersede_claims reads:
+
+- rule:same-attribute  both state the same attribute of the same subject with different values
+                       ("my dev server port is 3000" / "I moved the dev server to 8080");
+- rule:negation        the new one says the old value no longer holds ("I'm not vegetarian anymore"),
+                       or holds again after the old one said it did not;
+- rule:left-behind     the new one names the old value as left behind ("moved from Leeds to Bristol",
+                       "sold the Civic and bought …", "Sam and I broke up").
+
+It refuses (proposes nothing) when the new statement is a question, hypothetical or says "also"/"too";
+when the values are the same said again ("Civic" / "Honda Civic"); when the subjects differ ("my sister
+lives in Leeds" / "I live in Bristol"); when the new claim is a word-list guess ("I use Firefox") or about
+someone else and its sentence has no change word ("now", "moved", "switched", …); and when the older
+statement says something else the new one does not replace (superseding it would hide a live fact).
+Precision before recall: a missed supersession leaves an old fact served; a false one hides a true fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from retrieval.text import content_terms, fold, stem
+
+from . import supersede_lexicon as lex
+from .supersede_claims import SELF, Claim, Reading, read
+from .supersede_values import same_value
+
+RULE_SAME = "rule:same-attribute"
+RULE_NEGATION = "rule:negation"
+RULE_LEFT = "rule:left-behind"
+RULES = (RULE_SAME, RULE_NEGATION, RULE_LEFT)
+
+# An older statement holding more than this many content words besides the fact says something else too.
+MAX_EXTRA_TERMS = 6
+# A value that implies another: "not vegetarian anymore" ends "vegan" as well.
+IMPLIES = frozenset({("vegan", "vegetarian")})
+_RELATION_WORDS = lex.RELATIONS | {"mum", "dad", "partner", "neighbour", "flatmate", "colleague", "grandma", "grandpa"}
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """The event `new_seq` supersedes the earlier event `older_seq`."""
+
+    new_seq: int
+    older_seq: int
+    rule: str  # one of RULES
+    subject: str  # "self", a relation ("sister") or a thing ("dev server")
+    attribute: str  # "residence", "port", "diet", "favourite colour", …
+    old_value: str  # as the older statement wrote it
+    new_value: str  # as the new one wrote it; "not <old>" when it only says the old no longer holds
+    reason: str  # one line, values only
+
+
+def is_relation(subject: str) -> bool:
+    return subject.split()[0] in _RELATION_WORDS
+
+
+def who(subject: str) -> str:
+    if subject == SELF:
+        return "you"
+    return f"your {subject}" if is_relation(subject) else f"the {subject}"
+
+
+def _same_subject(a: str, b: str) -> bool:
+    return a == b
+
+
+def _leaving_reaches(leaving_subject: str, claim_subject: str) -> bool:
+    """A value the speaker left behind may be one of their things' ("moved hosting from AWS to …")."""
+    return leaving_subject == claim_subject or (leaving_subject == SELF and not is_relation(claim_subject))
+
+
+def _implied(old_value: str, negated_value: str) -> bool:
+    return same_value(old_value, negated_value) or (old_value, negated_value) in IMPLIES
+
+
+def _fires(new: Reading, old: Claim) -> tuple[str, str, str] | None:
+    """(rule, new value as written, how the new one said it) if `new` supersedes the older claim `old`."""
+    for n in new.claims:
+        if n.attribute != old.attribute or not _same_subject(n.subject, old.subject):
+            continue
+        if n.negated != old.negated:
+            if n.negated and _implied(old.value, n.value):
+                return RULE_NEGATION, f"not {n.said}", n.how
+            if old.negated and same_value(n.value, old.value):
+                return RULE_NEGATION, n.said, n.how
+            continue
+        if n.negated or same_value(n.value, old.value):
+            continue  # both say what no longer holds, or the same value said again
+        if not (n.strong or n.changed) or (old.subject != SELF and is_relation(old.subject) and not n.changed):
+            continue
+        return RULE_SAME, n.said, n.how
+    if old.negated:
+        return None
+    for lv in new.leavings:
+        if not _leaving_reaches(lv.subject, old.subject) or not same_value(lv.old, old.value):
+            continue
+        if (lv.attributes and old.attribute not in lv.attributes) or (lv.new and same_value(lv.new, old.value)):
+            continue
+        replacement = lv.new_said or next(
+            (n.said for n in new.claims if n.attribute == old.attribute and not n.negated and n.subject == old.subject),
+            f"not {lv.old_said}",
+        )
+        return RULE_LEFT, replacement, f"'{lv.how}'"
+    return None
+
+
+def _restated(new: Reading, old: Claim) -> bool:
+    return any(
+        n.attribute == old.attribute and _same_subject(n.subject, old.subject) and not n.negated
+        and same_value(n.value, old.value)
+        for n in new.claims
+    )
+
+
+def compare(new: Reading, old: Reading) -> tuple[tuple[str, Claim, str, str] | None, str]:
+    """(rule, older claim, new value, how) or None, and one line saying why."""
+    fired: list[tuple[str, Claim, str, str]] = []
+    for o in old.claims:
+        got = _fires(new, o)
+        if got is not None:
+            fired.append((got[0], o, got[1], got[2]))
+    if not fired:
+        if not new.claims and not new.leavings:
+            return None, "the new statement states no fact the detector reads"
+        if not old.claims:
+            return None, "the older statement states no fact the detector reads"
+        return None, "no attribute of the same subject changes value"
+    keys = {(o.subject, o.attribute) for _, o, _, _ in fired}
+    kept = [o for o in old.claims if not o.negated and (o.subject, o.attribute) not in keys and not _restated(new, o)]
+    if kept:
+        return None, f"the older statement also states {kept[0].attribute} ({who(kept[0].subject)}), which stays true"
+    if old.extra_terms > MAX_EXTRA_TERMS:
+        return None, f"the older statement says more than the fact ({old.extra_terms} other words)"
+    rule, o, new_value, how = fired[0]
+    return (rule, o, new_value, how), "fires"
+
+
+def reason_line(rule: str, claim: Claim, new_value: str, how: str) -> str:
+    head = f"{claim.attribute} ({who(claim.subject)})"
+    if rule == RULE_NEGATION and new_value.startswith("not "):
+        return f"{head}: {claim.said!r} no longer holds ({how})"
+    if rule == RULE_LEFT:
+        return f"{head}: {claim.said!r} left behind for {new_value!r} ({how})"
+    return f"{head}: was {claim.said!r}, now {new_value!r} ({how})"
+
+
+def _check_seq(what: str, seq: object) -> int:
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise ValueError(f"supersede: {what} {seq!r} is not a seq")
+    return seq
+
+
+def detect(new_text: str, earlier: Sequence[tuple[int, str]], *, new_seq: int) -> list[Proposal]:
+    """Which of the `earlier` user statements the statement `new_text` (event `new_seq`) supersedes, oldest first.
+
+    An earlier entry whose seq is not below `new_seq` is ignored: a statement never supersedes itself or a
+    later one. A repeated seq is judged once.
+    """
+    _check_seq("new_seq", new_seq)
+    if not isinstance(new_text, str):
+        raise TypeError(f"supersede: new_text must be a string, not {type(new_text).__name__}")
+    new = read(new_text)
+    if not new.claims and not new.leavings:
+        return []
+    out: dict[int, Proposal] = {}
+    for seq, text in earlier:
+        _check_seq("earlier seq", seq)
+        if seq >= new_seq or seq in out or not isinstance(text, str):
+            continue
+        verdict, _ = compare(new, read(text))
+        if verdict is None:
+            continue
+        rule, claim, new_value, how = verdict
+        out[seq] = Proposal(new_seq, seq, rule, claim.subject, claim.attribute, claim.said, new_value,
+                            reason_line(rule, claim, new_value, how))
+    return [out[s] for s in sorted(out)]
+
+
+def explain(new_text: str, older_text: str) -> str:
+    """One line: the rule that fires for this pair, or why none does (for tests, the CLI and a person)."""
+    verdict, why = compare(read(new_text), read(older_text))
+    if verdict is None:
+        return f"no supersession: {why}"
+    rule, claim, new_value, how = verdict
+    return f"{rule}: {reason_line(rule, claim, new_value, how)}"
+
+
+def shortlist_query(new_text: str) -> str | None:
+    """Words to search earlier events with, so `detect` sees every statement of the same attribute.
+
+    None when the text states no fact the detector reads (then nothing can be superseded: skip the search).
+    The words are the attributes' heads, nouns and word lists, the subjects and the values said, so
+    "we've just moved to Bristol" finds "I live in Leeds".
+    """
+    reading = read(new_text)
+    if not reading.claims and not reading.leavings:
+        return None
+    words: dict[str, None] = {}
+    for c in reading.claims:
+        for w in (*c.subject.split(), *c.said.split(), *lex.shortlist_words(c.attribute), *c.attribute.split()):
+            words.setdefault(w.lower(), None)
+    for lv in reading.leavings:
+        for w in (*lv.subject.split(), *lv.old_said.split()):
+            words.setdefault(w.lower(), None)
+    words.pop("self", None)
+    return " ".join(words)
+
+
+def _topic_index() -> dict[str, tuple[str, ...]]:
+    """word -> the attributes whose vocabulary holds it (built once)."""
+    out: dict[str, list[str]] = {}
+    for attribute, words in lex.SHORTLIST.items():
+        for w in (*words, *attribute.split()):
+            out.setdefault(stem(fold(w)), []).append(attribute)
+    return {w: tuple(dict.fromkeys(a)) for w, a in out.items()}
+
+
+_TOPICS = _topic_index()
+
+
+def topic_query(text: str) -> str | None:
+    """`text` plus the vocabulary of every attribute it mentions, or None if it mentions none.
+
+    For a question ("How old am I?") that shares no word with the statement that answers it ("I turned
+    43 last week"): a search with it finds every statement of the attribute, and the supersession state
+    decides which of them is live. The words are the ones `shortlist_query` uses.
+    """
+    attributes: dict[str, None] = {}
+    for t in content_terms(text):
+        for a in _TOPICS.get(t, ()):
+            attributes.setdefault(a, None)
+    if not attributes:
+        return None
+    words = dict.fromkeys(w for a in attributes for w in lex.SHORTLIST[a])
+    return " ".join((text, *words))
