@@ -130,8 +130,12 @@ def _answer(argv: list[str]) -> int:
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
+    import logging
     import sys
 
+    # The CLI says what failed in its own one line (_guarded); without a handler Python's last resort would print
+    # the engine's log records (an exception's class, for the operator's log) to the person's terminal as well.
+    logging.getLogger("chat").addHandler(logging.NullHandler())
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] in STEPS:
         return _propose(raw[1:]) if raw[0] == "propose" else _answer(raw[1:])

@@ -140,6 +140,27 @@ def test_a_turn_that_fails_unexpectedly_is_a_fixed_sentence_without_the_class_or
     assert errors == [f"error: {says}"]
 
 
+FAILING_TURN = """
+import sys
+from chat.__main__ import main
+from chat.llm import LLM
+def boom(*_a, **_k):
+    raise ValueError("bad thing: my red kayak")
+LLM.complete = boom
+raise SystemExit(main([sys.argv[1], "alice", "what boat do I have?"]))
+"""
+
+
+def test_a_failed_turn_prints_no_log_record_with_a_class_on_the_terminal(tmp_path: Path) -> None:
+    """In a real process (pytest's own log capture hides Python's last-resort handler): stderr holds the CLI's
+    notes and its one error line, not the engine's log record naming the exception's class."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR")}
+    r = subprocess.run([sys.executable, "-c", FAILING_TURN, str(tmp_path / "data")], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "error: the turn failed; no answer was given" in r.stderr
+    assert "ValueError" not in r.stderr and "kayak" not in r.stderr and "failed (" not in r.stderr, r.stderr
+
+
 def test_an_os_error_names_the_path_and_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
     def denied(_args: argparse.Namespace) -> int:
         raise PermissionError(13, "Permission denied", "/srv/data/sessions")
