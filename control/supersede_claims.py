@@ -114,24 +114,22 @@ class _Sentence:
         return pat.HYPOTHETICAL_RE.search(part) is not None or pat.COEXIST_RE.search(part) is not None
 
     def subject(self, pos: int, head: str = "") -> str | None:
+        """Who the phrase at `pos` is about: "self", a relation key, or None (someone else, or unclear)."""
         start, _ = self.clause(pos)
         pre = self.text[start:pos]
-        found: list[tuple[int, str | None]] = []
-        for m in pat.RELATION_RE.finditer(pre):
-            found.append((m.end(), relation_key(m.group(1), m.group(2))))
-        for m in pat.OTHER_RE.finditer(pre):
-            found.append((m.end(), None))
-        for m in pat.SELF_RE.finditer(pre):
-            found.append((m.end(), SELF))
-        if found:
-            return max(found, key=lambda f: f[0])[1]
-        if pat.THIRD_PERSON_RE.match(head):  # "… and now lives in Leeds": the subject said before, if a relation
-            earlier = list(pat.RELATION_RE.finditer(self.text[:pos]))
-            return relation_key(earlier[-1].group(1), earlier[-1].group(2)) if earlier else None
-        bare = pre.strip()
-        if (re.fullmatch(r"[A-Z][a-z]+", bare) and fold(bare) not in lex.NOT_NAMES | lex.SENTENCE_STARTS
-                and not bare.endswith(("ly", "ed"))):
-            return None  # "Sam moved to Leeds"
+        found = _last_subject(pre)
+        if found is not _NOBODY:
+            return found
+        if start > 0:  # "My mum sold her Civic and got a …": the subject said earlier in the sentence carries over
+            earlier = _last_subject(self.text[:start])
+            if earlier is not _NOBODY:
+                return earlier
+        if pat.THIRD_PERSON_RE.match(head):  # "Lives in Leeds now": whose?
+            return None
+        words = _OPENER.sub("", _TRAILING_DET.sub("", pre)).split()
+        first = fold(words[0].strip(",:;")) if words else ""
+        if first and first not in lex.NOT_NAMES | lex.SENTENCE_STARTS and not first.endswith(("ly", "ed")):
+            return None  # "Sam moved to Leeds", "Standup has moved to 9am": a subject the detector does not know
         return SELF
 
     def negated(self, pos: int, head_end: int, value_end: int) -> bool:
@@ -150,6 +148,33 @@ class _Sentence:
         neg = self.negated(start, rest_at, end) if negated is None else negated
         self.claims.append(Claim(subject, attribute, norm, said, neg, strong, self.changed, how))
         self.covered.append((start, end))
+
+
+_NOBODY = "\x00nobody"  # no word in the text says who
+# What may open a clause without being its subject: "These days the alarm goes at 7am".
+_OPENER = re.compile(
+    r"(?i)^\s*(?:(?:these\s+days|nowadays|lately|recently|now|today|tonight|yesterday|this\s+\w+|last\s+\w+|"
+    r"since\s+(?:the\s+)?\w+|as\s+of\s+\w+(?:\s+\w+)?|at\s+the\s+moment|at\s+work|for\s+work|finally|actually|"
+    r"honestly|so|and|but|well|oh|ok|okay|yes|yeah|big\s+news|update|news)\b[\s,:;!-]*)+"
+)
+_TRAILING_DET = re.compile(r"(?i)\b(?:the|a|an)\s*$")
+
+
+def _last_subject(pre: str) -> str | None:
+    """The subject the last subject word of `pre` names ("self", a relation, None for anyone else), or _NOBODY."""
+    found: list[tuple[int, str | None]] = []
+    relations = list(pat.RELATION_RE.finditer(pre))
+    for m in relations:  # "my landlord's son moved": neither the landlord nor the speaker
+        found.append((m.end(), None if m.group("of") and pre[m.end():].strip() else relation_key(m.group(1), m.group(3))))
+    for m in pat.OTHER_RE.finditer(pre):
+        found.append((m.end(), None))
+    for m in pat.SELF_RE.finditer(pre):
+        found.append((m.end(), SELF))
+    for m in pat.POSSESSIVE_RE.finditer(pre):  # "my old colleague Ines moved …": not the speaker
+        if not any(r.start() <= m.start() < r.end() for r in relations):
+            words = pre[m.end():].split()
+            found.append((m.end(), SELF if not words or fold(words[0]) in lex.SELF_NOUNS else None))
+    return max(found, key=lambda f: f[0])[1] if found else _NOBODY
 
 
 def _value_before(attribute: str, pre: str) -> val.Parsed | None:
@@ -183,7 +208,8 @@ def _read_closed(s: _Sentence) -> None:
                 continue
             norm = val.normalise(raw) if attribute != "smoking" else raw
             neg = None if negatable else False
-            s.add(attribute, s.subject(m.start()), (raw, norm, m.end() - m.start()), m.start(), m.start(),
+            subject = SELF if pat.SELF_RE.search(m.group(0)) else s.subject(m.start())  # "he proposed and I said yes"
+            s.add(attribute, subject, (raw, norm, m.end() - m.start()), m.start(), m.start(),
                   strong=True, how=f"phrase {attribute}", negated=neg)
 
 
@@ -193,7 +219,12 @@ def _read_nouns(s: _Sentence) -> None:
             noun = fold(" ".join(m.group("noun").split()))
             groups = m.groupdict()
             rel = groups.get("rel")
-            subject = relation_key(rel, None) if rel else s.subject(m.start())
+            if rel:
+                subject: str | None = relation_key(rel, None)
+            elif fold(m.group(0)).startswith(("my ", "our ", "all my ", "all our ")):
+                subject = SELF  # "my usual is …": the possessive says whose
+            else:
+                subject = s.subject(m.start())
             for attribute in _noun_attributes(noun):
                 if how == "my-noun-is" and (attribute == "residence") != (groups.get("prep") == "in"):
                     continue  # "my flat is in Leeds"; but "my bank is in Leeds" says where, not which
@@ -261,10 +292,31 @@ def _read_heads(s: _Sentence) -> None:
     for m in pat.ON_PLATFORM_RE.finditer(s.text):
         s.add(f"{fold(m.group('plat'))} username", SELF, (m.group("v"), val.normalise(m.group("v")), len(m.group(0))),
               m.start(), m.start(), strong=True, how="'I'm … on <platform>'")
-    if pat.EMAIL_CUE_RE.search(s.text):
-        for m in pat.EMAIL_RE.finditer(s.text):
-            s.add("email", s.subject(m.start()), (m.group(0), m.group(0).lower(), len(m.group(0))), m.start(),
-                  m.start(), strong=True, how="an email address")
+    for m in pat.EMAIL_RE.finditer(s.text):  # an address is an email fact; said with an email word, a strong one
+        s.add("email", s.subject(m.start()), (m.group(0), m.group(0).lower(), len(m.group(0))), m.start(),
+              m.start(), strong=pat.EMAIL_CUE_RE.search(s.text) is not None, how="an email address")
+    for m in pat.PHONE_NUMBER_RE.finditer(s.text):  # bare: only what looks like nothing else (no dates, no sums)
+        parsed = val.phone_number(m.group(0))
+        if parsed is not None and (m.group(0).startswith(("+", "0")) or len(parsed[1]) >= 10) \
+                and not pat.DATE_LIKE_RE.search(m.group(0)):
+            s.add("phone number", s.subject(m.start()), parsed, m.start(), m.start(), strong=False, how="a phone number")
+    for m in pat.CALL_HOME_RE.finditer(s.text):
+        parsed = _value_before("residence", m.group("pre"))
+        if parsed is not None:
+            s.add("residence", s.subject(m.start()), parsed, m.start("pre"), m.start("pre"), strong=True,
+                  how="'call … home'")
+    for m in pat.TOGETHER_RE.finditer(s.text):
+        parsed = val.name(m.group("v"))
+        if parsed is not None:
+            s.add("partner", SELF, parsed, m.start(), m.start(), strong=True, how="'… and I are together'")
+    for m in pat.ORG_NOUN_RE.finditer(s.text):
+        parsed = _value_before("bank", m.group("pre"))  # a capitalised name, whole
+        if parsed is not None:
+            s.add(pat.ORG_NOUN[m.group("noun").lower()], s.subject(m.start()), parsed, m.start("pre"), m.start("pre"),
+                  strong=True, how=f"'<name> {m.group('noun').lower()}'")
+    for m in pat.RENAMED_RE.finditer(s.text):
+        s.add(f"{fold(m.group('plat'))} username", SELF, (m.group("v"), val.normalise(m.group("v")), len(m.group(0))),
+              m.start(), m.start(), strong=True, how="'renamed … on <platform>'")
     for m in pat.PLURAL_RE.finditer(s.text):
         if m.group("to"):
             attribute = pat.PLURALS[m.group("plural").lower()]

@@ -14,9 +14,16 @@ RELATIONS: frozenset[str] = frozenset(
     mum mom mother dad father parents sister brother son daughter wife husband partner girlfriend boyfriend
     fiance fiancee friend cousin aunt uncle grandma grandmother gran nan grandpa grandfather grandad colleague
     coworker neighbour neighbor boss manager flatmate roommate housemate niece nephew kids children family
-    landlord landlady ex sibling stepmum stepdad
+    landlord landlady ex sibling stepmum stepdad sisters brothers sons daughters friends cousins aunts uncles
+    colleagues coworkers neighbours neighbors flatmates roommates housemates nieces nephews siblings grandparents
+    in-laws
     """.split()
 )
+# "my old colleague", "our best friend": words that may stand between the possessive and the relation.
+RELATION_ADJECTIVES = ("old", "best", "older", "younger", "little", "big", "new", "ex", "late", "former", "elder",
+                       "twin", "step", "dear", "oldest", "youngest", "eldest", "closest")
+# "our team moved to Slack" is the speaker's own doing; any other "my <noun> …" is someone or something else.
+SELF_NOUNS = frozenset("team family household whole".split())
 
 # Words saying the fact changed. A weak claim ("I use Firefox") supersedes only with one of these in
 # its sentence, and so does any claim about someone other than the speaker.
@@ -25,7 +32,8 @@ CHANGE_MARKERS: tuple[str, ...] = (
     "these days", "used to", "again", "new", "left", "joined", "started", "became", "become", "turned",
     "transferred", "upgraded", "migrated", "traded", "sold", "dropped", "cancelled", "canceled", "quit",
     "gave up", "given up", "retrained", "ported", "instead of", "broke up", "split up", "went", "gone",
-    "actually", "not anymore", "since", "hired", "took a job", "dyed", "reinstalled", "back to",
+    "actually", "not anymore", "since", "hired", "took a job", "dyed", "reinstalled", "back to", "got", "lately",
+    "recently", "signed up", "replaced", "wiped", "from now on", "as of", "took over", "renamed", "rewrote", "proposed",
 )
 
 # A clause holding one of these states something that can be true beside what was said before.
@@ -113,7 +121,8 @@ SENTENCE_STARTS: frozenset[str] = frozenset(
     """
     got just now still new big since today yesterday yes finally update quick sadly anyway honestly career also
     guess turns btw fyi so oh well okay ok hey hi plus then after before lately luckily happily recently
-    officially basically apparently only even
+    officially basically apparently only even been gave got had made took went bought sold left found kept put
+    ran came began wrote set spent sent brought told felt met won lost paid built finished done using
     """.split()
 )
 
@@ -123,7 +132,7 @@ CUE_WORDS: dict[str, tuple[str, ...]] = {
     for a, ws in {
         "residence": "live lives living lived moved move relocated home city flat house apartment settled",
         "employer": "job jobs work working employer employers company hired role office team colleagues salary",
-        "university": "degree uni university universities course studies student studying study campus",
+        "university": "degree uni university universities course studies student studying study campus transferred",
         "gym": "gym gyms membership workout workouts classes",
         "mobile network": "plan contract network sim mobile carrier ported",
         "partner": "dating broke split partner relationship girlfriend boyfriend together ex",
@@ -141,7 +150,7 @@ SHORTLIST: dict[str, tuple[str, ...]] = {
     "residence": tuple("live lives living lived moved relocated based home flat house city settled place".split()),
     "employer": tuple("work works working job employer employers joined hired company left started".split()),
     "job": tuple("work job career trade retrained became profession occupation living".split()) + tuple(w for p in PROFESSIONS for w in p.split()),
-    "partner": tuple("partner girlfriend boyfriend wife husband dating seeing relationship broke split".split()),
+    "partner": tuple("partner girlfriend boyfriend wife husband dating seeing relationship broke split together".split()),
     "car": tuple("car drive drives driving".split()) + tuple(CAR_MAKES),
     "phone": tuple("phone mobile upgraded".split()) + tuple(PHONE_MAKES),
     "phone number": tuple("number phone mobile text call".split()),
@@ -159,7 +168,7 @@ SHORTLIST: dict[str, tuple[str, ...]] = {
     "hair colour": tuple("hair dyed hairdresser".split()) + tuple(COLOURS),
     "work language": tuple("language write code".split()) + LANGUAGES,
     "timezone": ("timezone", "time") + TIMEZONES,
-    "relationship status": tuple("single engaged married divorced separated".split()),
+    "relationship status": tuple("single engaged married divorced separated proposed wedding divorce knot".split()),
     "age": tuple("old turned birthday years".split()),
     "coffee": tuple("coffee order usual".split()) + tuple(w for e in COFFEES for w in e.split()),
     "university": tuple("study studying studies university uni degree transferred".split()),

@@ -25,9 +25,13 @@ def _alts(words: list[str] | tuple[str, ...]) -> str:
     return "|".join(sorted(words, key=len, reverse=True))
 
 
-RELATION_RE = re.compile(rf"(?i)\b(?:my|our)\s+({_alts(list(lex.RELATIONS))})(?:'s)?(?:\s+(?-i:([A-Z][a-z]+)))?\b")
+RELATION_RE = re.compile(
+    rf"(?i)\b(?:my|our)\s+(?:(?:{_alts(lex.RELATION_ADJECTIVES)})[-\s]+)*({_alts(list(lex.RELATIONS))})(?P<of>'s)?"
+    r"(?:\s+(?-i:([A-Z][a-z]+)))?(?![\w'-])"
+)
 OTHER_RE = re.compile(r"(?i)\b(?:he|she|they|you|it|his|her|their|your|someone|somebody|everyone|people|nobody)\b")
-SELF_RE = re.compile(r"(?i)\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|me|my|our|us|myself)\b")
+SELF_RE = re.compile(r"(?i)\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|me|us|myself)(?![\w'])")
+POSSESSIVE_RE = re.compile(r"(?i)\b(?:my|our)\b")
 NEGATION_RE = re.compile(
     r"(?i)(?:\b(?:don't|dont|do not|doesn't|does not|didn't|did not|never|no longer|not|isn't|aren't|wasn't|"
     r"used to|stopped|no more|ceased)\b|n't\b)"
@@ -58,6 +62,12 @@ CLOSED: list[tuple[str, str | None, re.Pattern[str], bool]] = [
         ("relationship status", None,
          r"\b(?:I'm|I\s+am|we're|we\s+are|I\s+got|we\s+got|I've\s+got|got)\s+(?:now\s+|just\s+|recently\s+|newly\s+|"
          r"officially\s+|not\s+|no\s+longer\s+)?(single|engaged|married|divorced|separated|widowed)\b", True),
+        ("relationship status", "engaged",
+         r"\b(?:proposed|popped\s+the\s+question)(?:\s+to\s+me)?\s+and\s+I\s+said\s+yes\b|\b(?:proposed|popped\s+the\s+question)\s+to\s+me\b",
+         False),
+        ("relationship status", "married", r"\btied\s+the\s+knot\b", False),
+        ("relationship status", "divorced", r"\bdivorce\s+(?:came\s+through|is\s+final|was\s+finali[sz]ed|went\s+through)\b", False),
+        ("smoking", "non-smoker", r"\bsmoke-free\b", False),
         ("smoking", "non-smoker", r"\b(?:quit|stopped|gave\s+up|given\s+up|kicked)\s+(?:smoking|cigarettes)\b", False),
         ("smoking", "non-smoker",
          r"\b(?:don't|do\s+not|never|no\s+longer)\s+smoke\b|\bnon-?smoker\b|\bnever\s+been\s+a\s+smoker\b|\bnot\s+a\s+smoker\b",
@@ -65,13 +75,17 @@ CLOSED: list[tuple[str, str | None, re.Pattern[str], bool]] = [
         ("smoking", "smoker",
          r"\b(?:I|we)\s+(?:still\s+)?smoke\b|\bstart(?:ed)?\s+smoking\b|\bsmoking\s+again\b|\b(?:I'm|I\s+am)\s+a\s+smoker\b|"
          r"\bsmoke\s+again\b", True),
-        ("commute", None, r"\b(cycl|bik|walk|driv|scoot|run)\w*\s+(?:in\s+)?to\s+(?:work|the\s+office)\b", True),
+        ("commute", None, r"\b(cycl|bik|walk|driv|scoot|run|bus|train|tram)\w*\s+(?:it\s+)?(?:in\s+)?to\s+(?:work|the\s+office)\b",
+         True),
+        ("commute", None, r"\b(?:go|get|travel|come|head)\s+(?:in\s+)?to\s+(?:work|the\s+office)\s+(?:by|on)\s+"
+         r"(train|bus|tram|bike|bicycle|car|foot|tube|metro|scooter|ferry)\b", True),
         ("commute", None,
          r"\b(?:take|takes|taking|took|get|gets|getting|ride|rides|riding|catch|catches|catching)\s+the\s+"
          r"(train|bus|tram|tube|metro|subway|ferry|underground)\s+(?:in\s+)?to\s+(?:work|the\s+office)\b", True),
-        ("commute", None, r"\bcommute\s+(?:by|on)\s+(train|bus|tram|bike|bicycle|car|foot|tube|metro|scooter|ferry)\b",
+        ("commute", None, r"\bcommute\s+(?:is\s+(?:now\s+)?)?(?:by|on)\s+(train|bus|tram|bike|bicycle|car|foot|tube|metro|scooter|ferry)\b",
          True),
-        ("age", None, r"\b(?:I'm|I\s+am)\s+(\d{1,3})(?:\s+years?\s+old)?(?=\s*(?:now|today|this\s+year|already)?\s*(?:[.,;!]|$))",
+        ("age", None, r"\b(?:I'm|I\s+am)\s+(\d{1,3})(?:\s+years?\s+old)?(?=\s*(?:now|today|this\s+year|already)?\s*"
+         r"(?:[.,;!]|$|as\s+of\b|since\b))",
          False),
         ("age", None, r"\bturned\s+(\d{1,3})\b", False),
         ("hair colour", None,
@@ -101,11 +115,11 @@ NOUN_ATTRS: list[tuple[str, tuple[str, ...]]] = [
     (r"shell", ("shell",)),
     (r"main\s+programming\s+language|main\s+language|programming\s+language|language\s+at\s+work|work\s+language|stack",
      ("work language",)),
-    (r"time\s*zone", ("timezone",)),
+    (r"time\s*zone|clock", ("timezone",)),
     (r"gym", ("gym",)),
-    (r"bank|current\s+account|bank\s+account", ("bank",)),
+    (r"bank|banking|current\s+account|bank\s+account", ("bank",)),
     (r"mobile\s+network|network|(?:mobile|phone)\s+(?:contract|plan|provider|network|carrier)|carrier|sim", ("mobile network",)),
-    (r"broadband\s+provider|broadband|internet\s+provider|internet|isp|wi-?fi\s+provider", ("broadband",)),
+    (r"broadband\s+provider|broadband|internet\s+provider|internet|isp|wi-?fi\s+provider|wi-?fi", ("broadband",)),
     (r"partner|girlfriend|boyfriend|wife|husband|fianc[eé]e?|other\s+half|spouse", ("partner",)),
     (r"line\s+manager|manager|boss|supervisor|team\s+lead", ("manager",)),
     (r"gp|family\s+doctor|doctor", ("gp",)),
@@ -123,21 +137,23 @@ _NOUNS = "|".join(f"(?:{n})" for n, _ in sorted(NOUN_ATTRS, key=lambda x: len(x[
 NOUN_RES = [(re.compile(rf"(?i)(?:{n})\Z"), attrs) for n, attrs in NOUN_ATTRS]
 RESIDENCE_NOUNS = frozenset("flat house home apartment place".split())
 LEX_ONLY_NOUNS = frozenset(("usual", "usual order"))  # "my usual is …" names a coffee only when it is one
-_MODS = r"(?:(?:new|current|usual|main|latest|present|daily|go-to)\s+)*"
+_MODS = r"(?:(?:new|current|usual|main|latest|present|daily|go-to|default|family|primary|regular)\s+)*"
 _ADV = r"(?:\s+(?:now|these\s+days|nowadays|at\s+the\s+moment|currently|this\s+year))?"
 _REL = _alts(list(lex.RELATIONS))
 
 NOUN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("my-noun-is", re.compile(
-        rf"(?i)(?:\b(?:my|our)\s+(?:(?P<rel>{_REL})'s\s+)?|^\s*){_MODS}(?P<noun>{_NOUNS}){_ADV}\s*"
+        rf"(?i)(?:\b(?:all\s+)?(?:my|our)\s+(?:(?P<rel>{_REL})'s\s+)?|^\s*){_MODS}(?P<noun>{_NOUNS}){_ADV}\s*"
         r"(?P<cop>is|are|'s|:|=|has\s+changed\s+to|changed\s+to|has\s+become|became|switched\s+to|moved\s+to)\s+"
         r"(?:now\s+|currently\s+|actually\s+|still\s+|officially\s+)?(?:(?P<prep>with|from|at|in|on|for)\s+)?"
         r"(?:called\s+|named\s+)?")),
     ("v-is-my-noun", re.compile(
-        rf"(?i)(?P<pre>[^,.;:!?]+?)\s+(?:is|are|'s|has\s+become|have\s+become|became)\s+(?:now\s+)?(?:my|our)\s+"
-        rf"{_MODS}(?P<noun>{_NOUNS})\b")),
+        rf"(?i)(?P<pre>[^,.;:!?]+?)\s+(?:is|are|'s|has\s+become|have\s+become|became|took\s+over\s+as|is\s+taking\s+over\s+as)"
+        rf"\s+(?:now\s+)?(?:my|our)\s+{_MODS}(?P<noun>{_NOUNS})\b")),
+    ("made-v-my-noun", re.compile(
+        rf"(?i)\b(?:made|make|making|set|picked|chose)\s+(?P<pre>[^,.;:!?]+?)\s+(?:as\s+)?(?:my|our)\s+{_MODS}(?P<noun>{_NOUNS})\b")),
     ("changed-my-noun-to", re.compile(
-        rf"(?i)\b(?:changed|switched|moved|transferred|updated|swapped|ported)\s+(?:(?:my|our|the)\s+)?(?P<noun>{_NOUNS})\s+"
+        rf"(?i)\b(?:changed|switched|moved|transferred|updated|swapped|ported)\s+(?:(?:my|our|the)\s+)?{_MODS}(?P<noun>{_NOUNS})\s+"
         r"(?:over\s+)?(?:from\s+[^,.;!?]+?\s+)?to\s+")),
     ("v-as-my-noun", re.compile(
         r"(?i)\b(?:use|using|uses|got|have|has|drive|drives|run|runs|chose|picked|switched\s+to|moved\s+to|settled\s+on|"
@@ -160,12 +176,13 @@ PLURAL_RE = re.compile(
 _THING = r"(?P<thing>[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?)"
 THING_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("thing-is-on", re.compile(
-        rf"(?i)(?:\b(?:my|the|our)\s+|^\s*){_THING}\s+(?P<port>port\s+)?(?:now\s+)?"
-        r"(?:is\s+now|is|'s|runs|listens|sits|starts|happens)\s+(?:now\s+|still\s+)?(?:running\s+|listening\s+)?"
+        rf"(?i)(?:\b(?:my|the|our)\s+|^\s*){_THING}(?:\s+(?P<port>port))?(?:\s+now)?"
+        r"(?:'s|\s+is\s+now|\s+is|\s+runs|\s+listens|\s+sits|\s+starts|\s+happens|\s+lives)\s+(?:now\s+|still\s+)?"
+        r"(?:running\s+|listening\s+)?"
         r"(?:(?P<prep>on|at)\s+)?")),
     ("moved-thing-to", re.compile(
         r"(?i)\b(?:moved|switched|changed|set|put|run|ran|running|migrated|reinstalled|host|hosting|hosted|deploy|"
-        rf"deployed|bumped)\s+(?:(?:my|the|our)\s+)?{_THING}\s+(?P<port>port\s+)?(?:over\s+)?"
+        rf"deployed|bumped|pushed|shifted|brought)\s+(?:(?:my|the|our)\s+)?{_THING}\s+(?P<port>port\s+)?(?:(?:over|up|back|down)\s+)?"
         r"(?:from\s+(?P<old>\S+?)\s+)?(?P<prep>to|on|onto|with|at)\s+")),
     ("thing-runs", re.compile(
         rf"(?i)(?:\b(?:my|the|our)\s+|^\s*){_THING}\s+(?:now\s+)?(?:runs|is\s+running|running)\s+(?=\S)")),
@@ -192,18 +209,19 @@ HEADS: list[tuple[str, re.Pattern[str]]] = [
         ("residence", r"based\s+(?:in|out\s+of)|settled\s+(?:down\s+)?in"),
         ("residence", r"(?:bought|got|found|rented|renting|own)\s+(?:a|our|my|the)\s+(?:new\s+)?(?:place|flat|house|home|apartment)\s+in"),
         ("residence", r"^\s*home(?:\s+for\s+(?:me|us))?\s+is(?:\s+now)?(?:\s+in)?"),
+        ("residence", r"(?:new|our|my)\s+(?:place|flat|house|home|apartment)\s+in|(?:the|our|my)\s+move\s+to"),
         ("employer", r"(?:work|works|working)\s+(?:at|for)|(?:'ve|have|has)\s+worked\s+(?:at|for)"),
         ("employer", r"employed\s+(?:by|at)|(?:job|position|role)\s+(?:at|with)|(?:hired|taken\s+on)\s+(?:by|at)|took\s+a\s+job\s+(?:at|with)"),
         ("job", r"(?:work|works|working)\s+as|(?:retrained|trained|qualified|requalified)\s+as"),
         ("partner", r"dating|going\s+out\s+with|in\s+a\s+relationship\s+with|engaged\s+to|married\s+to"),
         ("car", r"(?:drive|drives|driving)(?=\s+(?:a|an|the|my)\s)"),
-        ("bank", r"bank(?:s|ing)?\s+with"),
+        ("bank", r"bank(?:s|ing)?\s+with|(?:opened|have|got)\s+an?\s+(?:new\s+)?(?:bank\s+|current\s+)?account\s+(?:with|at)"),
         ("mobile network", r"ported\s+(?:my\s+)?(?:phone\s+)?number\s+(?:over\s+)?to"),
         ("hair colour", r"dyed\s+(?:my\s+)?hair(?:\s+(?:back\s+)?to)?"),
         ("university", r"(?:study|studies|studying)\s+at|(?:a\s+)?(?:student|undergrad|postgrad)\s+at"),
         ("manager", r"(?:report|reports|reporting)\s+(?:directly\s+)?to"),
         ("wake-up time", r"(?:wake|wakes|woke|waking|get|gets|getting)\s+up\s+at|(?:waking|wake)\s+at"),
-        ("wake-up time", r"alarm\s+(?:goes\s+off|is\s+set|'s\s+set|rings|is|set)\s+(?:at|for)"),
+        ("wake-up time", r"alarm\s+(?:goes\s+off|goes|is\s+set|'s\s+set|rings|is|set)\s+(?:at|for)|(?:I'm|I\s+am)\s+up\s+at"),
         ("browser", r"browse\s+(?:the\s+web\s+)?(?:with|in|on|using)"),
         ("email", r"(?:reach|email|e-mail|contact|mail)\s+me\s+(?:at|on|via)"),
         ("phone number", r"(?:text|call|ring|reach|message|whatsapp|phone)\s+me\s+(?:on|at)"),
@@ -213,11 +231,30 @@ HEADS: list[tuple[str, re.Pattern[str]]] = [
 THIRD_PERSON_RE = re.compile(r"(?i)^(?:lives|resides|works|drives|studies|reports|banks|'s)\b")
 
 # Before the value: "Acme hired me", "Dr Nguyen's list", "samk on GitHub".
-HIRED_RE = re.compile(r"(?P<pre>[^,.;:!?]+?)\s+(?:has\s+)?(?:just\s+)?(?:hired|taken\s+me\s+on|offered\s+me\s+a\s+job)\b(?:\s+me)?")
+HIRED_RE = re.compile(
+    r"(?P<pre>[^,.;:!?]+?)\s+(?:has\s+)?(?:just\s+)?(?:hired|taken\s+me\s+on|took\s+me\s+on|offered\s+me\s+a\s+job)\b(?:\s+me)?"
+)
+CALL_HOME_RE = re.compile(r"(?i)\bcall(?:s|ing)?\s+(?P<pre>[^,.;:!?]+?)\s+home\b")
+TOGETHER_RE = re.compile(
+    r"\b(?P<v>[A-Z][a-z]+)\s+and\s+I\s+(?:are|'re)\s+(?:now\s+)?(?:together|a\s+couple|an\s+item|dating|seeing\s+each\s+other)\b"
+)
+# "Virgin Media broadband", "an EE contract", "a Monzo account": the value names the thing it is.
+_ORG_NOUN = {"broadband": "broadband", "fibre": "broadband", "contract": "mobile network", "sim": "mobile network",
+             "plan": "mobile network", "account": "bank", "membership": "gym"}
+ORG_NOUN = _ORG_NOUN
+ORG_NOUN_RE = re.compile(
+    r"(?i)\b(?:got|have|has|use|using|on|with|switched\s+to|moved\s+to|signed\s+up\s+for|opened)\s+(?:a\s+|an\s+)?"
+    rf"(?P<pre>(?-i:[A-Z][\w&.+-]*(?:\s+[A-Z][\w&.+-]*){{0,2}}))\s+(?P<noun>{_alts(list(_ORG_NOUN))})\b"
+)
+RENAMED_RE = re.compile(
+    rf"(?i)\b(?:renamed\s+myself|changed\s+my\s+(?:user)?name|go\s+by)\s+(?:to\s+)?(?P<v>[\w.-]+)\s+on\s+(?P<plat>{_alts(lex.PLATFORMS)})\b"
+)
 DR_LIST_RE = re.compile(r"\bDr\.?\s+(?P<v>[A-Z][a-z]+(?:-[A-Z][a-z]+)?)'s\s+(?:list|books|practice|surgery)\b")
 ON_PLATFORM_RE = re.compile(rf"(?i)\b(?:I'm|I\s+am)\s+(?P<v>[\w.-]+)\s+on\s+(?P<plat>{_alts(lex.PLATFORMS)})\b")
 EMAIL_CUE_RE = re.compile(r"(?i)\b(?:e-?mail|mail|reach\s+me|contact\s+me|address|write\s+to\s+me|inbox)\b")
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+DATE_LIKE_RE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}-\d{1,2}-\d{2,4}\b")
+PHONE_NUMBER_RE = re.compile(r"(?<![\w:.])\+?\d[\d -]{6,}\d(?![\w:])")
 
 # -- slots: (name, pattern, [(attribute, "lex" | "cue")]) ---------------------------------------------------
 _LEX_SWITCH = ("car", "phone", "editor", "os", "browser", "shell", "work language", "hosting", "coffee", "gym", "timezone")
@@ -229,9 +266,13 @@ SLOTS: list[tuple[str, re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         ("I'm at", r"\b(?:I'm|I\s+am|I've\s+been|I\s+have\s+been)\s+(?:now\s+|currently\s+|still\s+)?(?:working\s+)?at\s+",
          (("employer", "cue"), ("university", "cue"))),
         ("I'm on", r"\b(?:I'm|I\s+am|we're|we\s+are)\s+(?:now\s+|currently\s+|still\s+)?on\s+",
-         (("os", "lex"), ("timezone", "lex"), ("mobile network", "cue"))),
+         (("os", "lex"), ("timezone", "lex"), ("browser", "lex"), ("phone", "lex"), ("shell", "lex"),
+          ("mobile network", "cue"))),
+        ("on TZ time", r"\bon\s+(?=\S+\s+(?:time|hours)\b)", (("timezone", "lex"),)),
         ("switched to", r"\b(?:switched|switching|changed|upgraded|migrated|converted|went|gone|moved|swapped|downgraded)\s+"
-         r"(?:over\s+|back\s+)*to\s+(?:using\s+|drinking\s+)?", tuple((a, "lex") for a in _LEX_SWITCH)),
+         r"(?:over\s+|back\s+)*to\s+(?:using\s+|drinking\s+)?",
+         tuple((a, "lex") for a in _LEX_SWITCH) + (("mobile network", "cue"), ("university", "cue"), ("bank", "cue"),
+                                                   ("broadband", "cue"))),
         ("use", r"\b(?:use|using|uses|run|running|runs)\s+",
          tuple((a, "lex") for a in ("editor", "os", "browser", "shell", "work language", "phone", "hosting"))),
         ("code in", r"\b(?:code|coding|program|programming|develop|developing|write\s+code|writing\s+code|"
@@ -245,6 +286,9 @@ SLOTS: list[tuple[str, re.Pattern[str], tuple[tuple[str, str], ...]]] = [
          (("gym", "lex"), ("gym", "cue"), ("employer", "cue"), ("university", "cue"), ("bank", "cue"),
           ("broadband", "cue"), ("mobile network", "cue"))),
         ("became", r"\b(?:became|become|becoming)\s+", (("job", "lex"),)),
+        ("have a", r"\b(?:have|has|'ve\s+got|got|own|owns)\s+(?=(?:a|an)\s)", (("car", "lex"), ("phone", "lex"))),
+        ("put on", r"\b(?:put|installed|install|installing)\s+", (("os", "lex"),)),
+        ("rewrote in", r"\b(?:rewrote|rewritten|rewriting|ported)\s+(?:\w+\s+){0,3}?in\s+", (("work language", "lex"),)),
         ("I'm a", r"\b(?:I'm|I\s+am|I've\s+been|I\s+have\s+been|I\s+was)\s+(?:now\s+|still\s+|no\s+longer\s+|not\s+|actually\s+)?"
          r"(?=(?:a|an)\s)", (("job", "lex"),)),
         ("seeing", r"\b(?:seeing|(?:I'm|I\s+am|we're)\s+(?:now\s+)?with)\s+", (("partner", "cue"),)),
@@ -270,6 +314,10 @@ LEAVING: list[tuple[str, re.Pattern[str]]] = [
         ("dropped-for", rf"\b(?:dropped|cancelled|canceled|ditched|left|quit)\s+(?P<old>{_CHUNK})\s+and\s+"
          rf"(?:signed\s+up\s+(?:with|to|at)|joined|switched\s+to|moved\s+to|went\s+with|got)\s+(?P<new>{_CHUNK}){_END}"),
         ("instead-of", rf"\binstead\s+of\s+(?P<old>{_CHUNK}){_END}"),
+        ("replaced-with", rf"\b(?:replaced|swapped|exchanged)\s+(?P<old>{_CHUNK})\s+(?:with|for)\s+(?P<new>{_CHUNK}){_END}"),
+        ("is-gone", r"(?:^|[,;:]\s*|\b(?:the|my|our)\s+)(?P<old>(?-i:[A-Z])[\w.+-]*(?:\s+[\w.+-]+){0,2}?)\s+(?:is|'s)\s+"
+         r"(?:gone|out|history|sold|no\s+more)\b"),
+        ("closed-account", rf"\bclosed\s+(?:my|the|our)\s+(?P<old>{_CHUNK})\s+(?:account|one)\b"),
         ("broke-up", r"(?-i:(?P<old>[A-Z][a-z]+))\s+and\s+I\s+(?:have\s+)?(?:broke|broken|split)\s+up"),
         ("broke-up", r"\b(?:broke|broken|split)\s+up\s+with\s+(?-i:(?P<old>[A-Z][a-z]+))"),
         ("gone-off", rf"\b(?:gone\s+off|went\s+off|moved\s+on\s+from|moved\s+away\s+from|moved\s+out\s+of|done\s+with|"

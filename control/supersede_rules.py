@@ -151,6 +151,8 @@ def reason_line(rule: str, claim: Claim, new_value: str, how: str) -> str:
     if rule == RULE_NEGATION and new_value.startswith("not "):
         return f"{head}: {claim.said!r} no longer holds ({how})"
     if rule == RULE_LEFT:
+        if new_value.startswith("not "):
+            return f"{head}: {claim.said!r} left behind ({how})"
         return f"{head}: {claim.said!r} left behind for {new_value!r} ({how})"
     return f"{head}: was {claim.said!r}, now {new_value!r} ({how})"
 
@@ -221,7 +223,7 @@ def _topic_index() -> dict[str, tuple[str, ...]]:
     """word -> the attributes whose vocabulary holds it (built once)."""
     out: dict[str, list[str]] = {}
     for attribute, words in lex.SHORTLIST.items():
-        for w in (*words, *attribute.split()):
+        for w in (*words, *lex.CUE_WORDS.get(attribute, ()), *attribute.split()):
             out.setdefault(stem(fold(w)), []).append(attribute)
     return {w: tuple(dict.fromkeys(a)) for w, a in out.items()}
 
@@ -242,5 +244,5 @@ def topic_query(text: str) -> str | None:
             attributes.setdefault(a, None)
     if not attributes:
         return None
-    words = dict.fromkeys(w for a in attributes for w in lex.SHORTLIST[a])
+    words = dict.fromkeys(w for a in attributes for w in lex.shortlist_words(a))
     return " ".join((text, *words))

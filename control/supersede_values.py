@@ -210,8 +210,14 @@ def _first(*parsers: Callable[[str], Parsed | None]) -> Callable[[str], Parsed |
 
 
 # What a head naming the attribute outright takes as its value (a word list first, then the general shape).
+def place(text: str) -> Parsed | None:
+    """A place: a proper noun that starts with a letter ('9am' is a time, not a town)."""
+    got = cap(text)
+    return got if got is not None and got[0][:1].isalpha() else None
+
+
 VALUE: dict[str, Callable[[str], Parsed | None]] = {
-    "residence": cap,
+    "residence": place,
     "employer": cap,
     "university": cap,
     "gym": _first(TYPED["gym"], cap),
@@ -224,7 +230,7 @@ VALUE: dict[str, Callable[[str], Parsed | None]] = {
     "name": name,
     "job": TYPED["job"],
     "car": _first(TYPED["car"], cap),
-    "phone": _first(TYPED["phone"], cap),
+    "phone": TYPED["phone"],  # a make it knows: "moved my phone over to Tesco Mobile" is a network
     "editor": _first(TYPED["editor"], cap),
     "os": _first(TYPED["os"], cap),
     "browser": _first(TYPED["browser"], cap),

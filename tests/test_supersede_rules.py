@@ -112,6 +112,22 @@ class TestMustNotFire:
         assert one("I live in Bristol.", "My sister lives in Leeds.") is None
         assert one("Sam moved to Bristol.", "I live in Leeds.") is None
 
+    @pytest.mark.parametrize(
+        ("older", "new"),
+        [
+            ("I live in Leeds.", "My old colleague Ines moved to Valencia."),
+            ("I drive an Audi A4.", "Our neighbours drive a Ford Focus."),
+            ("I live in Leeds.", "My landlord's son moved to York."),
+            ("I drive a Tesla Model 3.", "My mum sold her Kia Niro and got a Ford Focus."),
+            ("Home for me is Berlin.", "Standup has moved to 9am."),
+            ("I use a Galaxy S21 as my phone.", "Moved my phone over to Tesco Mobile."),
+        ],
+        ids=["possessed-noun", "plural-relation", "relations-relation", "earlier-clause-subject", "noun-subject",
+             "not-a-phone"],
+    )
+    def test_someone_or_something_elses_change_does_not_supersede_the_speaker(self, older: str, new: str) -> None:
+        assert one(new, older) is None, explain(new, older)
+
     def test_a_friend_does_not_supersede_the_speaker(self) -> None:
         assert fired("My friend Tom lives in York.") == []
 
