@@ -8,17 +8,22 @@ the Dataframe's virtual-scroll rows (`[role=row][data-index]`) and the toast tes
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
 import shutil
+import socket
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page
+    from playwright.sync_api import Browser, Locator, Page
+
+    import app
 
 CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = "chromium not found: apt-get install -y chromium (and pip install playwright)"
@@ -38,6 +43,47 @@ CHROMIUM_ARGS = [
 WAIT_MS = 20_000  # every wait in the browser tests: generous, finite
 RECEIPT_ID = re.compile(r"rcpt_[0-9a-f]{32}")
 TOAST = "toast-body"  # Gradio's data-testid for a toast (gr.Error / gr.Warning / gr.Info)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def launched_browser() -> Iterator[Browser]:
+    """Debian's chromium, headless, loopback only, every wait WAIT_MS (the `browser` fixture in conftest.py)."""
+    require_browser()
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@contextlib.contextmanager
+def offline_app(data: Path, *, mcp: bool = True, port: int | None = None, env: Mapping[str, str] | None = None) -> Iterator[app.Running]:
+    """The app on a free loopback port with the offline stand-in (no GROQ_API_KEY: never the network) and a key
+    of the data directory's own; `env` stays set for the server's lifetime (Gradio reads GRADIO_TEMP_DIR late)."""
+    import app as app_module
+    from webui.config import Config
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("GROQ_API_KEY", raising=False)
+        mp.delenv("RECEIPT_SIGNING_KEY", raising=False)
+        mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+        for name, value in (env or {}).items():
+            mp.setenv(name, value)
+        running = app_module.start(Config(data, "127.0.0.1", free_port() if port is None else port, None, 16, mcp), quiet=True)
+        try:
+            yield running
+        finally:
+            running.stop()
 
 
 def require_browser() -> None:

@@ -4,6 +4,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +31,12 @@ def _verifier_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
         os.environ.pop("MRE_CACHE_DIR", None)
     else:
         os.environ["MRE_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless chromium per browser-test module (tests/browser_support.launched_browser)."""
+    from tests.browser_support import launched_browser
+
+    with launched_browser() as b:
+        yield b

@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import re
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,11 +30,8 @@ from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.show import summarize
 from webui import ids
-from webui.config import Config
 
 from .browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     INSTALL_TIMER,
     READ_TIMER,
     RECEIPT_ID,
@@ -43,10 +39,10 @@ from .browser_support import (
     WAIT_MS,
     is_loopback,
     markdown,
+    offline_app,
     open_tab,
     read_grid,
     receipt_body,
-    require_browser,
     settled,
     tamper_memory_text,
     text_of,
@@ -69,38 +65,11 @@ MESSAGES = (FIRST, "Miso sleeps on the red sofa", "What is my cat called?")
 WORD = "Miso"  # from the first message: search finds it; another visitor must not
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # -- fixtures --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_browser()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[app.Running]:
-    data = tmp_path_factory.mktemp("browser-data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
-        mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-        running = app.start(Config(data, "127.0.0.1", free_port(), None, 16, True), quiet=True)
-    try:
+    with offline_app(tmp_path_factory.mktemp("browser-data")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @dataclass

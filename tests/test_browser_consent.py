@@ -27,19 +27,16 @@ from receipts.api import verify_bytes
 from receipts.verify import PASS
 from webui import ids
 from webui import render_controls as rc
-from webui.config import Config
 
 from .browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     RECEIPT_ID,
     WAIT_MS,
+    offline_app,
     receipt_body,
-    require_browser,
     text_of,
     toasts,
 )
-from .test_browser import ROOT, free_port, open_visitor, send, session_id_shown, shot
+from .test_browser import ROOT, open_visitor, send, session_id_shown, shot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -51,31 +48,9 @@ MEMORIES = ("My cat Miso likes tuna", "My cat Miso sleeps on the radiator", "My 
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_browser()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[app.Running]:
-    data = tmp_path_factory.mktemp("consent-data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
-        mp.delenv("RECEIPT_SIGNING_KEY", raising=False)
-        mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-        running = app.start(Config(data, "127.0.0.1", free_port(), None, 16, True), quiet=True)
-        try:
-            yield running
-        finally:
-            running.stop()
+    with offline_app(tmp_path_factory.mktemp("consent-data")) as running:
+        yield running
 
 
 def propose(page: Page, question: str) -> list[tuple[str, int]]:

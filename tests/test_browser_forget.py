@@ -24,21 +24,18 @@ import app
 from receipts.certificate_io import verify_certificate_bytes
 from receipts.verify import PASS
 from webui import ids
-from webui.config import Config
 
 from .browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     WAIT_MS,
     markdown,
+    offline_app,
     open_tab,
     read_grid,
-    require_browser,
     settled,
     toasts,
 )
 from .forget_support import MARKER, files_with_marker
-from .test_browser import free_port, open_visitor, send, session_id_shown, shot, upload, wait_for_session
+from .test_browser import open_visitor, send, session_id_shown, shot, upload, wait_for_session
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -49,35 +46,12 @@ MESSAGES = (f"My locker code word is {MARKER}", "What is my locker code word?")
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_browser()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[app.Running]:
-    data = tmp_path_factory.mktemp("forget-data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
-        mp.delenv("RECEIPT_SIGNING_KEY", raising=False)
-        mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-        # Gradio's file cache of its own: the grep below covers all of it, and the machine's shared /tmp/gradio
-        # holds other runs' copies of the same marker. Set for the server's lifetime: Gradio reads it when the
-        # Blocks are built and again when it checks an upload's path.
-        mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-cache")))
-        running = app.start(Config(data, "127.0.0.1", free_port(), None, 16, True), quiet=True)
-        try:
-            yield running
-        finally:
-            running.stop()
+    # Gradio's file cache of its own: the grep below covers all of it, and the machine's shared /tmp/gradio
+    # holds other runs' copies of the same marker.
+    cache = str(tmp_path_factory.mktemp("gradio-cache"))
+    with offline_app(tmp_path_factory.mktemp("forget-data"), env={"GRADIO_TEMP_DIR": cache}) as running:
+        yield running
 
 
 def test_a_memory_forgotten_from_the_ledger_tab_reads_forgotten_and_search_no_longer_finds_it(

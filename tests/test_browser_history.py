@@ -30,9 +30,9 @@ from receipts import checkpoints as C
 from webui import ids
 from webui.config import Config
 
-from .browser_support import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, markdown, open_tab, require_browser, toasts
+from .browser_support import WAIT_MS, free_port, markdown, open_tab, toasts
 from .history_support import edit_in_place, rewrite_and_recompute, truncate
-from .test_browser import Visitor, free_port, open_visitor, rows_by_check, send, session_id_shown, upload
+from .test_browser import Visitor, open_visitor, rows_by_check, send, session_id_shown, upload
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -64,20 +64,6 @@ class Server:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_browser()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="module")

@@ -23,11 +23,16 @@ import pytest
 
 import app
 from webui import ids
-from webui.config import Config
 from webui.inputs import MAX_QUERY_CHARS
 
-from .browser_support import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, is_loopback, markdown, read_grid, require_browser
-from .test_browser import free_port, send, wait_for_session
+from .browser_support import (
+    WAIT_MS,
+    is_loopback,
+    markdown,
+    offline_app,
+    read_grid,
+)
+from .test_browser import send, wait_for_session
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -96,30 +101,9 @@ def open_tab(page: Page, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_browser()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[app.Running]:
-    data = tmp_path_factory.mktemp("narrow-data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
-        mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-        running = app.start(Config(data, "127.0.0.1", free_port(), None, 16, False), quiet=True)
-    try:
+    with offline_app(tmp_path_factory.mktemp("narrow-data"), mcp=False) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["390px", "1280px"])
