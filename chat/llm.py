@@ -90,6 +90,10 @@ class Completion:
     streamed: bool  # True only when all of `text` was delivered through on_delta
 
 
+class NoKey(Exception):
+    """`LLM.ask` was called without a key: no request was made."""
+
+
 class BadAnswer(Exception):
     """Groq answered, but not with a usable chat completion (wrong shape, empty, cut short)."""
 
@@ -172,9 +176,9 @@ class LLM:
         except _CallbackFailed as failed:
             raise failed.original from None
         except Exception as exc:  # see the module docstring for why this is broad
-            reason = self._redact(failure_reason(exc, timeout=self.timeout))
+            reason = self.redact(failure_reason(exc, timeout=self.timeout))
             # never the server's or the model's words, nor a traceback: they may echo the prompt or the answer
-            log.warning("groq call failed, the offline stand-in answered: %s", self._redact(log_reason(exc, timeout=self.timeout)))
+            log.warning("groq call failed, the offline stand-in answered: %s", self.redact(log_reason(exc, timeout=self.timeout)))
             return self._stand_in(query, memories, reason)
         return Completion(
             text=text,
@@ -197,13 +201,27 @@ class LLM:
                 )
             return self._client
 
-    def _ask(self, messages: list[dict[str, str]]) -> tuple[str, str | None]:
+    def ask(self, messages: list[dict[str, str]], *, timeout: float | None = None) -> tuple[str, str | None]:
+        """One non-streamed request: (text, the model the response names, if it names one).
+
+        For a caller with its own fallback (control.supersede_model): unlike `complete` it raises every
+        failure -- NoKey without a key (and makes no request), else whatever the SDK or read_completion
+        raised; classify it with failure_reason / log_reason. `timeout` bounds this request only.
+        """
+        if self._api_key is None:
+            raise NoKey(NO_KEY_REASON)
+        if timeout is not None and not timeout > 0:  # also rejects NaN
+            raise ValueError(f"LLM.ask timeout {timeout!r}: must be a positive number of seconds")
         response = self._groq().chat.completions.create(
             model=self.model,
             messages=cast("list[ChatCompletionMessageParam]", messages),
             stream=False,
+            timeout=groq.NOT_GIVEN if timeout is None else timeout,
         )
         return read_completion(response)
+
+    def _ask(self, messages: list[dict[str, str]]) -> tuple[str, str | None]:
+        return self.ask(messages)
 
     def _ask_streaming(self, messages: list[dict[str, str]], on_delta: Callable[[str], None]) -> tuple[str, str | None]:
         stream = self._groq().chat.completions.create(
@@ -242,8 +260,8 @@ class LLM:
             streamed=False,
         )
 
-    def _redact(self, text: str) -> str:
-        # The SDK's messages quote the server's body; a proxy could echo the key back.
+    def redact(self, text: str) -> str:
+        """`text` without the key: the SDK's messages quote the server's body, and a proxy could echo the key."""
         if self._api_key:
             text = text.replace(self._api_key, "[redacted]")
         return text
