@@ -1,6 +1,8 @@
 """`python -m control forget DATA_DIR SESSION SEQ [SEQ ...] [--reason TEXT] [--no-cascade]`,
 `python -m control forget DATA_DIR SESSION --all`, and (issue 11)
-`python -m control revoke DATA_DIR SESSION SEQ [--reason TEXT]` / `python -m control restore DATA_DIR SESSION SEQ`.
+`python -m control revoke DATA_DIR SESSION SEQ [--reason TEXT]` / `python -m control restore DATA_DIR SESSION SEQ`,
+and (issue 12) `python -m control supersede DATA_DIR SESSION NEW_SEQ OLD_SEQ [--reason TEXT]` /
+`python -m control history DATA_DIR SESSION SEQ [--json]`.
 
 Prints what was erased and, as its last line, `certificate: <path>`. Exit 0 when done; 2 (one line, nothing
 changed) for an unusable data directory, an unknown session, a bad seq, an event already erased or an
@@ -23,6 +25,7 @@ from retrieval.model import RetrievalError
 from .forget import describe, forget, forget_session, pending, recover, result_dict
 from .plan import PlanError
 from .revocation import restore, revoke
+from .supersession import HistoryEntry, history, supersede
 
 EPILOG = (
     "Every assistant answer whose receipt cited an erased event is erased with it (--no-cascade: only the named "
@@ -83,9 +86,67 @@ def cmd_control(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+SUPERSEDE_EPILOG = (
+    "The older event stays in the ledger, unchanged, and is no longer served as the current fact; the newer one "
+    "holds. The supersession is a record appended to the ledger (never a word of either statement: the reason must "
+    "not quote them). `history` lists every statement of the fact, oldest first. exit status: 0 done; 2 unusable "
+    "input, nothing appended."
+)
+
+
+def _data_dir(value: str) -> Path | None:
+    data = Path(value)
+    return data if value.strip() and (data / "sessions").is_dir() else None
+
+
+def cmd_supersede(args: argparse.Namespace) -> int:
+    data = _data_dir(args.data_dir)
+    if data is None:
+        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    try:
+        result = supersede(data, args.session, args.new_seq, args.old_seq, reason=args.reason)
+    except (PlanError, KeyConfigError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{data}: nothing was appended ({exc.strerror or exc})")
+    print(result.summary())
+    return EXIT_OK
+
+
+def history_line(row: HistoryEntry) -> str:
+    """One statement of a fact as `python -m control history` prints it."""
+    if row.superseded_by is None:
+        state = "live"
+    else:
+        why = f"; {row.shown_reason}" if row.shown_reason else ""
+        state = f"superseded by seq {row.superseded_by} ({row.decided_by}{why})"
+    flags = "".join(f" [{f}]" for f, on in (("revoked", row.revoked), ("forgotten", row.erased)) if on)
+    text = "(its words were forgotten)" if row.text is None else json.dumps(row.text, ensure_ascii=False)
+    return f"seq {row.seq}  {row.ts}  {row.role}  {state}{flags}  {text}"
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    data = _data_dir(args.data_dir)
+    if data is None:
+        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    try:
+        rows = history(data, args.session, args.seq)
+    except PlanError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{data}: the history cannot be read ({exc.strerror or exc})")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+    else:
+        print(f"session {args.session}: {len(rows)} statement(s) of this fact, oldest first")
+        for r in rows:
+            print(history_line(r))
+    return EXIT_OK
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it.")
+    parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it, supersede it with a newer statement.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     f = sub.add_parser("forget", help="erase events of a session (or the whole session) and write an erasure certificate", epilog=EPILOG)
     f.add_argument("data_dir", metavar="DATA_DIR")
@@ -103,6 +164,19 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("seq", metavar="SEQ", help="the event's seq (or its id, evt_…)")
         c.add_argument("--reason", metavar="TEXT", help="why (kept in the ledger for good; never repeat the memory's words)")
         c.set_defaults(func=cmd_control)
+    s = sub.add_parser("supersede", help="record that a newer statement supersedes an older one (both kept on record)", epilog=SUPERSEDE_EPILOG)
+    s.add_argument("data_dir", metavar="DATA_DIR")
+    s.add_argument("session", metavar="SESSION")
+    s.add_argument("new_seq", metavar="NEW_SEQ", help="the newer statement's seq (or its id, evt_…)")
+    s.add_argument("old_seq", metavar="OLD_SEQ", help="the older statement's seq (or its id, evt_…)")
+    s.add_argument("--reason", metavar="TEXT", help="why (kept in the ledger for good; never repeat either statement's words)")
+    s.set_defaults(func=cmd_supersede)
+    h = sub.add_parser("history", help="every statement of the fact an event states, oldest first, each live or superseded", epilog=SUPERSEDE_EPILOG)
+    h.add_argument("data_dir", metavar="DATA_DIR")
+    h.add_argument("session", metavar="SESSION")
+    h.add_argument("seq", metavar="SEQ", help="any statement of the fact: its seq (or its id, evt_…)")
+    h.add_argument("--json", action="store_true", help="print the statements as JSON")
+    h.set_defaults(func=cmd_history)
     args = parser.parse_args(argv)
     return run(args.func, args)
 

@@ -43,7 +43,7 @@ class Slot(NamedTuple):
     role: str
     erased: bool  # already in erased form
     record: bool  # an erasure record (never erased)
-    control: bool = False  # a control record (revoke/restore, FORMAT.md §17): never erased, the state derives from it
+    control: bool = False  # a control record (revoke/restore §17, supersession §19): never erased, the state derives from it
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ def plan(
         if slot.record:
             raise PlanError(f"session {session}: seq {s} is an erasure record; it says what was erased and cannot be erased itself")
         if slot.control:
-            raise PlanError(f"session {session}: seq {s} is a control record (a revoke or restore); it holds no memory and cannot be erased")
+            raise PlanError(f"session {session}: seq {s} is a control record (a revoke, restore or supersession); it holds no memory and cannot be erased")
         if slot.erased:
             raise PlanError(f"session {session}: seq {s} is already erased")
         roles[s] = slot.role

@@ -19,8 +19,9 @@ from pathlib import Path
 from ledger import Event, Ledger
 from ledger.event import EVENT_ID_RE, EventError, is_erasure_record, validate_session_id
 from receipts import checkpoints, files
-from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta, control_of
+from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
 from receipts.keys import SigningKey, load_or_create
+from receipts.supersessions import is_control_record
 
 from .plan import PlanError, quoted
 from .state import ControlState, derive
@@ -104,7 +105,7 @@ def _check(session: str, ev: Event, state: ControlState, action: str, reason: st
         raise ControlError(f"session {session}: seq {ev.seq} is erased (forgotten): nothing is left to {action}")
     if is_erasure_record(ev):
         raise ControlError(f"session {session}: seq {ev.seq} is an erasure record, not a memory: it cannot be {action}d")
-    if control_of(ev.role, ev.text, ev.meta, ev.seq) is not None:
+    if is_control_record(ev.role, ev.text, ev.meta, ev.seq):
         raise ControlError(f"session {session}: seq {ev.seq} is a control record, not a memory: it cannot be {action}d")
     held = state.revoked.get(ev.seq)
     if action == REVOKE and held is not None:

@@ -4,6 +4,8 @@ The ledger is the only truth (docs/FORMAT.md §17): replaying its control events
 gives the state. A revoke of a seq already revoked, or a restore of one that is not, changes
 nothing (the library never appends either; an imported ledger might hold them). An erased line
 holds no meta, so it is never a control event (and a control event cannot be forgotten).
+The same replay folds the supersession records (§19) into `ControlState.supersessions`, so one cached
+state (control.revocation.current) serves both.
 
 `quoting_answers` extends a revocation to the answers that may repeat the revoked words: every answer
 whose turn cited a revoked event (its question or a memory), and every answer citing one of those.
@@ -16,6 +18,9 @@ from dataclasses import dataclass, field
 
 from ledger import Event
 from receipts.decisions import REVOKE, control_of
+from receipts.supersessions import supersession_of
+
+from .supersession_state import SupersessionState
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +36,14 @@ class Revocation:
 
 @dataclass(slots=True)
 class ControlState:
-    """The state after the first `size` events: revoked seq -> its revocation; every control event's seq."""
+    """The state after the first `size` events: revoked seq -> its revocation; every revoke's and restore's seq;
+    which statements newer ones superseded (§19, control.supersession_state)."""
 
     size: int = 0
     head: str = ""  # chain hash of event size-1 ("" for none): how a cached state knows its prefix is unchanged
     revoked: dict[int, Revocation] = field(default_factory=dict)
     controls: list[int] = field(default_factory=list)
+    supersessions: SupersessionState = field(default_factory=SupersessionState)
 
     def apply(self, ev: Event) -> None:
         """Fold one event (the next in seq order) into the state."""
@@ -48,11 +55,15 @@ class ControlState:
                 self.revoked.setdefault(seq, Revocation(seq, event_id, ev.seq, ev.id, reason))
             else:
                 self.revoked.pop(seq, None)
+        elif not ev.erased:
+            record = supersession_of(ev.role, ev.text, ev.meta, ev.seq)
+            if record is not None:
+                self.supersessions.apply(record, ev.seq, ev.id)
         self.size = ev.seq + 1
         self.head = ev.chain
 
     def copy(self) -> ControlState:
-        return ControlState(self.size, self.head, dict(self.revoked), list(self.controls))
+        return ControlState(self.size, self.head, dict(self.revoked), list(self.controls), self.supersessions.copy())
 
     def excluded(self) -> list[int]:
         """The revoked seqs: retrieval never hands them to the model. (Control events are not excluded here: the

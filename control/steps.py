@@ -28,9 +28,9 @@ from receipts import certificate as cert
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
-from receipts.decisions import control_of
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey
+from receipts.supersessions import is_control_record
 from retrieval import INDEX_FILE, Index
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
@@ -73,7 +73,7 @@ def write_journal(data: Path, entry: dict[str, Any]) -> Path:
 
 # -- what the session holds ---------------------------------------------------------
 def slot(ev: Event) -> Slot:
-    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev), not ev.erased and control_of(ev.role, ev.text, ev.meta, ev.seq) is not None)
+    return Slot(ev.seq, ev.role, ev.erased, is_erasure_record(ev), not ev.erased and is_control_record(ev.role, ev.text, ev.meta, ev.seq))
 
 
 UNRECEIPTED = 0  # Citation.format of an answer whose receipt was never written: nothing to redact or withdraw

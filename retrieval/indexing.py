@@ -6,9 +6,9 @@ last few turns), and writes out what comes back.
 
 What has no words is never indexed: an erased event (its text, meta and salt
 are gone from the ledger, FORMAT.md "Erasure"), an erasure record (it names
-seqs, not words) and a control event (a revoke or restore, FORMAT.md §17: a fixed
-text naming a seq; it is never a memory, so a session's searches need not
-exclude every one ever made). They get no row, are nobody's neighbour in
+seqs, not words) and a control event (a revoke or restore, FORMAT.md §17, or a
+supersession record, §19: a fixed text naming seqs; it is never a memory, so a
+session's searches need not exclude every one ever made). They get no row, are nobody's neighbour in
 `context`, and add nothing to the terms a later event's novelty is judged
 against, so an index built from a ledger with erased lines equals one that
 forgot them afterwards, and a rebuilt index equals one kept up to date.
@@ -24,7 +24,7 @@ import orjson
 
 from ledger import Event
 from ledger.event import is_erasure_record
-from receipts.decisions import control_of
+from receipts.supersessions import is_control_record
 
 from .scoring import collapse_score, novelty
 from .sql import row_id
@@ -69,7 +69,7 @@ class Row:
 
 def skipped(ev: Event) -> bool:
     """True for an event the index holds nothing of."""
-    return ev.erased or is_erasure_record(ev) or control_of(ev.role, ev.text, ev.meta, ev.seq) is not None
+    return ev.erased or is_erasure_record(ev) or is_control_record(ev.role, ev.text, ev.meta, ev.seq)
 
 
 def erased_by(ev: Event) -> list[int]:

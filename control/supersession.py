@@ -1,0 +1,279 @@
+"""Supersede and correct (I/O): a newer statement replaces an older one, on the record (issue 12).
+
+Neither touches an event. `supersede` appends a supersession record (docs/FORMAT.md §19) saying which newer
+event supersedes which older one, who decided (the visitor, a rule of the detector, or a model checked by a
+rule) and an optional reason that quotes nothing; `correct` appends the visitor's new statement as a user
+event and then the record. The state is derived from the ledger (control.state, folded into the same cached
+state as revocations: `current_supersessions`), so a rebuilt index, another process or a restarted app see
+the same. Both take the session's turn lock and keep a signed checkpoint after the append, as a revoke does;
+`supersede_locked` is for a caller already holding the lock (a turn that runs the detector).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger import Event, Ledger
+from ledger.event import EventError, is_erasure_record, validate_session_id
+from receipts import checkpoints, files
+from receipts.decisions import MAX_CONTROL_REASON
+from receipts.keys import SigningKey, load_or_create
+from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
+from retrieval import Index
+
+from .plan import quoted
+from .revocation import ControlError, _target, current
+from .supersession_state import Supersession, SupersessionState, shown_reason
+
+# chat.engine.MAX_MESSAGE_CHARS, not imported (chat imports control); tests/test_control_supersede.py checks they agree
+MAX_STATEMENT_CHARS = 8000
+CORRECTION_META: dict[str, Any] = {"kind": "chat"}  # a correction is said like any message; the record says it corrects
+
+
+class SupersedeError(ControlError):
+    """A supersession or history that cannot be done; nothing was appended. One line naming the session and seq."""
+
+
+@dataclass(frozen=True, slots=True)
+class SupersedeResult:
+    """What one supersede (or correct) appended: the record, and for a correction the new statement before it."""
+
+    session: str
+    new_seq: int
+    new_id: str
+    old_seq: int
+    old_id: str
+    record_seq: int
+    record_id: str
+    decided_by: str
+    checked_by: str | None
+    reason: str | None
+    corrected: bool = False  # the new statement was appended by this call (correct)
+
+    def summary(self) -> str:
+        said = f"the new statement at seq {self.new_seq} ({self.new_id})" if self.corrected else f"seq {self.new_seq} ({self.new_id})"
+        return (
+            f"session {self.session}: seq {self.old_seq} ({self.old_id}) superseded by {said} (kept on record, no longer "
+            f"served as current); decided by {self.decided_by}; supersession record at seq {self.record_seq}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One statement of a fact, with its state now (control.supersession.history)."""
+
+    seq: int
+    event_id: str
+    role: str
+    ts: str
+    text: str | None  # None once forgotten
+    erased: bool
+    revoked: bool
+    superseded_by: int | None  # the seq that replaced it (its first supersession); None while live
+    superseded_by_id: str | None
+    supersedes: tuple[int, ...] = ()
+    decided_by: str | None = None  # of its supersession
+    record_seq: int | None = None  # its supersession record
+    reason: str | None = None  # as stored (never quotes a value)
+    shown_reason: str | None = None  # recomputed from the texts while both exist (may quote the values)
+    live_seq: int = -1  # the statement holding now in its line of replacements
+
+    @property
+    def state(self) -> str:
+        return "superseded" if self.superseded_by is not None else "live"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq, "id": self.event_id, "role": self.role, "ts": self.ts, "text": self.text, "state": self.state,
+            "erased": self.erased, "revoked": self.revoked, "superseded_by": self.superseded_by,
+            "superseded_by_id": self.superseded_by_id, "supersedes": list(self.supersedes), "decided_by": self.decided_by,
+            "record_seq": self.record_seq, "reason": self.reason, "shown_reason": self.shown_reason, "live_seq": self.live_seq,
+        }
+
+
+def current_supersessions(ledger: Ledger, session: str) -> SupersessionState:
+    """The supersession state of `session` as its ledger holds it now (cached with the revocations; a copy)."""
+    return current(ledger, session).supersessions
+
+
+def superseded_seqs(data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None) -> dict[int, int]:
+    """superseded seq -> the seq that replaced it (for labelling search results and the ledger view)."""
+    led = ledger if ledger is not None else Ledger(data_dir)
+    if not led.exists(session):
+        return {}
+    return {s: link.new_seq for s, link in current_supersessions(led, session).superseded.items()}
+
+
+# -- checks (the caller holds the session's turn lock) -------------------------------------------------------
+def _session(data: Path, led: Ledger, session: str) -> None:
+    try:
+        validate_session_id(session)
+    except EventError as exc:
+        raise SupersedeError(str(exc)) from None
+    if not led.exists(session):
+        raise SupersedeError(f"session {session}: no such session in {data}")
+
+
+def _reason(reason: object) -> str | None:
+    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_CONTROL_REASON):
+        raise SupersedeError(f"reason: must be text of at most {MAX_CONTROL_REASON} characters")
+    return reason.strip() or None if isinstance(reason, str) else None
+
+
+def _statement(led: Ledger, session: str, value: object, count: int, what: str) -> Event:
+    try:
+        ev = _target(led, session, value, count)
+    except ControlError as exc:
+        raise SupersedeError(str(exc)) from None
+    if ev.erased:
+        raise SupersedeError(f"session {session}: seq {ev.seq} is erased (forgotten): it cannot {what}")
+    if is_erasure_record(ev):
+        raise SupersedeError(f"session {session}: seq {ev.seq} is an erasure record, not a statement: it cannot {what}")
+    if is_control_record(ev.role, ev.text, ev.meta, ev.seq):
+        raise SupersedeError(f"session {session}: seq {ev.seq} is a control record, not a statement: it cannot {what}")
+    return ev
+
+
+def _check_reason(session: str, reason: str | None, events: list[tuple[int, str]]) -> None:
+    for seq, text in events:
+        if reason and quoted(reason, text):
+            raise SupersedeError(
+                f"session {session}: the reason repeats a word of the event at seq {seq}, and the reason is kept for good; say why without quoting it"
+            )
+
+
+def supersede_locked(
+    ledger: Ledger,
+    session: str,
+    new_seq: object,
+    old_seq: object,
+    *,
+    reason: str | None = None,
+    decided_by: str = VISITOR,
+    checked_by: str | None = None,
+) -> SupersedeResult:
+    """`supersede` for a caller that holds the session's turn lock and keeps its own checkpoint (a turn)."""
+    problem = decider_problem(decided_by, checked_by)
+    if problem:
+        raise SupersedeError(f"session {session}: {problem}")
+    reason = _reason(reason)
+    count, _head = ledger.head(session)
+    new = _statement(ledger, session, new_seq, count, "supersede another")
+    old = _statement(ledger, session, old_seq, count, "be superseded")
+    if not old.seq < new.seq:
+        raise SupersedeError(f"session {session}: seq {old.seq} is not older than seq {new.seq}: only a newer statement supersedes an older one")
+    held = current_supersessions(ledger, session)
+    link = held.link(old.seq, new.seq)
+    if link is not None:
+        raise SupersedeError(f"session {session}: seq {old.seq} is already superseded by seq {new.seq} (the record at seq {link.record_seq})")
+    _check_reason(session, reason, [(old.seq, old.text), (new.seq, new.text)])
+    meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=decided_by, checked_by=checked_by, reason=reason)
+    record = ledger.append(session, "system", SUPERSEDE_TEXT, meta)
+    return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, decided_by, checked_by, reason)
+
+
+def supersede(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    new_seq: object,
+    old_seq: object,
+    *,
+    reason: str | None = None,
+    decided_by: str = VISITOR,
+    checked_by: str | None = None,
+    ledger: Ledger | None = None,
+    key: SigningKey | None = None,
+) -> SupersedeResult:
+    """Record that the event at `new_seq` supersedes the older one at `old_seq` (a seq, or an id `evt_…`).
+
+    Raises SupersedeError (one line, nothing appended) for an unknown session or seq, an erased event, an
+    erasure or control record on either side, an older seq that is not older, a pair already recorded, a
+    `decided_by`/`checked_by` that is not 'visitor', 'rule:<name>' or 'model:<id>' checked by 'rule:<name>',
+    or a reason that repeats a word of either statement (the record is kept for good)."""
+    data = Path(data_dir)
+    led = ledger if ledger is not None else Ledger(data)
+    _session(data, led, session)
+    with files.session_turn_lock(data, session):
+        result = supersede_locked(led, session, new_seq, old_seq, reason=reason, decided_by=decided_by, checked_by=checked_by)
+        checkpoints.issue(data, led, session, key if key is not None else load_or_create(data))
+    return result
+
+
+def correct(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    old_seq: object,
+    new_text: str,
+    *,
+    reason: str | None = None,
+    ledger: Ledger | None = None,
+    index: Index | None = None,
+    key: SigningKey | None = None,
+) -> SupersedeResult:
+    """"Correct this": append `new_text` as the visitor's user statement, then the record that it supersedes the
+    event at `old_seq` (decided by the visitor), and index the new statement. SupersedeError as for `supersede`
+    (nothing appended), and for an empty or over-long text."""
+    data = Path(data_dir)
+    led = ledger if ledger is not None else (index.ledger if index is not None else Ledger(data))
+    _session(data, led, session)
+    if not isinstance(new_text, str) or not new_text.strip():
+        raise SupersedeError(f"session {session}: the new statement is empty; type what holds now")
+    if len(new_text) > MAX_STATEMENT_CHARS:
+        raise SupersedeError(f"session {session}: the new statement is {len(new_text)} characters, over the limit of {MAX_STATEMENT_CHARS}")
+    reason = _reason(reason)
+    with files.session_turn_lock(data, session):
+        count, _head = led.head(session)
+        old = _statement(led, session, old_seq, count, "be superseded")
+        _check_reason(session, reason, [(old.seq, old.text), (count, new_text)])
+        k = key if key is not None else load_or_create(data)
+        try:
+            new = led.append(session, "user", new_text, dict(CORRECTION_META))
+        except EventError as exc:
+            raise SupersedeError(f"session {session}: the new statement cannot be recorded: {exc}") from None
+        meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR, reason=reason)
+        record = led.append(session, "system", SUPERSEDE_TEXT, meta)
+        checkpoints.issue(data, led, session, k)
+    idx = index if index is not None else Index(data, led)
+    try:
+        idx.index_session(session, [new, record])
+    finally:
+        if index is None:
+            idx.close()
+    return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, VISITOR, None, reason, corrected=True)
+
+
+def history(data_dir: str | os.PathLike[str], session: str, seq: object, *, ledger: Ledger | None = None) -> list[HistoryEntry]:
+    """All statements of the fact `seq` states (linked to it by supersessions, either way), oldest first, each
+    with its state now. SupersedeError for an unknown session or seq, or a record (not a statement)."""
+    data = Path(data_dir)
+    led = ledger if ledger is not None else Ledger(data)
+    _session(data, led, session)
+    count, _head = led.head(session)
+    try:
+        target = _target(led, session, seq, count)
+    except ControlError as exc:
+        raise SupersedeError(str(exc)) from None
+    if is_erasure_record(target) or (not target.erased and is_control_record(target.role, target.text, target.meta, target.seq)):
+        raise SupersedeError(f"session {session}: seq {target.seq} is a record, not a statement: it has no history")
+    state = current(led, session)
+    held = state.supersessions
+    seqs = held.history(target.seq)
+    events = {ev.seq: ev for ev in led.read_events(session, seqs)}
+    return [_entry(events[s], held, s in state.revoked, events) for s in seqs]
+
+
+def _entry(ev: Event, held: SupersessionState, revoked: bool, events: Mapping[int, Event]) -> HistoryEntry:
+    link: Supersession | None = held.superseded.get(ev.seq)
+    text = None if ev.erased else ev.text
+    if link is None:
+        return HistoryEntry(ev.seq, ev.id, ev.role, ev.ts, text, ev.erased, revoked, None, None, tuple(held.supersedes(ev.seq)), live_seq=held.live(ev.seq))
+    newer = events.get(link.new_seq)
+    new_text = None if newer is None or newer.erased else newer.text
+    return HistoryEntry(
+        ev.seq, ev.id, ev.role, ev.ts, text, ev.erased, revoked, link.new_seq, link.new_id, tuple(held.supersedes(ev.seq)),
+        link.decided_by, link.record_seq, link.reason, shown_reason(link, text, new_text), held.live(ev.seq),
+    )
