@@ -22,6 +22,7 @@ from webui import render as r
 from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
+from webui import render_supersede as rs
 from webui import render_verify as rv
 from webui.config import (
     Config,
@@ -210,6 +211,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-turn")
                     turn_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-turn")
                     turn_control_md = gr.Markdown(elem_id=ids.CONTROL_TURN_STATUS, latex_delimiters=[])
+                    with gr.Row():
+                        turn_correct_text = gr.Textbox(
+                            label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-turn", scale=4
+                        )
+                        turn_correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-turn", scale=1)
+                        turn_history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-turn", scale=1)
+                    turn_history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-turn", latex_delimiters=[])
 
             with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
                 with gr.Row():
@@ -233,6 +241,9 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     include_revoked = gr.Checkbox(
                         False, label="include revoked memories", elem_id=ids.SEARCH_INCLUDE_REVOKED, scale=1
                     )
+                    include_superseded = gr.Checkbox(
+                        False, label=rs.INCLUDE_SUPERSEDED_LABEL, elem_id=ids.SEARCH_INCLUDE_SUPERSEDED, scale=1
+                    )
                     explain_hits = gr.Checkbox(False, label="explain each hit", elem_id=ids.SEARCH_EXPLAIN, scale=1)
                 search_status = gr.Markdown(elem_id=ids.SEARCH_STATUS, latex_delimiters=[])
                 results = gr.Dataframe(
@@ -255,6 +266,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-search")
                 search_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-search")
                 search_control_md = gr.Markdown(elem_id=ids.CONTROL_SEARCH_STATUS, latex_delimiters=[])
+                with gr.Row():
+                    search_correct_text = gr.Textbox(
+                        label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-search", scale=4
+                    )
+                    search_correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-search", scale=1)
+                    search_history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-search", scale=1)
+                search_history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-search", latex_delimiters=[])
 
             with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
                 upload = gr.File(
@@ -304,6 +322,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-ledger")
                 ledger_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-ledger")
                 ledger_control_md = gr.Markdown(elem_id=ids.CONTROL_LEDGER_STATUS, latex_delimiters=[])
+                with gr.Row():
+                    ledger_correct_text = gr.Textbox(
+                        label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-ledger", scale=4
+                    )
+                    ledger_correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-ledger", scale=1)
+                    ledger_history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-ledger", scale=1)
+                ledger_history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-ledger", latex_delimiters=[])
                 checkpoint = gr.Code(
                     language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
                 )
@@ -351,9 +376,13 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             # A confirmation still open was about the other session: it closes (nothing changes).
             switched.then(ui.cancel_forget, None, forget_outputs, api_name=f"{name}_forget", api_visibility="private")
             switched.then(  # a revoke/restore line, and a reason typed for it, were about the other session
-                lambda: ("", "", "", "", "", ""),
+                lambda: ("",) * 12,
                 None,
-                [turn_control_md, search_control_md, ledger_control_md, turn_reason, search_reason, ledger_reason],
+                [
+                    *(turn_control_md, search_control_md, ledger_control_md, turn_reason, search_reason, ledger_reason),
+                    *(turn_correct_text, search_correct_text, ledger_correct_text),
+                    *(turn_history_md, search_history_md, ledger_history_md),
+                ],
                 api_name=f"{name}_controls",
                 api_visibility="private",
             )
@@ -434,9 +463,9 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
         turn.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="chat_tools", api_visibility="private")
         gr.on(
-            [query.submit, search_btn.click, include_revoked.input, explain_hits.input],
+            [query.submit, search_btn.click, include_revoked.input, explain_hits.input, include_superseded.input],
             ui.search,
-            [query, k_search, key_state, include_revoked, explain_hits],
+            [query, k_search, key_state, include_revoked, explain_hits, include_superseded],
             [search_status, results, search_explain],
             api_name="search",
             api_visibility=UNDOCUMENTED,
@@ -496,7 +525,7 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 None, None, None, js=SHOW_FORGET_BOX
             )
         # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
-        search_inputs = [query, k_search, key_state, include_revoked, explain_hits]
+        search_inputs = [query, k_search, key_state, include_revoked, explain_hits, include_superseded]
         for button, fn, seq_box, why, status, name in (
             (turn_revoke, ui.revoke, turn_pick, turn_reason, turn_control_md, "revoke_turn"),
             (turn_restore, ui.restore, turn_pick, turn_reason, turn_control_md, "restore_turn"),
@@ -514,6 +543,27 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 api_name=f"{name}_search",
                 api_visibility="private",
             )
+        # Correct this and History beside them (issue 12): the same places, the same reason box and refreshes.
+        for button, seq_box, new_text, why, status, name in (
+            (turn_correct, turn_pick, turn_correct_text, turn_reason, turn_control_md, "correct_turn"),
+            (search_correct, search_seq, search_correct_text, search_reason, search_control_md, "correct_search"),
+            (ledger_correct, ledger_seq, ledger_correct_text, ledger_reason, ledger_control_md, "correct_ledger"),
+        ):
+            button.click(
+                ui.correct, [key_state, seq_box, new_text, why], [status, new_text], api_name=name, api_visibility=UNDOCUMENTED
+            ).then(ui.ledger, [key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private").then(
+                ui.search_again,
+                search_inputs,
+                [search_status, results, search_explain],
+                api_name=f"{name}_search",
+                api_visibility="private",
+            )
+        for button, seq_box, shown, name in (
+            (turn_history, turn_pick, turn_history_md, "history_turn"),
+            (search_history, search_seq, search_history_md, "history_search"),
+            (ledger_history, ledger_seq, ledger_history_md, "history_ledger"),
+        ):
+            button.click(ui.memory_history, [key_state, seq_box], shown, api_name=name, api_visibility=UNDOCUMENTED)
         results.select(ui.pick_search_row, None, search_seq, api_name="forget_pick_search", api_visibility="private")
         events.select(ui.pick_ledger_row, None, ledger_seq, api_name="forget_pick_ledger", api_visibility="private")
         withhold.input(

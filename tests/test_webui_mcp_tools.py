@@ -42,6 +42,8 @@ def test_the_tool_set(tools: dict) -> None:
         "cancel_turn",
         "revoke_memory",
         "restore_memory",
+        "memory_history",
+        "correct_memory",
     }
 
 

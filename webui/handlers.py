@@ -38,7 +38,9 @@ from . import render_controls as rc
 from . import render_forget as rf
 from . import render_history as rh
 from . import render_receipt as rr
+from . import render_supersede as rs
 from . import render_verify as rv
+from . import supersede as sp
 from .inputs import BadInput, read_upload
 from .service import Service
 from .sessions import SessionKeyError, is_session_key, new_session_key
@@ -104,8 +106,11 @@ def edge(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def table(headers: list[str], rows: list[list[Any]]) -> dict[str, Any]:
-    return {"headers": headers, "data": rows}
+def table(headers: list[str], rows: list[list[Any]], styling: list[list[str]] | None = None) -> dict[str, Any]:
+    """A gr.Dataframe value; `styling` (per-cell CSS, as r.struck_styling gives it) strikes superseded texts through."""
+    if styling is None:
+        return {"headers": headers, "data": rows}
+    return {"headers": headers, "data": rows, "metadata": {"styling": styling, "display_value": None}}
 
 
 class UI:
@@ -365,14 +370,31 @@ class UI:
     # -- search ----------------------------------------------------------------------------
     @edge
     def search(
-        self, query: object, k: object, key: object, include_revoked: object = False, explain: object = False
+        self,
+        query: object,
+        k: object,
+        key: object,
+        include_revoked: object = False,
+        explain: object = False,
+        include_superseded: object = False,
     ) -> tuple[Any, ...]:
         """Outputs: (status, results, explanation). A refused or failed query empties all three: the last query's
-        results never stay on screen under a status that is not theirs. Revoked memories only when asked, labelled.
+        results never stay on screen under a status that is not theirs. Revoked memories only when asked, labelled;
+        superseded ones (issue 12) likewise, struck through and naming the seq that replaced them.
         `explain` ("explain each hit"): why each hit ranked where it did, under the table; empty otherwise."""
         try:
-            resp = self.service.search(key, query, k, include_revoked=include_revoked is True, explain=explain is True)
+            resp = self.service.search(
+                key,
+                query,
+                k,
+                include_revoked=include_revoked is True,
+                include_superseded=include_superseded is True,
+                explain=explain is True,
+            )
             revoked = self.service.revoked(key) if include_revoked is True else {}
+            superseded = (
+                {s: x.new_seq for s, x in self.service.superseded(key).items()} if include_superseded is True else {}
+            )
         except KNOWN as exc:
             return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, []), ""
         except Exception as exc:  # noqa: BLE001 - the edge
@@ -384,21 +406,30 @@ class UI:
                 table(r.SEARCH_HEADERS, []),
                 "",
             )
+        rows = r.search_rows(resp.results, revoked, superseded)
+        text_col = r.SEARCH_HEADERS.index("text")
+        styling = r.struck_styling([h.seq for h in resp.results], superseded, len(r.SEARCH_HEADERS), text_col)
         return (
             r.search_status(len(resp.results), resp.k, resp.reason),
-            table(r.SEARCH_HEADERS, r.search_rows(resp.results, revoked)),
-            r.search_explanation(resp.results, revoked),
+            table(r.SEARCH_HEADERS, rows, styling),
+            r.search_explanation(resp.results, revoked, superseded),
         )
 
     @edge
     def search_again(
-        self, query: object, k: object, key: object, include_revoked: object = False, explain: object = False
+        self,
+        query: object,
+        k: object,
+        key: object,
+        include_revoked: object = False,
+        explain: object = False,
+        include_superseded: object = False,
     ) -> tuple[Any, ...]:
-        """After a revoke or restore from the Manual search tab: the same search again (its labels changed);
-        nothing when no query was typed."""
+        """After a revoke, restore or correction from the Manual search tab: the same search again (its labels
+        changed); nothing when no query was typed."""
         if not isinstance(query, str) or not query.strip():
             return gr.skip(), gr.skip(), gr.skip()
-        return self.search(query, k, key, include_revoked, explain)
+        return self.search(query, k, key, include_revoked, explain, include_superseded)
 
     # -- verify ----------------------------------------------------------------------------
     @edge
@@ -444,11 +475,16 @@ class UI:
         """Outputs: (chain status, events table, latest checkpoint)."""
         view = self.service.ledger(key)
         ok = view.report is not None and view.report.ok and not view.problem
-        rows = r.ledger_rows(view.events, revoked=self.service.revoked(key) if ok else {})  # a broken chain: no labels
+        revoked = self.service.revoked(key) if ok else {}  # a broken chain: no labels
+        superseded = {s: x.new_seq for s, x in self.service.superseded(key).items()} if ok else {}
+        rows = r.ledger_rows(view.events, revoked=revoked, superseded=superseded)
+        shown = view.events[-r.LEDGER_ROWS :]
+        text_col = r.LEDGER_HEADERS.index("text")
+        styling = r.struck_styling([e.seq for e in shown], superseded, len(r.LEDGER_HEADERS), text_col)
         status = r.chain_status(view.report, len(rows), view.total)
         if view.problem:
             status += f"\n\n_The events cannot be listed: {r.md(view.problem, 300)}_"
-        return status, table(r.LEDGER_HEADERS, rows), r.checkpoint_text(view.checkpoint)
+        return status, table(r.LEDGER_HEADERS, rows, styling), r.checkpoint_text(view.checkpoint)
 
     # -- forgetting (webui/forget.py; the rules are control.forget's) ------------------------------------
     # Every entry point opens the one confirmation panel. Outputs of ask/confirm/cancel: (pending State,
@@ -538,6 +574,21 @@ class UI:
     @edge
     def restore(self, key: object, seq: object, reason: object = None) -> str:
         return rc.result_markdown(ct.restore(self.service, key, seq, reason))
+
+    # -- correct this and history (webui/supersede.py; the rules are control.supersession's, issue 12) --------------
+    @edge
+    def correct(self, key: object, seq: object, new_text: object, reason: object = None) -> tuple[Any, ...]:
+        """A seq from the turn's dropdown, a search result or the ledger, the new statement typed beside it and the
+        optional reason. Outputs: (the control's status line, the emptied new-statement box). A refusal (unknown seq,
+        an erased or control record, an empty text, a reason that repeats the words) is a toast; nothing appended."""
+        result = sp.correct(self.service, key, seq, new_text, reason)
+        assert isinstance(new_text, str)
+        return rs.result_markdown(result, new_text.strip()), ""
+
+    @edge
+    def memory_history(self, key: object, seq: object) -> str:
+        """The memory's history: every statement of its fact, oldest first (a Markdown table)."""
+        return rs.history_markdown(sp.history(self.service, key, seq))
 
     @edge
     def turn_tools(self, key: object) -> tuple[Any, ...]:

@@ -90,3 +90,10 @@ CONSENT_PROPOSAL = "consent-proposal"
 CONSENT_PICK = "consent-pick"
 CONSENT_SEND = "consent-send"
 CONSENT_CANCEL = "consent-cancel"
+
+# Facts that change (issue 12): beside each Revoke / Restore, suffixed -turn/-search/-ledger like CONTROL_REASON.
+CORRECT_TEXT = "correct-text"  # the new statement typed for "Correct this"
+CORRECT_BUTTON = "correct-button"
+HISTORY_BUTTON = "memory-history-button"
+MEMORY_HISTORY = "memory-history"  # the history table of the memory's fact
+SEARCH_INCLUDE_SUPERSEDED = "search-include-superseded"

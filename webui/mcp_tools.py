@@ -18,6 +18,7 @@ from control import mcp as cm
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
 
+from . import supersede as sp
 from .forget import forget_event
 from .handlers import to_gr_error
 from .inputs import K_API_MAX, K_DEFAULT, BadInput
@@ -81,7 +82,9 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             }
         )
 
-    def search_memories(session_key: str, query: str, k: int = K_DEFAULT, include_revoked: bool = False) -> str:
+    def search_memories(
+        session_key: str, query: str, k: int = K_DEFAULT, include_revoked: bool = False, include_superseded: bool = False
+    ) -> str:
         """Search the session's memories (SQLite FTS5 BM25 plus a collapse score) without calling a model.
 
         Args:
@@ -89,13 +92,22 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             query: words to search for.
             k: how many results at most, 1 to 50 (default 8).
             include_revoked: also return revoked memories (each then names the control event that revoked it in revoked_by); default false, as answers never use them.
+            include_superseded: also return superseded memories, statements a newer one replaced (each then names it in superseded_by); default false, as answers are not handed them as current.
 
         Returns:
-            JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest, chain and revoked_by (null unless revoked).
+            JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest, chain, revoked_by (null unless revoked) and superseded_by (the event id of the statement that replaced it, or null while it is live).
         """
         try:
-            resp = service.search(session_key, query, k, k_max=K_API_MAX, include_revoked=include_revoked is True)
+            resp = service.search(
+                session_key,
+                query,
+                k,
+                k_max=K_API_MAX,
+                include_revoked=include_revoked is True,
+                include_superseded=include_superseded is True,
+            )
             revoked = service.revoked(session_key) if include_revoked is True else {}
+            superseded = service.superseded(session_key)
         except Exception as exc:  # noqa: BLE001 - the edge
             raise to_gr_error(exc, for_html=False) from None
         return _dumps(
@@ -104,7 +116,14 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
                 "query": resp.query,
                 "k": resp.k,
                 "reason": resp.reason,
-                "results": [{**h.to_dict(), "revoked_by": revoked.get(h.seq)} for h in resp.results],
+                "results": [
+                    {
+                        **h.to_dict(),
+                        "revoked_by": revoked.get(h.seq),
+                        "superseded_by": superseded[h.seq].new_id if h.seq in superseded else None,
+                    }
+                    for h in resp.results
+                ],
             }
         )
 
@@ -273,6 +292,51 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         session = _plain(lambda: service.session(session_key))
         return _dumps(_plain(lambda: cm.restore_memory(service.engine, session, event_id, reason)))
 
+    def memory_history(session_key: str, event_id: str) -> str:
+        """The history of a fact: every statement of it in the session (the memory given and those it superseded or
+        that superseded it), oldest first, each with its state now ("live" or "superseded"), when it was said, who
+        decided its supersession (visitor, rule:<name> or model:<id>) and the reason shown.
+
+        Args:
+            session_key: the caller's secret session key.
+            event_id: the memory's id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
+
+        Returns:
+            JSON: session_id and history, oldest first, each with seq, id, role, ts, text (null once forgotten), state, erased, revoked, superseded_by (seq), superseded_by_id, supersedes, decided_by, record_seq, reason, shown_reason and live_seq (the statement that holds now).
+        """
+        session = _plain(lambda: service.session(session_key))
+        entries = _plain(lambda: sp.history(service, session_key, event_id))
+        return _dumps({"session_id": session, "history": [e.to_dict() for e in entries]})
+
+    def correct_memory(session_key: str, event_id: str, new_text: str, reason: str = "") -> str:
+        """Correct a memory: new_text is stored as the person's new statement and supersedes the memory (decided by
+        the visitor). Nothing is deleted: the old statement stays on record as superseded, is no longer handed to the
+        model as current, and memory_history shows both.
+
+        Args:
+            session_key: the caller's secret session key.
+            event_id: the memory to correct: its id (evt_…) or its seq.
+            new_text: what holds now, at most 8000 characters.
+            reason: optional, at most 1000 characters; kept in the ledger for good, so it must not repeat the statements' words.
+
+        Returns:
+            JSON: session_id, old_seq, old_id, new_seq, new_id (the new statement), record_seq, record_id (the supersession record), decided_by ("visitor") and reason.
+        """
+        result = _plain(lambda: sp.correct(service, session_key, event_id, new_text, reason))
+        return _dumps(
+            {
+                "session_id": result.session,
+                "old_seq": result.old_seq,
+                "old_id": result.old_id,
+                "new_seq": result.new_seq,
+                "new_id": result.new_id,
+                "record_seq": result.record_seq,
+                "record_id": result.record_id,
+                "decided_by": result.decided_by,
+                "reason": result.reason,
+            }
+        )
+
     return [
         new_session_key,
         remember,
@@ -285,6 +349,8 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         cancel_turn,
         revoke_memory,
         restore_memory,
+        memory_history,
+        correct_memory,
     ]
 
 

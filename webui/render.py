@@ -172,16 +172,41 @@ def revoked_label(control_seq: int) -> str:
     return f"⛔ revoked (control event seq {control_seq}; kept, unused) · "
 
 
-def search_rows(hits: Iterable[Hit], revoked: Mapping[int, int] | None = None) -> list[list[Any]]:
-    """`revoked`: seq -> the control event that revoked it (control.revocation.revoked_seqs); those rows are labelled."""
-    rv = revoked or {}
+def superseded_label(new_seq: int) -> str:
+    """What a superseded memory's text starts with in the search results and the ledger (plain text: a table cell,
+    which `struck_styling` strikes through): the statement that replaced it (issue 12)."""
+    return f"superseded by seq {new_seq} · "
+
+
+def labels(seq: int, revoked: Mapping[int, int], superseded: Mapping[int, int]) -> str:
+    """The labels a memory's text starts with: revoked, superseded (plain text)."""
+    return (revoked_label(revoked[seq]) if seq in revoked else "") + (
+        superseded_label(superseded[seq]) if seq in superseded else ""
+    )
+
+
+STRUCK = "text-decoration: line-through;"
+
+
+def struck_styling(seqs: Sequence[int], superseded: Mapping[int, int], width: int, column: int) -> list[list[str]]:
+    """Per-cell CSS for a table (gr.Dataframe's metadata.styling): the text cell of a superseded memory is struck
+    through, every other cell unstyled. `seqs`: the rows' seqs in order."""
+    return [[STRUCK if i == column and seq in superseded else "" for i in range(width)] for seq in seqs]
+
+
+def search_rows(
+    hits: Iterable[Hit], revoked: Mapping[int, int] | None = None, superseded: Mapping[int, int] | None = None
+) -> list[list[Any]]:
+    """`revoked`: seq -> the control event that revoked it (control.revocation.revoked_seqs); `superseded`: seq -> the
+    seq that replaced it (issue 12). Those rows are labelled."""
+    rv, sp = revoked or {}, superseded or {}
     return [
         [
             h.rank,
             short(h.event_id, EVENT_ID_PREFIX),
             h.seq,
             h.role,
-            (revoked_label(rv[h.seq]) if h.seq in rv else "") + match_note(h) + snippet(h.text, SEARCH_SNIPPET),
+            labels(h.seq, rv, sp) + match_note(h) + snippet(h.text, SEARCH_SNIPPET),
             round(h.relative, 2),  # a share of the best hit's score: readable where raw BM25 is ~1e-6
             short(h.digest),
             short(h.chain),
@@ -217,16 +242,18 @@ def search_status(n: int, k: int, reason: str | None) -> str:
     )
 
 
-def search_explanation(hits: Sequence[Hit], revoked: Mapping[int, int] | None = None) -> str:
+def search_explanation(
+    hits: Sequence[Hit], revoked: Mapping[int, int] | None = None, superseded: Mapping[int, int] | None = None
+) -> str:
     """Why each hit ranked where it did (Markdown), from `Hit.explain` (search(..., explain=True)): the lines the
     CLI prints under each row (retrieval.explain.explain_lines), under the hit's rank, seq and text, labelled as
     in the table. The raw BM25 and score figures are shown here only. Hits searched without explain are skipped."""
-    rv = revoked or {}
+    rv, sp = revoked or {}, superseded or {}
     blocks = []
     for h in hits:
         if h.explain is None:
             continue
-        label = (revoked_label(rv[h.seq]) if h.seq in rv else "") + match_note(h)
+        label = labels(h.seq, rv, sp) + match_note(h)
         head = f"**#{h.rank} · seq {h.seq}** · {md(h.role, 20)} · score {h.relative:.2f} · {md_label(label)}{md(h.text, 120)}"
         blocks.append("\n".join([head, "", *(f"- {md(line)}" for line in explain_lines(h.explain))]))
     if not blocks:
@@ -241,16 +268,20 @@ def search_refused(message: str) -> str:
 
 # -- ledger ------------------------------------------------------------------------
 def ledger_rows(
-    events: Sequence[Event], limit: int = LEDGER_ROWS, revoked: Mapping[int, int] | None = None
+    events: Sequence[Event],
+    limit: int = LEDGER_ROWS,
+    revoked: Mapping[int, int] | None = None,
+    superseded: Mapping[int, int] | None = None,
 ) -> list[list[Any]]:
-    """The last `limit` events, oldest first; a revoked one (`revoked`: seq -> its revocation's seq) is labelled."""
-    rv = revoked or {}
+    """The last `limit` events, oldest first; a revoked one (`revoked`: seq -> its revocation's seq) and a superseded
+    one (`superseded`: seq -> the seq that replaced it) are labelled."""
+    rv, sp = revoked or {}, superseded or {}
     return [
         [
             e.seq,
             e.role,
             short_ts(e.ts),
-            (revoked_label(rv[e.seq]) if e.seq in rv else "") + shown_text(e, LEDGER_SNIPPET),
+            labels(e.seq, rv, sp) + shown_text(e, LEDGER_SNIPPET),
             short(e.digest),
             short(e.chain),
         ]

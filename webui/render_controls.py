@@ -23,7 +23,9 @@ REVOKE_LABEL = "⛔ Revoke"
 RESTORE_LABEL = "↩ Restore"
 # The optional reason beside Revoke / Restore: kept in the ledger for good (control.plan.quoted refuses one that
 # repeats the memory's words or numbers).
-REASON_LABEL = "Reason for Revoke / Restore (optional; kept on record for good, so do not repeat the memory's words)"
+REASON_LABEL = (
+    "Reason for Revoke / Restore / Correct this (optional; kept on record for good, so do not repeat the memory's words)"
+)
 MAX_REASON = MAX_CONTROL_REASON
 CONSENT_LABEL = "Ask me before memories reach the model"
 CONSENT_SEND_LABEL = "Send with the ticked memories"

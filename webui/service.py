@@ -18,6 +18,7 @@ from typing import Any
 from chat.engine import Engine, InputError, Turn
 from control.revocation import current as current_controls
 from control.state import ControlState
+from control.supersession_state import Supersession
 from ledger import Event, LedgerCorrupted, SessionReport
 from receipts import checkpoints, files, redact
 from receipts.api import verify_bytes
@@ -135,18 +136,22 @@ class Service:
         *,
         k_max: int = K_MAX,
         include_revoked: bool = False,
+        include_superseded: bool = False,
         explain: bool = False,
     ) -> SearchResponse:
         """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX. Control events are
-        never results; revoked memories only with `include_revoked` (the caller labels them: `revoked`).
+        never results; revoked memories only with `include_revoked`, superseded ones (replaced by a newer statement,
+        issue 12) only with `include_superseded` (the caller labels them: `revoked`, `superseded`).
         `explain`: each hit carries why it ranked where it did (retrieval.explain)."""
         session = self.session(key)
         k_, q = parse_k(k, k_max), check_query(query)
         led = self.engine.ledger
         state = current_controls(led, session) if led.exists(session) else ControlState()
-        exclude = [] if include_revoked else state.excluded()  # control events are not in the index
+        exclude = set() if include_revoked else set(state.excluded())  # control events are not in the index
+        if not include_superseded:
+            exclude |= set(state.supersessions.superseded)
         try:
-            return self.engine.index.search(session, q, k_, exclude_seqs=exclude, explain=explain)
+            return self.engine.index.search(session, q, k_, exclude_seqs=sorted(exclude), explain=explain)
         except SearchError as exc:
             raise BadInput(str(exc)) from None
 
@@ -198,6 +203,14 @@ class Service:
         if not led.exists(session):
             return {}
         return {s: r.control_seq for s, r in current_controls(led, session).revoked.items()}
+
+    def superseded(self, key: object) -> dict[int, Supersession]:
+        """superseded seq -> its supersession (the newer statement's seq and id), in the key's session (for labels)."""
+        session = self.session(key)
+        led = self.engine.ledger
+        if not led.exists(session):
+            return {}
+        return dict(current_controls(led, session).supersessions.superseded)
 
     # -- verification --------------------------------------------------------------------
     def verify(self, raw: bytes, key: object = None) -> tuple[Report, str]:
