@@ -310,6 +310,7 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 raise ConsentError("token: already used — each token answers one turn; propose again")
             user_ev = engine.ledger.append(sess, "user", message, {"kind": "chat"})
             try:
+                engine.detect_changes(user_ev)  # a fact it changes is marked if approved (FORMAT.md §20)
                 checkpoints.issue(engine.data_dir, engine.ledger, sess, engine.key)
                 engine.index.index_session(sess, [user_ev])
                 memories = [ev for ev in proposed if ev.seq in {c["seq"] for c in chosen}]

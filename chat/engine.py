@@ -29,6 +29,7 @@ from typing import Any
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
 from control.state import Revocation
+from control.supersession_state import Supersession
 from ledger import Event, Ledger
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts
@@ -36,12 +37,14 @@ from receipts import body as rbody
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
 from receipts.keys import SigningKey, load_or_create
-from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
+from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
+from receipts.states import states_part
 from retrieval import Index
 from retrieval.model import Hit, SearchError, check_k
 
 from .citing import Cites
 from .llm import LLM, Completion
+from .supersede import asks_about_past, record_supersessions
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
@@ -62,6 +65,15 @@ class Consent:
 
     proposed: list[Event]
     proposed_at: str
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What retrieval chose for a turn, and why it left events out."""
+
+    hits: list[Hit]
+    excluded: list[Revocation]  # the revocations that kept an event out of the top K (FORMAT.md §17)
+    left_out: list[Supersession]  # the supersessions that kept an event out of the top K (FORMAT.md §20)
 
 
 @dataclass(frozen=True)
@@ -172,11 +184,17 @@ class Engine:
         try:
             with files.session_turn_lock(self.data_dir, session):
                 ev = self.ledger.append(session, role, text, meta or {})
+                self.detect_changes(ev)
                 checkpoints.issue(self.data_dir, self.ledger, session, self.key)
         except EventError as exc:
             raise InputError(str(exc)) from None
-        self.index.index_session(session, [ev])
+        self.index.index_session(session, [ev])  # and any supersession records after it: read from the ledger, skipped
         return ev
+
+    def detect_changes(self, ev: Event) -> int:
+        """Under the turn lock, right after the user event `ev` was appended: the supersession records it makes
+        (chat.supersede; docs/RETRIEVAL.md). The caller keeps its checkpoint after. Returns how many."""
+        return len(record_supersessions(self.ledger, self.index, self.llm, ev))
 
     def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
         check_message(message)
@@ -199,6 +217,7 @@ class Engine:
         # 1. the user's message
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
         try:
+            self.detect_changes(user_ev)
             checkpoints.issue(self.data_dir, self.ledger, session, self.key)
             return self._answer(session, message, k, receipt_id, on_delta, user_ev)
         except TurnError:
@@ -225,26 +244,36 @@ class Engine:
         # (control events are not in the index).
         # Search before indexing it: the index gives each event its neighbours' words as context, so
         # once the new message is indexed, the turns just before it would match its own words.
-        hits, excluded = self._retrieve(session, message, k, [user_ev.seq])
-        self.index.index_session(session, [user_ev])
-        memories = self._memories(session, hits)
-        return self._complete(session, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, None)
+        got = self._retrieve_all(session, message, k, [user_ev.seq])
+        self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
+        memories = self._memories(session, got.hits)
+        return self._complete(session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out)
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
-        """The top K and the revocations that kept an event out of it.
+        """The top K and the revocations that kept an event out of it (`_retrieve_all` without the supersessions)."""
+        got = self._retrieve_all(session, message, k, also)
+        return got.hits, got.excluded
+
+    def _retrieve_all(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+        """The top K, and the revocations and supersessions that kept an event out of it.
+
+        Superseded events are left out like revoked ones, unless the question asks about the past
+        (chat.supersede.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20).
 
         Left out: each revoked event, and each answer whose turn cited one (or cited such an answer: its words may
         repeat the revoked ones; chat.citing). The revocations returned are those in force for what the same search
         without them would have returned in its top K — a revoked event, or an answer that may quote it (then the
         revocation of the event it may quote) — once each, by revoked seq; the receipt lists them (FORMAT.md §17)."""
         state = current_controls(self.ledger, session)
-        if not state.revoked:
-            return list(self.index.search(session, message, k, exclude_seqs=also).results), []
-        why = {**self.cites.quoting(session, state.revoked), **state.revoked}
-        resp = self.index.search(session, message, k, exclude_seqs=[*also, *why])
+        dead = {} if asks_about_past(message) else state.supersessions.superseded
+        if not state.revoked and not dead:
+            return Retrieved(list(self.index.search(session, message, k, exclude_seqs=also).results), [], [])
+        why = {**self.cites.quoting(session, state.revoked), **state.revoked} if state.revoked else {}
+        resp = self.index.search(session, message, k, exclude_seqs=[*also, *why, *dead])
         unrestricted = self.index.search(session, message, k, exclude_seqs=also)
         excluded = {why[h.seq].seq: why[h.seq] for h in unrestricted.results if h.seq in why}
-        return list(resp.results), [excluded[s] for s in sorted(excluded)]
+        left_out = {h.seq: dead[h.seq] for h in unrestricted.results if h.seq in dead}
+        return Retrieved(list(resp.results), [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)])
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])
@@ -265,21 +294,35 @@ class Engine:
         memories: list[Event],
         excluded: list[Revocation],
         consent: Consent | None,
+        left_out: list[Supersession] | None = None,
     ) -> Turn:
-        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`)."""
+        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
+
+        Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
+        prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any."""
+        held = current_controls(self.ledger, session).supersessions
+        with_states = self.receipt_format == rbody.RECEIPT_VERSION_2 and bool(held.links)
         if self.receipt_format != rbody.RECEIPT_VERSION_2:
             excluded = []  # a format-1 receipt cannot carry them (FORMAT.md §17); retrieval still left them out
+        left = list(left_out or []) if with_states else []
         controls = self.ledger.read_events(session, [r.control_seq for r in excluded])
         # only as many memories as one receipt can cite within MAX_RECEIPT_BYTES (best first)
         reserve = sum(len(dumps_unchecked(ev.to_dict())) + rbody.PROOF_RESERVE + 200 for ev in controls)
+        if with_states:  # each memory may be listed with its record (at most K), and each left-out one
+            record_bytes = rbody.MAX_ERASED_RECORD_BYTES + 1024 + rbody.PROOF_RESERVE + 200  # a record: fixed text, a reason of at most 1000
+            reserve += (len(memories) + len(left)) * (record_bytes + 2 * rbody.MAX_ERASED_RECORD_BYTES)
         if consent is not None:
             reserve += len(consent.proposed) * (rbody.MAX_ERASED_RECORD_BYTES + rbody.PROOF_RESERVE + rbody.CITATION_OVERHEAD + 40) + 1024
         fit = rbody.citable(user_ev, memories, self.receipt_format, reserve)
         if consent is not None and fit < len(memories):
             raise TurnError(f"session {session}: the {len(memories)} approved memories do not fit in one receipt; approve fewer")
         hits, memories = hits[:fit], memories[:fit]
+        marked = {rank: held.superseded[ev.seq] for rank, ev in enumerate(memories, start=1) if ev.seq in held.superseded}
+        records = {ev.seq: ev for ev in self.ledger.read_events(session, sorted({x.record_seq for x in [*marked.values(), *left]}))}
+        marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}
+        template = TEMPLATE_V2 if marks else TEMPLATE_V1
         # 3. the prompt
-        messages = build_messages(TEMPLATE_V1, message, [ev.to_dict() for ev in memories])
+        messages = build_messages(template, message, [ev.to_dict() for ev in memories], marks)
         p_hash = prompt_hash(messages)
         # 4. the model (or the labelled stand-in)
         completion = self.llm.complete(messages, query=message, memories=memories, on_delta=on_delta)
@@ -291,7 +334,14 @@ class Engine:
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
         # 6. the receipt
         try:
-            envelope, body = self._sign(session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent)
+            states = (
+                ([(rank, x.old_seq, x.old_id, records[x.record_seq]) for rank, x in marked.items()], [(x.old_seq, x.old_id, records[x.record_seq]) for x in left])
+                if with_states
+                else None
+            )
+            envelope, body = self._sign(
+                session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent, template, states
+            )
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
@@ -315,6 +365,8 @@ class Engine:
         p_hash: str,
         excluded: list[tuple[Revocation, Event]] | None = None,
         consent: Consent | None = None,
+        template: str = TEMPLATE_V1,
+        states: tuple[list[tuple[int, int, str, Event]], list[tuple[int, str, Event]]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         store = files.synced_tree(self.data_dir, self.ledger, session)
         try:
@@ -331,6 +383,13 @@ class Engine:
                     approved=[ev.seq for ev in memories],
                     proposed_at=consent.proposed_at,
                 )
+            states_member = None
+            if states is not None:
+                cited, left = states
+                states_member = states_part(
+                    superseded=[(rank, seq, eid, rec, store.inclusion_proof(rec.seq, tree_size)) for rank, seq, eid, rec in cited],
+                    excluded=[(seq, eid, rec, store.inclusion_proof(rec.seq, tree_size)) for seq, eid, rec in left],
+                )
             body = rbody.build_body(
                 receipt_id=receipt_id,
                 issued_at=now_ts(),
@@ -345,12 +404,13 @@ class Engine:
                 provider=completion.provider,
                 model=completion.model,
                 fallback_reason=completion.fallback_reason,
-                template=TEMPLATE_V1,
+                template=template,
                 prompt_sha256=p_hash,
                 checkpoint=checkpoint,
                 receipt_format=self.receipt_format,
                 exclusions=[(r.seq, r.event_id, ctl, store.inclusion_proof(ctl.seq, tree_size)) for r, ctl in excluded or ()],
                 consent=part,
+                states=states_member,
             )
         finally:
             store.close()

@@ -48,6 +48,7 @@ from .decisions import (
 )
 from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
 from .keys import SigningKey
+from .states import BY_FIELDS, EXCLUDED_FIELDS, MAX_STATES, STATES_FIELDS, STATES_VERSION, SUPERSEDED_FIELDS
 
 RECEIPT_TYPE = "mre/receipt"
 CHECKPOINT_TYPE = "mre/checkpoint"
@@ -215,17 +216,19 @@ def build_body(
     receipt_format: int = RECEIPT_VERSION,
     exclusions: Sequence[tuple[int, str, Event, Sequence[bytes]]] = (),
     consent: Mapping[str, Any] | None = None,
+    states: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The signed body. `receipt_format` 2 cites every event in erased form (its disclosures
     come from :func:`disclosures_for`); 1 cites every event whole.
 
     Format 2 only (docs/FORMAT.md §17, §18): `exclusions` — (excluded seq, its id, the revoking control
     event, that event's inclusion proof) for each revoked event retrieval left out — and `consent`, from
-    :func:`consent_part`. Neither member is written when absent, so such a body is exactly as before."""
+    :func:`consent_part`, and (§20) `states`, from :func:`receipts.states.states_part`. No member is written when
+    absent, so such a body is exactly as before."""
     if receipt_format not in PAYLOAD_TYPES:
         raise ValueError(f"receipt format {receipt_format!r} is unknown (known: 1, 2)")
-    if (exclusions or consent is not None) and receipt_format != RECEIPT_VERSION_2:
-        raise ValueError("exclusions and consent are format-2 additions; a format 1 receipt cannot carry them")
+    if (exclusions or consent is not None or states is not None) and receipt_format != RECEIPT_VERSION_2:
+        raise ValueError("exclusions, consent and states are format-2 additions; a format 1 receipt cannot carry them")
     event_record_ = event_record if receipt_format == RECEIPT_VERSION else erased_record
     body = _base_body(receipt_id, issued_at, session, k, retrieval, event_record_, query, query_proof, memories, response, response_proof,
                       provider, model, fallback_reason, template, prompt_sha256, checkpoint, receipt_format)
@@ -239,6 +242,8 @@ def build_body(
         }
     if consent is not None:
         body["consent"] = dict(consent)
+    if states is not None:
+        body["states"] = dict(states)
     return body
 
 
@@ -523,13 +528,15 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
         raise _fail("payload.v", f"receipt format version {field_shown(body, 'v')} is unknown (this verifier knows {known})")
     fields = EVENT_FIELDS if version == RECEIPT_VERSION else ERASED_EVENT_FIELDS
     keys: tuple[str, ...] = ("type", "v", "receipt_id", "issued_at", "session", "k", "retrieval", "query", "memories", "prompt", "response", "checkpoint")
-    if version == RECEIPT_VERSION_2:  # the versioned additions of §17 and §18, each present only when used
+    if version == RECEIPT_VERSION_2:  # the versioned additions of §17, §18 and §20, each present only when used
         keys += tuple(k for k in OPTIONAL_2 if k in body)
     _obj(body, "payload", keys, version)
     if "exclusions" in keys:
         _check_exclusions_shape(body["exclusions"])
     if "consent" in keys:
         _check_consent_shape(body["consent"])
+    if "states" in keys:
+        _check_states_shape(body["states"])
     _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
     _str(body["session"], "session", SESSION_ID_RE)
@@ -570,7 +577,7 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _str(cb["issued_at"], "checkpoint.body.issued_at", TS_RE)
 
 
-OPTIONAL_2 = ("exclusions", "consent")
+OPTIONAL_2 = ("exclusions", "consent", "states")
 
 
 def _check_exclusions_shape(ex: Any) -> None:
@@ -588,6 +595,26 @@ def _check_exclusions_shape(ex: Any) -> None:
         c = _obj(e["control"], f"{where}.control", ("event", "proof"), 2)
         _event(c["event"], f"{where}.control.event")
         _hex_list(c["proof"], f"{where}.control.proof")
+
+
+def _check_states_shape(st: Any) -> None:
+    st = _obj(st, "states", STATES_FIELDS, 2)
+    if st["v"] != STATES_VERSION or type(st["v"]) is not int:
+        raise _fail("states.v", f"states version {json_shown(st['v'])} is unknown (this verifier knows {STATES_VERSION})")
+    for name, fields in (("superseded", SUPERSEDED_FIELDS), ("excluded", EXCLUDED_FIELDS)):
+        items = st[name]
+        if type(items) is not list or len(items) > MAX_STATES:
+            raise _fail(f"states.{name}", f"expected an array of at most {MAX_STATES} entries")
+        for i, e in enumerate(items):
+            where = f"states.{name}[{i}]"
+            e = _obj(e, where, fields, 2)
+            if "rank" in fields:
+                _int(e["rank"], f"{where}.rank", 1, MAX_MEMORIES)
+            _int(e["seq"], f"{where}.seq")
+            _str(e["id"], f"{where}.id", EVENT_ID_RE)
+            b = _obj(e["by"], f"{where}.by", BY_FIELDS, 2)
+            _event(b["event"], f"{where}.by.event")
+            _hex_list(b["proof"], f"{where}.by.proof")
 
 
 def _check_consent_shape(c: Any) -> None:

@@ -103,7 +103,19 @@ def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[
              "reason": e["control"]["event"].get("meta", {}).get("control", {}).get("reason")}
             for e in body["exclusions"]["revoked"]
         ]
+    if "states" in body:
+        out["states"] = {name: [_state_row(e) for e in body["states"][name]] for name in ("superseded", "excluded")}
     return out
+
+
+def _state_row(e: Mapping[str, Any]) -> dict[str, Any]:
+    """One entry of `states` (FORMAT.md §20): the statement, and the supersession record in force."""
+    rec = e["by"]["event"]
+    s = rec.get("meta", {}).get("supersession", {}) if isinstance(rec.get("meta"), dict) else {}
+    new = s.get("new", {}) if isinstance(s.get("new"), dict) else {}
+    row = {"seq": e["seq"], "id": e["id"], "record_seq": rec["seq"], "record_ts": rec["ts"], "by_seq": new.get("seq"), "by_id": new.get("id"),
+           "decided_by": s.get("decided_by"), "checked_by": s.get("checked_by"), "reason": s.get("reason")}
+    return {"rank": e["rank"], **row} if "rank" in e else row
 
 
 def neutralise(text: str) -> str:
@@ -140,6 +152,23 @@ def _quoted(text: str | None, row: Mapping[str, Any] | None = None) -> str:
         why = "erased from the ledger" if state == ERASED else "withheld from this copy"
         return f"[{why}: not disclosed; only its commitment {commit}… is signed]"
     return f"“{shorten(text)}”"
+
+
+def _state_lines(states: Mapping[str, Any], cited: int) -> list[str]:
+    n = neutralise
+
+    def why(e: Mapping[str, Any]) -> str:
+        checked = f", checked by {n(str(e['checked_by']))}" if e["checked_by"] else ""
+        reason = f", reason “{shorten(str(e['reason']))}”" if e["reason"] else ""
+        return f"superseded by seq {e['by_seq']} (record at seq {e['record_seq']}, {n(e['record_ts'])}; decided by {n(str(e['decided_by']))}{checked}{reason})"
+
+    sup, out = states["superseded"], states["excluded"]
+    lines = ["", f"memory states at the turn: {cited - len(sup)} live, {len(sup)} superseded (marked in the prompt)"]
+    lines += [f"  memory#{e['rank']}  seq {e['seq']}: {why(e)}" for e in sup]
+    if out:
+        lines.append(f"left out of retrieval because superseded: {len(out)}")
+        lines += [f"  seq {e['seq']} ({n(e['id'])}): {why(e)}" for e in out]
+    return lines
 
 
 def render_text(summary: Mapping[str, Any]) -> str:
@@ -183,6 +212,8 @@ def render_text(summary: Mapping[str, Any]) -> str:
         for e in summary["exclusions"]:
             why = f", reason “{shorten(e['reason'])}”" if e["reason"] else ""
             lines.append(f"  seq {e['seq']} ({n(e['id'])}): excluded because of the revocation at seq {e['control_seq']} ({n(e['control_ts'])}{why})")
+    if "states" in summary:
+        lines += _state_lines(summary["states"], len(mems))
     who = f"{n(a['provider'])}/{n(a['model'])}"
     if a["fallback_reason"] is not None:
         who += f" (offline fallback: {shorten(a['fallback_reason'])})"

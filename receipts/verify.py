@@ -31,6 +31,7 @@ from .dsse import verify_envelope
 from .keys import PublicKey
 from .merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
 from .prompt import TemplateError, build_messages, prompt_hash
+from .states import check_ledger_states, check_states, prompt_marks
 
 PASS, FAIL, NOT_VERIFIABLE = "pass", "fail", "not_verifiable"
 WITHHELD, ERASED = "withheld", "erased"  # format 2: a cited event's content is not in this copy (nor in the ledger)
@@ -275,16 +276,21 @@ def verify_receipt(
     if "consent" in body:
         for row in check_consent(body):
             r.add(*row)
+    if "states" in body:
+        r.add(*check_states(body))
     in_ledger: dict[str, str] = {}
     if ledger is None:
         for name in LEDGER_ROWS:
             r.na(name, "needs the ledger: run with --data DATA_DIR")
-        if "exclusions" in body:
-            r.na("ledger.exclusions", "needs the ledger: run with --data DATA_DIR")
+        for name in ("exclusions", "states"):
+            if name in body:
+                r.na(f"ledger.{name}", "needs the ledger: run with --data DATA_DIR")
     else:
         in_ledger = _check_ledger(r, body, events, ledger)
         if "exclusions" in body:
             _check_ledger_exclusions(r, body, ledger)
+        if "states" in body:
+            _check_ledger_states(r, body, ledger)
     cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix), state.get(prefix)) for prefix, _path, ev, _proof in events)
     mode = "offline" if ledger is None else "ledger"
     return Report(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
@@ -442,7 +448,7 @@ def _check_prompt(r: _Rows, receipt: Receipt, state: dict[str, str]) -> None:
         return
     try:
         memories = [m["event"] for m in body["memories"]]
-        derived = prompt_hash(build_messages(template, body["query"]["event"]["text"], memories))
+        derived = prompt_hash(build_messages(template, body["query"]["event"]["text"], memories, prompt_marks(body)))
     except TemplateError as exc:
         r.add("prompt.hash", False, str(exc), "a known template", template, "prompt.template")
         return
@@ -450,6 +456,16 @@ def _check_prompt(r: _Rows, receipt: Receipt, state: dict[str, str]) -> None:
         r.add("prompt.hash", False, f"the prompt cannot be rebuilt: {exc}", body["prompt"]["sha256"], "error", "memories")
         return
     r.add("prompt.hash", derived == body["prompt"]["sha256"], f"prompt re-derived from the query and memories with {template}", body["prompt"]["sha256"], derived, "prompt.sha256")
+
+
+def _check_ledger_states(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> None:
+    """`ledger.states`: each cited memory's state at the turn is the one the ledger's supersession records give (§20)."""
+    if not led.exists:
+        r.na("ledger.states", f"this data directory has no session {led.session}: the ledger checks cannot run here")
+    elif led.problem is not None:
+        r.add("ledger.states", False, f"the session's ledger was not read: {led.problem}", "a regular file", "refused")
+    else:
+        r.add(*check_ledger_states(body, led.verified, led.event_at))
 
 
 def _check_ledger_exclusions(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> None:

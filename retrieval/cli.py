@@ -7,6 +7,9 @@ are one `error: ...` line on stderr, never a traceback.
 `search` leaves out what the visitor revoked (control.revocation), as a turn
 and the app's search do; `--include-revoked` shows it, labelled as the app
 labels it ("⛔ revoked (control event seq N; kept, unused)"; JSON: `revoked_by`).
+It leaves out a superseded statement too (FORMAT.md §19: a newer one replaced it), as a turn does for a
+question about now; `--history` shows it, labelled "[superseded by seq N]" (JSON: every hit carries
+`superseded_by`, the id of the statement that replaced it, or null, and `superseded_by_seq`).
 Control events are never results: the index holds no row for them.
 """
 
@@ -59,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--include-revoked",
         action="store_true",
         help="also show memories the visitor revoked, each labelled with the control event that revoked it",
+    )
+    s.add_argument(
+        "--history",
+        action="store_true",
+        help="also show statements a newer one superseded, each labelled with the seq that replaced it",
     )
     s.add_argument(
         "--explain",
@@ -120,15 +128,24 @@ def revoked_label(control_seq: int) -> str:
     return f"\u26d4 revoked (control event seq {control_seq}; kept, unused) \u00b7 "
 
 
-def format_table(resp: SearchResponse, *, explain: bool = False, revoked: Mapping[int, int] | None = None) -> str:
+def superseded_label(new_seq: int) -> str:
+    """What a superseded statement's text starts with in the table."""
+    return f"[superseded by seq {new_seq}] "
+
+
+def format_table(
+    resp: SearchResponse, *, explain: bool = False, revoked: Mapping[int, int] | None = None, superseded: Mapping[int, int] | None = None
+) -> str:
     """Rank, seq, role, score (a share of the best hit's, 1.00 = best), how it matched, text.
 
     With `explain`, each row is followed by why it ranked there (Hit.explain). `revoked`: seq -> the control
-    event that revoked it; those rows' text starts with revoked_label.
+    event that revoked it; those rows' text starts with revoked_label. `superseded`: seq -> the seq of the
+    statement that replaced it; those rows' text starts with superseded_label.
     """
     if not resp.results:
         return f"no results: {resp.reason}"
     rv = revoked or {}
+    sp = superseded or {}
     lines = [f"{'rank':>4}  {'seq':>6}  {'role':<9}  {'score':>5}  {'match':<12}  text"]
     for h in resp.results:
         text = " ".join(h.text.split())
@@ -136,6 +153,8 @@ def format_table(resp: SearchResponse, *, explain: bool = False, revoked: Mappin
             text = text[:89] + "\u2026"
         if h.seq in rv:
             text = revoked_label(rv[h.seq]) + text
+        if h.seq in sp:
+            text = superseded_label(sp[h.seq]) + text
         lines.append(f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.relative:>5.2f}  {h.match:<12}  {text}")
         if explain and h.explain is not None:
             lines.extend("        " + line for line in explain_lines(h.explain))
@@ -193,28 +212,42 @@ def _revoked(index: Index, session: str) -> dict[int, int]:
     return revoked_seqs(index.ledger.data_dir, session, ledger=index.ledger)
 
 
-def _results(resp: SearchResponse, revoked: Mapping[int, int]) -> list[dict[str, Any]]:
-    """The hits as JSON objects, each with `revoked_by`: the control event that revoked it, or null."""
-    return [{**h.to_dict(), "revoked_by": revoked.get(h.seq)} for h in resp.results]
+def _superseded(index: Index, session: str) -> dict[int, tuple[int, str]]:
+    """superseded seq -> (seq, id) of the statement that replaced it, derived from the ledger (FORMAT.md §19)."""
+    from control.supersession import current_supersessions  # the edge only, as for _revoked
+
+    return {s: (x.new_seq, x.new_id) for s, x in current_supersessions(index.ledger, session).superseded.items()}
+
+
+def _results(resp: SearchResponse, revoked: Mapping[int, int], superseded: Mapping[int, tuple[int, str]]) -> list[dict[str, Any]]:
+    """The hits as JSON objects, each with `revoked_by` (the control event that revoked it, or null) and
+    `superseded_by` / `superseded_by_seq` (the statement that replaced it, or null)."""
+    out = []
+    for h in resp.results:
+        by = superseded.get(h.seq)
+        out.append({**h.to_dict(), "revoked_by": revoked.get(h.seq), "superseded_by": None if by is None else by[1], "superseded_by_seq": None if by is None else by[0]})
+    return out
 
 
 def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k: int) -> int:
     for w in index.warnings + index.index_session(args.session):
         print(f"warning: {w}", file=sys.stderr)
     revoked = _revoked(index, args.session)
-    exclude = [] if args.include_revoked else sorted(revoked)
+    superseded = _superseded(index, args.session)
+    exclude = sorted(({} if args.include_revoked else revoked).keys() | ({} if args.history else superseded).keys())
     shown = revoked if args.include_revoked else {}
+    labels = {s: by[0] for s, by in superseded.items()}
     out = sys.stdout
     if queries is not None:
         for q in queries:
             resp = index.search(args.session, q, k, exclude, explain=args.explain)
-            out.write(_dumps({"query": q, "results": _results(resp, shown), "reason": resp.reason}) + "\n")
+            out.write(_dumps({"query": q, "results": _results(resp, shown, superseded), "reason": resp.reason}) + "\n")
     else:
         resp = index.search(args.session, args.query, k, exclude, explain=args.explain)
         if args.json:
-            out.write(_dumps({**resp.to_dict(), "results": _results(resp, shown)}) + "\n")
+            out.write(_dumps({**resp.to_dict(), "results": _results(resp, shown, superseded)}) + "\n")
         else:
-            out.write(format_table(resp, explain=args.explain, revoked=shown) + "\n")
+            out.write(format_table(resp, explain=args.explain, revoked=shown, superseded=labels) + "\n")
     out.flush()
     return 0
 

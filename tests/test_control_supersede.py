@@ -37,7 +37,7 @@ from control.supersession import (
 from control.supersession_state import shown_reason, stored_reason
 from ledger import Ledger
 from ledger.event import GENESIS, Event, make_event
-from receipts import checkpoints
+from receipts import checkpoints, files
 from receipts.decisions import CONTROL_TEXTS, control_meta, control_of
 from receipts.supersessions import (
     SUPERSEDE_TEXT,
@@ -64,9 +64,12 @@ def _snapshot(data: Path) -> dict[str, str]:
 def data(tmp_path: Path) -> Path:
     d = tmp_path / "data"
     eng = engine(d)
-    eng.remember("alice", "I live in Leeds")  # 0
-    eng.remember("alice", "My dev server port is 3000")  # 1
-    eng.remember("alice", "We've just moved to Bristol")  # 2
+    # appended past the engine: Engine.remember would run the detector, which supersedes seq 0 itself
+    with files.session_turn_lock(d, "alice"):  # as remember does
+        for text in ("I live in Leeds", "My dev server port is 3000", "We've just moved to Bristol"):  # 0, 1, 2
+            eng.ledger.append("alice", "user", text, {})
+        checkpoints.issue(d, eng.ledger, "alice", eng.key)
+    eng.index.index_session("alice")
     eng.index.close()
     eng.ledger.close()
     return d

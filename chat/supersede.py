@@ -1,0 +1,96 @@
+"""Facts change (issue 12), in the turn: the detector on each new user statement, and questions about the past.
+
+`record_supersessions` runs under the session's turn lock right after a user event is appended (a turn's
+question, `remember`, a consent turn's question): one lexical search for earlier statements of the same
+attributes (control.supersede_rules.shortlist_query; none when the text states no fact the detector reads),
+then the model when Groq is configured (control.supersede_model: it proposes, code decides), else — offline,
+or when the model failed — the deterministic detector. One supersession record (docs/FORMAT.md §19) is
+appended per proposal; the caller keeps its checkpoint after its appends, as it already does.
+
+`asks_about_past` is the small pure rule that lets a question see superseded statements, marked
+(docs/RETRIEVAL.md, "Questions about the past").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
+from control.supersede_rules import Proposal, detect, shortlist_query
+from control.supersession import SupersedeError, SupersedeResult, supersede_locked
+from control.supersession_state import stored_reason
+from ledger import Event, Ledger
+from retrieval import Index
+
+from .llm import LLM
+
+log = logging.getLogger("chat")
+SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)
+MODEL_TIMEOUT = DEFAULT_TIMEOUT
+
+# Words that ask about what held before, not what holds now (docs/RETRIEVAL.md). Whole words, any case.
+PAST_WORDS = (
+    "before", "used to", "previously", "previous", "former", "formerly", "old", "originally", "original",
+    "history", "change", "changed", "changes", "earlier", "past", "no longer", "anymore", "any more", "prior",
+)
+_PAST_RE = re.compile(
+    r"\b(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in PAST_WORDS) + r"|did\s+\w+\s+use\s+to)\b", re.IGNORECASE
+)
+
+
+def asks_about_past(question: str) -> bool:
+    """Whether a question asks what held before ("where did I live before?", "what was my old port?"): then
+    retrieval may hand the model superseded statements, each marked as superseded, with when and by what."""
+    return _PAST_RE.search(question) is not None
+
+
+def _shortlist(index: Index, ev: Event) -> list[Statement]:
+    query = shortlist_query(ev.text)
+    if query is None:
+        return []
+    hits = index.search(ev.session, query, SHORTLIST_K, exclude_seqs=[ev.seq]).results
+    return [Statement(h.event_id, h.seq, h.session, h.text) for h in hits if h.role == "user" and h.seq < ev.seq]
+
+
+def decide(llm: LLM, ev: Event, shortlist: list[Statement]) -> tuple[list[Proposal], str | None, str | None]:
+    """(proposals, decided_by, checked_by): the model's accepted proposals when it gave a verdict, else the
+    detector's (decided_by None: each proposal's own rule decided)."""
+    if not shortlist:
+        return [], None, None
+    if llm.configured:
+        verdict = propose_with_model(llm, ev, shortlist, timeout=MODEL_TIMEOUT)
+        if verdict.decided_by is not None:
+            return list(verdict.accepted), verdict.decided_by, verdict.checked_by
+    return detect(ev.text, [(s.seq, s.text) for s in shortlist], new_seq=ev.seq), None, None
+
+
+def record_supersessions(ledger: Ledger, index: Index, llm: LLM, ev: Event) -> list[SupersedeResult]:
+    """Append the supersession records the new user event `ev` makes (the caller holds the turn lock and keeps
+    the checkpoint). Best effort: a failure is logged by class (never text) and the turn goes on — a missed
+    change can be corrected by hand (Correct this), and a turn must not fail for want of one."""
+    if ev.role != "user":
+        return []
+    done: list[SupersedeResult] = []
+    try:
+        shortlist = _shortlist(index, ev)
+        proposals, decided_by, checked_by = decide(llm, ev, shortlist)
+        texts = {s.seq: s.text for s in shortlist}
+        seen: set[int] = set()
+        for p in proposals:
+            if p.older_seq in seen or p.older_seq not in texts:
+                continue
+            seen.add(p.older_seq)
+            reason = stored_reason(p.attribute, texts[p.older_seq], ev.text) if p.attribute else None
+            try:
+                done.append(
+                    supersede_locked(
+                        ledger, ev.session, ev.seq, p.older_seq, reason=reason,
+                        decided_by=decided_by or p.rule, checked_by=checked_by if decided_by else None,
+                    )
+                )
+            except SupersedeError as exc:  # e.g. the pair is already linked; names seqs only
+                log.info("session %s: supersession of seq %d not recorded: %s", ev.session, p.older_seq, exc)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        log.error("session %s: the supersession detector failed for seq %d (%s)", ev.session, ev.seq, type(exc).__name__)
+    return done

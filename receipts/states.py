@@ -1,0 +1,169 @@
+"""Each cited memory's state at the turn (pure): live, or superseded and by which record (docs/FORMAT.md §20).
+
+A format-2 receipt may carry a third versioned addition, `states`:
+
+    {"v": 1,
+     "superseded": [{"rank", "seq", "id", "by": {"event": <supersession record, whole>, "proof": [...]}}],
+     "excluded":   [{"seq", "id", "by": {"event": <supersession record, whole>, "proof": [...]}}]}
+
+`superseded` lists the cited memories that were superseded when the memories were chosen (a question about
+the past may be answered from them; the prompt marks each, template mre-prompt/v2); every cited memory not
+listed is claimed live. `excluded` lists the superseded events retrieval left out that it would otherwise
+have handed the model. Each names the supersession record in force (§19) and its inclusion proof.
+
+"In force at the turn" means before the answer: the turn's own detector may supersede an older statement
+after the question is appended and before the memories are chosen (the question "we've just moved to
+Bristol — any cafés near me?" makes "I live in Leeds" dead for that very turn), so a record lies before the
+answer, not necessarily before the question.
+
+Checked offline (`states.records`) and with the ledger (`ledger.states`); an absent `states` makes no claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ledger.event import Event, EventError, recompute_digest
+
+from .decisions import Row, _event_proof_problem
+from .prompt import superseded_mark
+from .supersessions import supersession_of_record
+
+STATES_VERSION = 1
+STATES_FIELDS = ("v", "superseded", "excluded")
+SUPERSEDED_FIELDS = ("rank", "seq", "id", "by")
+EXCLUDED_FIELDS = ("seq", "id", "by")
+BY_FIELDS = ("event", "proof")
+MAX_STATES = 50  # each list: at most the top K a turn retrieves
+
+
+def states_part(
+    *,
+    superseded: Sequence[tuple[int, int, str, Event, Sequence[bytes]]],
+    excluded: Sequence[tuple[int, str, Event, Sequence[bytes]]],
+) -> dict[str, Any]:
+    """The body's `states` member: (rank, seq, id, its supersession record, the record's inclusion proof) for each
+    superseded memory cited, and (seq, id, record, proof) for each superseded event retrieval left out."""
+
+    def by(record: Event, proof: Sequence[bytes]) -> dict[str, Any]:
+        return {"event": record.to_dict(), "proof": [h.hex() for h in proof]}
+
+    return {
+        "v": STATES_VERSION,
+        "superseded": [
+            {"rank": rank, "seq": seq, "id": event_id, "by": by(rec, proof)}
+            for rank, seq, event_id, rec, proof in sorted(superseded, key=lambda x: x[0])
+        ],
+        "excluded": [{"seq": seq, "id": event_id, "by": by(rec, proof)} for seq, event_id, rec, proof in sorted(excluded, key=lambda x: x[0])],
+    }
+
+
+def prompt_marks(body: Mapping[str, Any]) -> dict[int, str]:
+    """rank -> the mark template mre-prompt/v2 gives that memory (what a verifier rebuilds the prompt with)."""
+    if "states" not in body:
+        return {}
+    marks = {}
+    for s in body["states"]["superseded"]:
+        rec = s["by"]["event"]
+        meta = rec.get("meta")
+        new = meta.get("supersession", {}).get("new", {}) if isinstance(meta, dict) else {}
+        new_seq = new.get("seq") if isinstance(new, dict) else None
+        marks[s["rank"]] = superseded_mark(rec["ts"], new_seq if type(new_seq) is int else -1)
+    return marks
+
+
+def _row(name: str, problems: list[str], ok: str, expected: str) -> Row:
+    return (name, not problems, ok if not problems else "; ".join(problems), None if not problems else expected, "; ".join(problems) or None)
+
+
+def check_states(body: Mapping[str, Any]) -> Row:
+    """`states.records` (offline): each listed record is a well-formed supersession record (§19) of this session,
+    before the answer, whose digest, chain link and inclusion in the signed tree verify, superseding exactly
+    the event listed (seq and id); a `superseded` entry is the cited memory at its rank; an `excluded` one is
+    not among the memories handed to the model; each list names a seq once, in order."""
+    st = body["states"]
+    cpb = body["checkpoint"]["body"]
+    tree_size, root = cpb["tree_size"], bytes.fromhex(cpb["root"])
+    answer_seq = body["response"]["event"]["seq"]
+    memories = {m["rank"]: m["event"] for m in body["memories"]}
+    cited = {ev["seq"] for ev in memories.values()}
+    problems: list[str] = []
+    entries = [(f"superseded memory#{s['rank']} (seq {s['seq']})", s) for s in st["superseded"]]
+    entries += [(f"excluded seq {s['seq']}", s) for s in st["excluded"]]
+    for key, items in (("rank", st["superseded"]), ("seq", st["excluded"])):
+        order = [s[key] for s in items]
+        if order != sorted(set(order)):
+            problems.append(f"states.{'superseded' if key == 'rank' else 'excluded'}: {key}s are not distinct and ascending")
+    for name, entry in entries:
+        if "rank" in entry:
+            mem = memories.get(entry["rank"])
+            if mem is None or mem["seq"] != entry["seq"] or mem["id"] != entry["id"]:
+                problems.append(f"{name}: is not the memory cited at rank {entry['rank']}")
+        elif entry["seq"] in cited:
+            problems.append(f"{name}: an excluded seq is among the memories handed to the model")
+        problem = record_problem(body, entry, tree_size, root, answer_seq)
+        if problem:
+            problems.append(f"{name}: {problem}")
+    n, m = len(st["superseded"]), len(st["excluded"])
+    ok = f"{n} cited memory(ies) superseded and marked, {m} superseded event(s) left out, each by a supersession record in the signed tree; the other cited memories were live"
+    return _row("states.records", problems, ok, "supersession records in the signed tree")
+
+
+def record_problem(body: Mapping[str, Any], entry: Mapping[str, Any], tree_size: int, root: bytes, answer_seq: int) -> str | None:
+    """Why the record an entry names is not a supersession of that entry in the signed tree, or None."""
+    ev, proof = entry["by"]["event"], entry["by"]["proof"]
+    what = supersession_of_record(ev)
+    if what is None:
+        return f"its record (seq {ev['seq']}) is not a supersession record"
+    if what.old_seq != entry["seq"] or what.old_id != entry["id"]:
+        return f"its record (seq {ev['seq']}) supersedes seq {what.old_seq} ({what.old_id}), not seq {entry['seq']} ({entry['id']})"
+    if ev["session"] != body["session"]:
+        return f"its record is in session {ev['session']}"
+    if not ev["seq"] < answer_seq:
+        return f"its record (seq {ev['seq']}) is not older than the answer (seq {answer_seq})"
+    try:
+        digest = recompute_digest(dict(ev))
+    except EventError as exc:
+        return f"its record's digest cannot be recomputed: {exc}"
+    problem = _event_proof_problem(ev, proof, digest, tree_size, root)
+    return None if problem is None else f"its record (seq {ev['seq']}): {problem}"
+
+
+def check_ledger_states(body: Mapping[str, Any], verified: int, event_at: Callable[[int], dict[str, Any]]) -> Row:
+    """`ledger.states` (with the ledger): each record the receipt names is in the ledger at its seq (same digest
+    and id); every cited memory claimed live has no supersession record in the ledger before the answer, and
+    every one claimed superseded has one (the one named)."""
+    st = body["states"]
+    answer_seq = body["response"]["event"]["seq"]
+    problems: list[str] = []
+    for entry in [*st["superseded"], *st["excluded"]]:
+        ev = entry["by"]["event"]
+        name = f"the supersession of seq {entry['seq']} at seq {ev['seq']}"
+        if ev["seq"] >= verified:
+            problems.append(f"{name}: lies after the ledger's verified events ({verified})")
+            continue
+        stored = event_at(ev["seq"])
+        try:
+            digest = recompute_digest(stored).hex()
+        except EventError as exc:
+            problems.append(f"{name}: the stored event is unreadable: {exc}")
+            continue
+        if digest != ev["digest"] or stored.get("id") != ev["id"]:
+            problems.append(f"{name}: the ledger holds no such record (ledger digest {digest[:16]}…, receipt {ev['digest'][:16]}…)")
+    claimed = {s["seq"] for s in st["superseded"]}
+    live = sorted({m["event"]["seq"] for m in body["memories"]} - claimed)
+    if live:
+        end = min(answer_seq, verified)
+        for s in range(min(live) + 1, end):
+            what = supersession_of_record(event_at(s))
+            if what is not None and what.old_seq in live:
+                problems.append(f"cited memory seq {what.old_seq} is claimed live, but the ledger's record at seq {s} superseded it before the answer (seq {answer_seq})")
+                live.remove(what.old_seq)
+                if not live:
+                    break
+        if answer_seq > verified:
+            problems.append(f"the answer (seq {answer_seq}) lies after the ledger's verified events ({verified}): live states not checked to it")
+    n = len(body["memories"])
+    ok = f"the ledger holds each supersession named, and no other cited memory of the {n} was superseded before the answer"
+    return _row("ledger.states", problems, ok, "states the ledger holds")
