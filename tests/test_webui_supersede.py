@@ -103,7 +103,7 @@ class TestRender:
         old, new = lines[4], lines[5]
         assert old.startswith("| 0 | ~~I live in Leeds~~ | superseded by seq 2 |")
         assert "visitor (record seq 3)" in old and "moved" in old and "2026\\-12\\-03 12:00:00" in old
-        assert new.startswith("| 2 | I live in Bristol | **live** |")
+        assert new.startswith("| 2 | I live in Bristol | live (holds now) |")
 
     def test_a_forgotten_statement_reads_forgotten_and_a_revoked_one_says_so(self) -> None:
         entries = [entry(0, None, 1, decided_by=VISITOR, record_seq=2, live_seq=1), entry(1, NEW, revoked=True, live_seq=1)]

@@ -34,7 +34,7 @@ def result_markdown(result: SupersedeResult, new_text: str) -> str:
 
 def state_text(e: HistoryEntry) -> str:
     """A statement's state in words: live, or superseded by which seq; revoked and forgotten said too."""
-    state = "**live**" if e.superseded_by is None else f"superseded by seq {e.superseded_by}"
+    state = "live (holds now)" if e.superseded_by is None else f"superseded by seq {e.superseded_by}"
     if e.revoked:
         state += " · revoked"
     if e.erased:
