@@ -204,15 +204,16 @@ class TestForgedStates:
         failed = row(verify(eng, resign(eng, t, swap), ledger=False), "states.records")
         assert failed.status == FAIL and "not seq" in failed.message
 
-    def test_a_superseded_memory_cited_as_live_in_a_session_with_states_fails_with_the_ledger(self, eng: Engine) -> None:
+    def test_dropping_a_left_out_entry_is_not_a_false_state_of_a_cited_memory_and_is_not_caught(self, eng: Engine) -> None:
         t = eng.turn("alice", NOW)
 
-        def cite_old_too(body: dict[str, Any]) -> None:
-            body["states"]["excluded"] = []  # and claim memory 0 is live by leaving it out of `superseded`
+        def drop(body: dict[str, Any]) -> None:
+            body["states"]["excluded"] = []
 
-        report = verify(eng, resign(eng, t, cite_old_too), ledger=True)
-        assert row(report, "ledger.states").status == PASS  # dropping an exclusion is not a false state of a cited memory
-        assert report.verdict == "verified"
+        # a known limit (FORMAT.md §20): what retrieval would have returned is not re-run by the verifier, so an
+        # incomplete `excluded` list says less, not something false about a cited memory
+        report = verify(eng, resign(eng, t, drop), ledger=True)
+        assert row(report, "ledger.states").status == PASS and report.verdict == "verified"
 
 
 class ModelFake(FakeGroq):
