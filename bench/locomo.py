@@ -43,13 +43,37 @@ def table(title: str, scores: dict[str, dict[tuple[str, int], list[float]]]) -> 
     return "\n".join(lines)
 
 
-def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict]) -> dict[str, dict]:
+def superseded_by_detector(ledger: Ledger, index: Index, session: str) -> tuple[set[int], int, int]:
+    """The seqs the offline engine's supersession step (chat.supersede, issue 12) would have marked superseded,
+    run over the session's user events in order (each sees only earlier statements), how many it proposed, and
+    how many user events it ran on."""
+    from chat.llm import LLM
+    from chat.supersede import _shortlist, decide
+
+    offline = LLM(api_key="")  # the offline path: the deterministic detector decides, as in a stand-in chat
+    dead: set[int] = set()
+    proposed = users = 0
+    for ev in ledger.events(session):
+        if ev.role != "user":
+            continue
+        users += 1
+        proposals, _by, _checked = decide(offline, ev, _shortlist(index, ev))
+        proposed += len(proposals)
+        dead.update(p.older_seq for p in proposals)
+    return dead, proposed, users
+
+
+def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False) -> dict[str, dict]:
+    from chat.supersede import asks_about_past
+
     ledger = Ledger(data_dir)
     index = Index(data_dir, ledger, config=cfg)
     scores: dict[str, dict[tuple[str, int], list[float]]] = {
         "raw FTS5 baseline": defaultdict(list),
         "project": defaultdict(list),
     }
+    if supersede:
+        scores["project + supersession"] = defaultdict(list)
     for i in convs:
         conv = data[i]
         ts = turns(conv)
@@ -58,6 +82,10 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
             ledger.import_jsonl(session, import_lines(ts))
         index.index_session(session)
         raw = RawBaseline([t.text for t in ts])
+        dead: set[int] = set()
+        if supersede:
+            dead, proposed, users = superseded_by_detector(ledger, index, session)
+            print(f"_{session}: over {users} user turns the detector proposed {proposed} supersessions, {len(dead)} events superseded_")
         seq_to_dia = [t.dia_id for t in ts]
         for q in questions(conv, i):
             labels = ("all", f"{q.category} {CATEGORIES[q.category]}")
@@ -67,6 +95,11 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
                 for label in labels:
                     scores["raw FTS5 baseline"][(label, k)].append(recall(q.gold, raw_ids))
                     scores["project"][(label, k)].append(recall(q.gold, ours))
+                if supersede:  # what a turn would be handed: superseded events left out unless it asks about the past
+                    exclude = [] if asks_about_past(q.question) else sorted(dead)
+                    kept = [seq_to_dia[h.seq] for h in index.search(session, q.question, k=k, exclude_seqs=exclude).results]
+                    for label in labels:
+                        scores["project + supersession"][(label, k)].append(recall(q.gold, kept))
     index.close()
     return scores
 
@@ -84,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-date-rule", action="store_true", help="turn the query date rule off")
     p.add_argument("--no-speaker-rule", action="store_true", help="turn the query speaker rule off")
     p.add_argument("--context-tier-max-events", type=int, default=None)
+    p.add_argument(
+        "--supersede",
+        action="store_true",
+        help="also run the offline supersession detector over each conversation's user turns (issue 12) and score "
+        "the search with the superseded turns left out, as a turn would (kept for questions about the past)",
+    )
     p.add_argument(
         "--tiers",
         default=None,
@@ -131,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         base = args.cache if args.cache is not None else Path(tmp)
         for split in splits:
             # One data dir per split, so one split's turns never enter the other's BM25 statistics.
-            scores = evaluate(base / split, list(SPLITS[split]), cfg, data)
+            scores = evaluate(base / split, list(SPLITS[split]), cfg, data, supersede=args.supersede)
             print(table(f"{split} split (conversations {SPLITS[split].start}-{SPLITS[split].stop - 1})", scores))
             print()
     print(f"_{time.perf_counter() - started:.1f}s_")
