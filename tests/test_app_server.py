@@ -76,6 +76,8 @@ class TestGradioClient:
             "/cancel_turn",
             "/revoke_memory",
             "/restore_memory",
+            "/memory_history",
+            "/correct_memory",
         }
 
     def test_chat_shows_stamps_and_the_downloaded_receipt_verifies(self, client: Client, server: app.Running) -> None:
@@ -97,7 +99,7 @@ class TestGradioClient:
     def test_search_finds_what_was_said(self, client: Client) -> None:
         key = new_session_key()
         say(client, key, "The quokka is my favourite animal")
-        status, table, _why = call(client, "quokka", 8, key, False, False, api_name="/search")
+        status, table, _why = call(client, "quokka", 8, key, False, False, False, api_name="/search")
         assert "result" in status
         assert "The quokka is my favourite animal" in [row[4] for row in table["data"]]
 
@@ -130,7 +132,7 @@ class TestIsolation:
         say(b, kb, "tell me about my PIN hint")
         history, stamps, _rid, _p = say(b, kb, "marmalade PIN hint")
         seen = json.dumps(history) + stamps
-        seen += json.dumps(call(b, "marmalade PIN hint", 20, kb, False, True, api_name="/search"))
+        seen += json.dumps(call(b, "marmalade PIN hint", 20, kb, False, True, False, api_name="/search"))
         seen += json.dumps(call(b, kb, api_name="/ledger"))
         seen += json.dumps(call(b, kb, api_name="/start"))
         assert "marmalade-777" not in seen and "marmalade\\-777" not in seen
@@ -265,6 +267,8 @@ class TestMCP:
             "cancel_turn",
             "revoke_memory",
             "restore_memory",
+            "memory_history",
+            "correct_memory",
         }
         ask = tools["ask"]
         assert "receipt" in (ask.description or "")
