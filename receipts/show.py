@@ -104,8 +104,15 @@ def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[
             for e in body["exclusions"]["revoked"]
         ]
     if "states" in body:
-        out["states"] = {name: [_state_row(e) for e in body["states"][name]] for name in ("superseded", "excluded")}
+        out["states"] = state_rows(body["states"])
     return out
+
+
+def state_rows(states: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A body's `states` (FORMAT.md §20) as the summary's rows: "superseded" (each cited memory superseded at the
+    turn, by rank) and "excluded"; each names the statement that replaced it (`by_seq`, None when the record does
+    not say) and the record in force. The web app's stamps read the state through this too."""
+    return {name: [_state_row(e) for e in states[name]] for name in ("superseded", "excluded")}
 
 
 def _state_row(e: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 from chat.llm import PROVIDER_GROQ, PROVIDER_OFFLINE
 from ledger import Event, SessionReport
 from ledger.event import is_erasure_record
+from receipts.show import state_rows
 from retrieval.explain import explain_lines
 from retrieval.model import Hit
 
@@ -48,6 +49,10 @@ class Stamp:
     # How retrieval matched it (Hit.match) when the live turn's hits are at hand; None for stamps rebuilt from a
     # stored receipt (the receipt does not sign it), which then show no label.
     match: str | None = None
+    # Superseded at the turn (the receipt's signed `states`, FORMAT.md §20: a question about the past may be handed
+    # an older statement, marked), and by which seq when the record says (None: it does not).
+    superseded: bool = False
+    superseded_by: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +83,7 @@ def stamps_from_body(body: Mapping[str, Any], missing: str = WITHHELD) -> Stamps
     """`missing`: what a memory without text reads. A receipt stored in DATA_DIR loses a text only when the
     memory is forgotten (control.forget redacts it), so the restored history passes FORGOTTEN."""
     resp = body["response"]
+    dead = superseded_at_turn(body)
     memories = tuple(
         Stamp(
             m["rank"],
@@ -86,6 +92,8 @@ def stamps_from_body(body: Mapping[str, Any], missing: str = WITHHELD) -> Stamps
             _cited_text(m["event"], missing),
             m["event"]["digest"],
             m["event"]["id"],
+            superseded=m["rank"] in dead,
+            superseded_by=dead.get(m["rank"]),
         )
         for m in body["memories"]
     )
@@ -104,6 +112,17 @@ def stamps_from_body(body: Mapping[str, Any], missing: str = WITHHELD) -> Stamps
         excluded,
         withheld,
     )
+
+
+def superseded_at_turn(body: Mapping[str, Any]) -> dict[int, int | None]:
+    """rank -> the seq that superseded that cited memory at the turn (None when the record does not name an integer
+    seq), from the receipt's `states` (issue 12); {} when the receipt makes no claim (format 1, or no `states`)."""
+    states = body.get("states")
+    if not isinstance(states, Mapping):
+        return {}
+    return {
+        row["rank"]: row["by_seq"] if type(row["by_seq"]) is int else None for row in state_rows(states)["superseded"]
+    }
 
 
 def with_matches(s: Stamps, hits: Iterable[Hit]) -> Stamps:
@@ -158,7 +177,7 @@ def stamps_markdown(s: Stamps) -> str:
         "|---:|---:|---|---|---|",
     ]
     for m in s.memories:
-        note = md_label(match_label(m.match))
+        note = md_label(stamp_state_label(m) + match_label(m.match))
         lines.append(f"| {m.rank} | {m.seq} | {md(m.role, 20)} | {note}{md(m.text, STAMP_SNIPPET)} | `{short(m.digest)}` |")
     return "\n".join(lines)
 
@@ -176,6 +195,14 @@ def superseded_label(new_seq: int) -> str:
     """What a superseded memory's text starts with in the search results and the ledger (plain text: a table cell,
     which `struck_styling` strikes through): the statement that replaced it (issue 12)."""
     return f"superseded by seq {new_seq} · "
+
+
+def stamp_state_label(m: Stamp) -> str:
+    """What a stamp's memory cell starts with when that memory was superseded at the turn (plain text): the words of
+    the ledger view and Manual search, so an older statement handed to the model reads as one everywhere."""
+    if not m.superseded:
+        return ""
+    return superseded_label(m.superseded_by) if m.superseded_by is not None else "superseded · "
 
 
 def labels(seq: int, revoked: Mapping[int, int], superseded: Mapping[int, int]) -> str:

@@ -8,7 +8,8 @@ what the receipt claims; the verdict below it says whether that holds.
 Each memory row has a `state` (receipts.show): "cited" rows carry their text; a
 format-2 receipt may mark a row "withheld" (its text left out of this copy) or
 "erased" (forgotten since), with no text — those are shown as such, never as an
-empty quote.
+empty quote. A memory the receipt's `states` lists as superseded when it was handed
+to the model (issue 12) says so after its text, naming the seq that replaced it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ def _digest(row: Mapping[str, Any]) -> str:
     return f", digest {md(short(d))}" if isinstance(d, str) else ""
 
 
+def _superseded(entry: Mapping[str, Any] | None) -> str:
+    """After a cited memory's text: that it was superseded when it was handed to the model, and by which seq (the
+    receipt's `states`, issue 12); "" for a memory the receipt claims live."""
+    if entry is None:
+        return ""
+    return f" (superseded at that turn by seq {_field(entry, 'by_seq')})"
+
+
 def panel_markdown(summary: Mapping[str, Any], title: str = PANEL_TITLE) -> str:
     """The summary as a short Markdown panel: when, session, the question, memory#1…K, the answer, the checkpoint."""
     q, a, cp = summary["question"], summary["answer"], summary["checkpoint"]
@@ -72,11 +81,13 @@ def panel_markdown(summary: Mapping[str, Any], title: str = PANEL_TITLE) -> str:
     ]
     if mems:
         lines.append("")
+    dead = {str(e.get("rank")): e for e in summary.get("states", {}).get("superseded", [])}
     for m in mems:
         rank = _field(m, "rank")
         state = str(m.get("state") or "cited")
         tag = "" if state == "cited" else f" — {md(state)}"
-        lines.append(f"{rank}. memory\\#{rank} ({_when(m)}{_digest(m)}{tag}): {_text(m)}")
+        superseded = _superseded(dead.get(str(m.get("rank"))))
+        lines.append(f"{rank}. memory\\#{rank} ({_when(m)}{_digest(m)}{tag}): {_text(m)}{superseded}")
     who = f"{_field(a, 'provider')}/{_field(a, 'model')}"
     if a.get("fallback_reason") is not None:
         who += f" (offline fallback: {md(str(a['fallback_reason']), TEXT_LIMIT)})"
