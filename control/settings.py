@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from ledger.event import EventError, validate_session_id
-from ledger.fsmode import open_private, private_dir
+from ledger.fsmode import private_dir, replace_durable
 
 SETTINGS_FILE = "settings.json"
 VERSION = 1
@@ -98,27 +98,8 @@ def set_consent(data_dir: str | os.PathLike[str], session: str, on: bool, *, cre
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path`: a temp file of our own in the same folder (0600, O_EXCL: two writers never share one),
-    fsync, rename over it, fsync of the folder. A crash leaves the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.urandom(8).hex()}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    """Replace `path` durably (ledger.fsmode.replace_durable): a crash leaves the old file or the new one."""
+    replace_durable(path, data)
 
 
 def refuse_direct_turn(data_dir: str | os.PathLike[str], session: str) -> None:

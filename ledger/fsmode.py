@@ -113,17 +113,22 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 
 
 def replace_durable(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix: a temp file
-    (`.<name>.tmp`, 0600) in the same folder, fsync, rename over `path`, fsync of the folder. The folder must exist."""
+    """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix: a temp file of
+    this call's own (`.<name>.<random>.tmp`, 0600, O_EXCL: two writers never share one) in the same folder,
+    fsync, rename over `path`, fsync of the folder. The folder must exist; a failed write removes its temp file."""
     p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+    tmp = p.with_name(f".{p.name}.{os.urandom(8).hex()}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, p)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(p.parent)

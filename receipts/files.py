@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ledger import Ledger
 from ledger.event import validate_session_id
-from ledger.fsmode import open_private, private_dir
+from ledger.fsmode import open_private, private_dir, replace_durable
 
 from .body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
 from .merkle import leaf_hash
@@ -143,15 +143,7 @@ def write_cites(data_dir: Path, session: str, receipt_id: str, question_seq: int
     an erasure cascades through it (control.steps.citations)."""
     path = cites_path(data_dir, session, receipt_id)
     private_dir(path.parent)
-    data = json.dumps({"question": question_seq, "memories": memory_seqs}, sort_keys=True).encode("ascii")
-    tmp = path.parent / f".{receipt_id}.cites.tmp"
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    replace_durable(path, json.dumps({"question": question_seq, "memories": memory_seqs}, sort_keys=True).encode("ascii"))
     return path
 
 

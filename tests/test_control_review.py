@@ -123,7 +123,7 @@ eng = engine(sys.argv[2])
 eng.remember("alice", f"My locker code word is {MARKER}")
 real = os.replace
 def replace(src, dst, *a, **k):
-    if str(src).endswith(".tmp") and not str(src).endswith(".cites.tmp") and "receipts" in str(src):
+    if str(src).endswith(".tmp") and ".cites." not in str(src) and "receipts" in str(src):
         os.kill(os.getpid(), signal.SIGKILL)  # the app killed between the answer's append and its receipt
     return real(src, dst, *a, **k)
 os.replace = replace
