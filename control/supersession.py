@@ -53,12 +53,14 @@ class SupersedeResult:
     checked_by: str | None
     reason: str | None
     corrected: bool = False  # the new statement was appended by this call (correct)
+    named_seq: int | None = None  # correct: the seq the caller named, when a later statement held its fact (old_seq)
 
     def summary(self) -> str:
         said = f"the new statement at seq {self.new_seq} ({self.new_id})" if self.corrected else f"seq {self.new_seq} ({self.new_id})"
+        held = f", which held since it superseded seq {self.named_seq}," if self.named_seq is not None else ""
         return (
-            f"session {self.session}: seq {self.old_seq} ({self.old_id}) superseded by {said} (kept on record, no longer "
-            f"served as current); decided by {self.decided_by}; supersession record at seq {self.record_seq}"
+            f"session {self.session}: seq {self.old_seq} ({self.old_id}){held} superseded by {said} (kept on record, no "
+            f"longer served as current); decided by {self.decided_by}; supersession record at seq {self.record_seq}"
         )
 
 
@@ -170,6 +172,10 @@ def supersede_locked(
     link = held.link(old.seq, new.seq)
     if link is not None:
         raise SupersedeError(f"session {session}: seq {old.seq} is already superseded by seq {new.seq} (the record at seq {link.record_seq})")
+    live = held.live(old.seq)
+    if live != old.seq:  # superseding it again would leave two live statements of one fact
+        then = "supersede that one instead" if live < new.seq else f"which is newer than seq {new.seq}"
+        raise SupersedeError(f"session {session}: seq {old.seq} is already superseded; seq {live} holds its fact now, {then}")
     _check_reason(session, reason, [(old.seq, old.text), (new.seq, new.text)])
     meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=decided_by, checked_by=checked_by, reason=reason)
     record = ledger.append(session, "system", SUPERSEDE_TEXT, meta)
@@ -191,9 +197,10 @@ def supersede(
     """Record that the event at `new_seq` supersedes the older one at `old_seq` (a seq, or an id `evt_…`).
 
     Raises SupersedeError (one line, nothing appended) for an unknown session or seq, an erased event, an
-    erasure or control record on either side, an older seq that is not older, a pair already recorded, a
-    `decided_by`/`checked_by` that is not 'visitor', 'rule:<name>' or 'model:<id>' checked by 'rule:<name>',
-    or a reason that repeats a word of either statement (the record is kept for good)."""
+    erasure or control record on either side, an older seq that is not older, a pair already recorded, an
+    older event already superseded by another (one live statement per fact: the error names the statement that
+    holds now, to supersede instead), a `decided_by`/`checked_by` that is not 'visitor', 'rule:<name>' or
+    'model:<id>' checked by 'rule:<name>', or a reason that repeats a word of either statement (the record is kept for good)."""
     data = Path(data_dir)
     led = ledger if ledger is not None else Ledger(data)
     _session(data, led, session)
@@ -214,8 +221,10 @@ def correct(
     index: Index | None = None,
     key: SigningKey | None = None,
 ) -> SupersedeResult:
-    """"Correct this": append `new_text` as the visitor's user statement, then the record that it supersedes the
-    event at `old_seq` (decided by the visitor), and index the new statement. SupersedeError as for `supersede`
+    """"Correct this": append `new_text` as the visitor's user statement, then the record that it supersedes what
+    holds now for the fact of the event at `old_seq` (decided by the visitor): that event, or when a later statement
+    already superseded it, the live one of its line (`SupersessionState.live`; the result's `named_seq` says so), and
+    index the new statement. SupersedeError as for `supersede`
     (nothing appended), and for an empty or over-long text."""
     data = Path(data_dir)
     led = ledger if ledger is not None else (index.ledger if index is not None else Ledger(data))
@@ -227,7 +236,8 @@ def correct(
     reason = _reason(reason)
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
-        old = _statement(led, session, old_seq, count, "be superseded")
+        named = _statement(led, session, old_seq, count, "be superseded")
+        old = _live_statement(led, session, named)
         _check_reason(session, reason, [(old.seq, old.text), (count, new_text)])
         k = key if key is not None else load_or_create(data)
         try:
@@ -243,7 +253,18 @@ def correct(
     finally:
         if index is None:
             idx.close()
-    return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, VISITOR, None, reason, corrected=True)
+    return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, VISITOR, None, reason, corrected=True, named_seq=None if old is named else named.seq)
+
+
+def _live_statement(led: Ledger, session: str, named: Event) -> Event:
+    """What a correction of `named` replaces: the statement holding its fact now (`SupersessionState.live`), so a
+    fact has one live statement after it. `named` itself while nothing replaced it, or when the one holding now
+    is forgotten (no words of it are served; a record naming an erased event is refused)."""
+    live = current_supersessions(led, session).live(named.seq)
+    if live == named.seq:
+        return named
+    (ev,) = led.read_events(session, [live])
+    return named if ev.erased else ev
 
 
 def history(data_dir: str | os.PathLike[str], session: str, seq: object, *, ledger: Ledger | None = None) -> list[HistoryEntry]:

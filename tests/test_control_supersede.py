@@ -353,6 +353,44 @@ def test_history_follows_the_chain_both_ways_oldest_first(data: Path) -> None:
     assert history(data, "alice", 0)[0].to_dict()["state"] == "superseded"
 
 
+def _live(rows: list[Any]) -> list[int]:
+    return [r.seq for r in rows if r.state == "live"]
+
+
+def test_correcting_a_superseded_statement_supersedes_the_one_holding_now(data: Path) -> None:
+    supersede(data, "alice", 2, 0, decided_by="rule:same-attribute")  # record 3: Bristol replaced Leeds
+    r = correct(data, "alice", 0, "Actually I live in Cardiff")  # 4, record 5
+    assert (r.old_seq, r.new_seq, r.named_seq) == (2, 4, 0)
+    assert "seq 2 (" in r.summary() and "which held since it superseded seq 0, superseded by the new statement at seq 4" in r.summary()
+    rows = history(data, "alice", 0)
+    assert [(x.seq, x.superseded_by) for x in rows] == [(0, 2), (2, 4), (4, None)] and _live(rows) == [4]
+
+
+def test_correcting_the_same_statement_again_and_again_leaves_one_live_statement(data: Path) -> None:
+    for text in ("I live in York", "I live in Bath", "I live in Hull"):
+        correct(data, "alice", 0, text)
+    rows = history(data, "alice", 0)
+    assert len(rows) == 4 and _live(rows) == [rows[-1].seq] and rows[-1].text == "I live in Hull"
+
+
+def test_correcting_the_statement_holding_now_names_no_other(data: Path) -> None:
+    r = correct(data, "alice", 0, "I live in York")
+    assert (r.old_seq, r.named_seq) == (0, None) and "which held" not in r.summary()
+
+
+def test_superseding_an_already_superseded_statement_is_refused_naming_the_live_one(data: Path) -> None:
+    supersede(data, "alice", 2, 0)  # record 3
+    led = Ledger(data)
+    led.append("alice", "user", "I live in York", {})  # 4
+    before = _snapshot(data)
+    with pytest.raises(SupersedeError) as err:
+        supersede(data, "alice", 4, 0, ledger=led)
+    assert str(err.value) == "session alice: seq 0 is already superseded; seq 2 holds its fact now, supersede that one instead"
+    assert _snapshot(data) == before
+    supersede(data, "alice", 4, 2, ledger=led)
+    assert _live(history(data, "alice", 0)) == [4]
+
+
 # -- the property: the derived state equals a naive replay ----------------------------------------------
 def _ev(seq: int, prev: str, role: str, text: str, meta: dict[str, Any]) -> Event:
     return make_event(
@@ -436,8 +474,8 @@ def test_the_cached_state_follows_appends_and_equals_a_fresh_derivation(tmp_path
         try:
             supersede(d, "s", b, a, ledger=led)
             pairs.add((a, b))
-        except SupersedeError:
-            assert not a < b or (a, b) in pairs  # refused exactly when not older, or already recorded
+        except SupersedeError:  # refused exactly when not older, already recorded, or a already superseded by another
+            assert not a < b or (a, b) in pairs or any(o == a for o, _n in pairs)
         if also_revoke:
             try:
                 control.revoke(d, "s", a, ledger=led)
