@@ -21,6 +21,9 @@ when the values are the same said again ("Civic" / "Honda Civic"); when the subj
 lives in Leeds" / "I live in Bristol"); when the new claim is a word-list guess ("I use Firefox") or about
 someone else and its sentence has no change word ("now", "moved", "switched", …); and when the older
 statement says something else the new one does not replace (superseding it would hide a live fact).
+It reads statements of at most MAX_READ_CHARS characters: a longer new statement is not read as a fact
+change, and a longer earlier one is skipped (a note, not a single fact) — which also bounds the time it
+takes under a session's turn lock.
 Precision before recall: a missed supersession leaves an old fact served; a false one hides a true fact.
 """
 
@@ -40,6 +43,8 @@ RULE_NEGATION = "rule:negation"
 RULE_LEFT = "rule:left-behind"
 RULES = (RULE_SAME, RULE_NEGATION, RULE_LEFT)
 
+# The longest statement the detector reads, new or earlier; a longer one is a note, not a single fact.
+MAX_READ_CHARS = 400
 # An older statement holding more than this many content words besides the fact says something else too.
 MAX_EXTRA_TERMS = 6
 # A value that implies another: "not vegetarian anymore" ends "vegan" as well.
@@ -157,6 +162,11 @@ def reason_line(rule: str, claim: Claim, new_value: str, how: str) -> str:
     return f"{head}: was {claim.said!r}, now {new_value!r} ({how})"
 
 
+def readable(text: str) -> bool:
+    """Whether the detector reads `text` at all (at most MAX_READ_CHARS characters)."""
+    return len(text) <= MAX_READ_CHARS
+
+
 def _check_seq(what: str, seq: object) -> int:
     if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
         raise ValueError(f"supersede: {what} {seq!r} is not a seq")
@@ -167,18 +177,21 @@ def detect(new_text: str, earlier: Sequence[tuple[int, str]], *, new_seq: int) -
     """Which of the `earlier` user statements the statement `new_text` (event `new_seq`) supersedes, oldest first.
 
     An earlier entry whose seq is not below `new_seq` is ignored: a statement never supersedes itself or a
-    later one. A repeated seq is judged once.
+    later one. A repeated seq is judged once. A `new_text` over MAX_READ_CHARS supersedes nothing, and an
+    earlier text over it is skipped.
     """
     _check_seq("new_seq", new_seq)
     if not isinstance(new_text, str):
         raise TypeError(f"supersede: new_text must be a string, not {type(new_text).__name__}")
+    if not readable(new_text):
+        return []
     new = read(new_text)
     if not new.claims and not new.leavings:
         return []
     out: dict[int, Proposal] = {}
     for seq, text in earlier:
         _check_seq("earlier seq", seq)
-        if seq >= new_seq or seq in out or not isinstance(text, str):
+        if seq >= new_seq or seq in out or not isinstance(text, str) or not readable(text):
             continue
         verdict, _ = compare(new, read(text))
         if verdict is None:
@@ -191,6 +204,9 @@ def detect(new_text: str, earlier: Sequence[tuple[int, str]], *, new_seq: int) -
 
 def explain(new_text: str, older_text: str) -> str:
     """One line: the rule that fires for this pair, or why none does (for tests, the CLI and a person)."""
+    for which, text in (("new", new_text), ("older", older_text)):
+        if not readable(text):
+            return f"no supersession: the {which} statement is over {MAX_READ_CHARS} characters, a note the detector does not read"
     verdict, why = compare(read(new_text), read(older_text))
     if verdict is None:
         return f"no supersession: {why}"
@@ -201,10 +217,13 @@ def explain(new_text: str, older_text: str) -> str:
 def shortlist_query(new_text: str) -> str | None:
     """Words to search earlier events with, so `detect` sees every statement of the same attribute.
 
-    None when the text states no fact the detector reads (then nothing can be superseded: skip the search).
+    None when the text states no fact the detector reads, or is over MAX_READ_CHARS (then nothing can be
+    superseded: skip the search).
     The words are the attributes' heads, nouns and word lists, the subjects and the values said, so
     "we've just moved to Bristol" finds "I live in Leeds".
     """
+    if not readable(new_text):
+        return None
     reading = read(new_text)
     if not reading.claims and not reading.leavings:
         return None

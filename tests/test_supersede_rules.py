@@ -14,6 +14,7 @@ from control import supersede_lexicon as lex
 from control import supersede_patterns as pat
 from control.supersede_claims import read
 from control.supersede_rules import (
+    MAX_READ_CHARS,
     RULE_LEFT,
     RULE_NEGATION,
     RULE_SAME,
@@ -308,6 +309,30 @@ class TestOrder:
     @settings(max_examples=200, deadline=None)
     def test_any_text_is_read_without_error(self, text: str) -> None:
         detect(text, [(0, text), (1, "I live in Leeds.")], new_seq=2)
+
+
+class TestLongText:
+    """A statement over MAX_READ_CHARS is a note, not a single fact: never read (which also bounds the time)."""
+
+    PAD = " " * MAX_READ_CHARS  # no words: the fact alone would fire
+
+    def test_a_long_new_statement_supersedes_nothing(self) -> None:
+        assert fired("We've just moved to Bristol." + self.PAD) == []
+        assert fired("We've just moved to Bristol.") == [1]
+
+    def test_a_long_earlier_statement_is_skipped(self) -> None:
+        assert fired("We've just moved to Bristol.", [(1, "I live in Leeds." + self.PAD)]) == []
+
+    def test_a_long_text_of_many_sentences_returns_no_proposals(self) -> None:
+        text = "I moved to Bristol and my dev server port is 8080 now. " * 150  # ~8,000 characters
+        earlier = [(i, text) for i in range(10)] + [(10, "I live in Leeds."), (11, "My dev server port is 3000.")]
+        assert detect(text, earlier, new_seq=12) == []
+        assert shortlist_query(text) is None
+        assert explain(text, "I live in Leeds.").startswith(f"no supersession: the new statement is over {MAX_READ_CHARS} characters")
+
+    def test_a_statement_of_exactly_the_limit_is_read(self) -> None:
+        text = "We've just moved to Bristol."
+        assert fired(text + " " * (MAX_READ_CHARS - len(text))) == [1]
 
 
 class TestShortlist:
