@@ -186,6 +186,19 @@ SHORTLIST: dict[str, tuple[str, ...]] = {
 }
 
 
+def attribute_name(attribute: str) -> str | None:
+    """The detector's own name for `attribute`, from its fixed vocabulary (a SHORTLIST key, '<platform>
+    username', or 'favourite' for any 'favourite X', whose X is the speaker's word); None for any other label
+    (a model's free text: it may hold a word of a memory, and a stored reason is kept for good)."""
+    name = " ".join(attribute.lower().split()) if isinstance(attribute, str) else ""
+    if name.startswith(("favourite ", "favorite ")):
+        return "favourite"
+    first, _, rest = name.partition(" ")
+    if name in SHORTLIST or (rest == "username" and first in PLATFORMS):
+        return name
+    return None
+
+
 def shortlist_words(attribute: str) -> tuple[str, ...]:
     """SHORTLIST of an attribute ('favourite band' and 'github username' use their family's)."""
     if attribute.startswith("favourite "):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from receipts.supersessions import SupersessionRecord
 
 from .plan import quoted
+from .supersede_lexicon import attribute_name
 from .supersede_rules import detect
 
 
@@ -112,13 +113,15 @@ class SupersessionState:
 
 # -- reasons: what is stored for good, and what a person reads ------------------------------------------
 def stored_reason(attribute: str, *texts: str) -> str | None:
-    """A reason to keep in the record for a rule's or a model's supersession: the attribute, never a value, and
-    no word of either statement (control.plan.quoted: the record outlives an erasure of both). "residence
-    changed"; "new port" when the statement says "changed"; None when the attribute's own words are the
-    statement's ("my dev server port is 3000": the rule in `decided_by` says enough)."""
-    name = " ".join(attribute.split())[:200]
-    for candidate in (f"{name} changed", f"new {name}"):
-        if name and not any(quoted(candidate, t) for t in texts):
+    """A reason to keep in the record for a rule's or a model's supersession: the attribute as the detector
+    names it, never a value, and no word of either statement (control.plan.quoted: the record outlives an
+    erasure of both). "residence changed"; "new port" when the statement says "changed"; None when the
+    attribute's own words are the statement's ("my dev server port is 3000": the rule in `decided_by` says
+    enough), and None for a label outside the detector's fixed vocabulary (`supersede_lexicon.attribute_name`):
+    a model's free-text attribute ("nyc home") can hold a short word of a memory that `quoted` lets through."""
+    name = attribute_name(attribute)
+    for candidate in (f"{name} changed", f"new {name}") if name else ():
+        if not any(quoted(candidate, t) for t in texts):
             return candidate
     return None
 

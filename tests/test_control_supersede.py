@@ -199,10 +199,19 @@ def test_records_and_revocations_are_told_apart_and_both_are_control_records() -
         ("diet", ("I'm vegetarian", "I changed my mind and eat meat"), "new diet"),
         ("port", ("My dev server port is 3000", "I moved the dev server to 8080"), None),
         ("favourite band", ("My favourite band is Muse", "Now it's Blur"), None),
+        ("favourite nyc bagel", ("I live in NYC", "I moved to Boston"), "favourite changed"),
+        ("github username", ("I'm octo on there", "I renamed it to cat"), "github username changed"),
+        ("Residence", ("I live in NYC", "I moved to Boston"), "residence changed"),
     ],
 )
 def test_a_stored_reason_names_the_attribute_and_never_a_word_of_either_statement(attribute: str, texts: tuple[str, str], expected: str | None) -> None:
     assert stored_reason(attribute, *texts) == expected
+
+
+@pytest.mark.parametrize("label", ["nyc home", "home in nyc", "la flat", "sf job", "ex nyc", "place", "where I live", "residence!"])
+def test_a_label_outside_the_detectors_vocabulary_is_never_stored(label: str) -> None:
+    # a model's free-text attribute: "nyc home changed" would outlive "I live in NYC" once it is forgotten
+    assert stored_reason(label, "I live in NYC", "We moved to LA") is None
 
 
 def test_the_shown_reason_quotes_the_values_while_both_texts_exist_and_the_stored_one_after(data: Path) -> None:

@@ -225,7 +225,7 @@ class ModelFake(FakeGroq):
             return Reply(status=500, body=b'{"error":{"message":"down"}}')
         shown = json.loads(self.requests[-1]["json"]["messages"][1]["content"])
         older = next(e["id"] for e in shown["earlier_statements"] if e["seq"] == 0)
-        item = {"newer_id": shown["new_statement"]["id"], "older_id": older, "attribute": "residence", "reason": "the person moved"}
+        item = {"newer_id": shown["new_statement"]["id"], "older_id": older, "attribute": self.attribute, "reason": "the person moved"}
         return Reply(body=completion_body(json.dumps([item]), model="served-model-id"))
 
     @reply.setter
@@ -233,6 +233,7 @@ class ModelFake(FakeGroq):
         pass
 
     fail = False
+    attribute = "residence"
 
 
 @pytest.fixture
@@ -259,6 +260,22 @@ class TestModelPath:
         assert s is not None and (s.old_seq, s.new_seq) == (0, 2)
         assert (s.decided_by, s.checked_by) == ("model:served-model-id", "rule:model-shortlist")
         assert s.reason is None or "Leeds" not in s.reason and "moved" not in s.reason
+
+    def test_a_models_own_attribute_label_is_never_stored(self, model: ModelFake, tmp_path: Path) -> None:
+        model.attribute = "nyc home"  # free text: it may hold a short word of a memory, and the record is for good
+        e = Engine(tmp_path / "d", llm=model.llm(api_key=KEY))
+        changed(e)
+        [rec] = records(e)
+        s = supersession_of_record(rec)
+        assert s is not None and s.decided_by == "model:served-model-id" and s.reason is None
+
+    def test_a_model_label_in_the_detectors_vocabulary_is_stored_as_the_detector_names_it(self, model: ModelFake, tmp_path: Path) -> None:
+        model.attribute = "Residence"
+        e = Engine(tmp_path / "d", llm=model.llm(api_key=KEY))
+        changed(e)
+        [rec] = records(e)
+        s = supersession_of_record(rec)
+        assert s is not None and s.reason == "residence changed"
 
     def test_when_the_model_fails_the_detector_decides(self, model: ModelFake, tmp_path: Path) -> None:
         model.fail = True
