@@ -46,6 +46,7 @@ class Claim:
     strong: bool  # a phrase naming the attribute said it (not a word-list guess)
     changed: bool  # its sentence carries a change word ("moved", "now", "switched", …)
     how: str  # the pattern that read it
+    bounded: bool = False  # for a while or in a narrower scope ("for the summer", "at work"): replaces nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class Leaving:
     new_said: str | None
     attributes: frozenset[str]  # the attributes its sentence states (empty: none)
     how: str
+    bounded: bool = False  # its sentence says for a while ("for the summer"): nothing is left behind for good
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class Reading:
     claims: tuple[Claim, ...]
     leavings: tuple[Leaving, ...]
     extra_terms: int  # content words outside every phrase read (what superseding the message would also hide)
+    sequence: bool = False  # a sentence stating a fact tells several values in sequence ("then", "after that", "in 2010")
 
 
 def is_question(sentence: str) -> bool:
@@ -95,6 +98,8 @@ class _Sentence:
         bounds = [0] + [p for m in pat.CLAUSE_RE.finditer(text) for p in (m.start(), m.end())] + [len(text)]
         self.clauses = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds) - 1, 2)]
         self.changed = pat.MARKER_RE.search(text) is not None
+        self.temporary = pat.TEMPORARY_RE.search(text) is not None and pat.SO_FAR_RE.search(text) is None
+        self.scoped = pat.SCOPE_RE.search(text) is not None
         self.cues = {a for a, p in pat.CUES.items() if p.search(text)}
         self.cues |= {pat.PLURALS[m.group("plural").lower()] for m in pat.PLURAL_RE.finditer(text)}
         on = pat.ON_THING_RE.search(text)
@@ -146,7 +151,8 @@ class _Sentence:
         if subject == SELF and attribute in _OWN_THING:  # "I'm on Fedora": the speaker's computer
             subject = self.computer if attribute == "os" and self.computer else _OWN_THING[attribute]
         neg = self.negated(start, rest_at, end) if negated is None else negated
-        self.claims.append(Claim(subject, attribute, norm, said, neg, strong, self.changed, how))
+        bounded = self.temporary or (self.scoped and attribute not in pat.UNSCOPED)
+        self.claims.append(Claim(subject, attribute, norm, said, neg, strong, self.changed, how, bounded))
         self.covered.append((start, end))
 
 
@@ -372,7 +378,7 @@ def _read_leavings(s: _Sentence, out: list[Leaving]) -> None:
                 continue
             new = _chunk(m.groupdict().get("new"))
             out.append(Leaving(subject, old[1], old[0], new[1] if new else None, new[0] if new else None,
-                               attributes, how))
+                               attributes, how, s.temporary))
             s.covered.append((m.start(), m.end()))
             if new is not None and not attributes:  # the replacement is a claim a later statement can supersede
                 attribute = _leaving_attribute(s, old[0], new[0], "joined" in m.group(0).lower())
@@ -396,6 +402,7 @@ def read(text: str) -> Reading:
     claims: list[Claim] = []
     leavings: list[Leaving] = []
     extra: list[str] = []
+    sequence = False
     for sentence in pat.SENTENCE_RE.split(text):
         if not sentence.strip():
             continue
@@ -403,6 +410,7 @@ def read(text: str) -> Reading:
             extra.extend(content_terms(sentence))
             continue
         s = _Sentence(sentence)
+        before = len(leavings)
         _read_closed(s)
         _read_nouns(s)
         _read_things(s)
@@ -410,9 +418,11 @@ def read(text: str) -> Reading:
         _read_slots(s)
         _read_leavings(s, leavings)
         claims.extend(s.claims)
+        facts = bool(s.claims) or len(leavings) > before
+        sequence = sequence or (facts and pat.SEQUENCE_RE.search(sentence) is not None)
         blanked = list(sentence)
         for start, end in s.covered:
             blanked[start:end] = " " * (end - start)
         extra.extend(content_terms("".join(blanked)))
     extra_terms = len({t for t in extra if t not in _IGNORED_TERMS})
-    return Reading(_dedupe(claims), tuple(leavings), extra_terms)
+    return Reading(_dedupe(claims), tuple(leavings), extra_terms, sequence)

@@ -9,6 +9,9 @@ Read top to bottom they are the rules docs/RETRIEVAL.md lists ("Facts that chang
 - SLOTS    a generic phrase ("I'm at V", "switched to V") that names an attribute only when V is in the
            attribute's word list, or when its sentence carries one of the attribute's cue words.
 - LEAVING  a value left behind: "from V to W", "left V for W", "sold the V and bought W", "V and I broke up".
+- BOUNDED  what keeps a value from replacing another: a while ("for the summer", "temporarily"), a narrower
+           scope ("at work", "on my laptop", "on weekends") or several values told in sequence ("then",
+           "after that", "in 2010").
 
 Value parsers live in control.supersede_values; the reading of subjects, negation and markers in
 control.supersede_claims.
@@ -324,3 +327,29 @@ LEAVING: list[tuple[str, re.Pattern[str]]] = [
          rf"finished\s+with)\s+(?P<old>{_CHUNK}){_END}"),
     ]
 ]
+
+
+# -- what keeps a new value from replacing the old one (issue 12, review D) ---------------------------------------
+# A while: "I moved to London for the summer" is a stay, not a new home.
+TEMPORARY_RE = re.compile(
+    r"(?i)\b(?:temporarily|temporary|short[- ]term|for\s+(?:the|this|a|one|two|three|a\s+few|a\s+couple\s+(?:of\s+)?|"
+    r"several|some)\s*(?:summer|winter|spring|autumn|fall|season|semester|term|week|weeks|weekend|month|months|"
+    r"day|days|while|bit|holidays?|year)\b|over\s+the\s+(?:summer|winter|holidays?)|this\s+(?:summer|winter)|"
+    r"until\s+(?:the\s+)?(?:end|summer|winter|spring|autumn|next|[A-Z][a-z]+)\b|till\s+\w+)"
+)
+# A narrower scope: "I now use VS Code at work" leaves the editor used elsewhere standing. Not for the
+# attributes such a phrase does not narrow (a home "for work" is still a home; "on my laptop" names the computer).
+SCOPE_RE = re.compile(
+    r"(?i)\b(?:at|for)\s+work\b|\bat\s+(?:the\s+)?(?:home|office|weekends?)\b|\bfor\s+(?:personal|side|hobby|work)\s+"
+    r"(?:projects?|stuff|things)\b|\bon\s+(?:my|the|our)\s+(?:work\s+|personal\s+|home\s+)?(?:laptop|computer|machine|"
+    r"pc|desktop|mac|macbook|phone|tablet|ipad)\b|\bon\s+(?:the\s+)?(?:weekends?|weekdays?|holidays?|sundays|saturdays)\b"
+)
+UNSCOPED = frozenset(("residence", "employer", "job", "os", "hosting", "commute", "work language", "manager", "port", "time"))
+# "I've been seeing Sam for a few months": how long it has held so far, not a while it will hold.
+SO_FAR_RE = re.compile(r"(?i)\b(?:'ve|have|has|had)\s+been\b")
+# Several values in sequence: "I moved to Bristol in 2010 and then back to Leeds in 2015" ("back to" alone is one
+# change: "I'm back to eating meat").
+SEQUENCE_RE = re.compile(
+    r"(?i)\b(?:then|afterwards|after\s+that|before\s+that|later\s+on)\b|"
+    r"\b(?:in|during|by)\s+(?:19|20)\d\d\b"
+)

@@ -17,6 +17,9 @@ The rules (docs/RETRIEVAL.md, "Facts that change"), over the claims control.supe
                        "sold the Civic and bought …", "Sam and I broke up").
 
 It refuses (proposes nothing) when the new statement is a question, hypothetical or says "also"/"too";
+when a value holds for a while ("for the summer") or in a narrower scope ("at work", "on my laptop", "on
+weekends"); when the new statement tells several values in sequence ("then", "after that", "in 2010") or
+says the old value again as current;
 when the values are the same said again ("Civic" / "Honda Civic"); when the subjects differ ("my sister
 lives in Leeds" / "I live in Bristol"); when the new claim is a word-list guess ("I use Firefox") or about
 someone else and its sentence has no change word ("now", "moved", "switched", …); and when the older
@@ -91,8 +94,10 @@ def _implied(old_value: str, negated_value: str) -> bool:
 
 def _fires(new: Reading, old: Claim) -> tuple[str, str, str] | None:
     """(rule, new value as written, how the new one said it) if `new` supersedes the older claim `old`."""
+    if old.bounded or (not old.negated and _restated(new, old)) or _several(new, old):
+        return None  # a value for a while or in one scope; the old value said again as current; several values
     for n in new.claims:
-        if n.attribute != old.attribute or not _same_subject(n.subject, old.subject):
+        if n.bounded or n.attribute != old.attribute or not _same_subject(n.subject, old.subject):
             continue
         if n.negated != old.negated:
             if n.negated and _implied(old.value, n.value):
@@ -108,7 +113,7 @@ def _fires(new: Reading, old: Claim) -> tuple[str, str, str] | None:
     if old.negated:
         return None
     for lv in new.leavings:
-        if not _leaving_reaches(lv.subject, old.subject) or not same_value(lv.old, old.value):
+        if lv.bounded or not _leaving_reaches(lv.subject, old.subject) or not same_value(lv.old, old.value):
             continue
         if (lv.attributes and old.attribute not in lv.attributes) or (lv.new and same_value(lv.new, old.value)):
             continue
@@ -118,6 +123,12 @@ def _fires(new: Reading, old: Claim) -> tuple[str, str, str] | None:
         )
         return RULE_LEFT, replacement, f"'{lv.how}'"
     return None
+
+
+def _several(new: Reading, old: Claim) -> bool:
+    """The new statement gives several values of the old claim's attribute (which one holds now is not said)."""
+    values = {n.value for n in new.claims if n.attribute == old.attribute and _same_subject(n.subject, old.subject) and not n.negated}
+    return len(values) > 1
 
 
 def _restated(new: Reading, old: Claim) -> bool:
@@ -130,6 +141,8 @@ def _restated(new: Reading, old: Claim) -> bool:
 
 def compare(new: Reading, old: Reading) -> tuple[tuple[str, Claim, str, str] | None, str]:
     """(rule, older claim, new value, how) or None, and one line saying why."""
+    if new.sequence:
+        return None, "the new statement tells values in sequence ('then', 'after that', a year): not which one holds now"
     fired: list[tuple[str, Claim, str, str]] = []
     for o in old.claims:
         got = _fires(new, o)
@@ -140,6 +153,8 @@ def compare(new: Reading, old: Reading) -> tuple[tuple[str, Claim, str, str] | N
             return None, "the new statement states no fact the detector reads"
         if not old.claims:
             return None, "the older statement states no fact the detector reads"
+        if any(c.bounded for c in (*new.claims, *old.claims)) or any(lv.bounded for lv in new.leavings):
+            return None, "a value holds for a while or in a narrower scope ('for the summer', 'at work'): it replaces nothing"
         return None, "no attribute of the same subject changes value"
     keys = {(o.subject, o.attribute) for _, o, _, _ in fired}
     kept = [o for o in old.claims if not o.negated and (o.subject, o.attribute) not in keys and not _restated(new, o)]

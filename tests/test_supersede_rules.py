@@ -174,6 +174,36 @@ class TestMustNotFire:
             assert fired(new) == [], new
 
 
+class TestBoundedValues:
+    """Review D: plausible chat that names a new value without replacing the old one."""
+
+    @pytest.mark.parametrize("new", ["I moved to London for the summer.", "I'm staying in Paris for a few months.", "I moved to Bristol temporarily."])
+    def test_a_value_for_a_while_does_not_supersede(self, new: str) -> None:
+        assert one(new, "I live in Leeds.") is None
+
+    @pytest.mark.parametrize("new", ["I now use VS Code at work.", "I use VS Code on my laptop now.", "I switched to Emacs for work.", "I now use Emacs on weekends."])
+    def test_a_value_in_a_narrower_scope_does_not_supersede(self, new: str) -> None:
+        assert one(new, "I use vim.") is None
+
+    def test_a_scoped_older_value_is_not_superseded_by_a_general_one(self) -> None:
+        assert one("I switched to VS Code.", "I use vim at work.") is None
+
+    @pytest.mark.parametrize("older", ["I live in Leeds.", "I live in York."])
+    def test_several_values_in_sequence_do_not_supersede(self, older: str) -> None:
+        assert one("I moved to Bristol in 2010 and then back to Leeds in 2015.", older) is None
+        assert "in sequence" in explain("I moved to Bristol in 2010 and then back to Leeds in 2015.", older)
+
+    def test_the_old_value_said_again_as_current_is_never_superseded(self) -> None:
+        assert fired("I moved back to Leeds.") == []
+
+    def test_a_move_for_work_is_still_a_move(self) -> None:
+        p = one("I moved to London for work.", "I live in Leeds.")
+        assert p is not None and p.new_value == "London"
+
+    def test_back_to_alone_is_one_change(self) -> None:
+        assert one("I'm back to eating meat.", "I'm vegetarian.") is not None
+
+
 class TestNegation:
     def test_not_anymore_supersedes_the_same_value(self) -> None:
         p = one("I'm not vegetarian anymore.", "I'm vegetarian.")
