@@ -1,15 +1,17 @@
-"""Which answers may quote a revoked memory, so that retrieval leaves them out with it (I/O).
+"""Which answers may quote a revoked or superseded memory, so that retrieval leaves them out with it (I/O).
 
 An answer may repeat what its turn handed the model (the offline stand-in quotes every memory; a model
 paraphrases). So while an event is revoked, retrieval leaves out every answer whose turn cited it — its
 question or one of its memories — and every answer citing one of those (control.state.quoting_answers),
-for exactly as long as the revocation is in force: a restore brings them back with it.
+for exactly as long as the revocation is in force: a restore brings them back with it. The same closure keeps
+out the answers that cited a superseded statement (issue 12): "which city do I live in?" answered by quoting
+"I live in Leeds" must not bring Leeds back once "we've just moved to Bristol" superseded it (chat.engine).
 
 What each turn cited is kept in the index's derived `receipt_cites` table (receipts.files): the turn
 writes it right after appending its answer; an index without it (new, rebuilt or moved aside) is
 refilled from the receipt files when the engine starts; and once per session and process, the `.cites`
 records that turns left behind (killed before their receipt, or whose receipt failed) are added, so an
-answer without a receipt is left out like any other. With nothing revoked none of this is read.
+answer without a receipt is left out like any other. With nothing revoked or superseded none of this is read.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from control.state import Revocation, quoting_answers
+from control.state import quoting_answers
 from control.steps import unreceipted
 from ledger import Ledger
 from receipts import files
@@ -28,6 +30,7 @@ from receipts.body import parse_receipt
 from retrieval import Index
 
 log = logging.getLogger("chat")
+Why = TypeVar("Why")  # what keeps a cited event out: a Revocation, or a supersession (control.supersession_state)
 
 
 class Cites:
@@ -54,14 +57,15 @@ class Cites:
         answer = body["response"]["event"]["seq"]
         self.record(session, receipt_id, answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])])
 
-    def quoting(self, session: str, revoked: Mapping[int, Revocation]) -> dict[int, Revocation]:
-        """answer seq -> the revocation in force that keeps it out (of the lowest revoked seq it may quote)."""
-        if not revoked:
+    def quoting(self, session: str, held: Mapping[int, Why]) -> dict[int, Why]:
+        """answer seq -> what keeps out the lowest seq of `held` it may quote (the revocation in force, or the
+        supersession of a dead statement), for every answer that cited one of `held` or such an answer."""
+        if not held:
             return {}
         self._make_whole(session)
         with self.index.read() as conn:
-            found = quoting_answers(revoked, lambda seqs: files.citing_answers(conn, session, seqs))
-        return {answer: revoked[root] for answer, root in found.items()}
+            found = quoting_answers(held, lambda seqs: files.citing_answers(conn, session, seqs))
+        return {answer: held[root] for answer, root in found.items()}
 
     def forget(self, session: str) -> None:
         """The session was deleted (its rows with it): a new one of that name starts unchecked."""

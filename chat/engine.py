@@ -240,8 +240,8 @@ class Engine:
     def _answer(
         self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None, user_ev: Event
     ) -> Turn:
-        # 2. the top-K memories, never the message just appended, a revoked event or an answer that may quote one
-        # (control events are not in the index).
+        # 2. the top-K memories, never the message just appended, a revoked event or an answer that may quote one,
+        # nor an answer that may quote a superseded statement (control events are not in the index).
         # Search before indexing it: the index gives each event its neighbours' words as context, so
         # once the new message is indexed, the turns just before it would match its own words.
         got = self._retrieve_all(session, message, k, [user_ev.seq])
@@ -258,18 +258,23 @@ class Engine:
         """The top K, and the revocations and supersessions that kept an event out of it.
 
         Superseded events are left out like revoked ones, unless the question asks about the past
-        (chat.supersede.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20).
+        (chat.supersede.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20). Every answer
+        that cited a superseded event (or such an answer) is left out always, past question or not: it may repeat
+        the dead fact with no mark, and the marked statement itself says it better. The receipt does not list those
+        answers (`states.excluded` names superseded events only), nor their supersession unless the event ranked.
 
         Left out: each revoked event, and each answer whose turn cited one (or cited such an answer: its words may
         repeat the revoked ones; chat.citing). The revocations returned are those in force for what the same search
         without them would have returned in its top K — a revoked event, or an answer that may quote it (then the
         revocation of the event it may quote) — once each, by revoked seq; the receipt lists them (FORMAT.md §17)."""
         state = current_controls(self.ledger, session)
-        dead = {} if asks_about_past(message) else state.supersessions.superseded
-        if not state.revoked and not dead:
+        superseded = state.supersessions.superseded
+        dead = {} if asks_about_past(message) else superseded
+        if not state.revoked and not superseded:
             return Retrieved(list(self.index.search(session, message, k, exclude_seqs=also).results), [], [])
         why = {**self.cites.quoting(session, state.revoked), **state.revoked} if state.revoked else {}
-        resp = self.index.search(session, message, k, exclude_seqs=[*also, *why, *dead])
+        echoes = self.cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
+        resp = self.index.search(session, message, k, exclude_seqs=[*also, *why, *dead, *echoes])
         unrestricted = self.index.search(session, message, k, exclude_seqs=also)
         excluded = {why[h.seq].seq: why[h.seq] for h in unrestricted.results if h.seq in why}
         left_out = {h.seq: dead[h.seq] for h in unrestricted.results if h.seq in dead}
@@ -325,7 +330,9 @@ class Engine:
         messages = build_messages(template, message, [ev.to_dict() for ev in memories], marks)
         p_hash = prompt_hash(messages)
         # 4. the model (or the labelled stand-in)
-        completion = self.llm.complete(messages, query=message, memories=memories, on_delta=on_delta)
+        completion = self.llm.complete(
+            messages, query=message, memories=memories, on_delta=on_delta, marks={ev.seq: marks[r] for r, ev in enumerate(memories, start=1) if r in marks}
+        )
         # 5. the answer
         meta = {"kind": "chat", "receipt_id": receipt_id, "provider": completion.provider, "model": completion.model, "prompt_sha256": p_hash}
         cites = files.write_cites(self.data_dir, session, receipt_id, user_ev.seq, [ev.seq for ev in memories])

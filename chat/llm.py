@@ -159,15 +159,17 @@ class LLM:
         query: str,
         memories: Sequence[MemoryLike],
         on_delta: Callable[[str], None] | None = None,
+        marks: Mapping[int, str] | None = None,
     ) -> Completion:
         """Answer `messages`; stream content deltas to `on_delta` when given.
 
-        `query` and `memories` are only used by the offline stand-in. Provider
+        `query`, `memories` and `marks` (memory seq -> its superseded mark, as in the prompt) are only used by
+        the offline stand-in. Provider
         failures never escape (see the module docstring); an exception raised by
         `on_delta` itself does, since it is the caller's, not the provider's.
         """
         if self._api_key is None:
-            return self._stand_in(query, memories, NO_KEY_REASON)
+            return self._stand_in(query, memories, NO_KEY_REASON, marks)
         try:
             if on_delta is None:
                 text, served = self._ask(messages)
@@ -179,7 +181,7 @@ class LLM:
             reason = self.redact(failure_reason(exc, timeout=self.timeout))
             # never the server's or the model's words, nor a traceback: they may echo the prompt or the answer
             log.warning("groq call failed, the offline stand-in answered: %s", self.redact(log_reason(exc, timeout=self.timeout)))
-            return self._stand_in(query, memories, reason)
+            return self._stand_in(query, memories, reason, marks)
         return Completion(
             text=text,
             provider=PROVIDER_GROQ,
@@ -251,9 +253,9 @@ class LLM:
             raise BadAnswer("empty answer")
         return text, served
 
-    def _stand_in(self, query: str, memories: Sequence[MemoryLike], reason: str) -> Completion:
+    def _stand_in(self, query: str, memories: Sequence[MemoryLike], reason: str, marks: Mapping[int, str] | None = None) -> Completion:
         return Completion(
-            text=offline_answer(query, memories, reason),
+            text=offline_answer(query, memories, reason, marks),
             provider=PROVIDER_OFFLINE,
             model=OFFLINE_MODEL,
             fallback_reason=reason,

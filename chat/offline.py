@@ -7,7 +7,7 @@ randomness; the same arguments give the same text, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 MAX_MEMORIES = 3
@@ -52,17 +52,21 @@ def label(reason: str) -> str:
     return f"[Offline stand-in — no language model wrote this reply: {one_line(reason) or 'no reason given'}]"
 
 
-def offline_answer(query: str, memories: Sequence[MemoryLike], reason: str) -> str:
+def offline_answer(query: str, memories: Sequence[MemoryLike], reason: str, marks: Mapping[int, str] | None = None) -> str:
     """A labelled reply quoting up to MAX_MEMORIES memories, in the order given (most relevant first).
 
     `query` is accepted so call sites need not change if the stand-in grows smarter;
-    today the ranking of `memories` is all it uses of the query.
+    today the ranking of `memories` is all it uses of the query. `marks`: memory seq -> the state the
+    prompt gave it when it is not live (`[superseded at … by seq N]`, receipts.prompt.superseded_mark),
+    put before its words as the prompt does, so the reply never quotes a dead fact as if it held.
     """
+    marks = marks or {}
     lines = [label(reason), ""]
     if not memories:
         lines.append(NO_MEMORIES)
     else:
         lines.append(MEMORIES_HEADER)
         for memory in memories[:MAX_MEMORIES]:
-            lines.append(f"- (seq {memory.seq}, {one_line(memory.role)}) {snippet(memory.text)}")
+            mark = f"{one_line(marks[memory.seq])} " if memory.seq in marks else ""
+            lines.append(f"- (seq {memory.seq}, {one_line(memory.role)}) {mark}{snippet(memory.text)}")
     return "\n".join(lines)

@@ -229,6 +229,15 @@ class TestOfflineAnswer:
         text = "x" * SNIPPET_CHARS
         assert offline_answer(QUERY, [Memory(1, "user", text)], "why").endswith(") " + text)
 
+    def test_a_marked_memory_is_quoted_after_its_mark_and_the_others_are_not_marked(self) -> None:
+        mark = "[superseded at 2026-12-03T20:00:00.000000Z by seq 40]"
+        out = offline_answer(QUERY, MEMORIES, "why", {12: mark})
+        assert [line for line in out.splitlines() if line.startswith("- ")] == [
+            f"- (seq 12, user) {mark} I moved to Lisbon last spring.",
+            "- (seq 3, assistant) Noted: you live in Porto.",
+            "- (seq 40, user) Lisbon rents are high.",
+        ]
+
     def test_newlines_in_a_memory_or_reason_cannot_add_lines(self) -> None:
         out = offline_answer(QUERY, [Memory(1, "user", "a\nb\r\nc")], "bad\nreason")
         assert out.splitlines() == [

@@ -158,6 +158,57 @@ class TestRetrievalHonoursIt:
         assert "states" not in e.turn("erin", "What is my dog called?").body
 
 
+class TestAnswersQuotingADeadFact:
+    """An old answer that quoted a superseded statement stays out with it (as chat.citing does for revocations)."""
+
+    @pytest.fixture
+    def quoted(self, tmp_path: Path) -> Iterator[tuple[Engine, Turn]]:
+        e = offline(tmp_path / "q")
+        e.turn("alice", LEEDS)  # question 0, answer 1
+        asked = e.turn("alice", "Which city do I live in?")  # question 2, answer 3
+        assert asked.assistant_event.seq == 3 and "I live in Leeds" in asked.answer, "the answer must quote the old fact"
+        e.turn("alice", BRISTOL)  # question 4, the record at 5, answer 6
+        assert current(e.ledger, "alice").supersessions.excluded() == [0]
+        yield e, asked
+        e.index.close()
+        e.ledger.close()
+
+    def test_a_turn_after_the_change_does_not_get_the_answer_that_quoted_the_old_fact(self, quoted: tuple[Engine, Turn]) -> None:
+        e, asked = quoted
+        t = e.turn("alice", NOW)
+        cited = [m["event"]["seq"] for m in t.body["memories"]]
+        assert asked.assistant_event.seq not in cited and 0 not in cited and 4 in cited
+        assert not [m for m in t.body["memories"] if "Leeds" in m["event"]["text"]] and "Leeds" not in t.answer
+
+    def test_its_receipt_lists_only_superseded_events_as_left_out_and_verifies_offline_and_with_the_ledger(self, quoted: tuple[Engine, Turn]) -> None:
+        e, _asked = quoted
+        t = e.turn("alice", NOW)
+        assert {x["seq"] for x in t.body["states"]["excluded"]} <= {0}  # an answer is not superseded: not listed
+        for ledger in (False, True):
+            report = verify(e, t.receipt_path.read_bytes(), ledger=ledger)
+            assert report.verdict == "verified", [c.to_dict() for c in report.checks if c.status == FAIL]
+            assert row(report, "states.records").status == PASS
+        assert row(verify(e, t.receipt_path.read_bytes(), ledger=True), "ledger.states").status == PASS
+
+    def test_a_question_about_the_past_gets_the_old_fact_marked_but_not_the_answer_that_quoted_it(self, quoted: tuple[Engine, Turn]) -> None:
+        e, asked = quoted
+        t = e.turn("alice", "Which city did I live in before?")
+        cited = [m["event"]["seq"] for m in t.body["memories"]]
+        assert 0 in cited and asked.assistant_event.seq not in cited
+        assert [x["seq"] for x in t.body["states"]["superseded"]] == [0]
+        assert verify(e, t.receipt_path.read_bytes(), ledger=True).verdict == "verified"
+
+
+class TestStandInMarks:
+    def test_the_stand_in_quotes_a_superseded_memory_after_the_mark_the_prompt_gave_it(self, eng: Engine) -> None:
+        t = eng.turn("alice", BEFORE)
+        [entry] = t.body["states"]["superseded"]
+        mark = f"[superseded at {entry['by']['event']['ts']} by seq 2]"
+        lines = {line.split(")", 1)[0]: line for line in t.answer.splitlines() if line.startswith("- (seq ")}
+        assert lines["- (seq 0, user"] == f"- (seq 0, user) {mark} {LEEDS}"
+        assert all("[superseded" not in line for key, line in lines.items() if key != "- (seq 0, user")
+
+
 class TestPastRule:
     @pytest.mark.parametrize("q", [BEFORE, "What did I use to drive?", "What was my previous job?", "my old port?", "Has my address changed?", "Where did I originally live?", "Show the history of my phone"])
     def test_a_question_about_the_past_is_recognised(self, q: str) -> None:

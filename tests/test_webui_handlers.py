@@ -101,8 +101,8 @@ class TestChat:
         service = ui.service
         real = service.engine.llm.complete
 
-        def streaming(messages, *, query, memories, on_delta=None):
-            c = real(messages, query=query, memories=memories, on_delta=None)
+        def streaming(messages, *, query, memories, on_delta=None, **extra):
+            c = real(messages, query=query, memories=memories, on_delta=None, **extra)
             if on_delta is not None:
                 on_delta("partial ")
                 on_delta("text")
