@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, Parser, entry_point, fail, run
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 
@@ -36,10 +36,16 @@ EPILOG = (
 )
 
 
+def _data_dir(value: str) -> Path:
+    """The DATA_DIR argument, refused in one line (exit 2) unless it is a data directory the app or chat wrote."""
+    data = Path(value)
+    if not value.strip() or not (data / "sessions").is_dir():
+        raise CliError(f"{value}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    return data
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
-    data = Path(args.data_dir)
-    if not args.data_dir.strip() or not (data / "sessions").is_dir():
-        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    data = _data_dir(args.data_dir)
     if args.all and args.seqs:
         return fail("give either SEQ ... or --all, not both")
     if not args.all and not args.seqs:
@@ -72,9 +78,7 @@ CONTROL_EPILOG = (
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    data = Path(args.data_dir)
-    if not args.data_dir.strip() or not (data / "sessions").is_dir():
-        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    data = _data_dir(args.data_dir)
     try:
         do = revoke if args.command == "revoke" else restore
         result = do(data, args.session, args.seq, reason=args.reason)
@@ -94,15 +98,8 @@ SUPERSEDE_EPILOG = (
 )
 
 
-def _data_dir(value: str) -> Path | None:
-    data = Path(value)
-    return data if value.strip() and (data / "sessions").is_dir() else None
-
-
 def cmd_supersede(args: argparse.Namespace) -> int:
     data = _data_dir(args.data_dir)
-    if data is None:
-        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
     try:
         result = supersede(data, args.session, args.new_seq, args.old_seq, reason=args.reason)
     except (PlanError, KeyConfigError) as exc:
@@ -127,8 +124,6 @@ def history_line(row: HistoryEntry) -> str:
 
 def cmd_history(args: argparse.Namespace) -> int:
     data = _data_dir(args.data_dir)
-    if data is None:
-        return fail(f"{args.data_dir}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
     try:
         rows = history(data, args.session, args.seq)
     except PlanError as exc:
