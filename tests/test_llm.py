@@ -6,6 +6,7 @@ bound itself (or bound and closed, for a refused connection).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -13,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -146,17 +147,22 @@ PIECES = ["Lis", "bon", ", last ", "spring."]
 GOOD_STREAM = sse(chunk(reasoning="thinking..."), *(chunk(p) for p in PIECES), chunk(finish="stop"))
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GROQ_API_KEY", "GROQ_MODEL", "GROQ_BASE_URL"):
+GROQ_ENV = ("GROQ_API_KEY", "GROQ_MODEL", "GROQ_BASE_URL")
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def clear_groq_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key, model or base URL from the machine, and no proxy: loopback requests must not be routed anywhere."""
+    for name in (*GROQ_ENV, *PROXY_ENV):
         monkeypatch.delenv(name, raising=False)
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)  # loopback requests must not be routed anywhere
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGroq]:
-    server = FakeGroq()
+F = TypeVar("F", bound="FakeGroq")
+
+
+@contextlib.contextmanager
+def serving(server: F) -> Iterator[F]:
+    """Run a fake server (FakeGroq or a subclass) for the block, then release any stalled reply and stop it."""
     server.thread.start()
     try:
         yield server
@@ -165,6 +171,17 @@ def fake() -> Iterator[FakeGroq]:
         server.server.shutdown()
         server.server.server_close()
         server.thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    clear_groq_env(monkeypatch)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGroq]:
+    with serving(FakeGroq()) as server:
+        yield server
 
 
 def refused_base_url() -> str:

@@ -24,7 +24,7 @@ from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_has
 from receipts.supersessions import SUPERSEDE_TEXT, supersession_of_record
 from receipts.verify import FAIL, PASS, Report
 
-from .test_llm import KEY, FakeGroq, Reply, completion_body
+from .test_llm import KEY, FakeGroq, Reply, clear_groq_env, completion_body, serving
 
 LEEDS, DOG, BRISTOL = "I live in Leeds", "My dog is called Rex", "We've just moved to Bristol"
 NOW, BEFORE = "Where do I live?", "Where did I live before?"
@@ -289,17 +289,9 @@ class ModelFake(FakeGroq):
 
 @pytest.fixture
 def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelFake]:
-    for name in ("GROQ_API_KEY", "GROQ_MODEL", "GROQ_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    server = ModelFake()
-    server.thread.start()
-    try:
+    clear_groq_env(monkeypatch)
+    with serving(ModelFake()) as server:
         yield server
-    finally:
-        server.release.set()
-        server.server.shutdown()
-        server.server.server_close()
-        server.thread.join(timeout=5)
 
 
 class TestModelPath:

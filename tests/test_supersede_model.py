@@ -43,7 +43,7 @@ from control.supersede_model import (
 from control.supersede_reply import MAX_REPLY_CHARS
 from control.supersede_rules import Proposal
 
-from .test_llm import KEY, PATH, FakeGroq, Reply, completion_body, refused_base_url
+from .test_llm import KEY, PATH, FakeGroq, Reply, clear_groq_env, completion_body, refused_base_url, serving
 
 MODEL = "test-model"
 MARKER = "zebra-quartz"  # stands for memory text, or the model's own words: must never reach a log or a refusal
@@ -307,23 +307,13 @@ class TestRefused:
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GROQ_API_KEY", "GROQ_MODEL", "GROQ_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)  # loopback requests must not be routed anywhere
+    clear_groq_env(monkeypatch)
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeGroq]:
-    server = FakeGroq()
-    server.thread.start()
-    try:
+    with serving(FakeGroq()) as server:
         yield server
-    finally:
-        server.release.set()
-        server.server.shutdown()
-        server.server.server_close()
-        server.thread.join(timeout=5)
 
 
 def ask(llm: LLM, *, timeout: float = 2.0) -> ModelVerdict:
