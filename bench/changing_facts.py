@@ -11,8 +11,11 @@ goes through a real ledger.Ledger and retrieval.Index in a temp dir. On each use
 (exclude_seqs) from then on.
 
 Probes (searched, never appended): "now" questions about a fact's current value, mid-session and at the
-end; "before" questions about its previous value at the end; each asked as written and with the topic
-words of the attributes it mentions (topic_query: "How old am I?" shares no word with "I turned 43").
+end; "before" questions about its previous value at the end. Each is searched three ways: as written; as
+written with the last of the K slots given to the newest statement of the attribute it asks about
+(chat.supersede.newest_statement / with_newest — what a turn hands the model, "now" questions only); and
+with the topic words of the attributes it mentions (topic_query: "How old am I?" shares no word with "I
+turned 43"), which the engine does not use (it costs LoCoMo recall; bench/RESULTS.md).
 Systems, all in the same run:
 
 - raw       the same Index.search, no supersession (today's behaviour);
@@ -59,6 +62,7 @@ from bench.changing_facts_data import (  # noqa: E402
     Templates,
 )
 from bench.common import machine  # noqa: E402
+from chat.supersede import asks_about_past, newest_statement, with_newest  # noqa: E402
 from control.supersede_rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
 from ledger import Ledger  # noqa: E402
 from retrieval import Index  # noqa: E402
@@ -66,7 +70,7 @@ from retrieval import Index  # noqa: E402
 KS = (5, 8)
 SHORTLIST_K = 50
 SYSTEMS = ("raw", "detector", "oracle")
-MODES = ("as asked", "+ topic words")
+MODES = ("as asked", "as asked + newest", "+ topic words")
 
 
 @dataclass
@@ -239,12 +243,19 @@ def probe(session: Session, turn: Turn, index: Index, stated: dict[int, tuple[in
     live = {s for s, (f, v) in stated.items() if f == fact and v == now}
     dead = {s for s in dead_all if stated[s][0] == fact}
     kind = session.facts[fact][0].name
-    for k, (mode, query) in itertools.product(KS, (("as asked", turn.text), ("+ topic words", topic_query(turn.text)))):
+    modes = (("as asked", turn.text), ("as asked + newest", turn.text), ("+ topic words", topic_query(turn.text)))
+    for k, (mode, query) in itertools.product(KS, modes):
         query = query or turn.text
         if turn.probe == "now":
             for system in SYSTEMS:
-                exclude = {"raw": set(), "detector": set(superseded), "oracle": dead_all}[system]
-                got = [h.seq for h in index.search(session.name, query, k=k, exclude_seqs=sorted(exclude)).results]
+                exclude = sorted({"raw": set(), "detector": set(superseded), "oracle": dead_all}[system])
+                engine_past = mode == "as asked + newest" and asks_about_past(turn.text)
+                if engine_past:  # what a turn does with a question it reads as about the past: nothing left out
+                    exclude = []
+                hits = index.search(session.name, query, k=k, exclude_seqs=exclude).results
+                if mode == "as asked + newest" and not engine_past:  # what a turn hands the model: one slot for it
+                    hits = with_newest(hits, newest_statement(index, session.name, turn.text, exclude), k)
+                got = [h.seq for h in hits]
                 scores.live[(system, mode, k)].append(int(bool(live & set(got))))
                 scores.dead[(system, mode, k)].append(int(bool(dead & set(got))))
                 if system == "oracle" and mode == MODES[-1] and k == KS[-1] and not live & set(got):
@@ -254,7 +265,7 @@ def probe(session: Session, turn: Turn, index: Index, stated: dict[int, tuple[in
                     scores.by_kind[kind] += 1
                     for s in sorted(dead & set(got)):
                         scores.misses.append(f"{session.name} [{kind}] {turn.text!r}: served {texts[s]!r}")
-        elif fact in previous:
+        elif fact in previous and mode != "as asked + newest":  # a turn gives a question about the past no slot
             before = {s for s, (f, v) in stated.items() if f == fact and v == previous[fact]}
             got = [h.seq for h in index.search(session.name, query, k=k).results]
             for system in SYSTEMS:

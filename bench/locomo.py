@@ -64,7 +64,7 @@ def superseded_by_detector(ledger: Ledger, index: Index, session: str) -> tuple[
 
 
 def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False) -> dict[str, dict]:
-    from chat.supersede import asks_about_past
+    from chat.supersede import asks_about_past, newest_statement, with_newest
     from control.supersede_rules import topic_query
 
     ledger = Ledger(data_dir)
@@ -75,6 +75,7 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
     }
     if supersede:
         scores["project + supersession"] = defaultdict(list)
+        scores["project + supersession + newest"] = defaultdict(list)  # chat.supersede.with_newest: what a turn is handed
         scores["project + supersession + topic words"] = defaultdict(list)  # control.supersede_rules.topic_query
     for i in convs:
         conv = data[i]
@@ -99,10 +100,15 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
                     scores["project"][(label, k)].append(recall(q.gold, ours))
                 if supersede:  # what a turn would be handed: superseded events left out unless it asks about the past
                     exclude = [] if asks_about_past(q.question) else sorted(dead)
-                    kept = [seq_to_dia[h.seq] for h in index.search(session, q.question, k=k, exclude_seqs=exclude).results]
+                    kept_hits = index.search(session, q.question, k=k, exclude_seqs=exclude).results
+                    kept = [seq_to_dia[h.seq] for h in kept_hits]
+                    if not asks_about_past(q.question):
+                        kept_hits = with_newest(kept_hits, newest_statement(index, session, q.question, exclude), k)
+                    newest = [seq_to_dia[h.seq] for h in kept_hits]
                     topical = [seq_to_dia[h.seq] for h in index.search(session, topic_query(q.question) or q.question, k=k, exclude_seqs=exclude).results]
                     for label in labels:
                         scores["project + supersession"][(label, k)].append(recall(q.gold, kept))
+                        scores["project + supersession + newest"][(label, k)].append(recall(q.gold, newest))
                         scores["project + supersession + topic words"][(label, k)].append(recall(q.gold, topical))
     index.close()
     return scores

@@ -44,7 +44,7 @@ from retrieval.model import Hit, SearchError, check_k
 
 from .citing import Cites
 from .llm import LLM, Completion
-from .supersede import asks_about_past, record_supersessions
+from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
@@ -269,16 +269,26 @@ class Engine:
         revocation of the event it may quote) — once each, by revoked seq; the receipt lists them (FORMAT.md §17)."""
         state = current_controls(self.ledger, session)
         superseded = state.supersessions.superseded
-        dead = {} if asks_about_past(message) else superseded
+        past = asks_about_past(message)
+        dead = {} if past else superseded
         if not state.revoked and not superseded:
-            return Retrieved(list(self.index.search(session, message, k, exclude_seqs=also).results), [], [])
+            hits = list(self.index.search(session, message, k, exclude_seqs=also).results)
+            return Retrieved(self._with_newest(session, message, k, hits, also, past), [], [])
         why = {**self.cites.quoting(session, state.revoked), **state.revoked} if state.revoked else {}
         echoes = self.cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
-        resp = self.index.search(session, message, k, exclude_seqs=[*also, *why, *dead, *echoes])
+        left = [*also, *why, *dead, *echoes]
+        resp = self.index.search(session, message, k, exclude_seqs=left)
+        hits = self._with_newest(session, message, k, list(resp.results), left, past)
         unrestricted = self.index.search(session, message, k, exclude_seqs=also)
         excluded = {why[h.seq].seq: why[h.seq] for h in unrestricted.results if h.seq in why}
         left_out = {h.seq: dead[h.seq] for h in unrestricted.results if h.seq in dead}
-        return Retrieved(list(resp.results), [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)])
+        return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)])
+
+    def _with_newest(self, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool) -> list[Hit]:
+        """The last of the K slots for the newest statement of what a question about now asks (chat.supersede)."""
+        if past:
+            return hits
+        return with_newest(hits, newest_statement(self.index, session, message, left), k)
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])

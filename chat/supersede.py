@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 
+from control.supersede_asked import answers, asked
 from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
-from control.supersede_rules import Proposal, detect, shortlist_query
+from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
 from ledger import Event, Ledger
 from retrieval import Index
+from retrieval.model import Hit
 
 from .llm import LLM
 
@@ -37,12 +40,38 @@ PAST_WORDS = (
 _PAST_RE = re.compile(
     r"\b(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in PAST_WORDS) + r"|did\s+\w+\s+use\s+to)\b", re.IGNORECASE
 )
+# "How old am I?" asks an age, now: "old" after "how" is not a past word
+_HOW_OLD_RE = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 
 
 def asks_about_past(question: str) -> bool:
     """Whether a question asks what held before ("where did I live before?", "what was my old port?"): then
     retrieval may hand the model superseded statements, each marked as superseded, with when and by what."""
-    return _PAST_RE.search(question) is not None
+    return _PAST_RE.search(_HOW_OLD_RE.sub("how", question)) is not None
+
+
+def newest_statement(index: Index, session: str, question: str, exclude: list[int]) -> Hit | None:
+    """The newest user statement of an attribute `question` asks about, of the subject it asks about
+    (control.supersede_asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
+    `exclude`: what the turn leaves out anyway); None when the question asks about no tracked attribute of the
+    speaker or theirs, or nothing states one. Newest, not best-ranked: when a fact changed, the newest
+    statement of it is the one that holds (a superseded one is in `exclude`)."""
+    q = asked(question)
+    query = topic_query(question) if q is not None else None
+    if q is None or query is None:
+        return None
+    hits = index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results
+    found = [h for h in hits if h.role == "user" and answers(q, h.text)]
+    return max(found, key=lambda h: h.seq, default=None)
+
+
+def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
+    """`hits` (at most k, best first) with `newest` in the last place when it is not among them already:
+    one slot of the K, after the question's own k-1 best (docs/RETRIEVAL.md)."""
+    if newest is None or any(h.seq == newest.seq for h in hits):
+        return hits
+    kept = hits[: k - 1]
+    return [*kept, replace(newest, rank=len(kept) + 1, newest=True)]
 
 
 def _shortlist(index: Index, ev: Event) -> list[Statement]:

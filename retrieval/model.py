@@ -103,10 +103,14 @@ class Hit:
     echo: bool = False  # an assistant reply that only repeats memories (ranked below every non-echo)
     relative: float = 1.0  # score as a share of the best hit's score in this result list (1.0 for the best)
     explain: dict[str, Any] | None = None  # search(..., explain=True): why it ranked where it did
+    # a turn's slot for the newest statement of what the question asks about (chat.supersede.with_newest)
+    newest: bool = False
 
     @property
     def match(self) -> str:
-        """How the hit matched, in words: "own text", "context only" or "echo"."""
+        """How the hit matched, in words: "own text", "context only", "echo" or "newest statement"."""
+        if self.newest:
+            return "newest statement"
         if self.echo:
             return "echo"
         return "context only" if self.context_only else "own text"

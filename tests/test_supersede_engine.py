@@ -214,7 +214,7 @@ class TestPastRule:
     def test_a_question_about_the_past_is_recognised(self, q: str) -> None:
         assert asks_about_past(q)
 
-    @pytest.mark.parametrize("q", [NOW, "What is my dog called?", "Which port does the dev server use?", "Hold on, what's my bold choice?"])
+    @pytest.mark.parametrize("q", [NOW, "What is my dog called?", "Which port does the dev server use?", "Hold on, what's my bold choice?", "How old am I?", "how  old is my sister now?"])
     def test_a_question_about_now_is_not(self, q: str) -> None:
         assert not asks_about_past(q)
 

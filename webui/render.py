@@ -252,6 +252,8 @@ def match_label(match: str | None) -> str:
     The same words in Manual search, the stamps and the ask-me-first tick boxes."""
     if match == "echo":
         return "[echo: repeats memories] "
+    if match == "newest statement":
+        return "[newest statement of what you asked] "
     return "[matched via neighbouring turns] " if match == "context only" else ""
 
 
