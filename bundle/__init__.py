@@ -1,0 +1,25 @@
+"""Session bundles (issue 13): a session exported as one signed zip that proves itself, verified before
+anything is imported, imported under a new local id; and a readable Markdown export. docs/FORMAT.md §21."""
+
+from .export import Exported, export_session
+from .format import BUNDLE_FORMAT, BundleError
+from .importer import Imported, Origin, import_bundle, imported_dir, list_imported, trusted_keys
+from .markdown import render_markdown, write_markdown
+from .verify import BundleReport, verify_file
+
+__all__ = [
+    "BUNDLE_FORMAT",
+    "BundleError",
+    "BundleReport",
+    "Exported",
+    "Imported",
+    "Origin",
+    "export_session",
+    "import_bundle",
+    "imported_dir",
+    "list_imported",
+    "render_markdown",
+    "trusted_keys",
+    "verify_file",
+    "write_markdown",
+]

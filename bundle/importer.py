@@ -1,0 +1,200 @@
+"""Import a verified bundle (docs/FORMAT.md §21): `import_bundle(data_dir, path)`.
+
+Nothing is imported unless every check passes (`bundle.verify`); a bundle whose manifest is signed by no
+--trust key is refused unless `allow_untrusted`, and then recorded as unverified. The session's events are
+hashed with its id, so an imported session keeps its ledger byte for byte in a data directory of its own,
+`DATA_DIR/imported/<LOCAL>/` (`sessions/<ORIGIN>/…`, `erasures/`, `bundle-keys/`, `index.sqlite`), under a new
+local id on this server; `origin.json` there keeps the bundle's session id, signer, event count, chain head, the
+bundle file's sha256 and the verdict. Its receipts verify afterwards against that folder, under the signing key
+the bundle carried (kept in `bundle-keys/` as the key trusted for that session). The staging folder is renamed
+into place in one step, so a crash leaves either nothing or the whole import (a leftover `.staging-*` is removed
+by the next import). Importing the same ledger again (same session id, signer, event count and chain head) is
+reported as a duplicate and changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger import Ledger
+from ledger.event import EventError, now_ts, validate_session_id
+from receipts.keys import PublicKey, format_public_key
+from retrieval import Index
+
+from .format import BundleError
+from .verify import BundleReport, staged, verify_opened
+
+IMPORTED = "imported"
+ORIGIN = "origin.json"
+STAGING_PREFIX = ".staging-"
+STALE_STAGING_SECONDS = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What `origin.json` of an imported session says."""
+
+    local: str
+    session: str  # the bundle's session id (its events carry it)
+    signer: str
+    events: int
+    chain_head: str
+    bundle_sha256: str
+    verdict: str  # "verified", or "unverified" (imported with allow_untrusted)
+    imported_at: str
+
+
+@dataclass(frozen=True)
+class Imported:
+    local: str
+    origin: Origin
+    report: BundleReport
+    duplicate: bool  # the same ledger was imported before: nothing changed
+    indexed: int  # events indexed
+
+
+def imported_root(data_dir: str | os.PathLike[str]) -> Path:
+    return Path(data_dir) / IMPORTED
+
+
+def imported_dir(data_dir: str | os.PathLike[str], local: str) -> Path:
+    return imported_root(data_dir) / validate_session_id(local)
+
+
+def read_origin(folder: Path) -> Origin | None:
+    try:
+        doc = json.loads((folder / ORIGIN).read_text("utf-8"))
+        return Origin(**{k: doc[k] for k in Origin.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def list_imported(data_dir: str | os.PathLike[str]) -> list[Origin]:
+    """Every imported session of `data_dir`, by local id."""
+    root = imported_root(data_dir)
+    out = []
+    for p in sorted(root.iterdir()) if root.is_dir() else []:
+        if p.name.startswith(".") or not p.is_dir() or p.is_symlink():
+            continue
+        o = read_origin(p)
+        if o is not None and o.local == p.name:
+            out.append(o)
+    return out
+
+
+def trusted_keys(data_dir: str | os.PathLike[str], local: str) -> list[PublicKey]:
+    """The keys trusted for an imported session: those its bundle carried (checked at import)."""
+    from receipts.api import load_trust
+
+    folder = imported_dir(data_dir, local) / "bundle-keys"
+    return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
+
+
+def find_receipt_home(data_dir: str | os.PathLike[str], session: str) -> list[Origin]:
+    """The imported sessions whose events carry session id `session` (a receipt names it), newest import first."""
+    return sorted((o for o in list_imported(data_dir) if o.session == session), key=lambda o: o.imported_at, reverse=True)
+
+
+def _default_local(data_dir: Path, origin: str, chain_head: str) -> str:
+    base = f"{origin[:40]}-imported-{chain_head[:8]}"
+    for n in range(1, 10_000):
+        local = base if n == 1 else f"{base}-{n}"
+        if not (imported_root(data_dir) / local).exists() and not (data_dir / "sessions" / local).exists():
+            return local
+    raise BundleError(f"no free local session id for {origin}")
+
+
+def _sweep_staging(root: Path) -> None:
+    now = time.time()
+    for p in root.glob(STAGING_PREFIX + "*"):
+        try:
+            if now - p.stat().st_mtime > STALE_STAGING_SECONDS:
+                shutil.rmtree(p, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def import_bundle(
+    data_dir: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    as_session: str | None = None,
+    trusted: Sequence[PublicKey] = (),
+    allow_untrusted: bool = False,
+) -> Imported:
+    """Verify the bundle at `path` and import it into `data_dir` (BundleError, nothing changed, when refused)."""
+    data = Path(data_dir)
+    if not (data / "sessions").is_dir():
+        raise BundleError(f"{data}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    if as_session is not None:
+        try:
+            validate_session_id(as_session)
+        except EventError as exc:
+            raise BundleError(f"--as: {exc}") from None
+    root = imported_root(data)
+    root.mkdir(mode=0o700, exist_ok=True)
+    _sweep_staging(root)
+    with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
+        report = verify_opened(opened, trusted)
+        m = opened.manifest
+        if report.verdict == "failed":
+            first = report.failed[0]
+            raise BundleError(f"refused: {first.name} failed — {first.message}; nothing was imported")
+        if report.verdict == "unverified" and not allow_untrusted:
+            why = report.not_verifiable[0]
+            raise BundleError(f"refused: not verified ({why.name}: {why.message}); give --trust PUBKEY, or --allow-untrusted to import it as unverified")
+        for o in list_imported(data):
+            if (o.session, o.signer, o.events, o.chain_head) == (m.session, m.signer, m.events, m.chain_head):
+                return Imported(o.local, o, report, True, 0)
+        if as_session is not None:
+            if (root / as_session).exists() or (data / "sessions" / as_session).exists():
+                raise BundleError(f"--as {as_session}: a session of that id already exists here; nothing was imported")
+            local = as_session
+        else:
+            local = _default_local(data, m.session, m.chain_head)
+        origin = Origin(local, m.session, m.signer, m.events, m.chain_head, _sha256_file(Path(path)), report.verdict, now_ts())
+        (opened.data / ORIGIN).write_text(json.dumps(_as_dict(origin), indent=1) + "\n", "utf-8")
+        keys = opened.data / "bundle-keys"
+        keys.mkdir(exist_ok=True)
+        for k in opened.keys:  # normalised: one trust-format file per key the bundle carried
+            (keys / (k.key_id.replace(":", "-") + ".pub")).write_text(format_public_key(k), "utf-8")
+        target = root / local
+        os.rename(opened.data, target)
+        _fsync_dir(root)
+    led = Ledger(target)
+    idx = Index(target, led)
+    try:
+        idx.index_session(m.session)
+        count = led.head(m.session)[0]
+    finally:
+        idx.close()
+        led.close()
+    return Imported(local, origin, report, False, count)
+
+
+def _as_dict(o: Origin) -> dict[str, Any]:
+    return {k: getattr(o, k) for k in Origin.__dataclass_fields__}
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,237 @@
+"""Verify a bundle before anything is imported (docs/FORMAT.md §21): one report, one row per check.
+
+Rows, in order: `bundle.structure` (the zip passed every structural refusal: bundle.read), `manifest.signature`
+(DSSE over the manifest by a --trust key; with none, by the key the bundle carries, for self-consistency only:
+not_verifiable), `manifest.members` (the zip holds exactly the members the manifest lists), `members.hashes`
+(each member's size and sha256), `ledger.chain` (the ledger re-walked from genesis by the auditor: every digest and
+chain hash recomputed, as many events as the manifest says, ending at its chain head), the checkpoint rows of
+receipts.checkpoints.check_since with the bundle's checkpoint as both the kept and the current one (`checkpoint.*`:
+its signature, its root and chain head over the recomputed digests, an RFC 9162 consistency proof from it to the
+whole ledger, and that it covers the whole ledger), then one row per receipt (`receipt <id>`: every check of
+receipts.verify against the ledger the bundle carries) and per erasure certificate (`certificate <name>`).
+
+Verdict: `verified` (nothing failed, every row passed with a trusted key), `failed` (a row failed), `unverified`
+(nothing failed, but some row could not be checked — typically no --trust key). A bundle whose structure is
+refused never gets a report: `verify_file` raises BundleError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from receipts.audit import Auditor, forget_cache
+from receipts.body import MalformedReceipt, parse_receipt
+from receipts.certificate import MalformedCertificate, parse_certificate
+from receipts.certificate_check import verify_certificate
+from receipts.certificate_io import _leftovers, _receipt_problems, _view
+from receipts.checkpoints import MalformedCheckpoint, check_since, parse_checkpoint
+from receipts.dsse import verify_envelope
+from receipts.keys import PublicKey
+from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
+
+from .format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
+from .read import Opened, open_bundle
+
+VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
+
+
+@dataclass(frozen=True)
+class BundleReport:
+    path: str
+    session: str | None
+    events: int | None
+    checks: tuple[Check, ...]
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.status == FAIL]
+
+    @property
+    def not_verifiable(self) -> list[Check]:
+        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
+
+    @property
+    def verdict(self) -> str:
+        if self.failed:
+            return "failed"
+        return "unverified" if self.not_verifiable or not self.checks else "verified"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "session": self.session,
+            "events": self.events,
+            "verdict": self.verdict,
+            "failed": len(self.failed),
+            "not_verifiable": len(self.not_verifiable),
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+class _Rows:
+    def __init__(self) -> None:
+        self.rows: list[Check] = []
+
+    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None) -> None:
+        self.rows.append(Check(name, PASS if ok else FAIL, message, None if ok or expected is None else str(expected), None if ok or found is None else str(found)))
+
+    def na(self, name: str, message: str) -> None:
+        self.rows.append(Check(name, NOT_VERIFIABLE, message))
+
+    def take(self, name: str, row: Check) -> None:
+        self.rows.append(dataclasses.replace(row, name=name))
+
+
+def _signature(r: _Rows, opened: Opened, trusted: Sequence[PublicKey]) -> None:
+    env, manifest = opened.envelope, opened.manifest
+    if manifest.signer not in {s.keyid for s in env.signatures}:
+        r.add("manifest.signature", False, "the manifest names a signer that did not sign it", manifest.signer, [s.keyid for s in env.signatures])
+        return
+    if trusted:
+        checks = verify_envelope(env, trusted, MANIFEST_PAYLOAD_TYPE)
+        ok = any(c.passed for c in checks)
+        r.add("manifest.signature", ok, f"the manifest is signed by a trusted key ({manifest.signer})", [k.key_id for k in trusted], manifest.signer)
+        return
+    own = [k for k in opened.keys if k.key_id == manifest.signer]
+    if own and any(c.passed for c in verify_envelope(env, own, MANIFEST_PAYLOAD_TYPE)):
+        r.na("manifest.signature", f"signed by {manifest.signer}, the key the bundle carries: self-consistent, but no --trust key was given")
+    else:
+        r.add("manifest.signature", False, "the manifest's signature does not verify even with the key the bundle carries", manifest.signer, "no valid signature")
+
+
+def _ledger(r: _Rows, facts: LedgerFacts, opened: Opened) -> bool:
+    m = opened.manifest
+    if not facts.exists or facts.problem is not None:
+        r.add("ledger.chain", False, f"the ledger was not read: {facts.problem or 'missing'}", "events.jsonl", "unreadable")
+        return False
+    brk = facts.first_break
+    if brk is not None:
+        r.add("ledger.chain", False, f"chain broken at line {brk.line} (seq {brk.seq}, {brk.kind}): {brk.message}", brk.expected, brk.found)
+        return False
+    if facts.verified != m.events:
+        r.add("ledger.chain", False, f"the ledger holds {facts.verified:,} events, the manifest says {m.events:,}", m.events, facts.verified)
+        return False
+    head = facts.event_at(facts.verified - 1).get("chain")
+    if head != m.chain_head:
+        r.add("ledger.chain", False, "the ledger's last chain hash is not the manifest's chain_head", m.chain_head, head)
+        return False
+    erased = f", {len(facts.erased):,} erased lines verified from their commitments" if facts.erased else ""
+    r.add("ledger.chain", True, f"the ledger re-walks from genesis: {facts.verified:,} events, every digest and chain hash recomputed{erased}")
+    return True
+
+
+def _checkpoint(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+    path = opened.data / "sessions" / opened.manifest.session / "checkpoint.json"
+    try:
+        cp = parse_checkpoint(path.read_bytes(), source=CHECKPOINT_NAME)
+    except (MalformedCheckpoint, OSError, ValueError) as exc:
+        r.add("checkpoint.shape", False, f"{CHECKPOINT_NAME}: {exc}", "a signed checkpoint", "malformed")
+        return
+    own = None if trusted else next((k for k in opened.keys if k.key_id == cp.get("key_id", opened.manifest.signer)), opened.keys[0] if opened.keys else None)
+    since = check_since(opened.manifest.session, cp, facts, cp, trusted, own)
+    names = {"kept.signature": "checkpoint.signature", "kept.session": "checkpoint.session", "kept.root": "checkpoint.root",
+             "kept.chain_head": "checkpoint.chain_head", "ledger.consistency": "checkpoint.consistency", "current.ledger": "checkpoint.covers_ledger"}
+    for c in since.checks:
+        if c.name in names:
+            r.take(names[c.name], c)
+
+
+def _receipts(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+    folder = opened.data / "sessions" / opened.manifest.session / "receipts"
+    for path in sorted(folder.glob("rcpt_*.json")) if folder.is_dir() else []:
+        name = f"receipt {path.stem}"
+        try:
+            receipt = parse_receipt(path.read_bytes())
+        except (MalformedReceipt, ValueError) as exc:
+            r.add(name, False, f"not a well-formed receipt: {exc}", "a receipt", "malformed")
+            continue
+        if receipt.receipt_id != path.stem or receipt.session != opened.manifest.session:
+            r.add(name, False, "the file's name or session is not the receipt's own", f"{path.stem} of {opened.manifest.session}", f"{receipt.receipt_id} of {receipt.session}")
+            continue
+        own = None if trusted else next((k for k in opened.keys), None)
+        report = verify_receipt(receipt, list(trusted), facts, untrusted=own)
+        verdict = report.verdict
+        if verdict == "failed":
+            first = report.failed[0]
+            r.add(name, False, f"{len(report.failed)} check(s) failed against the bundle's ledger, first {first.name}: {first.message}", first.expected, first.found)
+        elif verdict == "verified":
+            r.add(name, True, f"every check passed against the bundle's ledger ({len(report.passed)} rows)")
+        else:
+            r.na(name, f"nothing failed against the bundle's ledger; {len(report.not_verifiable)} row(s) not verifiable (no --trust key?)")
+
+
+def _certificates(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+    folder = opened.data / "erasures"
+    session = opened.manifest.session
+    view = _view(facts)
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        name = f"certificate {path.name}"
+        try:
+            cert = parse_certificate(path.read_bytes())
+        except (MalformedCertificate, ValueError) as exc:
+            r.add(name, False, f"not a well-formed certificate: {exc}", "a certificate", "malformed")
+            continue
+        if cert.session != session:
+            r.add(name, False, "the certificate is for another session", session, cert.session)
+            continue
+        signer = str(cert.body["checkpoint"]["key_id"])
+        foreign = None if any(k.key_id == signer for k in opened.keys) else f"signed by {signer}, a key the bundle does not carry"
+        v = dataclasses.replace(view, foreign=foreign, leftovers=_leftovers(opened.data, session), receipt_problems=_receipt_problems(opened.data, session))
+        own = None if trusted else next((k for k in opened.keys if k.key_id == signer), None)
+        report = verify_certificate(cert, list(trusted), v, untrusted=own)
+        if report.verdict == "failed":
+            first = report.failed[0]
+            r.add(name, False, f"{len(report.failed)} check(s) failed against the bundle's ledger, first {first.name}: {first.message}", first.expected, first.found)
+        elif report.verdict == "verified":
+            r.add(name, True, "every check passed against the bundle's ledger")
+        else:
+            r.na(name, "nothing failed against the bundle's ledger; some rows not verifiable (no --trust key?)")
+
+
+def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleReport:
+    """The checks over a bundle `bundle.read.open_bundle` accepted (pure over the extracted staging folder)."""
+    r = _Rows()
+    m = opened.manifest
+    r.add("bundle.structure", True, f"a zip of {len(m.members) + 1} members: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
+    _signature(r, opened, trusted)
+    r.add("manifest.members", not opened.extra and not opened.missing, f"the zip holds exactly the {len(m.members)} members the manifest lists",
+          "none extra, none missing", f"extra {opened.extra}, missing {opened.missing}")
+    r.add("members.hashes", not opened.mismatches, f"every member's size and sha256 equal the manifest's ({opened.bytes_read:,} bytes)",
+          "the manifest's sizes and sha256", "; ".join(opened.mismatches[:3]) + (f" (+{len(opened.mismatches) - 3} more)" if len(opened.mismatches) > 3 else ""))
+    if opened.extra or opened.missing or opened.mismatches:
+        r.na("ledger.chain", "not checked: the members are not the ones the manifest signed")
+        return BundleReport(str(opened.path), m.session, m.events, tuple(r.rows))
+    auditor = Auditor(opened.data, full=True)
+    try:
+        with auditor.facts(m.session) as facts:
+            if _ledger(r, facts, opened):
+                _checkpoint(r, opened, facts, trusted)
+                _receipts(r, opened, facts, trusted)
+                _certificates(r, opened, facts, trusted)
+    finally:
+        forget_cache(opened.data, m.session)
+    return BundleReport(str(opened.path), m.session, m.events, tuple(r.rows))
+
+
+@contextmanager
+def staged(path: str | os.PathLike[str], *, under: str | os.PathLike[str] | None = None, prefix: str = "bundle-") -> Iterator[Opened]:
+    """Open the bundle at `path` into a private temporary folder (under `under` if given), removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=under))
+    try:
+        yield open_bundle(path, tmp / "data")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verify_file(path: str | os.PathLike[str], trusted: Sequence[PublicKey] = ()) -> BundleReport:
+    """Check the bundle at `path` (BundleError if its structure is refused)."""
+    with staged(path) as opened:
+        return verify_opened(opened, trusted)
