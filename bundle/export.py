@@ -108,8 +108,10 @@ def export_session(
             if count == 0:
                 raise BundleError(f"session {session}: no events to export")
             cp = checkpoints.latest(data, session)
-            if cp is None:
-                raise BundleError(f"session {session}: no signed checkpoint yet (a turn or `ledger checkpoint` signs one)")
+            if cp is None or cp["body"]["tree_size"] != count or cp["body"]["chain_head"] != head or cp["key_id"] != signer.key_id:
+                # events appended with no checkpoint after them (e.g. `remember`), or none yet: sign one over the
+                # ledger as it is now, as a turn would, so the bundle's checkpoint covers all of it
+                cp = checkpoints.issue(data, ledger, session, signer)
             log = ledger.log_path(session)
             size = _ledger_size(log, count)
             members: list[Member] = []
