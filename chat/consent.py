@@ -297,7 +297,10 @@ def _approved(pending: dict[str, Any], approved_ids: Iterable[object]) -> list[d
 def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, session: str | None = None, on_delta: Any = None) -> Turn:
     """Spend the token and answer with the approved memories only. ConsentError (nothing appended) for a
     token that is malformed, unknown, used, cancelled, expired, altered or another session's, an id that was
-    not proposed, or a proposal gone stale (an approved memory since revoked, forgotten or changed)."""
+    not proposed, or a proposal gone stale (an approved memory since revoked, forgotten or changed, or an approved
+    answer that may quote a statement since revoked or superseded). TurnError (the question is appended, the token
+    spent, nothing sent): an approved answer that may quote a statement the question itself supersedes.
+    An approved statement superseded by now (since the proposal, or by the question) is sent marked (FORMAT.md §20)."""
     store, nonce, pending = _open(engine, token, session)
     chosen = _approved(pending, approved_ids)
     sess, message, k = pending["session"], pending["message"], pending["k"]
@@ -313,6 +316,7 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 engine.detect_changes(user_ev)  # a fact it changes is marked if approved (FORMAT.md §20)
                 checkpoints.issue(engine.data_dir, engine.ledger, sess, engine.key)
                 engine.index.index_session(sess, [user_ev])
+                _refuse_dead_echo(engine, sess, user_ev.seq, {c["seq"] for c in chosen}, receipt_id)
                 memories = [ev for ev in proposed if ev.seq in {c["seq"] for c in chosen}]
                 hits = [_hit(sess, c, ev) for c, ev in zip(chosen, memories, strict=True)]
                 excluded = [state.revoked[s] for s in pending["excluded"] if s in state.revoked]
@@ -339,8 +343,11 @@ def _current(engine: Engine, session: str, pending: dict[str, Any], chosen: set[
     if any(c["seq"] >= count for c in cands):
         raise ConsentError(f"session {session}: the ledger no longer holds every proposed memory; propose again")
     events = engine.ledger.read_events(session, [c["seq"] for c in cands])
-    revoked = current_controls(engine.ledger, session).revoked
+    state = current_controls(engine.ledger, session)
+    revoked = state.revoked
     quoting = engine.cites.quoting(session, revoked)  # answers that may repeat a revoked memory (chat.citing)
+    # and those that may repeat a superseded statement unmarked: retrieval leaves them out always (chat.engine)
+    echoes = engine.cites.quoting(session, state.supersessions.superseded)
     for c, ev in zip(cands, events, strict=True):
         if ev.digest != c["digest"] or ev.id != c["id"]:
             raise ConsentError(f"session {session}: the memory at seq {c['seq']} is not the one proposed; propose again")
@@ -352,7 +359,30 @@ def _current(engine: Engine, session: str, pending: dict[str, Any], chosen: set[
             raise ConsentError(
                 f"session {session}: memory seq {c['seq']} is an answer that cited seq {quoting[c['seq']].seq}, revoked since it was proposed; propose again"
             )
+        if c["seq"] in chosen and c["seq"] in echoes:
+            dead = echoes[c["seq"]]
+            raise ConsentError(
+                f"session {session}: memory seq {c['seq']} is an answer that cited seq {dead.old_seq}, superseded by seq {dead.new_seq} since it was"
+                " proposed; propose again"
+            )
     return events
+
+
+def _refuse_dead_echo(engine: Engine, session: str, question_seq: int, chosen: set[int], receipt_id: str) -> None:
+    """TurnError when the question just appended superseded a statement that an approved answer cited, or cited
+    through another answer: it may repeat the dead fact unmarked, and retrieval would have left it out. `_current`
+    refused the supersessions made before the token was spent; this one is made by the question itself, so the
+    question is in the ledger already — a note follows it, the token is spent, and nothing reaches the model."""
+    held = current_controls(engine.ledger, session).supersessions.superseded
+    mine = {old: x for old, x in held.items() if x.new_seq == question_seq}
+    echoes = engine.cites.quoting(session, mine)
+    dead = sorted(s for s in chosen if s in echoes)
+    if not dead:
+        return
+    first = echoes[dead[0]]
+    why = f"approved memory seq {dead[0]} is an answer that cited seq {first.old_seq}, which the message at seq {question_seq} supersedes"
+    engine._note(session, f"the turn for the message at seq {question_seq} was refused: {why}", "turn_failure", receipt_id)
+    raise TurnError(f"session {session}: {why}; nothing was sent to the model; propose again")
 
 
 def _hit(session: str, c: dict[str, Any], ev: Any) -> Hit:

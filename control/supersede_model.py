@@ -10,6 +10,11 @@ shortlist, in the same session, earlier, and was shown to the model; no duplicat
 other proposal, or the whole reply, is refused with a one-line reason that quotes no memory text and
 nothing the model wrote (a model can echo a statement into any field).
 
+The model reads what the detector reads: statements of at most MAX_READ_CHARS characters (a longer one is a
+note, not a single fact; control.supersede_rules). Code applies the bound, not the model: a longer earlier
+statement is not shown, and a proposal naming one is refused; a longer new statement makes no request
+(failure NOT_READ) and any proposal for it is refused, so the caller's detector, which skips it too, decides.
+
 Accepted proposals are the detector's `Proposal` with rule "model:<model id>"; the verdict's
 `decided_by` is that string and `checked_by` names the code rule that admitted them (ACCEPTOR_RULE), so
 the supersession record can say "model:<id> checked by rule:model-shortlist". A model proposal has no
@@ -37,7 +42,7 @@ import httpx
 from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
 
 from .supersede_reply import ReplyRefused, json_type, one_line, parse_reply
-from .supersede_rules import Proposal, detect
+from .supersede_rules import MAX_READ_CHARS, Proposal, detect, readable
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +51,6 @@ ACCEPTOR_RULE = "rule:model-shortlist"  # the code rule that checks every model 
 DEFAULT_TIMEOUT = 5.0  # seconds: a turn waits for this, and the detector is always there to fall back on
 MAX_PROPOSALS = 8
 MAX_SHOWN = 50  # earlier statements put in the prompt
-MAX_TEXT_CHARS = 600  # of each statement in the prompt
 MAX_ATTRIBUTE_CHARS = 40
 MAX_REASON_CHARS = 200
 KEYS = ("newer_id", "older_id", "attribute", "reason")
@@ -54,6 +58,7 @@ KEYS = ("newer_id", "older_id", "attribute", "reason")
 # Why the model did not decide (ModelVerdict.failure).
 NO_KEY = "no-key"
 NO_CANDIDATES = "no-candidates"
+NOT_READ = "not-read"  # the new statement is over MAX_READ_CHARS: a note, not a single fact
 AUTH = "auth"
 RATE_LIMIT = "rate-limit"
 HTTP_STATUS = "http-status"
@@ -62,7 +67,7 @@ CONNECTION = "connection"
 BAD_RESPONSE = "bad-response"  # not a usable chat completion
 BAD_REPLY = "bad-reply"  # a completion whose content is not the JSON asked for
 UNEXPECTED = "unexpected"
-FAILURES = (NO_KEY, NO_CANDIDATES, AUTH, RATE_LIMIT, HTTP_STATUS, TIMEOUT, CONNECTION, BAD_RESPONSE, BAD_REPLY, UNEXPECTED)
+FAILURES = (NO_KEY, NO_CANDIDATES, NOT_READ, AUTH, RATE_LIMIT, HTTP_STATUS, TIMEOUT, CONNECTION, BAD_RESPONSE, BAD_REPLY, UNEXPECTED)
 
 _ATTRIBUTE_CHARS = frozenset(" -_'")
 
@@ -140,14 +145,15 @@ def _check_limit(max_proposals: int) -> None:
 
 
 def candidates(new: EventLike, shortlist: Sequence[EventLike]) -> tuple[EventLike, ...]:
-    """The shortlist as shown to the model: same session, earlier, each id once, at most MAX_SHOWN (in the
-    shortlist's order, which is its ranking), then oldest first."""
+    """The shortlist as shown to the model: same session, earlier, at most MAX_READ_CHARS characters, each id once,
+    at most MAX_SHOWN (in the shortlist's order, which is its ranking), then oldest first. Nothing when the new
+    statement itself is over MAX_READ_CHARS."""
     _check_event("new event", new)
     seen: set[str] = {new.id}
     shown: list[EventLike] = []
     for e in shortlist:
         _check_event("shortlisted event", e)
-        if e.id in seen or e.session != new.session or e.seq >= new.seq:
+        if e.id in seen or e.session != new.session or e.seq >= new.seq or not readable(e.text) or not readable(new.text):
             continue
         seen.add(e.id)
         shown.append(e)
@@ -181,10 +187,6 @@ Reply with JSON only: no prose, no code fence. The reply is an array of objects 
 At most {max_proposals} objects, one per earlier statement. Reply [] when nothing is superseded."""
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
-
-
 def build_prompt(new: EventLike, shortlist: Sequence[EventLike], *, max_proposals: int = MAX_PROPOSALS) -> list[dict[str, str]]:
     """The chat messages asking the model for supersessions of `candidates(new, shortlist)`. Pure.
 
@@ -193,8 +195,8 @@ def build_prompt(new: EventLike, shortlist: Sequence[EventLike], *, max_proposal
     _check_limit(max_proposals)
     shown = candidates(new, shortlist)
     data = {
-        "new_statement": {"id": new.id, "text": _cut(new.text)},
-        "earlier_statements": [{"id": e.id, "seq": e.seq, "text": _cut(e.text)} for e in shown],
+        "new_statement": {"id": new.id, "text": new.text},
+        "earlier_statements": [{"id": e.id, "seq": e.seq, "text": e.text} for e in shown],
     }
     return [
         {"role": "system", "content": INSTRUCTIONS.format(max_proposals=max_proposals)},
@@ -233,6 +235,9 @@ def _older(item: dict[str, Any], new: EventLike, by_id: dict[str, list[EventLike
         raise ReplyRefused(f"older event {older_id} is from another session")
     if older.seq >= new.seq:
         raise ReplyRefused(f"older event {older_id} (seq {older.seq}) is not earlier than the new one (seq {new.seq})")
+    for what, event in (("new event", new), ("older event", older)):  # the detector's bound, applied by code
+        if not readable(event.text):
+            raise ReplyRefused(f"{what} {event.id} is over {MAX_READ_CHARS} characters: a note, not a single fact")
     if older_id not in shown:
         raise ReplyRefused(f"older event {older_id} was not shown to the model")
     return older
@@ -336,7 +341,8 @@ def propose_with_model(
 ) -> ModelVerdict:
     """Ask the model which shortlisted statements `new` supersedes; return what `accept` keeps.
 
-    No key: no request, failure NO_KEY. Nothing earlier of the same session: no request, NO_CANDIDATES.
+    No key: no request, failure NO_KEY. A new statement over MAX_READ_CHARS: no request, NOT_READ. Nothing
+    earlier of the same session that the detector would read: no request, NO_CANDIDATES.
     One non-streamed request through `llm` (its key, base URL and model), bounded by `timeout` seconds and
     not retried; any failure comes back as a verdict with decided_by None, never as an exception.
     """
@@ -345,6 +351,8 @@ def propose_with_model(
     messages = build_prompt(new, shortlist, max_proposals=max_proposals)  # checks the input, offline too
     if not llm.configured:
         return _failed(NO_KEY, NO_KEY_REASON)
+    if not readable(new.text):
+        return _failed(NOT_READ, f"the new statement is over {MAX_READ_CHARS} characters: a note, not a single fact")
     if not candidates(new, shortlist):
         return _failed(NO_CANDIDATES, "no earlier statement of the same session to compare")
     try:

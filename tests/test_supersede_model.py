@@ -28,9 +28,9 @@ from control.supersede_model import (
     MAX_ATTRIBUTE_CHARS,
     MAX_PROPOSALS,
     MAX_REASON_CHARS,
-    MAX_TEXT_CHARS,
     NO_CANDIDATES,
     NO_KEY,
+    NOT_READ,
     RATE_LIMIT,
     TIMEOUT,
     ModelVerdict,
@@ -41,7 +41,7 @@ from control.supersede_model import (
     propose_with_model,
 )
 from control.supersede_reply import MAX_REPLY_CHARS
-from control.supersede_rules import Proposal
+from control.supersede_rules import MAX_READ_CHARS, Proposal
 
 from .test_llm import KEY, PATH, FakeGroq, Reply, clear_groq_env, completion_body, refused_base_url, serving
 
@@ -53,7 +53,11 @@ PORT = Statement("evt_port", 5, "alice", "My dev server port is 3000.")
 DOG = Statement("evt_dog", 6, "alice", f"I have a dog called Max, {MARKER}.")
 OTHER_SESSION = Statement("evt_bob", 4, "bob", "I live in York.")
 LATER = Statement("evt_later", 12, "alice", "I live in Bath.")
-SHORTLIST = [LEEDS, PORT, DOG, OTHER_SESSION, LATER]
+# A note, not a single fact: over the detector's MAX_READ_CHARS, so the model may not supersede it either
+NOTE = Statement("evt_note", 2, "alice", "I live in Leeds. " + "We walked the canal and had lunch by the water. " * 9)
+LONG_NEW = Statement("evt_long_new", 11, "alice", "We've just moved to Bristol. " + "The van was late and it rained all day. " * 10)
+assert len(NOTE.text) > MAX_READ_CHARS and len(LONG_NEW.text) > MAX_READ_CHARS and len(LEEDS.text) <= MAX_READ_CHARS
+SHORTLIST = [LEEDS, PORT, DOG, OTHER_SESSION, LATER, NOTE]
 REASON = "The user moved from Leeds to Bristol."
 
 
@@ -68,8 +72,10 @@ def reply(*items: Any) -> str:
     return json.dumps(list(items))
 
 
-def judge(text: object, *, shortlist: list[Statement] | None = None, max_proposals: int = MAX_PROPOSALS) -> ModelVerdict:
-    return accept(text, NEW, SHORTLIST if shortlist is None else shortlist, model=MODEL, max_proposals=max_proposals)
+def judge(
+    text: object, *, shortlist: list[Statement] | None = None, max_proposals: int = MAX_PROPOSALS, new: Statement = NEW
+) -> ModelVerdict:
+    return accept(text, new, SHORTLIST if shortlist is None else shortlist, model=MODEL, max_proposals=max_proposals)
 
 
 def reasons(verdict: ModelVerdict) -> list[str]:
@@ -110,10 +116,17 @@ class TestPrompt:
         assert data["new_statement"]["id"] == NEW.id
         assert data["earlier_statements"] == [{"id": "evt_h", "seq": 2, "text": hostile.text}]
 
-    def test_a_long_statement_is_cut(self) -> None:
-        long = Statement("evt_long", 2, "alice", "word " * 1000)
-        text = json.loads(build_prompt(NEW, [long])[1]["content"])["earlier_statements"][0]["text"]
-        assert len(text) == MAX_TEXT_CHARS and text.endswith("…")
+    def test_an_earlier_statement_over_max_read_chars_is_not_shown(self) -> None:
+        assert [e.id for e in candidates(NEW, [NOTE, LEEDS])] == [LEEDS.id]
+        assert json.loads(build_prompt(NEW, [NOTE])[1]["content"])["earlier_statements"] == []
+
+    def test_a_statement_at_max_read_chars_is_shown_whole(self) -> None:
+        edge = Statement("evt_edge", 2, "alice", "I live in Leeds." + " x" * ((MAX_READ_CHARS - 16) // 2))
+        assert len(edge.text) == MAX_READ_CHARS
+        assert json.loads(build_prompt(NEW, [edge])[1]["content"])["earlier_statements"][0]["text"] == edge.text
+
+    def test_nothing_is_shown_beside_a_new_statement_over_max_read_chars(self) -> None:
+        assert candidates(LONG_NEW, SHORTLIST) == ()
 
     def test_at_most_max_shown_statements_are_shown_the_top_ranked_ones_oldest_first(self) -> None:
         many = [Statement(f"evt_{i}", i, "alice", f"fact {i}") for i in range(sm.MAX_SHOWN + 5, 0, -1)]
@@ -222,6 +235,7 @@ def _item_attacks() -> list[Attack]:
         ("reason-control-characters", reply(item(reason=f"moved\x07{MARKER}")), no, "item 0: reason holds control characters"),
         ("a-duplicate", reply(item(), item(reason="again")), no, "item 1: a duplicate of item 0"),
         ("beyond-the-limit", reply(item(), item(older_id=PORT.id)), 1, "item 1: beyond the limit of 1 proposals"),
+        ("older-over-max-read-chars", reply(item(older_id=NOTE.id)), no, f"item 0: older event {NOTE.id} is over {MAX_READ_CHARS} characters"),
     ]
 
 
@@ -295,6 +309,10 @@ class TestRefused:
         monkeypatch.setattr(sm, "MAX_SHOWN", 1)  # the shortlist's first entry is the only one shown
         v = judge(reply(item(older_id=PORT.id)), shortlist=[LEEDS, PORT])
         assert reasons(v) == [f"item 0: older event {PORT.id} was not shown to the model"]
+
+    def test_a_proposal_for_a_new_statement_over_max_read_chars_is_refused(self) -> None:
+        v = judge(reply(item(newer_id=LONG_NEW.id)), new=LONG_NEW)
+        assert v.accepted == () and reasons(v) == [f"item 0: new event {LONG_NEW.id} is over {MAX_READ_CHARS} characters: a note, not a single fact"]
 
     def test_an_id_naming_two_different_shortlist_entries_is_refused(self) -> None:
         twin = Statement(LEEDS.id, 7, "alice", "I live in Hull.")
@@ -388,6 +406,19 @@ class TestWithModel:
         v = propose_with_model(fake.llm(), NEW, [OTHER_SESSION, LATER], timeout=2)
         assert (v.decided_by, v.failure) == (None, NO_CANDIDATES)
         assert fake.requests == []
+
+    def test_a_new_statement_over_max_read_chars_makes_no_request(self, fake: FakeGroq) -> None:
+        fake.reply = model_said(reply(item(newer_id=LONG_NEW.id)))
+        v = propose_with_model(fake.llm(), LONG_NEW, SHORTLIST, timeout=2)
+        assert (v.decided_by, v.accepted, v.failure) == (None, (), NOT_READ)
+        assert fake.requests == [] and str(MAX_READ_CHARS) in v.detail
+
+    def test_a_model_proposing_a_note_it_was_not_shown_is_refused_and_the_rest_kept(self, fake: FakeGroq) -> None:
+        fake.reply = model_said(reply(item(), item(older_id=NOTE.id)))
+        v = ask(fake.llm())
+        assert NOTE.id not in fake.requests[0]["json"]["messages"][1]["content"]
+        assert [p.older_seq for p in v.accepted] == [LEEDS.seq]
+        assert reasons(v) == [f"item 1: older event {NOTE.id} is over {MAX_READ_CHARS} characters: a note, not a single fact"]
 
     def test_llm_ask_without_a_key_raises_no_key_and_makes_no_request(self, fake: FakeGroq) -> None:
         with pytest.raises(NoKey):
