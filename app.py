@@ -19,11 +19,13 @@ from receipts.keys import KeyConfigError
 from webui import ids
 from webui import kept as kp
 from webui import render as r
+from webui import render_bundle as rb
 from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
 from webui import render_supersede as rs
 from webui import render_verify as rv
+from webui.bundle_ui import BundleUI
 from webui.config import (
     Config,
     ConfigError,
@@ -99,6 +101,7 @@ SHOW_FORGET_BOX = f"() => {{ const el = document.getElementById('{ids.FORGET_BOX
 def build(service: Service, *, retention_hours: float | None = None) -> gr.Blocks:
     """The Blocks app over one service (one data directory)."""
     ui = UI(service)
+    bui = BundleUI(service)
     with gr.Blocks(
         title="Memory Receipt Engine", analytics_enabled=False, delete_cache=delete_cache(retention_hours)
     ) as demo:
@@ -332,6 +335,15 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 checkpoint = gr.Code(
                     language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
                 )
+                # Take your memory with you (issue 13): this session only, as a signed bundle or readable Markdown.
+                gr.Markdown(rb.EXPORT_HELP)
+                with gr.Row():
+                    export_btn = gr.Button(rb.EXPORT_LABEL, elem_id=ids.EXPORT_BUNDLE)
+                    export_md_btn = gr.Button(rb.EXPORT_MARKDOWN_LABEL, elem_id=ids.EXPORT_MARKDOWN)
+                export_status = gr.Markdown(elem_id=ids.EXPORT_STATUS, latex_delimiters=[])
+                with gr.Row():
+                    bundle_dl = gr.DownloadButton(rb.BUNDLE_DOWNLOAD_LABEL, visible=False, elem_id=ids.BUNDLE_DOWNLOAD)
+                    markdown_dl = gr.DownloadButton(rb.MARKDOWN_DOWNLOAD_LABEL, visible=False, elem_id=ids.MARKDOWN_DOWNLOAD)
                 gr.Markdown(r.key_markdown(service.key_id), elem_id=ids.LEDGER_KEY_ID)
                 gr.Code(
                     service.public_key_text,
@@ -344,6 +356,40 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                     "⬇ Download signing.pub", value=service.public_key_path, elem_id=ids.LEDGER_KEY_DOWNLOAD
                 )
 
+            with gr.Tab("Import a bundle", id="import", elem_id=ids.TAB_IMPORT) as import_tab:
+                import_upload = gr.File(
+                    label="Session bundle (.mre.zip)", file_types=[".zip"], type="filepath", elem_id=ids.IMPORT_UPLOAD
+                )
+                with gr.Row():
+                    import_unverified = gr.Checkbox(False, label=rb.UNVERIFIED_LABEL, elem_id=ids.IMPORT_UNVERIFIED, scale=3)
+                    import_btn = gr.Button(rb.IMPORT_LABEL, variant="primary", elem_id=ids.IMPORT_BUTTON, scale=1)
+                import_result = gr.Markdown(rb.IMPORT_HELP, elem_id=ids.IMPORT_RESULT, latex_delimiters=[])
+                import_report = gr.Dataframe(
+                    headers=rb.BUNDLE_HEADERS,
+                    interactive=False,
+                    wrap=True,
+                    column_widths=rb.BUNDLE_WIDTHS,
+                    elem_id=ids.IMPORT_REPORT,
+                )
+                imported_list = gr.Markdown(rb.NO_IMPORTS, elem_id=ids.IMPORTED_LIST, latex_delimiters=[])
+                with gr.Row():
+                    imported_pick = gr.Dropdown(label=rb.IMPORTED_PICK_LABEL, choices=[], elem_id=ids.IMPORTED_PICK, scale=3)
+                    imported_query = gr.Textbox(
+                        label=f"Search it (any words, up to {MAX_QUERY_CHARS:,} characters)", elem_id=ids.IMPORTED_QUERY, scale=3
+                    )
+                    imported_k = gr.Slider(
+                        K_MIN, K_MAX, value=K_DEFAULT, step=1, precision=0, label="K", elem_id=ids.IMPORTED_K, scale=1
+                    )
+                    imported_search_btn = gr.Button("Search", elem_id=ids.IMPORTED_SEARCH_BUTTON, scale=1)
+                imported_status = gr.Markdown(elem_id=ids.IMPORTED_STATUS, latex_delimiters=[])
+                imported_results = gr.Dataframe(
+                    headers=r.SEARCH_HEADERS,
+                    interactive=False,
+                    wrap=True,
+                    column_widths=r.SEARCH_WIDTHS,
+                    elem_id=ids.IMPORTED_RESULTS,
+                )
+
         session_outputs = [key_state, key_box, session_md, chatbot, stamps, download]
         ledger_outputs = [ledger_status, events, checkpoint]
         cleared = [search_status, results, verdict, report, search_explain]
@@ -351,12 +397,16 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
         history_outputs = [kept_state, history_box, history_md, kept_dl, current_dl, accept_btn, history_status]
         forget_outputs = [pending, forget_box, forget_md, reason, confirm_btn, cancel_btn, cert_dl]
         turn_tool_outputs = [receipt_state, turn_pick, withhold, withheld_dl]
+        export_outputs = [export_status, bundle_dl, markdown_dl]
+        imported_outputs = [imported_list, imported_pick]
+        import_cleared = [import_result, import_report, imported_status, imported_results]
 
         # After every load, session switch and turn: prove today's history extends the checkpoint this browser kept.
         loaded = demo.load(ui.start, [key_state], session_outputs, api_name="start", api_visibility=UNDOCUMENTED)
         loaded.then(ui.turn_tools, [key_state], turn_tool_outputs, api_name="start_tools", api_visibility="private")
         consent_setting = [consent_on, consent_note]
         loaded.then(ui.load_consent, [key_state], consent_setting, api_name="start_consent", api_visibility="private")
+        loaded.then(bui.imported, [key_state], imported_outputs, api_name="start_imported", api_visibility="private")
         loaded.then(
             ui.check_history,
             history_inputs,
@@ -386,6 +436,10 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
                 api_name=f"{name}_controls",
                 api_visibility="private",
             )
+            # the other session's exports, import result and imported sessions
+            switched.then(bui.exports_cleared, None, export_outputs, api_name=f"{name}_exports", api_visibility="private")
+            switched.then(bui.import_cleared, None, import_cleared, api_name=f"{name}_import", api_visibility="private")
+            switched.then(bui.imported, [key_state], imported_outputs, api_name=f"{name}_imported", api_visibility="private")
             switched.then(  # the other session's "ask me first", as it was left there
                 ui.load_consent,
                 [key_state],
@@ -499,13 +553,16 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
 
         # Confirm, then refresh everything that may still show the forgotten words: the chat (it reads [forgotten]),
         # the search results and the Verify tab (cleared), the ledger, the turn tools; then the history check.
-        confirm_btn.click(
+        forgot = confirm_btn.click(
             ui.confirm_forget,
             [key_state, pending, reason],
             forget_outputs,
             api_name="forget_confirm",
             api_visibility=UNDOCUMENTED,
-        ).then(
+        )
+        # an export shown before held the forgotten words: its copies were deleted (webui.forget.purge_copies)
+        forgot.then(bui.exports_cleared, None, export_outputs, api_name="forget_exports", api_visibility="private")
+        forgot.then(
             ui.after_forget, [key_state, pending], session_outputs, api_name="forget_done", api_visibility="private"
         ).then(ui.load_consent, [key_state], consent_setting, api_name="forget_consent", api_visibility="private").then(
             ui.cleared, None, cleared, api_name="forget_clear", api_visibility="private"
@@ -564,6 +621,29 @@ def build(service: Service, *, retention_hours: float | None = None) -> gr.Block
             (ledger_history, ledger_seq, ledger_history_md, "history_ledger"),
         ):
             button.click(ui.memory_history, [key_state, seq_box], shown, api_name=name, api_visibility=UNDOCUMENTED)
+        # Bundles (issue 13): exports of the visitor's own session; an import verified first, under the visitor's session.
+        export_btn.click(
+            bui.export_bundle, [key_state], [export_status, bundle_dl], api_name="bundle_export", api_visibility=UNDOCUMENTED
+        )
+        export_md_btn.click(
+            bui.export_markdown, [key_state], [export_status, markdown_dl], api_name="bundle_markdown", api_visibility=UNDOCUMENTED
+        )
+        import_btn.click(
+            bui.import_bundle,
+            [import_upload, import_unverified, key_state],
+            [import_result, import_report, imported_list, imported_pick],
+            api_name="bundle_import",
+            api_visibility=UNDOCUMENTED,
+        )
+        import_tab.select(bui.imported, [key_state], imported_outputs, api_name="bundle_imported", api_visibility=UNDOCUMENTED)
+        gr.on(
+            [imported_query.submit, imported_search_btn.click],
+            bui.search_imported,
+            [imported_pick, imported_query, imported_k, key_state],
+            [imported_status, imported_results],
+            api_name="bundle_search",
+            api_visibility=UNDOCUMENTED,
+        )
         results.select(ui.pick_search_row, None, search_seq, api_name="forget_pick_search", api_visibility="private")
         events.select(ui.pick_ledger_row, None, ledger_seq, api_name="forget_pick_ledger", api_visibility="private")
         withhold.input(

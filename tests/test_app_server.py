@@ -78,6 +78,8 @@ class TestGradioClient:
             "/restore_memory",
             "/memory_history",
             "/correct_memory",
+            "/export_session",
+            "/import_bundle",
         }
 
     def test_chat_shows_stamps_and_the_downloaded_receipt_verifies(self, client: Client, server: app.Running) -> None:
@@ -269,6 +271,8 @@ class TestMCP:
             "restore_memory",
             "memory_history",
             "correct_memory",
+            "export_session",
+            "import_bundle",
         }
         ask = tools["ask"]
         assert "receipt" in (ask.description or "")

@@ -44,6 +44,8 @@ def test_the_tool_set(tools: dict) -> None:
         "restore_memory",
         "memory_history",
         "correct_memory",
+        "export_session",
+        "import_bundle",
     }
 
 

@@ -67,6 +67,15 @@ class Downloads:
             os.close(fd)
         return str(path)
 
+    def reserve(self, name: str) -> Path:
+        """A path called `name` in a fresh folder, for a writer that makes the file itself (a bundle written as it
+        streams, bundle.export_session): swept like a copy from `put`. Nothing is created at the path."""
+        if not NAME_RE.fullmatch(name) or name.startswith("."):
+            raise ValueError(f"download name {name!r} is not a plain file name")
+        folder = self.root / secrets.token_hex(16)
+        folder.mkdir(mode=0o700)
+        return folder / name
+
     def put_static(self, name: str, data: bytes) -> str:
         """Like put, for a file that lives as long as the app (never swept): the public key."""
         if not NAME_RE.fullmatch(name) or name.startswith("."):

@@ -26,6 +26,7 @@ from receipts import certificate as cert
 from receipts import files
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
 
+from .bundles import is_export_copy
 from .service import Service
 
 log = logging.getLogger("webui")
@@ -194,6 +195,8 @@ def purge_copies(
 
 def _is_copy(path: Path, session: str, receipt_ids: Collection[str], whole_session: bool) -> bool:
     if any(rid in path.name for rid in receipt_ids):
+        return True
+    if is_export_copy(path.name, session):  # a bundle or Markdown export of the session holds every memory's words
         return True
     if path.suffix.lower() != ".json" or path.stat().st_size > MAX_RECEIPT_BYTES:
         return False

@@ -34,6 +34,7 @@ from . import controls as ct
 from . import forget as fg
 from . import kept as kp
 from . import render as r
+from . import render_bundle as rb
 from . import render_controls as rc
 from . import render_forget as rf
 from . import render_history as rh
@@ -441,13 +442,14 @@ class UI:
             if is_certificate(raw):  # an erasure certificate (from Forget…): dispatch on its payloadType
                 cert, creport, cmode = self.service.verify_certificate(raw, key)
                 return rv.certificate_markdown(cert, creport, cmode), table(rv.REPORT_HEADERS, rv.report_rows(creport))
-            report, mode = self.service.verify(raw, key)
+            report, mode, home = self.service.verify_where(raw, key)
         except BadInput as exc:
             return rv.refused_markdown(str(exc)), empty
         except (MalformedReceipt, MalformedCertificate) as exc:
             return rv.malformed_markdown(str(exc)), empty
         panel = rr.panel_for(raw, erased=erased_seqs(report))
-        return panel + rv.verdict_markdown(report, mode), table(rv.REPORT_HEADERS, rv.report_rows(report))
+        where = f"\n\n{rb.imported_note(home)}" if home is not None else ""  # a session the visitor imported
+        return panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
 
     @edge
     def tamper(self, path: object, target: object, key: object) -> tuple[Any, ...]:

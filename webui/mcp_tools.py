@@ -18,6 +18,7 @@ from control import mcp as cm
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
 
+from . import bundles as bd
 from . import supersede as sp
 from .forget import forget_event
 from .handlers import to_gr_error
@@ -337,6 +338,65 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             }
         )
 
+    def export_session(session_key: str) -> str:
+        """Export the caller's own session as one signed bundle (mre-bundle/v1): its ledger as stored, the latest signed
+        checkpoint, every receipt and erasure certificate, and the app's public key, listed in a manifest the app
+        signs. Only the session the key opens is ever exported. Save bundle_base64 decoded as a file and check it
+        with `python -m bundle verify FILE --trust signing.pub`, or pass it to import_bundle.
+
+        Args:
+            session_key: the caller's secret session key.
+
+        Returns:
+            JSON: session_id, file_name, bytes, sha256 (of the file), events, receipts, certificates and bundle_base64 (the bundle file's bytes; refused past 5 MB: export a bigger session from the app or the CLI).
+        """
+        done, data = _plain(lambda: bd.export_base64(service, session_key))
+        return _dumps(
+            {
+                "session_id": done.session,
+                "file_name": done.path.name,
+                "bytes": done.bytes,
+                "sha256": done.sha256,
+                "events": done.events,
+                "receipts": done.receipts,
+                "certificates": done.certificates,
+                "bundle_base64": data,
+            }
+        )
+
+    def import_bundle(session_key: str, bundle_base64: str, allow_untrusted: bool = False) -> str:
+        """Verify a session bundle and import it as a new, read-only session of the caller's: every check runs first
+        (the manifest's signature by this app's key, each member's hash, the ledger from genesis, the checkpoint, every
+        receipt and certificate) and nothing is imported unless all pass. A bundle from another server (signed by
+        another key) is refused unless allow_untrusted, and is then recorded as unverified.
+
+        Args:
+            session_key: the caller's secret session key (the import belongs to that session).
+            bundle_base64: the bundle file's bytes as base64 (export_session's bundle_base64), at most 5 MB decoded.
+            allow_untrusted: import a bundle not signed by this app's key, labelled unverified; default false.
+
+        Returns:
+            JSON: imported (false when refused, with refused: why), local_session (the new local id), origin_session, events, signer, verdict ("verified" or "unverified"), duplicate, indexed, and checks: one entry per check with status "pass", "fail" or "not_verifiable".
+        """
+        outcome = _plain(lambda: bd.import_base64(service, session_key, bundle_base64, allow_untrusted=allow_untrusted is True))
+        checks = [c.to_dict() for c in outcome.report.checks] if outcome.report is not None else []
+        if outcome.imported is None:
+            return _dumps({"imported": False, "refused": outcome.refused, "checks": checks})
+        done, o = outcome.imported, outcome.imported.origin
+        return _dumps(
+            {
+                "imported": True,
+                "local_session": o.local,
+                "origin_session": o.session,
+                "events": o.events,
+                "signer": o.signer,
+                "verdict": o.verdict,
+                "duplicate": done.duplicate,
+                "indexed": done.indexed,
+                "checks": checks,
+            }
+        )
+
     return [
         new_session_key,
         remember,
@@ -351,6 +411,8 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         restore_memory,
         memory_history,
         correct_memory,
+        export_session,
+        import_bundle,
     ]
 
 

@@ -28,6 +28,7 @@ RAW_ROWS_LABEL = "All checks, one row each (what the summary above groups)"
 MODE_LEDGER = "ledger"
 MODE_OTHER_SESSION = "other_session"
 MODE_NO_LEDGER = "no_ledger"
+MODE_IMPORTED = "imported"  # a receipt of a session the visitor imported from a bundle (issue 13)
 MODE_NOTES = {
     MODE_LEDGER: "Checked against the app's public key **and this session's ledger** (the ledger checks re-walk it from genesis).",
     MODE_OTHER_SESSION: (
@@ -37,6 +38,10 @@ MODE_NOTES = {
     MODE_NO_LEDGER: (
         "Checked **offline**: this session has no ledger here any more (it may have been deleted by the "
         "retention setting). Signature and Merkle proofs were checked; the ledger checks are not verifiable here."
+    ),
+    MODE_IMPORTED: (
+        "Checked against **a session you imported** from a bundle: its ledger as the bundle carried it, and the "
+        "signing key the bundle carried (kept for that session at import)."
     ),
 }
 

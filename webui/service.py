@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundle import Origin, imported_dir, trusted_keys
 from chat.engine import Engine, InputError, Turn
 from control.revocation import current as current_controls
 from control.state import ControlState
@@ -31,10 +32,11 @@ from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
 
 from . import history as h
+from .bundles import receipt_home
 from .downloads import Downloads
 from .history import HistoryCheck
 from .inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
-from .render_verify import MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
+from .render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
 from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from .tamper import Tampered, tamper
 
@@ -214,17 +216,28 @@ class Service:
 
     # -- verification --------------------------------------------------------------------
     def verify(self, raw: bytes, key: object = None) -> tuple[Report, str]:
-        """Verify receipt bytes; the ledger checks run only for the caller's own session. Raises MalformedReceipt."""
+        """Verify receipt bytes; the ledger checks run only for the caller's own session (or a session the caller
+        imported: verify_where). Raises MalformedReceipt."""
+        report, mode, _home = self.verify_where(raw, key)
+        return report, mode
+
+    def verify_where(self, raw: bytes, key: object = None) -> tuple[Report, str, Origin | None]:
+        """(report, mode, the imported session it was checked against). A receipt of a session the caller imported
+        (issue 13) is checked against that import's own folder with the key its bundle carried (bundle.trusted_keys)."""
         receipt = parse_receipt(raw)
         own = session_id(key) if is_session_key(key) else None
         data_dir = None
         if own is None or receipt.session != own:
+            home = receipt_home(self, key, receipt.session)
+            if home is not None:
+                folder = imported_dir(self.data_dir, home.local)
+                return verify_bytes(raw, trusted=trusted_keys(self.data_dir, home.local), data_dir=folder), MODE_IMPORTED, home
             mode = MODE_OTHER_SESSION
         elif not self.engine.ledger.exists(own):
             mode = MODE_NO_LEDGER
         else:
             mode, data_dir = MODE_LEDGER, self.data_dir
-        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir), mode
+        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir), mode, None
 
     def verify_certificate(self, raw: bytes, key: object = None) -> tuple[Certificate, CertificateReport, str]:
         """Verify an erasure certificate; against this data directory only when it is about the caller's own
