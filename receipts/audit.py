@@ -5,8 +5,11 @@ itself, recomputing every digest, and keeps what it learnt as a cache in the
 *verifier's* own folder (`cache_dir`), never inside the data directory it
 audits: verifying writes nothing there, and a read-only or hostile data
 directory gives the same verdict. The cache holds a Merkle tree of the digests
-it recomputed, the byte offset of each line, and state.json with how far it got
-and the sha256 of every chunk of CHUNK_LINES lines it walked (ledger/chunks.py).
+it recomputed, the byte offset of each line, and state.json with how far it got,
+the sha256 of every chunk of CHUNK_LINES lines it walked (ledger/chunks.py), the
+erasure state of that prefix (ledger/erasures.py) and the supersession records
+it passed over (receipts/supersession_walk.py: what `ledger.states` reads, so a
+receipt's check costs what it cites, not a scan to its answer).
 
 How the cache is trusted: it is reused only after the bytes it covers are
 re-hashed (a raw sha256, at disk speed — the per-line parse is what the cache
@@ -50,11 +53,13 @@ from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 from ledger.resync import resync
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
 
+from . import supersession_walk
 from .merkle import leaf_hash
 from .merkle_store import MerkleStore, MerkleStoreError
 from .verify import LedgerFacts, describe_audit
 
-STATE_VERSION = 3  # 3: with the erasure state of the verified prefix (ledger/erasures.py)
+STATE_VERSION = 4  # 3: with the erasure state of the verified prefix (ledger/erasures.py); 4: and its supersession records
+STATE_FIELDS = frozenset({"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures", "supersessions"})
 STATE_FILE = "state.json"
 OFFSETS_FILE = "offsets.bin"
 MERKLE_DIR = "merkle"
@@ -284,55 +289,60 @@ class Auditor:
                     erased: tuple[int, ...] = state["erasures"].seqs(verified)
                     if erased:
                         notes.append(erased_words(erased))
-                    yield LedgerFacts(**{**_fields(facts), "notes": tuple(notes), "erased": erased})
+                    records = supersession_walk.cut(state["supersessions"], verified)
+                    yield LedgerFacts(**{**_fields(facts), "notes": tuple(notes), "erased": erased, "supersessions": records})
             finally:
                 os.close(off_fd)
 
     # -- the cache --------------------------------------------------------------------------
-    def _load_state(self, adir: Path) -> dict[str, Any] | None:
-        """The cached state, if it is exactly what this module writes and agrees with the tree and offsets."""
+    def _load_state(self, adir: Path) -> tuple[dict[str, Any] | None, str | None]:
+        """The cached state, if it is exactly what this module writes and agrees with the tree and offsets;
+        else None and, when it is worth saying, why it was not used."""
         raw = _read_own(adir / STATE_FILE)
         if raw is None:
-            return None
+            return None, None
         try:
             state = loads_strict(raw, str(adir / STATE_FILE))
+            if type(state) is dict and state.get("format") == 3 and "supersessions" not in state:
+                return None, "the audit cache predates supersession records (state format 3): re-walked from genesis to collect them"
             if type(state) is not dict or state.get("format") != STATE_VERSION:
-                return None
-            if set(state) != {"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures"}:
-                return None
+                return None, None
+            if set(state) != STATE_FIELDS:
+                return None, None
             verified, vbytes, head, brk = state["verified"], state["verified_bytes"], state["head"], state["break"]
             if type(verified) is not int or type(vbytes) is not int or verified < 0 or vbytes < 0:
-                return None
+                return None, None
             if type(head) is not str or len(bytes.fromhex(head)) != 32:
-                return None
+                return None, None
             if brk is not None:
                 Break(**brk)
             if type(state["chunks"]) is not list:
-                return None
+                return None, None
             chunks = [Chunk.from_list(c) for c in state["chunks"]]
             check_contiguous(chunks)
             if (chunks[-1].end if chunks else 0) != vbytes or (chunks[-1].first_line + chunks[-1].lines if chunks else 0) != verified:
-                return None
+                return None, None
             if (chunks[-1].head if chunks else GENESIS).hex() != head:
-                return None
+                return None, None
             state["chunks"] = chunks
             state["erasures"] = ErasureState.from_json(state["erasures"], verified)
+            state["supersessions"] = supersession_walk.from_json(state["supersessions"], verified)
             with MerkleStore(adir / MERKLE_DIR) as store:
                 if store.size != verified:
-                    return None
+                    return None, None
             st = os.lstat(adir / OFFSETS_FILE)
             if not stat.S_ISREG(st.st_mode) or st.st_size != 8 * verified:
-                return None
-            return state
+                return None, None
+            return state, None
         except (CanonicalError, OSError, ValueError, KeyError, TypeError, MerkleStoreError):
-            return None
+            return None, None
 
     def _refresh(self, session: str, fd: int, adir: Path, reason: str | None) -> _Walk:
         size = os.fstat(fd).st_size
-        state = None if self.full else self._load_state(adir)
+        state, unused = (None, None) if self.full else self._load_state(adir)
         if state is None:
-            why = reason or ("--full: re-walked from genesis" if self.full else "no audit cache")
-            return self._walk(session, fd, adir, size, ChunkLog(), ErasureState(), _Walk({}, reason=why))
+            why = reason or ("--full: re-walked from genesis" if self.full else unused or "no audit cache")
+            return self._walk(session, fd, adir, size, ChunkLog(), ErasureState(), (), _Walk({}, reason=why))
         chunks: list[Chunk] = state["chunks"]
         found = rehash(fd, chunks)
         if found.first_changed is None:
@@ -340,7 +350,7 @@ class Auditor:
             if state["break"] is None and size == state["verified_bytes"]:
                 return walk  # every byte it vouches for re-hashed and matched; nothing new
             log = ChunkLog.resume(chunks, found.last)
-            return self._walk(session, fd, adir, size, log, state["erasures"].cut(log.lines), walk)
+            return self._walk(session, fd, adir, size, log, state["erasures"].cut(log.lines), supersession_walk.cut(state["supersessions"], log.lines), walk)
         kept = chunks[: found.first_changed]
         changed = chunks[found.first_changed]
         walk = _Walk(
@@ -355,7 +365,8 @@ class Auditor:
             return quick
         # From the changed chunk on (an erasure rewrites lines in place): walked again from the head before it,
         # with what the lines before it hold of erasure; the tree and offsets are cut there and rebuilt.
-        return self._walk(session, fd, adir, size, ChunkLog(kept), state["erasures"].cut(changed.first_line), walk)
+        records = supersession_walk.cut(state["supersessions"], changed.first_line)
+        return self._walk(session, fd, adir, size, ChunkLog(kept), state["erasures"].cut(changed.first_line), records, walk)
 
     def _resync(self, session: str, fd: int, adir: Path, size: int, state: dict[str, Any], first: int, walk: _Walk) -> _Walk | None:
         """Walk only the changed chunks when the later ones are the cached bytes, moved (ledger/resync.py)."""
@@ -385,14 +396,27 @@ class Auditor:
             os.fsync(off_fd)
         finally:
             os.close(off_fd)
-        out = self._walk(session, fd, adir, size, found.log, found.erasures, walk)
+        # every line walked again is the one cached (same digest) or its erased form, which is no record (§4.4)
+        records = tuple(r for r in state["supersessions"] if r[0] not in found.erasures.erased)
+        out = self._walk(session, fd, adir, size, found.log, found.erasures, records, walk)
         out.rehashed_bytes += found.hashed_bytes
         out.cached_lines = state["verified"] - sum(b - a + 1 for a, b in found.walked)
         out.resynced = (found.walked, found.skipped_lines)
         return out
 
-    def _walk(self, session: str, fd: int, adir: Path, size: int, log: ChunkLog, erasures: ErasureState, walk: _Walk) -> _Walk:
-        """Walk the ledger from where `log` ends to its end, extending the tree, offsets and chunks."""
+    def _walk(
+        self,
+        session: str,
+        fd: int,
+        adir: Path,
+        size: int,
+        log: ChunkLog,
+        erasures: ErasureState,
+        records: tuple[supersession_walk.Record, ...],
+        walk: _Walk,
+    ) -> _Walk:
+        """Walk the ledger from where `log` ends to its end, extending the tree, offsets and chunks, and the
+        supersession records (`records`: those before where it starts) with the ones it passes over."""
         start_line, start = log.lines, log.end
         if start_line == 0:
             shutil.rmtree(adir / MERKLE_DIR, ignore_errors=True)
@@ -419,9 +443,10 @@ class Auditor:
                     store.extend(digests)
                     digests.clear()
 
+            scan = supersession_walk.RecordScan(start)
             with os.fdopen(os.dup(fd), "rb") as f:
                 f.seek(start)
-                report = verify_stream(session, log.tee(read_chunks(f, size - start)), walker=walker, on_event=on_event)
+                report = verify_stream(session, scan.tee(log.tee(read_chunks(f, size - start))), walker=walker, on_event=on_event)
             log.finish()
             log.head = bytes.fromhex(report.head)
             store.extend(digests)
@@ -436,6 +461,13 @@ class Auditor:
                 pos[0] = at_cut
                 write_from = min(start_line, cut)
             store.flush()
+
+            def read_line(a: int, b: int) -> dict[str, Any]:
+                obj: dict[str, Any] = loads_strict(_pread_all(fd, b - a, a).rstrip(b"\n"), "a supersession record's line")
+                return obj
+
+            found = supersession_walk.records_at(scan.hits, offsets, start_line, pos[0], report.events, read_line)
+            records = supersession_walk.cut((*supersession_walk.cut(records, start_line), *found), report.events)
             data = offsets.tobytes()
             at = 8 * write_from
             while data:
@@ -453,10 +485,12 @@ class Auditor:
             "break": None if report.brk is None else report.brk.to_dict(),
             "chunks": [c.to_list() for c in log.chunks()],
             "erasures": walker.erasures.cut(report.events).to_json(),
+            "supersessions": supersession_walk.to_json(records),
         }
         self._save_state(adir, new_state)
         new_state["chunks"] = log.chunks()
         new_state["erasures"] = walker.erasures.cut(report.events)
+        new_state["supersessions"] = records
         walk.state = new_state
         walk.rewalked_from_line = start_line + 1
         walk.cached_lines = start_line

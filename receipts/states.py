@@ -16,7 +16,8 @@ after the question is appended and before the memories are chosen (the question 
 Bristol — any cafés near me?" makes "I live in Leeds" dead for that very turn), so a record lies before the
 answer, not necessarily before the question.
 
-Checked offline (`states.records`) and with the ledger (`ledger.states`); an absent `states` makes no claim.
+Checked offline (`states.records`) and with the ledger (`ledger.states`). With the ledger, a format-2 receipt
+without `states` is checked as claiming every cited memory live (§20, "A receipt without `states`").
 """
 
 from __future__ import annotations
@@ -130,14 +131,22 @@ def record_problem(body: Mapping[str, Any], entry: Mapping[str, Any], tree_size:
     return None if problem is None else f"its record (seq {ev['seq']}): {problem}"
 
 
-def check_ledger_states(body: Mapping[str, Any], verified: int, event_at: Callable[[int], dict[str, Any]]) -> Row:
+def check_ledger_states(
+    body: Mapping[str, Any], verified: int, event_at: Callable[[int], dict[str, Any]], supersessions: Sequence[tuple[int, int]]
+) -> Row:
     """`ledger.states` (with the ledger): each record the receipt names is in the ledger at its seq (same digest
     and id); every cited memory claimed live has no supersession record in the ledger before the answer, and
-    every one claimed superseded has one (the one named)."""
-    st = body["states"]
+    every one claimed superseded has one (the one named).
+
+    `supersessions` is the ledger's (record seq, superseded seq) of every supersession record among its `verified`
+    events, ascending (the auditor's walk collects them: receipts/supersession_walk.py); `event_at` is read only
+    for the records the receipt names, so the check costs what the receipt cites, not a scan to the answer. A
+    format-2 receipt without `states` claims every cited memory live and names no record (§20)."""
+    st = body.get("states")
     answer_seq = body["response"]["event"]["seq"]
     problems: list[str] = []
-    for entry in [*st["superseded"], *st["excluded"]]:
+    named = [*st["superseded"], *st["excluded"]] if st is not None else []
+    for entry in named:
         ev = entry["by"]["event"]
         name = f"the supersession of seq {entry['seq']} at seq {ev['seq']}"
         if ev["seq"] >= verified:
@@ -151,19 +160,24 @@ def check_ledger_states(body: Mapping[str, Any], verified: int, event_at: Callab
             continue
         if digest != ev["digest"] or stored.get("id") != ev["id"]:
             problems.append(f"{name}: the ledger holds no such record (ledger digest {digest[:16]}…, receipt {ev['digest'][:16]}…)")
-    claimed = {s["seq"] for s in st["superseded"]}
-    live = sorted({m["event"]["seq"] for m in body["memories"]} - claimed)
-    if live:
-        end = min(answer_seq, verified)
-        for s in range(min(live) + 1, end):
-            what = supersession_of_record(event_at(s))
-            if what is not None and what.old_seq in live:
-                problems.append(f"cited memory seq {what.old_seq} is claimed live, but the ledger's record at seq {s} superseded it before the answer (seq {answer_seq})")
-                live.remove(what.old_seq)
-                if not live:
-                    break
-        if answer_seq > verified:
-            problems.append(f"the answer (seq {answer_seq}) lies after the ledger's verified events ({verified}): live states not checked to it")
+    claimed = {s["seq"] for s in st["superseded"]} if st is not None else set()
+    live = {m["event"]["seq"] for m in body["memories"]} - claimed
+    any_live = bool(live)
+    without = "" if st is not None else " (the receipt carries no states: every cited memory is claimed live)"
+    end = min(answer_seq, verified)
+    for record_seq, old_seq in supersessions:
+        if record_seq >= end or not live:
+            break
+        if old_seq in live:
+            problems.append(
+                f"cited memory seq {old_seq} is claimed live{without}, but the ledger's record at seq {record_seq} superseded it before the answer (seq {answer_seq})"
+            )
+            live.discard(old_seq)
+    if any_live and answer_seq > verified:
+        problems.append(f"the answer (seq {answer_seq}) lies after the ledger's verified events ({verified}): live states not checked to it")
     n = len(body["memories"])
-    ok = f"the ledger holds each supersession named, and no other cited memory of the {n} was superseded before the answer"
+    if st is None:
+        ok = f"the receipt carries no states and names no supersession: the ledger holds no record superseding any of the {n} cited memories before the answer"
+    else:
+        ok = f"the ledger holds each supersession named, and no other cited memory of the {n} was superseded before the answer"
     return _row("ledger.states", problems, ok, "states the ledger holds")

@@ -163,6 +163,9 @@ class LedgerFacts:
     cache_reason: str | None = None  # why the walk started at genesis (no cache, --full, unusable cache)
     problem: str | None = None  # the ledger could not be read at all (e.g. a symlink): every ledger row fails
     erased: tuple[int, ...] = ()  # seqs of the erased lines among the verified events (FORMAT.md §4.4)
+    # (record seq, superseded seq) of every supersession record among the verified events, ascending (§19);
+    # None: not collected (`ledger.states` is then not verifiable, never a pass)
+    supersessions: tuple[tuple[int, int], ...] | None = None
 
 
 def _n(k: int) -> str:
@@ -289,7 +292,7 @@ def verify_receipt(
         in_ledger = _check_ledger(r, body, events, ledger)
         if "exclusions" in body:
             _check_ledger_exclusions(r, body, ledger)
-        if "states" in body:
+        if v2:  # with or without `states` (§20): an absent member claims every cited memory live
             _check_ledger_states(r, body, ledger)
     cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix), state.get(prefix)) for prefix, _path, ev, _proof in events)
     mode = "offline" if ledger is None else "ledger"
@@ -464,8 +467,10 @@ def _check_ledger_states(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> No
         r.na("ledger.states", f"this data directory has no session {led.session}: the ledger checks cannot run here")
     elif led.problem is not None:
         r.add("ledger.states", False, f"the session's ledger was not read: {led.problem}", "a regular file", "refused")
+    elif led.supersessions is None:
+        r.na("ledger.states", "the ledger's supersession records were not collected by this auditor")
     else:
-        r.add(*check_ledger_states(body, led.verified, led.event_at))
+        r.add(*check_ledger_states(body, led.verified, led.event_at, led.supersessions))
 
 
 def _check_ledger_exclusions(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> None:
