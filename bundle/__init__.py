@@ -3,7 +3,7 @@ anything is imported, imported under a new local id; and a readable Markdown exp
 
 from .export import Exported, export_session
 from .format import BUNDLE_FORMAT, BundleError
-from .importer import Imported, Origin, import_bundle, imported_dir, list_imported, trusted_keys
+from .importer import Imported, ImportRefused, Origin, import_bundle, imported_dir, list_imported, trusted_keys
 from .markdown import render_markdown, write_markdown
 from .verify import BundleReport, verify_file
 
@@ -12,6 +12,7 @@ __all__ = [
     "BundleError",
     "BundleReport",
     "Exported",
+    "ImportRefused",
     "Imported",
     "Origin",
     "export_session",

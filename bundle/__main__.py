@@ -20,7 +20,7 @@ from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
 
 from .export import export_session
 from .format import BundleError
-from .importer import import_bundle, list_imported
+from .importer import ImportRefused, import_bundle, list_imported
 from .markdown import write_markdown
 from .verify import VERDICT_EXIT, BundleReport, verify_file
 
@@ -77,6 +77,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     trusted = _trust(args.trust)
     try:
         done = import_bundle(data, path, as_session=args.as_session, trusted=trusted, allow_untrusted=args.allow_untrusted)
+    except ImportRefused as exc:  # refused by its checks: 1 failed, 3 unverified, as `verify` says of the same bundle
+        raise CliError(str(exc), VERDICT_EXIT[exc.verdict]) from None
     except BundleError as exc:
         raise CliError(str(exc)) from None
     print(render(done.report))

@@ -38,6 +38,15 @@ STAGING_PREFIX = ".staging-"
 STALE_STAGING_SECONDS = 3600
 
 
+class ImportRefused(BundleError):
+    """An import refused by the bundle's checks, not its structure: `verdict` is "failed" (a check failed) or
+    "unverified" (no --trust key signed it), so the CLI exits 1 or 3 as `verify` does for the same bundle."""
+
+    def __init__(self, message: str, *, verdict: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """What `origin.json` of an imported session says."""
@@ -155,10 +164,13 @@ def import_bundle(
         m = opened.manifest
         if report.verdict == "failed":
             first = report.failed[0]
-            raise BundleError(f"refused: {first.name} failed — {first.message}; nothing was imported")
+            raise ImportRefused(f"refused: {first.name} failed — {first.message}; nothing was imported", verdict="failed")
         if report.verdict == "unverified" and not allow_untrusted:
             why = report.not_verifiable[0]
-            raise BundleError(f"refused: not verified ({why.name}: {why.message}); give --trust PUBKEY, or --allow-untrusted to import it as unverified")
+            raise ImportRefused(
+                f"refused: not verified ({why.name}: {why.message}); give --trust PUBKEY, or --allow-untrusted to import it as unverified",
+                verdict="unverified",
+            )
         for o in list_imported(data):
             if (o.session, o.signer, o.events, o.chain_head) == (m.session, m.signer, m.events, m.chain_head):
                 return Imported(o.local, o, report, True, 0)

@@ -23,7 +23,9 @@ from receipts.supersessions import supersession_of_record
 
 from .format import BundleError
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+# Every character that can start Markdown structure, backslash-escaped (CommonMark escapes any ASCII punctuation):
+# `=` too (a line of "===" under a line makes it a heading) and `&` (an entity such as "&lt;" would show as "<").
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~=&])")
 MAX_QUOTE = 4000
 
 

@@ -14,6 +14,7 @@ import hashlib
 import os
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str]) -
             env = parse_envelope(loads_strict(raw), max_payload_bytes=MAX_MANIFEST_BYTES)
         except (MalformedEnvelope, CanonicalError, ValueError) as exc:
             raise BundleError(f"{MANIFEST_NAME}: not a signed manifest ({exc})") from None
-        except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:  # zlib.error: corrupt deflate data
             raise BundleError(f"{MANIFEST_NAME}: unreadable ({exc})") from None
         manifest = parse_manifest(env.payload)
         listed = {m.name for m in manifest.members}
@@ -166,7 +167,7 @@ def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str]) -
                             raise BundleError(f"member {m.name!r}: more bytes than the {m.size:,} declared")
                         h.update(b)
                         w.write(b)
-            except (zipfile.BadZipFile, EOFError, OSError) as exc:  # a CRC error, a truncated entry
+            except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:  # a CRC error, a truncated entry, corrupt deflate data
                 raise BundleError(f"member {m.name!r}: unreadable ({exc})") from None
             opened.bytes_read += n
             if n != m.size or h.hexdigest() != m.sha256:
