@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope
@@ -58,7 +60,7 @@ class Opened:
     bytes_read: int = 0
 
 
-def _check_directory(infos: list[zipfile.ZipInfo], file_size: int) -> None:
+def _check_directory(infos: list[zipfile.ZipInfo]) -> None:
     if len(infos) > MAX_MEMBERS + 1:
         raise BundleError(f"{len(infos):,} members: more than the {MAX_MEMBERS + 1:,} a bundle may hold")
     seen: set[str] = set()
@@ -88,15 +90,28 @@ def _check_directory(infos: list[zipfile.ZipInfo], file_size: int) -> None:
         total += info.file_size
         if total > MAX_TOTAL_BYTES:
             raise BundleError(f"members declare more than {MAX_TOTAL_BYTES:,} bytes in all")
-    # each entry's bytes lie in their own range: two entries sharing data (a zip's hard link, an overlapping bomb)
-    spans = sorted((i.header_offset, i.compress_size, i.filename) for i in infos)
-    for (off, size, name), (nxt, _s, other) in zip(spans, spans[1:], strict=False):
-        if nxt < off + 30 + size:  # 30: the fixed part of a local header
-            raise BundleError(f"members {name!r} and {other!r}: their bytes overlap (an entry that shares another's data)")
-    if spans and spans[-1][0] + spans[-1][1] > file_size:
-        raise BundleError(f"member {spans[-1][2]!r}: its bytes run past the end of the file (truncated)")
     if MANIFEST_NAME not in seen:
         raise BundleError(f"no {MANIFEST_NAME}: not a bundle")
+
+
+def _check_spans(f: IO[bytes], infos: list[zipfile.ZipInfo], file_size: int) -> None:
+    """Each entry's bytes lie in their own range: no two entries share data (a zip's hard link, an overlapping
+    bomb). An entry spans its local header — the 30 fixed bytes, then the name and extra field at the lengths the
+    local header gives (they may differ from the central directory's: zip64 writes an extra field only there) —
+    and its compressed data; the next entry's header must start at or after its end."""
+    spans = sorted(infos, key=lambda i: (i.header_offset, i.filename))
+    for i, info in enumerate(spans):
+        f.seek(info.header_offset)
+        head = f.read(30)
+        if len(head) < 30 or head[:4] != b"PK\x03\x04":
+            raise BundleError(f"member {info.filename!r}: no local header at offset {info.header_offset:,} (truncated, or not a zip entry)")
+        name_len, extra_len = struct.unpack("<HH", head[26:30])
+        end = info.header_offset + 30 + name_len + extra_len + info.compress_size
+        if i + 1 < len(spans) and spans[i + 1].header_offset < end:
+            other = spans[i + 1].filename
+            raise BundleError(f"members {info.filename!r} and {other!r}: their bytes overlap (an entry that shares another's data)")
+        if end > file_size:
+            raise BundleError(f"member {info.filename!r}: its bytes run past the end of the file (truncated)")
 
 
 def _read_small(z: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
@@ -132,7 +147,10 @@ def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str]) -
         raise BundleError(f"{p.name}: not a readable zip — truncated, or not a bundle ({exc})") from None
     with z:
         infos = z.infolist()
-        _check_directory(infos, st.st_size)
+        _check_directory(infos)
+        if z.fp is None:  # never for a ZipFile opened for reading; the type allows it
+            raise BundleError(f"{p.name}: not readable")
+        _check_spans(z.fp, infos, st.st_size)
         by_name = {i.filename: i for i in infos}
         try:
             raw = _read_small(z, by_name[MANIFEST_NAME], MAX_MANIFEST_BYTES)

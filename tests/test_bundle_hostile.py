@@ -212,6 +212,22 @@ class TestSharedBytes:
         refused(source, data2, path, "overlap")
 
 
+    def test_an_entry_whose_header_lies_in_the_last_bytes_of_another_entry_is_refused(self, source: Source, data2: Path, tmp_path: Path) -> None:
+        """The span of an entry counts its local header's name and extra field (the ledger's carries a zip64 extra
+        the central directory does not): a header placed in the last bytes of the ledger's data still overlaps."""
+        raw = bytearray(source.bundle.read_bytes())
+        cd = central_entries(bytes(raw))
+        with zipfile.ZipFile(source.bundle) as z:
+            ledger = z.getinfo(LEDGER_NAME)
+        name_len, extra_len = struct.unpack_from("<HH", raw, ledger.header_offset + 26)
+        assert extra_len > 0, "export writes the ledger with a zip64 extra field in its local header"
+        end = ledger.header_offset + 30 + name_len + extra_len + ledger.compress_size
+        struct.pack_into("<I", raw, cd["checkpoint.json"] + 42, end - 8)
+        path = tmp_path / "b.mre.zip"
+        path.write_bytes(raw)
+        refused(source, data2, path, "overlap")
+
+
 # --- sizes: bombs, caps, more bytes than declared -------------------------------------------------------------------
 
 
