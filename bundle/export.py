@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ledger import Ledger
 from ledger.canonical import canonical_json
-from ledger.event import now_ts, validate_session_id
+from ledger.event import EventError, now_ts, validate_session_id
 from receipts import checkpoints, files
 from receipts.body import RECEIPT_ID_RE
 from receipts.certificate import MalformedCertificate, parse_certificate
@@ -95,7 +95,10 @@ def export_session(
 ) -> Exported:
     """Write `session` of `data_dir` as a bundle at `out` (BundleError: no such session, nothing to export)."""
     data = Path(data_dir)
-    validate_session_id(session)
+    try:
+        validate_session_id(session)
+    except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
+        raise BundleError(str(exc)) from None
     ledger = Ledger(data)
     try:
         if not ledger.exists(session):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from control.revocation import current
 from ledger import Event, Ledger
-from ledger.event import validate_session_id
+from ledger.event import EventError, validate_session_id
 from ledger.fsmode import replace_durable
 from receipts import files
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
@@ -71,7 +71,10 @@ def _cited(data: Path, session: str, receipt_id: object) -> list[dict] | None:  
 def render_markdown(data_dir: str | os.PathLike[str], session: str) -> tuple[str, int]:
     """(the Markdown text, the number of events it covers)."""
     data = Path(data_dir)
-    validate_session_id(session)
+    try:
+        validate_session_id(session)
+    except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
+        raise BundleError(str(exc)) from None
     ledger = Ledger(data)
     try:
         if not ledger.exists(session):

@@ -289,6 +289,23 @@ class TestExitStatus:
         assert "UNVERIFIED" in capsys.readouterr().out
 
 
+class TestExportExitStatus:
+    def test_export_and_markdown_exit_0_and_write_their_file(self, source: Source, tmp_path: Path) -> None:
+        assert main(["export", str(source.data), SESSION, str(tmp_path / "b.mre.zip")]) == 0
+        assert main(["verify", str(tmp_path / "b.mre.zip"), "--trust", str(source.pub)]) == 0
+        assert main(["markdown", str(source.data), SESSION, str(tmp_path / "s.md")]) == 0
+        assert (tmp_path / "s.md").read_text().startswith(f"# Session {SESSION}")
+
+    @pytest.mark.parametrize("session", ["../x", "a/b", "", "nobody"])
+    def test_a_bad_or_unknown_session_id_is_bad_input_exit_2_with_nothing_written(
+        self, source: Source, tmp_path: Path, capsys: pytest.CaptureFixture[str], session: str
+    ) -> None:
+        assert main(["export", str(source.data), session, str(tmp_path / "b.mre.zip")]) == 2
+        assert main(["markdown", str(source.data), session, str(tmp_path / "s.md")]) == 2
+        assert "unexpected" not in capsys.readouterr().err
+        assert os.listdir(tmp_path) == []
+
+
 # --- the readable Markdown export -----------------------------------------------------------------------------------
 
 HOSTILE = ("# heading", "![x](http://evil/img)", "<script>alert(1)</script>", "Hello\n===", "[a]: http://evil/x", "&lt;b&gt;")
