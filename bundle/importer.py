@@ -42,9 +42,10 @@ class ImportRefused(BundleError):
     """An import refused by the bundle's checks, not its structure: `verdict` is "failed" (a check failed) or
     "unverified" (no --trust key signed it), so the CLI exits 1 or 3 as `verify` does for the same bundle."""
 
-    def __init__(self, message: str, *, verdict: str) -> None:
+    def __init__(self, message: str, *, verdict: str, report: BundleReport | None = None) -> None:
         super().__init__(message)
         self.verdict = verdict
+        self.report = report  # every row, to show why
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,23 @@ def find_receipt_home(data_dir: str | os.PathLike[str], session: str) -> list[Or
     return sorted((o for o in list_imported(data_dir) if o.session == session), key=lambda o: o.imported_at, reverse=True)
 
 
+DATA_DIR_MARKS = ("sessions", "keys", "index.sqlite", IMPORTED, "erasures", "receipts")
+
+
+def _data_dir(data: Path) -> Path:
+    """`data` as a data directory to import into: one the app or `python -m chat` wrote (it holds one of
+    DATA_DIR_MARKS), an empty folder, or none yet (created). Any other folder is refused, so a mistyped path to,
+    say, a home directory is not filled with sessions."""
+    if data.exists() and not data.is_dir():
+        raise BundleError(f"{data.name}: not a folder; give the data directory to import into")
+    if data.is_dir() and not any((data / mark).exists() for mark in DATA_DIR_MARKS) and any(data.iterdir()):
+        raise BundleError(
+            f"{data.name}: a folder with other files and no sessions, keys or index: not a data directory "
+            "(give the DATA_DIR the app or `python -m chat` writes, or an empty or new folder)"
+        )
+    return data
+
+
 def _default_local(data_dir: Path, origin: str, chain_head: str) -> str:
     base = f"{origin[:40]}-imported-{chain_head[:8]}"
     for n in range(1, 10_000):
@@ -148,28 +166,27 @@ def import_bundle(
     allow_untrusted: bool = False,
 ) -> Imported:
     """Verify the bundle at `path` and import it into `data_dir` (BundleError, nothing changed, when refused)."""
-    data = Path(data_dir)
-    if not (data / "sessions").is_dir():
-        raise BundleError(f"{data}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+    data = _data_dir(Path(data_dir))
     if as_session is not None:
         try:
             validate_session_id(as_session)
         except EventError as exc:
             raise BundleError(f"--as: {exc}") from None
     root = imported_root(data)
-    root.mkdir(mode=0o700, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     _sweep_staging(root)
     with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
         report = verify_opened(opened, trusted)
         m = opened.manifest
         if report.verdict == "failed":
             first = report.failed[0]
-            raise ImportRefused(f"refused: {first.name} failed — {first.message}; nothing was imported", verdict="failed")
+            raise ImportRefused(f"refused: {first.name} failed — {first.message}; nothing was imported", verdict="failed", report=report)
         if report.verdict == "unverified" and not allow_untrusted:
             why = report.not_verifiable[0]
             raise ImportRefused(
                 f"refused: not verified ({why.name}: {why.message}); give --trust PUBKEY, or --allow-untrusted to import it as unverified",
                 verdict="unverified",
+                report=report,
             )
         for o in list_imported(data):
             if (o.session, o.signer, o.events, o.chain_head) == (m.session, m.signer, m.events, m.chain_head):

@@ -90,21 +90,27 @@ class _Rows:
         self.rows.append(dataclasses.replace(row, name=name))
 
 
-def _signature(r: _Rows, opened: Opened, trusted: Sequence[PublicKey]) -> None:
+def _signature(r: _Rows, opened: Opened, trusted: Sequence[PublicKey]) -> Sequence[PublicKey]:
+    """The manifest.signature row; returns the keys the other rows are checked under: `trusted` when a trusted key
+    signed the manifest, none (the bundle's own keys, for self-consistency only) when no trusted key did."""
     env, manifest = opened.envelope, opened.manifest
     if manifest.signer not in {s.keyid for s in env.signatures}:
         r.add("manifest.signature", False, "the manifest names a signer that did not sign it", manifest.signer, [s.keyid for s in env.signatures])
-        return
-    if trusted:
-        checks = verify_envelope(env, trusted, MANIFEST_PAYLOAD_TYPE)
-        ok = any(c.passed for c in checks)
-        r.add("manifest.signature", ok, f"the manifest is signed by a trusted key ({manifest.signer})", [k.key_id for k in trusted], manifest.signer)
-        return
+        return trusted
+    if trusted and any(c.passed for c in verify_envelope(env, trusted, MANIFEST_PAYLOAD_TYPE)):
+        r.add("manifest.signature", True, f"the manifest is signed by a trusted key ({manifest.signer})")
+        return trusted
     own = [k for k in opened.keys if k.key_id == manifest.signer]
-    if own and any(c.passed for c in verify_envelope(env, own, MANIFEST_PAYLOAD_TYPE)):
-        r.na("manifest.signature", f"signed by {manifest.signer}, the key the bundle carries: self-consistent, but no --trust key was given")
+    if not (own and any(c.passed for c in verify_envelope(env, own, MANIFEST_PAYLOAD_TYPE))):
+        why = "no --trust key signed it and the" if trusted else "the"
+        r.add("manifest.signature", False, f"{why} manifest's signature does not verify even with the key the bundle carries", manifest.signer, "no valid signature")
+        return trusted
+    if trusted:
+        names = ", ".join(k.key_id for k in trusted)
+        r.na("manifest.signature", f"signed by {manifest.signer}, not a --trust key ({names}): self-consistent under the key the bundle carries, not verified")
     else:
-        r.add("manifest.signature", False, "the manifest's signature does not verify even with the key the bundle carries", manifest.signer, "no valid signature")
+        r.na("manifest.signature", f"signed by {manifest.signer}, the key the bundle carries: self-consistent, but no --trust key was given")
+    return ()
 
 
 def _ledger(r: _Rows, facts: LedgerFacts, opened: Opened) -> bool:
@@ -201,10 +207,15 @@ def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleRe
     r = _Rows()
     m = opened.manifest
     r.add("bundle.structure", True, f"a zip of {len(m.members) + 1} members: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
-    _signature(r, opened, trusted)
-    r.add("manifest.members", not opened.extra and not opened.missing, f"the zip holds exactly the {len(m.members)} members the manifest lists",
+    trusted = _signature(r, opened, trusted)
+    members_ok = not opened.extra and not opened.missing
+    r.add("manifest.members", members_ok,
+          f"the zip holds exactly the {len(m.members)} members the manifest lists" if members_ok
+          else f"the zip's members are not the manifest's: {len(opened.extra)} it does not list, {len(opened.missing)} it lists missing",
           "none extra, none missing", f"extra {opened.extra}, missing {opened.missing}")
-    r.add("members.hashes", not opened.mismatches, f"every member's size and sha256 equal the manifest's ({opened.bytes_read:,} bytes)",
+    r.add("members.hashes", not opened.mismatches,
+          f"every member's size and sha256 equal the manifest's ({opened.bytes_read:,} bytes)" if not opened.mismatches
+          else f"{len(opened.mismatches)} member(s) differ from the manifest's size or sha256, first {opened.mismatches[0]}",
           "the manifest's sizes and sha256", "; ".join(opened.mismatches[:3]) + (f" (+{len(opened.mismatches) - 3} more)" if len(opened.mismatches) > 3 else ""))
     if opened.extra or opened.missing or opened.mismatches:
         r.na("ledger.chain", "not checked: the members are not the ones the manifest signed")

@@ -319,6 +319,13 @@ class Engine:
         with_states = self.receipt_format == rbody.RECEIPT_VERSION_2 and bool(held.links)
         if self.receipt_format != rbody.RECEIPT_VERSION_2:
             excluded = []  # a format-1 receipt cannot carry them (FORMAT.md §17); retrieval still left them out
+            if any(ev.seq in held.superseded for ev in memories):
+                # nor a marked prompt (template v2 is format 2's, FORMAT.md §20): a superseded memory is not handed
+                # to the model at all, rather than unmarked or under a template its receipt cannot name
+                if consent is not None:
+                    raise TurnError(f"session {session}: an approved memory is superseded and a format-1 receipt cannot mark it")
+                keep = [i for i, ev in enumerate(memories) if ev.seq not in held.superseded]
+                hits, memories = [hits[i] for i in keep], [memories[i] for i in keep]
         left = list(left_out or []) if with_states else []
         controls = self.ledger.read_events(session, [r.control_seq for r in excluded])
         # only as many memories as one receipt can cite within MAX_RECEIPT_BYTES (best first)

@@ -235,11 +235,27 @@ class TestRoundTrip:
         assert origin["verdict"] == done.origin.verdict == "unverified"
         assert origin["session"] == SESSION and origin["signer"] == source.key.public_key.key_id
 
-    def test_a_data_directory_without_sessions_is_refused(self, source: Source, tmp_path: Path) -> None:
+    def test_a_folder_with_other_files_and_no_data_is_refused_and_left_alone(self, source: Source, tmp_path: Path) -> None:
         (tmp_path / "notdata").mkdir()
+        (tmp_path / "notdata" / "holiday.jpg").write_bytes(b"x")
         with pytest.raises(BundleError, match="not a data directory"):
             import_bundle(tmp_path / "notdata", source.bundle, trusted=source.trusted)
-        assert not (tmp_path / "notdata" / "imported").exists()
+        assert sorted(p.name for p in (tmp_path / "notdata").iterdir()) == ["holiday.jpg"]
+
+    def test_a_new_or_empty_folder_or_one_with_only_a_key_takes_the_import(self, source: Source, tmp_path: Path) -> None:
+        """A fresh machine: the data directory does not exist yet, is empty, or holds only the app's keys."""
+        (tmp_path / "empty").mkdir()
+        (tmp_path / "keyed" / "keys").mkdir(parents=True)
+        events = len((source.data / "sessions" / SESSION / "events.jsonl").read_bytes().splitlines())
+        for folder in (tmp_path / "new" / "data", tmp_path / "empty", tmp_path / "keyed"):
+            done = import_bundle(folder, source.bundle, trusted=source.trusted)
+            assert done.origin.verdict == "verified" and not done.duplicate
+            assert done.indexed == events and (imported_dir(folder, done.local) / "origin.json").is_file()
+
+    def test_a_file_given_as_the_data_directory_is_refused(self, source: Source, tmp_path: Path) -> None:
+        (tmp_path / "f").write_text("x")
+        with pytest.raises(BundleError, match="not a folder"):
+            import_bundle(tmp_path / "f", source.bundle, trusted=source.trusted)
 
 
 # --- the command line's exit status ---------------------------------------------------------------------------------

@@ -325,23 +325,43 @@ class TestSignedContent:
         del members[sorted(n for n in members if n.startswith("receipts/"))[0]]
         failed(source, data2, rebuilt(tmp_path / "b.mre.zip", members), ["manifest.members"])
 
-    def test_a_manifest_signed_by_a_key_the_importer_does_not_trust_is_refused(self, source: Source, data2: Path) -> None:
+    def test_a_manifest_signed_by_a_key_the_importer_does_not_trust_is_unverified_and_refused_without_the_flag(
+        self, source: Source, data2: Path
+    ) -> None:
         other = SigningKey.generate().public_key
         report = verify_file(source.bundle, [other])
-        assert report.verdict == "failed" and row(report, "manifest.signature").status == "fail"  # type: ignore[attr-defined]
-        with pytest.raises(ImportRefused, match="manifest.signature failed"):
+        sig = row(report, "manifest.signature")
+        assert report.verdict == "unverified" and sig.status == "not_verifiable", sig  # type: ignore[attr-defined]
+        assert other.key_id in sig.message and "not verified" in sig.message  # type: ignore[attr-defined]
+        assert not report.failed
+        with pytest.raises(ImportRefused, match="refused: not verified") as info:
             import_bundle(data2, source.bundle, trusted=[other])
+        assert info.value.verdict == "unverified"
         assert nothing_imported(data2)
 
-    def test_a_bundle_re_signed_whole_by_another_key_is_refused_under_the_real_key(self, source: Source, data2: Path, tmp_path: Path) -> None:
-        """An attacker edits a memory, re-signs the manifest with their key and ships their key in the bundle."""
+    def test_a_bundle_from_an_untrusted_key_imports_with_the_flag_even_when_other_keys_are_trusted(self, source: Source, data2: Path) -> None:
+        """`--trust X --allow-untrusted`: a bundle X did not sign is imported, labelled unverified."""
+        other = SigningKey.generate().public_key
+        done = import_bundle(data2, source.bundle, trusted=[other], allow_untrusted=True)
+        assert done.origin.verdict == "unverified" and not done.duplicate and done.indexed > 0
+
+    def test_a_bundle_re_signed_whole_by_another_key_is_never_verified_under_the_real_key(self, source: Source, data2: Path, tmp_path: Path) -> None:
+        """An attacker edits a memory, re-signs the manifest with their key and ships their key in the bundle: under
+        the real key it is at best unverified (the attacker's key is not trusted) and the import refuses it; its
+        receipts, signed by the real key over the real ledger, fail against the edited one."""
         attacker = SigningKey.generate()
         members = read_members(source.bundle)
         members = {n: b for n, b in members.items() if not n.startswith("keys/")}
         members[LEDGER_NAME] = members[LEDGER_NAME].replace(b"Lisbon", b"Madrid")
         members[key_member(attacker.public_key.key_id)] = format_public_key(attacker.public_key).encode()
         signed = resign(members, attacker, signer=attacker.public_key.key_id)
-        failed(source, data2, rebuilt(tmp_path / "b.mre.zip", signed), ["manifest.signature"])
+        path = rebuilt(tmp_path / "b.mre.zip", signed)
+        report = verify_file(path, source.trusted)
+        assert report.verdict != "verified" and row(report, "manifest.signature").status != "pass"  # type: ignore[attr-defined]
+        assert report.failed, "the edited ledger must fail some row, not merely go unverified"
+        with pytest.raises(ImportRefused):
+            import_bundle(data2, path, trusted=source.trusted)
+        assert nothing_imported(data2)
 
     def test_a_ledger_its_receipts_do_not_match_fails_only_the_receipt_rows(self, source: Source, data2: Path, tmp_path: Path) -> None:
         """Another conversation under the same session id, signed by the same key: the swapped ledger and its own

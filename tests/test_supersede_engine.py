@@ -152,6 +152,23 @@ class TestRetrievalHonoursIt:
         assert 0 not in again and [s for s in again if s < 4] == [s for s in first if s < 4]
         assert current(eng.ledger, "alice").supersessions.excluded() == [0]
 
+    def test_a_format_1_turn_about_the_past_leaves_the_dead_fact_out_and_its_receipt_verifies(self, tmp_path: Path) -> None:
+        """Format 1 has no marked template: the superseded statement is not handed over (marked or not), and the
+        receipt's prompt hash is the v1 prompt's (it used to be built with marks and fail prompt.hash)."""
+        e = Engine(tmp_path / "d1", llm=LLM(api_key=""), receipt_format=1)
+        try:
+            changed(e)
+            t = e.turn("alice", BEFORE)
+            cited = [m["event"]["seq"] for m in t.body["memories"]]
+            assert cited and 0 not in cited, cited
+            assert "Leeds" not in t.answer
+            report = verify(e, t.receipt_path.read_bytes(), ledger=True)
+            assert report.verdict == "verified", [c.to_dict() for c in report.checks if c.status == FAIL]
+            assert row(report, "prompt.hash").status == PASS
+        finally:
+            e.index.close()
+            e.ledger.close()
+
     def test_a_session_with_no_supersession_writes_receipts_as_before(self, tmp_path: Path) -> None:
         e = offline(tmp_path / "d")
         e.remember("erin", DOG)

@@ -31,19 +31,18 @@ from bundle import (
     BundleReport,
     Exported,
     Imported,
+    ImportRefused,
     Origin,
     export_session,
     import_bundle,
     imported_dir,
     list_imported,
     render_markdown,
-    verify_file,
 )
 from bundle.format import SUFFIX
 from bundle.importer import find_receipt_home
 from control.revocation import current as current_controls
 from ledger import Ledger
-from ledger.fsmode import private_dir
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval import Index
 from retrieval.model import SearchError, SearchResponse
@@ -176,37 +175,27 @@ def _sha256(path: Path) -> str:
 
 def import_upload(service: Service, key: object, path: object, *, allow_untrusted: bool = False) -> ImportOutcome:
     """Verify the uploaded bundle with this app's key and import it under the key's session (nothing is imported
-    unless every check passes). A bundle signed by another key — checked with no trusted key it is self-consistent,
-    but this app's key fails its signature rows — is imported only with `allow_untrusted`, then recorded as
-    unverified. Raises SessionKeyError, BadInput (nothing read); a refused bundle is an ImportOutcome."""
+    unless every check passes). A bundle signed by another key (its manifest.signature row is not verifiable under
+    this app's key; the other rows are checked under the key it carries) is imported only with `allow_untrusted`,
+    then recorded as unverified. Raises SessionKeyError, BadInput (nothing read); a refused bundle is an
+    ImportOutcome."""
     session = service.session(key)
     p = check_bundle_upload(path)
     own = [service.engine.key.public_key]
     local = local_id(session, _sha256(p))
-    # bundle.import_bundle wants DATA_DIR/sessions, which a fresh data directory gets only with its first event
-    private_dir(service.data_dir / "sessions")
     try:
-        done = import_bundle(service.data_dir, p, as_session=local, trusted=own)
-    except BundleError as exc:
-        why = _clean(str(exc), service, p)
-        try:
-            report = verify_file(p, own)  # the rows that refused it, to show
-            alone = verify_file(p) if report.verdict == "failed" else None
-        except BundleError:
-            return ImportOutcome(None, None, why)  # refused for its structure: no check ran
-        if alone is None or alone.verdict != "unverified":
-            return ImportOutcome(None, report, why)  # it does not hold, whoever signed it
-        if not allow_untrusted:
+        done = import_bundle(service.data_dir, p, as_session=local, trusted=own, allow_untrusted=allow_untrusted)
+    except ImportRefused as exc:
+        if exc.verdict == "unverified" and exc.report is not None and exc.report.not_verifiable[0].name == "manifest.signature":
             return ImportOutcome(
                 None,
-                alone,
+                exc.report,
                 f"not signed by this app's key ({service.key_id}): the bundle comes from another server. Nothing "
                 "failed against the key it carries; tick “import unverified” to import it labelled unverified",
             )
-        try:
-            done = import_bundle(service.data_dir, p, as_session=local, allow_untrusted=True)
-        except BundleError as again:
-            return ImportOutcome(None, alone, _clean(str(again), service, p))
+        return ImportOutcome(None, exc.report, _clean(str(exc), service, p))
+    except BundleError as exc:
+        return ImportOutcome(None, None, _clean(str(exc), service, p))  # refused for its structure: no check ran
     if done.duplicate and not owns(session, done.origin):
         return ImportOutcome(
             None, done.report, "this bundle is already imported on this server, under another visitor's session; nothing changed"
