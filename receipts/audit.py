@@ -20,7 +20,9 @@ taken from the cache (ledger/resync.py). Any other chunk that differs (an
 in-place edit, mtime put back or not) is re-walked from its start to the end,
 with the Merkle tree and offsets after it cut off and rebuilt; lines appended
 after the cached end are walked on from the cached chain head. `full=True` (`--full`)
-re-walks from genesis. The cache files themselves are outside input: state.json
+re-walks from genesis. A walk from genesis of a large ledger runs on every core
+(receipts/audit_parallel.py) and keeps byte for byte what the serial walk keeps;
+whatever it cannot vouch for (a break, a torn tail) is left to the serial walk. The cache files themselves are outside input: state.json
 is parsed strictly and anything odd means "no cache".
 
 Files: folders 0700, files 0600, every path opened with O_NOFOLLOW. A symlink
@@ -53,7 +55,7 @@ from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 from ledger.resync import resync
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
 
-from . import supersession_walk
+from . import audit_parallel, supersession_walk
 from .merkle import leaf_hash
 from .merkle_store import MerkleStore, MerkleStoreError
 from .verify import LedgerFacts, describe_audit
@@ -421,6 +423,10 @@ class Auditor:
         if start_line == 0:
             shutil.rmtree(adir / MERKLE_DIR, ignore_errors=True)
             _own_dir(adir / MERKLE_DIR)
+            if not records and not (erasures.erased or erasures.recorded or erasures.unchecked):
+                whole = audit_parallel.walk(fd, session, size)
+                if whole is not None:
+                    return self._keep_whole(fd, adir, whole, walk)
         store = MerkleStore(adir / MERKLE_DIR)
         off_fd = _open_own(adir / OFFSETS_FILE, os.O_RDWR | os.O_CREAT)
         try:
@@ -477,19 +483,58 @@ class Auditor:
         finally:
             os.close(off_fd)
             store.close()
+        return self._keep(adir, walk, start_line, report.events, pos[0], report.head, report.brk, log.chunks(), walker.erasures, records)
+
+    def _keep_whole(self, fd: int, adir: Path, whole: audit_parallel.WholeWalk, walk: _Walk) -> _Walk:
+        """Keep a walk from genesis done in parallel (receipts/audit_parallel.py): the same files the serial walk writes."""
+        with MerkleStore(adir / MERKLE_DIR) as store:
+            store.load_levels(whole.levels, durable=True)
+        off_fd = _open_own(adir / OFFSETS_FILE, os.O_RDWR | os.O_CREAT)
+        try:
+            os.ftruncate(off_fd, 0)
+            data, at = whole.starts.tobytes(), 0
+            while data:
+                n = os.pwrite(off_fd, data, at)
+                data, at = data[n:], at + n
+            os.fsync(off_fd)
+        finally:
+            os.close(off_fd)
+        check_contiguous(whole.chunks)
+
+        def read_line(a: int, b: int) -> dict[str, Any]:
+            obj: dict[str, Any] = loads_strict(_pread_all(fd, b - a, a).rstrip(b"\n"), "a supersession record's line")
+            return obj
+
+        found = supersession_walk.records_at(whole.hits, whole.starts, 0, whole.end, whole.events, read_line)
+        records = supersession_walk.cut(found, whole.events)
+        return self._keep(adir, walk, 0, whole.events, whole.end, whole.head.hex(), None, whole.chunks, whole.erasures, records)
+
+    def _keep(
+        self,
+        adir: Path,
+        walk: _Walk,
+        start_line: int,
+        verified: int,
+        verified_bytes: int,
+        head: str,
+        brk: Break | None,
+        chunks: list[Chunk],
+        erasures: ErasureState,
+        records: tuple[supersession_walk.Record, ...],
+    ) -> _Walk:
         new_state = {
             "format": STATE_VERSION,
-            "verified": report.events,
-            "verified_bytes": pos[0],
-            "head": report.head,
-            "break": None if report.brk is None else report.brk.to_dict(),
-            "chunks": [c.to_list() for c in log.chunks()],
-            "erasures": walker.erasures.cut(report.events).to_json(),
+            "verified": verified,
+            "verified_bytes": verified_bytes,
+            "head": head,
+            "break": None if brk is None else brk.to_dict(),
+            "chunks": [c.to_list() for c in chunks],
+            "erasures": erasures.cut(verified).to_json(),
             "supersessions": supersession_walk.to_json(records),
         }
         self._save_state(adir, new_state)
-        new_state["chunks"] = log.chunks()
-        new_state["erasures"] = walker.erasures.cut(report.events)
+        new_state["chunks"] = chunks
+        new_state["erasures"] = erasures.cut(verified)
         new_state["supersessions"] = records
         walk.state = new_state
         walk.rewalked_from_line = start_line + 1

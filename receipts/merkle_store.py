@@ -116,6 +116,32 @@ class MerkleStore:
             if durable:
                 self._sync()
 
+    def load_levels(self, levels: Sequence[bytes], *, durable: bool = False) -> None:
+        """Fill an empty store with a whole tree computed elsewhere (receipts/audit_parallel.py).
+
+        ``levels[0]`` is the leaf hashes (leaf_hash already applied), ``levels[L]`` every complete node of
+        level L in order: exactly ``n >> L`` nodes for a tree of ``n`` leaves, one level per bit of ``n``.
+        The caller vouches that each node is the hash of its two children (it computed them); the store
+        checks only the shape, as it does not re-derive what it stores on append either.
+        """
+        with self._lock:
+            self._require_open()
+            if self._size() or any(self._counts):
+                raise ValueError(f"{self._where('load_levels')}: the store is not empty")
+            n = len(levels[0]) // HASH_SIZE if levels else 0
+            if len(levels) != n.bit_length() or any(len(nodes) != HASH_SIZE * (n >> i) for i, nodes in enumerate(levels)):
+                raise ValueError(f"{self._where('load_levels')}: levels do not describe a tree of {n} leaves")
+            try:
+                self._ensure_levels(len(levels))
+                for level, nodes in enumerate(levels):
+                    _write_all(self._fds[level], nodes)
+                    self._counts[level] = len(nodes) // HASH_SIZE
+            except BaseException:
+                self._roll_back([0] * len(self._fds))
+                raise
+            if durable:
+                self._sync()
+
     def flush(self) -> None:
         """fsync every level file (level 0 first) and the directory."""
         with self._lock:
