@@ -27,8 +27,9 @@ from .cli_support import (
 from .event import Event, EventError, validate_session_id
 from .imports import ImportRecordError, content_hash, previous_import, record_import
 from .listing import list_sessions
+from .messages import ImportError_, parse_import
 from .repair import CUT_PREFIX, Cut, RepairRefused, diagnose, truncate_at
-from .store import ImportError_, Ledger, LedgerCorrupted, parse_import
+from .store import Ledger, LedgerCorrupted
 from .verify import erased_words
 
 

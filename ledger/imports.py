@@ -28,7 +28,8 @@ from typing import Any
 from .canonical import CanonicalError, canonical_json, loads_strict
 from .event import Event, is_erasure_record, now_ts
 from .fsmode import open_private, replace_durable
-from .store import Ledger, Message
+from .messages import Message
+from .store import Ledger
 
 IMPORTS_FILE = "imports.jsonl"
 TAG_IMPORT = b"mre:v1:import\x00"

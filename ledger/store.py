@@ -16,7 +16,6 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -28,22 +27,23 @@ from .chunks import PREFIX_CHANGED, ChunkLog, rehash
 from .erasures import ErasureState, record_entries
 from .event import (
     GENESIS,
-    ROLES,
     SALT_BYTES,
     Event,
     EventError,
-    check_content,
     erased_form,
     erasure_record_meta,
     erasure_record_text,
     event_from_dict,
     is_erasure_record,
     make_event,
-    normalize_ts,
     now_ts,
     validate_session_id,
 )
 from .fsmode import open_private, private_dir
+from .messages import ImportError_ as ImportError_  # re-exported: callers import it from ledger.store
+from .messages import Message as Message
+from .messages import parse_import as parse_import
+from .messages import validate_message as validate_message
 from .parallel import verify_file_parallel_erased
 from .resync import resync
 from .rewrite import rewrite, temp_path
@@ -69,14 +69,6 @@ class LedgerCorrupted(RuntimeError):
         self.report = report
 
 
-class ImportError_(ValueError):
-    """An import file was refused; nothing was appended. `.line` is 1-based."""
-
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(f"line {line}: {message}" if line else message)
-        self.line = line
-
-
 class EraseError(ValueError):
     """An erasure was refused (unknown session, bad seq, already erased, ...); nothing was changed."""
 
@@ -90,15 +82,6 @@ class Erasure(NamedTuple):
     erased: list[Event]
     record: Event
     records: list[Event]
-
-
-class Message(NamedTuple):
-    """Input for an append: what a caller says, before the ledger gives it a place."""
-
-    role: str
-    text: str
-    meta: dict[str, Any]
-    ts: str | None = None  # when it was originally said (imports); default: now
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,19 +173,6 @@ def _random_ids(n: int) -> tuple[list[bytes], list[str]]:
         salts.append(chunk[:SALT_BYTES])
         ids.append("evt_" + chunk[SALT_BYTES:].hex())
     return salts, ids
-
-
-def validate_message(role: object, text: object, meta: object, ts: object, *, parsed_json: bool = False) -> Message:
-    if role not in ROLES:
-        raise EventError(f"role {role!r}: must be one of {', '.join(ROLES)}")
-    if meta is None:
-        meta = {}
-    if role == "system" and isinstance(meta, dict) and "erasure" in meta:
-        raise EventError('meta: the key "erasure" of a system event is reserved for erasure records (Ledger.erase writes them)')
-    check_content(text, meta, parsed_json=parsed_json)
-    norm_ts = None if ts is None else normalize_ts(ts)
-    assert isinstance(role, str) and isinstance(text, str) and isinstance(meta, dict)
-    return Message(role, text, meta, norm_ts)
 
 
 class Ledger:
@@ -981,61 +951,3 @@ def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
     if len(wanted) > MAX_ERASE:
         raise EraseError(f"session {session}: {len(wanted)} events in one erasure; at most {MAX_ERASE:,} (erase them in several)")
     return wanted
-
-
-UTF8_BOM = b"\xef\xbb\xbf"
-IMPORT_FUTURE_LIMIT = timedelta(days=1)  # an imported ts says when it was said: not later than the import (clock skew aside)
-
-
-def _parse_import_line(stripped: bytes, n: int) -> Any:
-    from .canonical import CanonicalError, loads_strict
-
-    try:
-        return loads_strict(stripped, f"line {n}")
-    except CanonicalError as exc:
-        raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
-
-
-def parse_import(
-    lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False, now: datetime | None = None
-) -> list[Message]:
-    """Parse and validate an import file; raise ImportError_ naming the first bad line (docs/FORMAT.md §7).
-
-    A UTF-8 byte order mark before the first line and blank lines at the end are skipped; a blank line
-    before another line, empty or whitespace-only text, role "system" (unless `allow_system`) and a `ts`
-    more than a day after `now` (default: the clock) are refused.
-    """
-    from .event import format_ts
-
-    messages = []
-    allowed = {"role", "text", "meta", "ts"}
-    latest = format_ts((now or datetime.now(UTC)) + IMPORT_FUTURE_LIMIT)
-    blank = 0  # the first blank line no message has followed yet
-    for n, raw in enumerate(lines, start=1):
-        if progress is not None:
-            progress.update(1)
-        if n == 1 and raw.startswith(UTF8_BOM):
-            raw = raw[len(UTF8_BOM) :]
-        stripped = raw.strip()
-        if not stripped:
-            blank = blank or n
-            continue
-        if blank:
-            raise ImportError_(blank, "empty line (blank lines are accepted only at the end of the file)")
-        obj = _parse_import_line(stripped, n)
-        if not isinstance(obj, dict):
-            raise ImportError_(n, "must be a JSON object with role and text")
-        if not obj.keys() <= allowed:
-            raise ImportError_(n, f"unknown fields {sorted(set(obj) - allowed)}")
-        if obj.get("role") == "system" and not allow_system:
-            raise ImportError_(n, 'role "system" is refused: it would reach the model as an instruction (--allow-system imports it)')
-        try:
-            m = validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts"), parsed_json=True)
-        except EventError as exc:
-            raise ImportError_(n, str(exc)) from None
-        if not m.text.strip():
-            raise ImportError_(n, "text is empty or only whitespace: there is nothing to remember")
-        if m.ts is not None and m.ts > latest:
-            raise ImportError_(n, f"ts {m.ts} is more than 1 day in the future (latest accepted: {latest})")
-        messages.append(m)
-    return messages
