@@ -121,6 +121,7 @@ def walk_range(
     h = sha()  # the bytes of the open piece, as walked
     piece_start, piece_first = start, first_seq
     rest = b""
+    nxt, chain = first_seq, head  # the walker's next seq and head, kept in locals on the fast path
     for block in scan.tee(_blocks(fd, start, end)):
         buf = rest + block if rest else block
         base = pos  # the offset of buf[0]
@@ -129,36 +130,36 @@ def walk_range(
         view = memoryview(buf)
         done = 0
         for raw in parts:
-            fast = _fast_ok(raw, session, walker.next_seq, walker.head)
+            fast = _fast_ok(raw, session, nxt, chain)
             if fast is not None:
-                walker.head, digest = fast
-                walker.next_seq += 1
-                walker.line_no += 1
-            elif walker.careful_step(raw) is None:
-                digest = walker.last_digest
-            else:
-                return None
+                chain, digest = fast
+                nxt += 1
+            else:  # an erased line, an erasure record or a break: the careful step decides (its line is the seq)
+                walker.next_seq, walker.head, walker.line_no = nxt, chain, nxt
+                if walker.careful_step(raw) is not None:
+                    return None
+                nxt, chain, digest = walker.next_seq, walker.head, walker.last_digest
             leaves.append(sha(LEAF_PREFIX + digest).digest())
             starts.append(pos)
             pos += len(raw) + 1
-            if walker.next_seq % per_chunk == 0:  # that line closed a chunk
+            if nxt % per_chunk == 0:  # that line closed a chunk
                 h.update(view[done : pos - base])
                 done = pos - base
-                pieces.append((piece_start, pos, piece_first, walker.next_seq - piece_first, h.digest(), walker.head))
-                h, piece_start, piece_first = sha(), pos, walker.next_seq
+                pieces.append((piece_start, pos, piece_first, nxt - piece_first, h.digest(), chain))
+                h, piece_start, piece_first = sha(), pos, nxt
         h.update(view[done : pos - base])
         view.release()
     if rest or pos != end:  # a torn last line (or the file shrank): the serial walk decides
         return None
     if pos > piece_start:
-        pieces.append((piece_start, pos, piece_first, walker.next_seq - piece_first, h.digest(), walker.head))
+        pieces.append((piece_start, pos, piece_first, nxt - piece_first, h.digest(), chain))
     state = walker.erasures
     erased = [list(e) for e in sorted(state.erased.values())]
     lines = state.erased
     entries = [[r, s, lines[s].id, lines[s].digest, lines[s].commit] for s, r in state.recorded.items() if s in lines]
     entries += [[r, *e] for r, e in state.unchecked]
     return RangeWalk(
-        start, end, first_seq, walker.next_seq, walker.head, starts, _subtrees(first_seq, leaves), pieces, scan.hits, erased, sorted(entries)
+        start, end, first_seq, nxt, chain, starts, _subtrees(first_seq, leaves), pieces, scan.hits, erased, sorted(entries)
     )
 
 
