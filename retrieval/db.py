@@ -24,8 +24,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,7 +41,7 @@ from . import sql
 from .config import IndexConfig
 from .dates import DateSpan, best_match, query_dates
 from .explain import TermMatch, explain_hit, idf, marked_words
-from .indexing import CONTEXT_SEP, novelty_gains, plan_rows, regained_novelty, skipped
+from .indexing import CONTEXT_SEP, Plan, novelty_gains, plan_rows, regained_novelty, skipped
 from .model import (
     Candidate,
     ForgetError,
@@ -120,6 +121,64 @@ def _batched(it: Iterable[T], n: int) -> Iterator[list[T]]:
 
 class _Raced(Exception):
     """Another process moved a session's watermark while we were indexing it."""
+
+
+@dataclass(slots=True)
+class _Step:
+    """One chunk of a session's new events, planned: what _index_stream writes in one transaction."""
+
+    expected: tuple[int, str]  # the watermark (seq, chain) the chunk continues
+    last: tuple[int, str]  # the watermark after it
+    size: int  # events read (skipped ones included)
+    plan: Plan
+    event_rows: list[tuple[object, ...]]
+    fts_rows: list[tuple[int, str, str]]
+
+
+@dataclass(slots=True)
+class _Chunks:
+    """Reads a session's new events CHUNK at a time and plans their rows, in order.
+
+    Holds what planning carries from one chunk to the next: the watermark, the content terms seen so
+    far (`seen`; with `fresh` False, loaded from the terms table as needed through `load_seen`) and the
+    texts of the last indexed rows (`prior`). _index_stream resets them after a forget.
+    """
+
+    session: str
+    num: int
+    stream: Iterator[Event]
+    last: tuple[int, str]
+    before: int
+    after: int
+    fresh: bool
+    prior: list[tuple[int, str]]
+    load_seen: Callable[[Sequence[Event], set[str]], None]
+    seen: set[str] = field(default_factory=set)
+
+    def next(self) -> _Step | None:
+        chunk = list(islice(self.stream, CHUNK))
+        if not chunk:
+            return None
+        expected = last_seq, last_chain = self.last
+        for ev in chunk:
+            if ev.seq != last_seq + 1 or ev.prev != last_chain:
+                raise IndexUnavailable(
+                    f"session {self.session}: ledger event at seq {ev.seq} does not continue seq {last_seq} "
+                    f"(prev {ev.prev}, expected {last_chain})"
+                )
+            last_seq, last_chain = ev.seq, ev.chain
+        self.last = (last_seq, last_chain)
+        if not self.fresh:
+            self.load_seen(chunk, self.seen)
+        plan = plan_rows(
+            num=self.num, events=chunk, seen=self.seen, prior=self.prior, before=self.before, after=self.after
+        )
+        if self.before or self.after:
+            self.prior = (self.prior + [(r.seq, r.text) for r in plan.rows])[-(self.before + self.after) :]
+        return _Step(
+            expected, self.last, len(chunk), plan,
+            [r.values() for r in plan.rows], [(r.id, r.text, r.context) for r in plan.rows],
+        )
 
 
 # retrieval_meta key, "1" when every free byte of the file is known to be zero (written with secure_delete
@@ -588,61 +647,59 @@ class Index:
 
         An erasure record met on the way forgets the rows of the seqs it lists
         (a ledger erased by another process, or before a crash, is caught up here).
+
+        A session indexed from scratch is planned one chunk ahead on a second thread: reading the
+        ledger and planning rows (Python) overlap with the FTS5 inserts (SQLite, which lets go of the
+        GIL). The plans are the same as one after the other: only `_Chunks` touches `seen` and `prior`,
+        and it never runs ahead past a chunk that forgets rows or while the terms table is read.
         """
         conn = self._w()
         warnings: list[str] = []
         before, after = self.config.context_before, self.config.context_after
-        seen: set[str] = set()
-        fresh = last_seq < 0  # nothing of this session is in the terms table
         # Read before `prior` and `seen`: a forget by another process after this point (it may have taken
         # rows out of them) makes the chunk's transaction start again from the watermark.
         forgets = self._forgets(num)
-        prior = self._tail_rows(num, last_seq, before + after) if (before or after) else []
-        for chunk in _batched(stream, CHUNK):
-            expected = (last_seq, last_chain)
-            for ev in chunk:
-                if ev.seq != last_seq + 1 or ev.prev != last_chain:
-                    raise IndexUnavailable(
-                        f"session {session}: ledger event at seq {ev.seq} does not continue seq {last_seq} "
-                        f"(prev {ev.prev}, expected {last_chain})"
-                    )
-                last_seq, last_chain = ev.seq, ev.chain
-            if not fresh:
-                self._load_seen(num, chunk, seen)
-            plan = plan_rows(num=num, events=chunk, seen=seen, prior=prior, before=before, after=after)
-            with self._tx():
-                now = conn.execute("SELECT last_seq, last_chain FROM watermarks WHERE num = ?", (num,)).fetchone()
-                if now is None or (now[0], now[1]) != expected or self._forgets(num) != forgets:
-                    raise _Raced()
-                for seq, context in plan.context_updates:
-                    rid = sql.row_id(num, seq)
-                    old = conn.execute("SELECT text, context FROM events WHERE id = ?", (rid,)).fetchone()
-                    if old is None:
-                        continue
-                    conn.execute(sql.delete_fts_one(num), (rid, old[0], old[1]))
-                    conn.execute("UPDATE events SET context = ? WHERE id = ?", (context, rid))
-                    conn.execute(sql.insert_fts(num), (rid, old[0], context))
-                conn.executemany(sql.INSERT_EVENT, (r.values() for r in plan.rows))
-                conn.executemany(sql.insert_fts(num), ((r.id, r.text, r.context) for r in plan.rows))
-                conn.executemany(sql.UPSERT_TERMS, ((num, t, n) for t, n in plan.df.items()))
-                conn.execute(
-                    "UPDATE watermarks SET last_seq = ?, last_chain = ? WHERE num = ?", (last_seq, last_chain, num)
-                )
-            if before or after:
-                prior = (list(prior) + [(r.seq, r.text) for r in plan.rows])[-(before + after) :]
-            if plan.erased:
+        chunks = _Chunks(
+            session=session, num=num, stream=stream, last=(last_seq, last_chain), before=before, after=after,
+            fresh=last_seq < 0,  # nothing of this session is in the terms table
+            prior=self._tail_rows(num, last_seq, before + after) if (before or after) else [],
+            load_seen=lambda chunk, seen: self._load_seen(num, chunk, seen),
+        )
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-plan") as ahead:
+            step = chunks.next()
+            while step is not None:
+                pending = ahead.submit(chunks.next) if chunks.fresh and not step.plan.erased else None
+                plan = step.plan
                 with self._tx():
-                    gone = self._forget_rows(session, num, plan.erased)
-                    now_forgets = self._forgets(num)
-                if gone.removed:
-                    warnings.extend(self._purge_quietly([num]))
-                if now_forgets != forgets:  # this forget, or another process's: `prior` and `seen` may hold its words
-                    seen.clear()
-                    fresh = False
-                    prior = self._tail_rows(num, last_seq, before + after) if (before or after) else []
-                    forgets = now_forgets
-            if progress is not None:
-                progress(session, len(chunk))
+                    now = conn.execute("SELECT last_seq, last_chain FROM watermarks WHERE num = ?", (num,)).fetchone()
+                    if now is None or (now[0], now[1]) != step.expected or self._forgets(num) != forgets:
+                        raise _Raced()
+                    for seq, context in plan.context_updates:
+                        rid = sql.row_id(num, seq)
+                        old = conn.execute("SELECT text, context FROM events WHERE id = ?", (rid,)).fetchone()
+                        if old is None:
+                            continue
+                        conn.execute(sql.delete_fts_one(num), (rid, old[0], old[1]))
+                        conn.execute("UPDATE events SET context = ? WHERE id = ?", (context, rid))
+                        conn.execute(sql.insert_fts(num), (rid, old[0], context))
+                    conn.executemany(sql.INSERT_EVENT, step.event_rows)
+                    conn.executemany(sql.insert_fts(num), step.fts_rows)
+                    conn.executemany(sql.UPSERT_TERMS, ((num, t, n) for t, n in plan.df.items()))
+                    conn.execute("UPDATE watermarks SET last_seq = ?, last_chain = ? WHERE num = ?", (*step.last, num))
+                if plan.erased:
+                    with self._tx():
+                        gone = self._forget_rows(session, num, plan.erased)
+                        now_forgets = self._forgets(num)
+                    if gone.removed:
+                        warnings.extend(self._purge_quietly([num]))
+                    if now_forgets != forgets:  # this forget, or another process's: `prior` and `seen` may hold its words
+                        chunks.seen.clear()
+                        chunks.fresh = False
+                        chunks.prior = self._tail_rows(num, step.last[0], before + after) if (before or after) else []
+                        forgets = now_forgets
+                if progress is not None:
+                    progress(session, step.size)
+                step = pending.result() if pending is not None else chunks.next()
         return warnings
 
     @staticmethod
