@@ -4,10 +4,12 @@
 
 For each session size it builds a session through the ledger's import path and
 the index, runs turns with the offline stand-in (no model call), and measures:
-- turn overhead (append, retrieve, prompt, stand-in, append, tree, sign, fsync'd receipt);
+- turn overhead (append, retrieve, prompt, stand-in, append, tree, sign, fsync'd receipt), and how much of
+  each turn is retrieval's search (Index.search) and indexing (Index.index_session): the rest is the turn's own;
 - offline verification of the last receipt (receipt + public key only);
-- verification with the ledger: cold (the auditor walks the ledger from genesis once)
-  and warm (its cache: every cached byte re-hashed with a raw sha256, then the K cited lines
+- verification with the ledger: cold (the auditor walks the ledger from genesis once, on every core:
+  receipts/audit_parallel.py), the same cold walk kept serial (the auditor before issue 15, same run),
+  the cold CLI `python -m receipts verify R --trust PUB --data D --full` (a fresh process), and warm (its cache: every cached byte re-hashed with a raw sha256, then the K cited lines
   and O(log n) tree nodes), and warm after one more turn (re-hash, then walk the two new lines).
 Raw baselines in the same run: the two Ed25519 verifies plus a sha256 of the payload
 (the crypto floor of offline verification); a raw sha256 of the ledger file in 1 MiB
@@ -19,10 +21,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -32,8 +37,10 @@ from bench._machine import machine_line  # noqa: E402
 from chat.engine import Engine  # noqa: E402
 from chat.llm import LLM  # noqa: E402
 from ledger import Ledger  # noqa: E402
+from receipts import audit_parallel  # noqa: E402
 from receipts.api import verify_bytes  # noqa: E402
 from receipts.body import checkpoint_bytes, decode_sig, parse_receipt  # noqa: E402
+from receipts.keys import format_public_key  # noqa: E402
 
 WORDS = (
     "cat Miso Lisbon tram sister wedding Porto cello nurse hospital vacuum bed painting camping "
@@ -64,7 +71,7 @@ def timed(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]
     return out
 
 
-def bench_size(root: Path, n: int, turns: int) -> dict[str, object]:
+def bench_size(root: Path, n: int, turns: int) -> dict[str, Any]:
     data = root / f"n{n}"
     t0 = time.perf_counter()
     Ledger(data).import_jsonl("s", lines(n))
@@ -74,11 +81,28 @@ def bench_size(root: Path, n: int, turns: int) -> dict[str, object]:
     engine.index.index_session("s")
     t_index = time.perf_counter() - t0
     engine.turn("s", "warm-up question about the cat")  # first turn builds the producer's Merkle tree
-    turn_ms = []
+    spent = [0.0]  # seconds in retrieval (search and indexing) during the current turn
+
+    def timed_call(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*a: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[0] += time.perf_counter() - t
+
+        return call
+
+    engine.index.search = timed_call(engine.index.search)  # type: ignore[method-assign]
+    engine.index.index_session = timed_call(engine.index.index_session)  # type: ignore[method-assign]
+    turn_ms, retrieval_ms, own_ms = [], [], []
     for i in range(turns):
+        spent[0] = 0.0
         t = time.perf_counter()
         turn = engine.turn("s", QUESTIONS[i % len(QUESTIONS)], k=8)
         turn_ms.append((time.perf_counter() - t) * 1000)
+        retrieval_ms.append(spent[0] * 1000)
+        own_ms.append(turn_ms[-1] - retrieval_ms[-1])
     raw = turn.receipt_path.read_bytes()
     assert len(parse_receipt(raw).body["memories"]) == 8
     pub = [engine.key.public_key]
@@ -99,10 +123,29 @@ def bench_size(root: Path, n: int, turns: int) -> dict[str, object]:
         hashlib.sha256(body.envelope.payload).digest()
 
     floor = timed(crypto_floor, 200)
+    kept = audit_parallel.MIN_PARALLEL_BYTES
+    audit_parallel.MIN_PARALLEL_BYTES = 1 << 62  # the same cold walk, serial (the auditor before issue 15), run first
+    try:
+        t = time.perf_counter()
+        serial_report = verify_bytes(raw, trusted=pub, data_dir=data, full=True)
+        cold_serial = (time.perf_counter() - t) * 1000
+    finally:
+        audit_parallel.MIN_PARALLEL_BYTES = kept
+    assert serial_report.verdict == "verified", serial_report.failed
     t = time.perf_counter()
     cold_report = verify_bytes(raw, trusted=pub, data_dir=data, full=True)
     cold = (time.perf_counter() - t) * 1000
     assert cold_report.verdict == "verified", cold_report.failed
+    pub_file = data / "bench-pub.pem"
+    pub_file.write_text(format_public_key(engine.key.public_key))
+    cli = [sys.executable, "-m", "receipts", "verify", str(turn.receipt_path), "--trust", str(pub_file), "--data", str(data), "--full"]
+    repo = str(Path(__file__).resolve().parents[1])
+    t = time.perf_counter()
+    subprocess.run(cli, check=True, stdout=subprocess.DEVNULL, cwd=repo)
+    cold_cli = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import receipts.api"], check=True, cwd=repo)
+    start_up = (time.perf_counter() - t) * 1000  # the interpreter and the CLI's imports alone
     warm = timed(lambda: verify_bytes(raw, trusted=pub, data_dir=data), 20)
     log_file = data / "sessions" / "s" / "events.jsonl"
     sha = timed(lambda: raw_sha256(log_file), 20)  # the floor of a warm check: every cached byte is re-hashed
@@ -130,6 +173,8 @@ def bench_size(root: Path, n: int, turns: int) -> dict[str, object]:
     return {
         "n": n, "import_s": t_import, "index_s": t_index,
         "turn_p50": pct(turn_ms, 0.5), "turn_p95": pct(turn_ms, 0.95), "fsync_floor_p50": statistics.median(fs),
+        "retrieval_p50": pct(retrieval_ms, 0.5), "retrieval_p95": pct(retrieval_ms, 0.95), "own_p50": pct(own_ms, 0.5), "own_p95": pct(own_ms, 0.95),
+        "cold_serial_ms": cold_serial, "cold_cli_ms": cold_cli, "start_up_ms": start_up,
         "offline_p50": pct(offline, 0.5), "offline_p95": pct(offline, 0.95), "crypto_floor_p50": pct(floor, 0.5),
         "ledger_cold_ms": cold, "ledger_warm_p50": pct(warm, 0.5), "ledger_warm_p95": pct(warm, 0.95), "rewalk_ms": rewalk[0],
         "sha_p50": pct(sha, 0.5), "incremental_ms": incremental, "chain_msg": chain_msg, "mb": log_file.stat().st_size / 1e6,
@@ -174,6 +219,20 @@ def main() -> None:
         print(
             f"| {r['n']:,} | {r['mb']:.0f} | {r['ledger_warm_p50']:.1f} / {r['ledger_warm_p95']:.1f} | {r['sha_p50']:.1f} | "
             f"{r['ledger_warm_p50'] / r['sha_p50']:.2f}× | {r['incremental_ms']:.1f} | {r['ledger_cold_ms']:.0f} |"
+        )
+    print("\n| session events | turn p50 / p95 (ms) | of which retrieval (search + indexing) p50 / p95 (ms) | the turn's own (the rest) p50 / p95 (ms) | fsync floor (ms) |")
+    print("|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['n']:,} | {r['turn_p50']:.1f} / {r['turn_p95']:.1f} | {r['retrieval_p50']:.1f} / {r['retrieval_p95']:.1f} | "
+            f"{r['own_p50']:.1f} / {r['own_p95']:.1f} | {r['fsync_floor_p50']:.1f} |"
+        )
+    print("\n| session events | cold, parallel walk (ms) | cold, serial walk, same run (ms) | parallel ÷ serial | full re-walk, Ledger.verify (ms) | CLI `receipts verify --data --full` (ms) | interpreter + imports (ms) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['n']:,} | {r['ledger_cold_ms']:.0f} | {r['cold_serial_ms']:.0f} | {r['ledger_cold_ms'] / r['cold_serial_ms']:.2f}× | "
+            f"{r['rewalk_ms']:.0f} | {r['cold_cli_ms']:.0f} | {r['start_up_ms']:.0f} |"
         )
     for r in rows:
         print(f"\n{r['n']:,} events, ledger.chain row after one more turn: {r['chain_msg']}")
