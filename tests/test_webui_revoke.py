@@ -157,8 +157,8 @@ class TestLabels:
         assert rc.NOT_ERASURE == (
             "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
         )
-        app_source = (Path(__file__).resolve().parents[1] / "app.py").read_text(encoding="utf-8")
-        assert app_source.count("gr.Markdown(rc.NOTE") == 3  # the chat's turn tools, Manual search, Ledger
+        layout_source = (Path(__file__).resolve().parents[1] / "webui" / "layout.py").read_text(encoding="utf-8")
+        assert layout_source.count("gr.Markdown(rc.NOTE") == 3  # the chat's turn tools, Manual search, Ledger
 
 
 class TestReason:

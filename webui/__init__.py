@@ -1,7 +1,7 @@
 """The web app's adapter layer: pure renderers, the Gradio handlers and the MCP tools.
 
-`app.py` only wires Gradio components to the handlers here; every rule (what a
-session is, what K may be, how a report is shown, who may see which ledger)
+`layout.py` lays the page out and `wiring.py` wires its components to the handlers here (`app.py`
+only starts the app); every rule (what a session is, what K may be, how a report is shown, who may see which ledger)
 lives in this package and is tested without a server.
 """
 

@@ -21,7 +21,7 @@ from .sessions import SessionKeyError, is_session_key
 
 
 class BundleUI:
-    """One method per bundle event; app.py wires components to them."""
+    """One method per bundle event; webui/wiring.py wires components to them."""
 
     def __init__(self, service: Service) -> None:
         self.service = service

@@ -209,7 +209,7 @@ def _is_copy(path: Path, session: str, receipt_ids: Collection[str], whole_sessi
 
 def recover(service: Service) -> list[Path]:
     """At start-up: finish every erasure a crash interrupted (control.forget.recover), with the engine's handles,
-    deleting the copies of its receipts under `service.cache_dirs` — call it once app.build has added Gradio's
+    deleting the copies of its receipts under `service.cache_dirs` — call it once webui.layout.build has added Gradio's
     cache there. (A crashed process's own download folder is removed whole by webui.downloads.Downloads.)"""
     eng = service.engine
     written = cf.recover(service.data_dir, ledger=eng.ledger, index=eng.index, key=eng.key, copies=service.cache_dirs)

@@ -115,7 +115,7 @@ def table(headers: list[str], rows: list[list[Any]], styling: list[list[str]] | 
 
 
 class UI:
-    """One method per UI event; app.py wires components to them."""
+    """One method per UI event; webui/wiring.py wires components to them."""
 
     def __init__(self, service: Service) -> None:
         self.service = service

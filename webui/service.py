@@ -71,7 +71,7 @@ class Service:
         self.public_key_text = format_public_key(engine.key.public_key)
         self.key_id = engine.key.key_id
         self.public_key_path = self.downloads.put_static("signing.pub", self.public_key_text.encode("ascii"))
-        # Where the app keeps copies of receipts (the download copies; app.build adds Gradio's file cache):
+        # Where the app keeps copies of receipts (the download copies; webui.layout.build adds Gradio's file cache):
         # forgetting a memory deletes the copies that still hold it (webui/forget.py).
         self.cache_dirs: list[Path] = [self.downloads.root]
 
