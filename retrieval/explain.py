@@ -1,4 +1,4 @@
-"""Why a hit ranked where it did (pure: db.py gathers the figures, this module states them).
+"""Why a hit ranked where it did (pure: searcher.py gathers the figures, this module states them).
 
 `Index.search(..., explain=True)` fills `Hit.explain` with what `explain_hit` returns:
 the query terms the event matched (in its own text, in its neighbours' context, or

@@ -1,6 +1,6 @@
 """From ledger events to index rows (pure: no SQL, no files).
 
-db.py feeds a session's new events here in seq order, together with what the
+indexer.py feeds a session's new events here in seq order, together with what the
 index already holds about the session (the terms it has seen, the texts of the
 last few turns), and writes out what comes back.
 

@@ -1,4 +1,4 @@
-"""SQL text for the index, built by pure functions (tested as strings; db.py runs it).
+"""SQL text for the index, built by pure functions (tested as strings; connection.py, indexer.py, searcher.py and housekeeping.py run it).
 
 Each session has its own FTS5 table, `events_fts_<num>`, over the shared
 `events` table (external content). FTS5's bm25() counts, for every query

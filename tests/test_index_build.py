@@ -1,4 +1,4 @@
-"""Building a session's index in chunks, planned one chunk ahead (retrieval.db._index_stream), gives the rows,
+"""Building a session's index in chunks, planned one chunk ahead (retrieval.indexer), gives the rows,
 terms and FTS5 matches that indexing one event at a time gives; the text fast paths give what the general path gives."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger, Message
-from retrieval import Index, IndexConfig, db
+from retrieval import Index, IndexConfig, indexer
 from retrieval.text import content_terms, fold, stem
 
 CTX = IndexConfig(context_before=2, context_after=2)
@@ -40,7 +40,7 @@ class TestChunkedBuild:
         for t in texts(60):
             ev = led.append("s", "user", t)
             one_by_one.index_session("s", [ev])
-        monkeypatch.setattr(db, "CHUNK", 7)  # 9 chunks: every one but the first planned while another is written
+        monkeypatch.setattr(indexer, "CHUNK", 7)  # 9 chunks: every one but the first planned while another is written
         seen: list[int] = []
         chunked = Index(tmp_path / "chunked", led, config=CTX)
         assert chunked.catch_up(lambda _s, n: seen.append(n)) == []
@@ -61,7 +61,7 @@ class TestChunkedBuild:
         led.append_many("s", [Message("user", t, {}) for t in texts(25)])
         whole = Index(tmp_path / "whole", led, config=CTX)
         whole.catch_up()
-        monkeypatch.setattr(db, "CHUNK", 4)
+        monkeypatch.setattr(indexer, "CHUNK", 4)
         chunked = Index(tmp_path / "chunked", led, config=CTX)
         chunked.catch_up()
         assert snapshot(chunked) == snapshot(whole)

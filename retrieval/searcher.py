@@ -1,0 +1,234 @@
+"""Searching one session: the FTS5 query, the collapse re-ranking, explanations (Index.search).
+
+text.py builds the query, sql.py the statement, scoring.py ranks (all pure);
+this module runs the statement on the calling thread's read connection.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from ledger import EventError, validate_session_id
+
+from . import sql
+from .connection import batched
+from .dates import DateSpan, best_match, query_dates
+from .explain import TermMatch, explain_hit, idf, marked_words
+from .indexer import Indexing
+from .model import (
+    Candidate,
+    Hit,
+    SearchError,
+    SearchResponse,
+    check_k,
+)
+from .scoring import CONTEXT, is_echo, query_boost, rank, relative
+from .text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
+
+
+def candidates_for(k: int) -> int:
+    """How many BM25 matches the collapse score may re-rank for a top-k answer."""
+    return min(max(4 * k, 40), 200)
+
+
+@functools.lru_cache(maxsize=1024)
+def _speaker_tokens(speaker: str) -> tuple[str, ...]:
+    return tuple(tokens(speaker))
+
+
+def candidate(row: Sequence[Any], spans: list[DateSpan], terms: Sequence[str], *, speaker_rule: bool) -> Candidate:
+    """One row of sql.search_sql as a Candidate, with its echo flag and what the query rules give it."""
+    meta = orjson.loads(row[5])
+    novelty = float(row[11])
+    when = best_match(spans, row[3]) if spans else None
+    speaker = meta.get("speaker") if speaker_rule else None
+    named = isinstance(speaker, str) and any(t in terms for t in _speaker_tokens(speaker))
+    return Candidate(
+        seq=row[0],
+        event_id=row[1],
+        role=row[2],
+        ts=row[3],
+        text=row[4],
+        meta=meta,
+        digest=row[6],
+        chain=row[7],
+        bm25=float(row[8]),
+        collapse=float(row[9]),
+        own_bm25=float(row[10]),
+        echo=is_echo(row[2], novelty, meta, row[4]),
+        novelty=novelty,
+        boost=query_boost(date_level=None if when is None else when.level, speaker_named=named),
+        date_match=None if when is None else when.describe(),
+        speaker_named=named,
+    )
+
+
+class Searching(Indexing):
+    """search(): the top k events of one session for a free-text query."""
+
+    def search(
+        self,
+        session: str,
+        query: str,
+        k: int = 8,
+        exclude_seqs: Iterable[int] = (),
+        *,
+        explain: bool = False,
+    ) -> SearchResponse:
+        """The top min(k, matches) events of one session for a free-text query, best first.
+
+        `explain`: each hit carries `explain` (matched terms and their weights, the
+        collapse score's parts, the rules that fired; retrieval.explain).
+        """
+        k = check_k(k)
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise SearchError(str(exc)) from None
+        if not isinstance(query, str):
+            raise SearchError(f"query: must be a string, not {type(query).__name__}")
+        exclude = self._exclude_list(exclude_seqs)
+        q = build_query(query, max_terms=None)  # every term; _term_batches keeps the rarest
+        if q.fts is None:
+            return SearchResponse(session, query, k, [], q.reason)
+        return self._guarded(lambda: self._search(session, q, k, exclude, explain))
+
+    @staticmethod
+    def _exclude_list(exclude_seqs: Iterable[int]) -> list[int]:
+        """The seqs as a sorted list without repeats. No cap: they travel as one JSON array that SQLite reads once
+        per query into a temporary b-tree, and the FTS match is filtered before its LIMIT (sql.search_sql)."""
+        out = set()
+        for s in exclude_seqs:
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= sql.MAX_SEQ:
+                raise SearchError(f"exclude_seqs: {s!r} is not a seq")
+            out.add(s)
+        return sorted(out)
+
+    def _session_row(self, session: str) -> tuple[int, int] | None:
+        row = self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
+        if row is None and self.ledger.exists(session):
+            self._index_session(session, None, None)
+            row = (
+                self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
+            )
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
+        found = self._session_row(session)
+        if found is None or found[1] < 0:
+            return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
+        num, last_seq = found
+        if last_seq + 1 <= len(exclude) and set(range(last_seq + 1)) <= set(exclude):
+            # nothing left to find (a new session's first turn): no FTS query on a table
+            # that was created a moment ago
+            return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
+        # the session's document frequencies matter only to choose among more than MAX_QUERY_TERMS
+        # terms or to prune a large session: otherwise one query with every term, no lookup
+        needs_df = len(q.terms) > MAX_QUERY_TERMS or last_seq + 1 >= self.config.prune_min_events
+        df = self._term_df(num, q.terms) if needs_df else {}
+        cfg = self.config
+        batches = term_batches(
+            q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share, prune_min_events=cfg.prune_min_events
+        )
+        stmt = sql.search_sql(
+            num, text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude)
+        )
+        # the same pool with or without exclusions: they are filtered out before the LIMIT, so a turn's search and
+        # the one without its revocations (chat.engine._retrieve) re-rank the same number of best matches
+        params: dict[str, Any] = {"limit": candidates_for(k)}
+        if exclude:
+            params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
+        rows: list[Any] = []
+        used: list[str] = []
+        # The first batch holds the rarest terms; the others run only when it matches nothing,
+        # so a query never answers "no event matches" while one of its terms does.
+        for used in batches:
+            params["match"] = or_query(used)
+            rows = self._read_fresh(stmt, params)
+            if rows:
+                break
+        match = params["match"]
+        unused = [t for t in q.terms if t not in set(used)]
+        spans = query_dates(q.text) if cfg.date_rule else []
+        cands = [candidate(r, spans, q.terms, speaker_rule=cfg.speaker_rule) for r in rows]
+        if not cands:
+            return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
+        tiers = tuple(t for t in cfg.tiers if t != CONTEXT or last_seq + 1 < cfg.context_tier_max_events)
+        ranked = rank(cands, k, cfg.collapse_weight, tiers=tiers)
+        shares = relative([score for _, score in ranked])
+        hits = [
+            Hit(
+                session=session,
+                event_id=c.event_id,
+                seq=c.seq,
+                role=c.role,
+                text=c.text,
+                meta=c.meta,
+                digest=c.digest,
+                chain=c.chain,
+                ts=c.ts,
+                bm25=c.bm25,
+                collapse=c.collapse,
+                score=score,
+                rank=i,
+                context_only=c.context_only,
+                echo=c.echo,
+                relative=share,
+            )
+            for i, ((c, score), share) in enumerate(zip(ranked, shares, strict=True), start=1)
+        ]
+        if explain:
+            hits = self._explained(num, used, match, ranked, hits, context_tier=CONTEXT in tiers)
+        return SearchResponse(session, q.text, k, hits, None, match, unused)
+
+    def _term_df(self, num: int, terms: Sequence[str]) -> dict[str, int]:
+        """Each query term's document frequency in the session (by its content-term stem; 0 = no event holds it)."""
+        stems = {t: stem(t) for t in terms}
+        df: dict[str, int] = {}
+        for part in batched(sorted(set(stems.values())), 500):
+            df.update(self._reader().execute(sql.terms_df_sql(len(part)), (num, *part)).fetchall())
+        return {t: int(df.get(s, 0)) for t, s in stems.items()}
+
+    def _explained(
+        self,
+        num: int,
+        terms: list[str],
+        match: str,
+        ranked: list[tuple[Candidate, float]],
+        hits: list[Hit],
+        *,
+        context_tier: bool,
+    ) -> list[Hit]:
+        """`hits` with `explain` filled in: a few more FTS5 queries over the hits' rows only."""
+        conn = self._reader()
+        lo, hi = sql.session_range(num)
+        n_rows = int(conn.execute("SELECT count(*) FROM events WHERE id BETWEEN ? AND ?", (lo, hi)).fetchone()[0])
+        rids = [sql.row_id(num, h.seq) for h in hits]
+        per_term: dict[str, tuple[int, set[int], set[int]]] = {}
+        in_rows = sql.match_in_rows_sql(num, len(rids))
+        for t in terms:
+            n = int(conn.execute(sql.count_sql(num), (quote(t),)).fetchone()[0])
+            own = {int(r[0]) for r in conn.execute(in_rows, (f"text : {quote(t)}", *rids))}
+            ctx = {int(r[0]) for r in conn.execute(in_rows, (f"context : {quote(t)}", *rids))}
+            per_term[t] = (n, own, ctx)
+        marked = {int(r[0]): (str(r[1]), str(r[2])) for r in conn.execute(sql.highlight_sql(num, len(rids)), (match, *rids))}
+        out = []
+        for h, rid, (c, _) in zip(hits, rids, ranked, strict=True):
+            matched = [
+                TermMatch(t, n, idf(n_rows, n), [col for col, rows in (("text", own), ("context", ctx)) if rid in rows])
+                for t, (n, own, ctx) in per_term.items()
+                if rid in own or rid in ctx
+            ]
+            text_hl, _ctx_hl = marked.get(rid, ("", ""))
+            info = explain_hit(
+                hit=h, novelty=c.novelty, own_bm25=c.own_bm25, terms=matched, words=marked_words(text_hl),
+                n_rows=n_rows, config=self.config, context_tier=context_tier, boost=c.boost,
+                date_match=c.date_match, speaker_named=c.speaker_named,
+            )
+            out.append(replace(h, explain=info))
+        return out
