@@ -221,22 +221,29 @@ def http_run(
             c.close()
 
 
-def sse_run(url: str, people: list[Visitor], turns: int) -> Result:
+def sse_run(url: str, people: list[Visitor], turns: int, *, page_sessions: bool = True) -> Result:
     """The same endpoint through Gradio's plain HTTP API (POST /gradio_api/call/chat, then its SSE stream).
 
     gradio_client polls (it spends ~50 ms of CPU per call in the caller's process), so with many
     visitors in one process it measures itself; this light client shows what the server sustains.
+    With `page_sessions` each visitor sends one Gradio session hash for all its turns, as a browser page
+    (and a gradio_client Client) does; without it every call opens a new Gradio session, which Gradio
+    builds by serialising every component's config (~15 ms of server CPU here, once per page in a browser).
     """
     import httpx
 
     local = threading.local()
+    hashes = {v.index: secrets.token_hex(8) for v in people}
 
     def one(v: Visitor, t: int) -> str:
         h = getattr(local, "http", None)
         if h is None:
             h = local.http = httpx.Client(timeout=TURN_TIMEOUT)
+        call: dict[str, object] = {"data": [v.message(t), [], 8, v.key, False]}
+        if page_sessions:
+            call["session_hash"] = hashes[v.index]
         event_id = (
-            h.post(f"{url}gradio_api/call/chat", json={"data": [v.message(t), [], 8, v.key]})
+            h.post(f"{url}gradio_api/call/chat", json=call)
             .raise_for_status()
             .json()["event_id"]
         )
@@ -252,7 +259,8 @@ def sse_run(url: str, people: list[Visitor], turns: int) -> Result:
                     return json.dumps(history, ensure_ascii=False) + str(stamps)
         raise RuntimeError("the event stream ended without a result")
 
-    return run_parallel("app: plain HTTP → /chat (Gradio call API + SSE)", people, turns, one)
+    label = "app: plain HTTP → /chat (Gradio call API + SSE)" + ("" if page_sessions else ", a new Gradio session per call")
+    return run_parallel(label, people, turns, one)
 
 
 # -- the raw baseline -----------------------------------------------------------------
@@ -271,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--concurrency", type=int, default=16, help="the app's --concurrency")
+    ap.add_argument(
+        "--new-session-per-call",
+        action="store_true",
+        help="the plain-HTTP visitors send no Gradio session hash (each call a new Gradio session, as before issue 15)",
+    )
     args = ap.parse_args(argv)
     os.environ.pop("GROQ_API_KEY", None)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
@@ -284,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             people = visitors(args.clients)
             app_res = http_run(url, people, args.turns)
             sse_people = visitors(args.clients)
-            sse_res = sse_run(url, sse_people, args.turns)
+            sse_res = sse_run(url, sse_people, args.turns, page_sessions=not args.new_session_per_call)
         finally:
             proc.terminate()
             try:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import app
-from bench.load import check_receipts, http_run, visitors
+from bench.load import check_receipts, http_run, sse_run, visitors
 from webui.config import Config
 
 CLIENTS, TURNS = 10, 5
@@ -40,3 +40,17 @@ def test_concurrent_visitors_get_no_errors_no_leaks_and_verifiable_receipts(serv
     assert result.receipts_failed == []
     assert result.receipts_checked == CLIENTS * TURNS
     assert len(result.latencies) == CLIENTS * TURNS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page_sessions", [True, False], ids=["one-gradio-session-per-visitor", "a-session-per-call"])
+def test_the_light_http_client_sends_every_input_of_chat(server: app.Running, page_sessions: bool) -> None:
+    """bench/load.py's plain-HTTP row calls /chat with all its inputs (it once sent four of five, and every turn
+    was refused unseen); its receipts verify."""
+    people = visitors(3)
+    result = sse_run(server.url, people, 2, page_sessions=page_sessions)
+    check_receipts(result, server.service.data_dir, people)
+    assert result.errors == []
+    assert result.leaks == []
+    assert result.receipts_failed == []
+    assert len(result.latencies) == 3 * 2
