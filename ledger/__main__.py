@@ -7,11 +7,12 @@ import gc
 import json
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from . import importer
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
 from .cli_support import (
     EXIT_OK,
@@ -25,9 +26,9 @@ from .cli_support import (
     writable_data_dir,
 )
 from .event import Event, EventError, validate_session_id
-from .imports import ImportRecordError, content_hash, previous_import, record_import
+from .imports import ImportRecordError, previous_import, record_import
 from .listing import list_sessions
-from .messages import ImportError_, parse_import
+from .messages import ImportError_
 from .repair import CUT_PREFIX, Cut, RepairRefused, diagnose, truncate_at
 from .store import Ledger, LedgerCorrupted
 from .verify import erased_words
@@ -66,23 +67,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         key, unsigned = _import_signer(data)
     except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
         return fail(f"{exc}; nothing was imported")
-    progress = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-
-        progress = tqdm(desc="validating", unit=" lines", file=sys.stderr)
-    try:  # every line is validated before the data directory is created or anything is written
+    ledger = Ledger(data)
+    progress = _progress("importing", " lines")
+    try:  # every line is validated (and encoded) before the data directory is created or anything is written
         with _no_gc():
-            messages = parse_import(_lines(src), progress, allow_system=args.allow_system)
-        if not messages:
-            raise ImportError_(0, "the import file holds no messages")
+            staged = importer.stage(ledger, args.session, _lines(src), progress, allow_system=args.allow_system, content=True)
     except ImportError_ as exc:
         return fail(f"{src}: {exc}; nothing was imported")
+    except OSError as exc:
+        return fail(f"{exc.filename or src}: {exc.strerror or exc}; nothing was imported")
     finally:
         if progress is not None:
             progress.close()
-    digest = content_hash(messages)
-    ledger = Ledger(data)
+    digest = staged.sha256
+    assert digest is not None
     lock: AbstractContextManager[Any] = nullcontext()
     if key is not None:
         from receipts import checkpoints, files
@@ -97,7 +95,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             )
         make_data_dir(data)
         with lock:
-            events = ledger.append_many(args.session, messages, _validated=True)
+            with _no_gc():
+                events = importer.commit(ledger, staged)
             record_import(ledger, args.session, digest, events, src.name)
             if key is not None:
                 try:
@@ -115,7 +114,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _imported(events: list[Event], session: str) -> str:
+def _progress(desc: str, unit: str, total: int | None = None) -> Any:
+    """A tqdm bar on stderr when it is a terminal; None (no output at all) otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(desc=desc, unit=unit, total=total, file=sys.stderr, unit_scale=True)
+
+
+def _imported(events: Sequence[Event], session: str) -> str:
     return f"imported {len(events)} event{'' if len(events) == 1 else 's'} into session {session}"
 
 

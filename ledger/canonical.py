@@ -243,6 +243,21 @@ def loads_strict(
     return _loads_careful(raw, where, allow_floats, max_depth)
 
 
+def loads_plain(raw: bytes) -> Any:
+    """`raw` parsed when loads_strict's fast path alone accepts it (no max_depth, no floats); else None.
+
+    For a hot loop that parses plain lines and hands anything else to loads_strict
+    (JSON `null` also gives None: loads_strict then decides).
+    """
+    try:
+        obj = orjson.loads(raw)
+        if orjson.dumps(obj) == raw and _plain(obj, None):
+            return obj
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    return None
+
+
 def _plain(value: Any, max_depth: int | None) -> bool:
     """No float, no integer outside ±(2^53-1), no container at depth >= max_depth (when given).
 

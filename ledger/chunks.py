@@ -228,5 +228,25 @@ class ChunkLog:
                 self._close()
         self._pending_pos = self.end
 
+    def append_block(self, data: bytes | bytearray, starts: Sequence[int], heads: Sequence[bytes]) -> None:
+        """Lines just written at `end` as one buffer: line i starts at starts[i] in `data` (the first at 0,
+        the last running to its end); `heads[i]` is the chain head after line i. The same as append_lines."""
+        n = len(starts)
+        view = memoryview(data)
+        i = 0
+        while i < n:
+            take = min(n - i, CHUNK_LINES - self._lines)
+            a = starts[i]
+            b = starts[i + take] if i + take < n else len(data)
+            self._h.update(view[a:b])
+            self.end += b - a
+            self._lines += take
+            self.head = heads[i + take - 1]
+            i += take
+            if self._lines >= CHUNK_LINES:
+                self._close()
+        view.release()
+        self._pending_pos = self.end
+
 
 __all__ = ["CHUNK_LINES", "PREFIX_CHANGED", "Chunk", "ChunkLog", "Rehash", "check_contiguous", "hash_range", "rehash"]

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +21,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
-from . import tailrecord
-from .canonical import dumps_unchecked
+from . import importer, tailrecord
+from .bulk import ID_BYTES, Block, chain, encode_messages, random_ids
 from .chunks import PREFIX_CHANGED, ChunkLog, rehash
 from .erasures import ErasureState, record_entries
 from .event import (
@@ -40,6 +40,7 @@ from .event import (
     validate_session_id,
 )
 from .fsmode import open_private, private_dir
+from .importer import Imported
 from .messages import ImportError_ as ImportError_  # re-exported: callers import it from ledger.store
 from .messages import Message as Message
 from .messages import parse_import as parse_import
@@ -56,7 +57,6 @@ MAX_OPEN_SESSIONS = 128
 # less than ~15 ms there, and a walked tail follows another process's erasure chunk by chunk.
 RECORD_MIN_LINES = 1024
 BISECT_MAX = 64  # seqs one read_events finds by bisection when the offsets are not known; more: one scan
-WRITE_BATCH = 65536  # lines per write() in a bulk append  # sessions whose lock and log descriptors stay open between appends
 
 
 class LedgerCorrupted(RuntimeError):
@@ -71,6 +71,13 @@ class LedgerCorrupted(RuntimeError):
 
 class EraseError(ValueError):
     """An erasure was refused (unknown session, bad seq, already erased, ...); nothing was changed."""
+
+
+class Appended(NamedTuple):
+    """What Ledger.append_blocks wrote: the blocks, chained, and the chain head before them."""
+
+    blocks: list[Block]
+    head0: bytes
 
 
 class Erasure(NamedTuple):
@@ -158,14 +165,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
 def _random_ids(n: int) -> tuple[list[bytes], list[str]]:
-    blob = os.urandom(n * (SALT_BYTES + 16))
+    blob = random_ids(n)
     salts, ids = [], []
     step = SALT_BYTES + 16
     for i in range(n):
@@ -635,7 +642,7 @@ class Ledger:
         return self.append_many(session, [validate_message(role, text, meta, ts)], _validated=True)[0]
 
     def append_many(self, session: str, messages: Sequence[Message], *, _validated: bool = False) -> list[Event]:
-        """Append a batch with one write and one fsync (the import path).
+        """Append a batch with one write and one fsync.
 
         Every message is validated before anything is written: one bad message
         refuses the whole batch.
@@ -645,56 +652,71 @@ class Ledger:
             messages = [validate_message(m.role, m.text, m.meta, m.ts) for m in messages]
         if not messages:
             return []
-        salts, ids = _random_ids(len(messages))
+        ids = random_ids(len(messages))
+        now = ""
+
+        def encode(seq: int) -> list[Block]:
+            nonlocal now
+            now = now_ts()
+            return [encode_messages(session, seq, messages, now, ids)]
+
+        written = self.append_blocks(session, encode, 0, GENESIS)
+        (block,) = written.blocks
+        events = []
+        prev = written.head0
+        for i, m in enumerate(messages):
+            at = i * ID_BYTES
+            chain_hash = block.chains[i]
+            events.append(
+                Event(
+                    session=session,
+                    seq=block.seq + i,
+                    id="evt_" + ids[at + SALT_BYTES : at + ID_BYTES].hex(),
+                    role=m.role,
+                    ts=m.ts or now,
+                    meta=m.meta,
+                    text=m.text,
+                    salt=ids[at : at + SALT_BYTES].hex(),
+                    digest=block.digests[32 * i : 32 * i + 32].hex(),
+                    prev=prev.hex(),
+                    chain=chain_hash.hex(),
+                )
+            )
+            prev = chain_hash
+        return events
+
+    def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended:
+        """Append blocks of encoded events (ledger/bulk.py) with one fsync; the blocks as written.
+
+        `encode(seq)` gives the blocks, their first event at `seq`: it is called under the lock
+        unless the blocks it gave for `seq` are already there, chained from `head` (both as the
+        caller guessed them: ledger/importer.py encodes in other processes before the lock).
+        Under the lock, the blocks are encoded again when the session's next seq is not `seq`,
+        and chained again when its head is not `head`.
+        """
         with self._locked(session, create=True) as sdir:
             log_file = self._paths(session)[1]
             st = os.stat(log_file)
             tail = self._tail_state(session, sdir, st)
+            blocks = encode(tail.next_seq)
+            if tail.next_seq != seq or tail.head != head or any(len(b.chains) != b.count for b in blocks):
+                prev = tail.head
+                for b in blocks:
+                    prev = chain(b, prev)
             chunks = tail.chunks.copy()  # moves on only after the fsync, like the rest of the tail
             light = tail.light  # a tail from the record keeps no chunks or marks: a walk rebuilds them
             scanned = not light or len(tail.offsets) == tail.next_seq
-            new_marks = array("Q")
-            heads: list[bytes] = []
-            prev, seq = tail.head, tail.next_seq
-            events = []
-            lines: list[bytes] = []
             new_offsets = array("Q")
+            new_marks = array("Q")
             pos = tail.size
             fd = self._log_fd(session, log_file, st.st_ino)
-            now = now_ts()
-            for i, m in enumerate(messages):
-                meta_bytes = dumps_unchecked(m.meta)
-                ev = make_event(
-                    session=session,
-                    seq=seq,
-                    prev=prev,
-                    role=m.role,
-                    text=m.text,
-                    meta=m.meta,
-                    ts=m.ts or now,
-                    event_id=ids[i],
-                    salt=salts[i],
-                    validated=True,
-                    meta_bytes=meta_bytes,
-                )
-                events.append(ev)
-                line = ev.to_line(meta_bytes)
-                lines.append(line)
-                new_offsets.append(pos)
-                pos += len(line)
-                prev = bytes.fromhex(ev.chain)
-                heads.append(prev)
-                new_marks.append(_mark(prev))
-                seq += 1
-                if len(lines) >= WRITE_BATCH:  # bounded buffers; still one fsync for the whole batch
-                    _write_all(fd, b"".join(lines))
-                    if not light:
-                        chunks.append_lines(lines, heads)
-                    lines.clear()
-                    heads.clear()
-            _write_all(fd, b"".join(lines))
-            if not light:
-                chunks.append_lines(lines, heads)
+            for b in blocks:
+                _write_all(fd, b.data)
+                if not light:
+                    chunks.append_block(b.data, b.starts, b.chains)
+                    new_marks.extend([_mark(c) for c in b.chains])
+                new_offsets.extend([pos + x for x in b.starts])
+                pos += len(b.data)
             os.fsync(fd)
             stat = _stat_key(os.fstat(fd))
             # only now does the cache move on: after a failed write the next call re-reads the tail
@@ -702,13 +724,15 @@ class Ledger:
                 tail.offsets.extend(new_offsets)
             if not light:
                 tail.marks.extend(new_marks)
+            head0 = tail.head
+            next_seq = tail.next_seq + len(new_offsets)
             new = _Tail(
-                pos, seq, prev, tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None, tail.erasures,
-                light, new_offsets[-1],
+                pos, next_seq, blocks[-1].chains[-1], tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None,
+                tail.erasures, light, new_offsets[-1],
             )
             self._tails[session] = new
             self._save_record(sdir, new)
-            return events
+            return Appended(blocks, head0)
 
     def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
         """Erase events: their lines rewritten in erased form, erasure records appended, in one transaction.
@@ -813,22 +837,20 @@ class Ledger:
             os.close(cached[0])
 
     def import_jsonl(
-        self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False
-    ) -> list[Event]:
-        """Validate every line of an import file, then append them all in one batch.
+        self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False, workers: int | None = None
+    ) -> Imported:
+        """Validate every line of an import file, then append them all in one batch (ledger/importer.py).
 
         Role "system" is refused unless `allow_system`: an imported line would
-        reach the model labelled as the app's own instruction.
+        reach the model labelled as the app's own instruction. Files of 20,000
+        lines or more are encoded in worker processes (`workers`: how many; 0: none).
         """
-        validate_session_id(session)
         # Millions of small acyclic objects: the cyclic GC would only re-scan them.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            messages = parse_import(lines, progress, allow_system=allow_system)
-            if not messages:
-                raise ImportError_(0, "the import file holds no messages")
-            return self.append_many(session, messages, _validated=True)
+            staged = importer.stage(self, session, lines, progress, allow_system=allow_system, workers=workers)
+            return importer.commit(self, staged)
         finally:
             if was_enabled:
                 gc.enable()

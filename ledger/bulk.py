@@ -1,0 +1,215 @@
+"""Events encoded in bulk: every line's bytes built up to its chain hash, then the chain, in order.
+
+An event's line is JCS of its 12 fields (docs/FORMAT.md §3). All of it but `prev` and
+`chain` depends only on the message, its seq, id, salt and ts: parse, validate, content
+commitment, digest, the line's bytes. So a block of messages is encoded with those two
+fields left as placeholders (`encode_lines`, `encode_messages`: pure), which can run in
+other processes (ledger/bulkpool.py); `chain` then walks the blocks in order, computing
+each chain hash from the previous one and the digest and writing both into the line.
+
+The bytes are the ones `make_event(...).to_line()` writes (ledger/event.py, the
+reference): assembled by hand from values whose JSON spelling is fixed (validated role,
+session, ts, id; hex; integers) and orjson's spelling of text and meta, the same bytes
+orjson writes inside a whole line. tests/test_bulk_encode.py holds them equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from array import array
+from binascii import hexlify
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .canonical import loads_plain
+from .event import FORMAT_VERSION, MAX_META_DEPTH, ROLES, SALT_BYTES, TAG_CHAIN, TAG_CONTENT, TAG_EVENT, check_sizes
+from .messages import UTF8_BOM, ImportError_, Message, import_message, parse_import_line
+
+ID_BYTES = SALT_BYTES + 16  # random bytes per event: its salt, then the 16 bytes of its id
+HOLE = b"0" * 64  # where prev and chain go, until `chain` writes them
+CHAIN_AT = len(b'{"chain":"')  # a line's chain hash starts here
+assert FORMAT_VERSION == 1  # the templates below spell "v":1
+_DIGEST_INPUT = TAG_EVENT + b'{"commit":"%s","id":"evt_%s","role":"%s","seq":%d,"session":"%s","ts":"%s","v":1}'
+_HEAD = b'{"chain":"' + HOLE + b'","digest":"%s","id":"evt_%s","meta":'
+_TAIL = b',"prev":"' + HOLE + b'","role":"%s","salt":"%s","seq":%d,"session":"%s","text":%s,"ts":"%s","v":1}\n'
+_HEAD_LEN = len(_HEAD % (HOLE, b"0" * 32))  # the prefix before meta; prev starts 9 bytes after meta ends
+_PREV_AFTER_META = len(b',"prev":"')
+_PLAIN_ROLES = frozenset(r for r in ROLES if r != "system")
+_IMPORT_KEYS = frozenset({"role", "text", "meta", "ts"})
+_sha256 = hashlib.sha256
+_dumps = orjson.dumps
+_SORT = orjson.OPT_SORT_KEYS
+
+# The salt source: os.urandom, read in one call per block (a test may put a seeded stream here).
+random_bytes: Callable[[int], bytes] = os.urandom
+
+
+def random_ids(n: int) -> bytes:
+    """Salts and ids for `n` events: ID_BYTES each, the salt first."""
+    return random_bytes(n * ID_BYTES)
+
+
+@dataclass(slots=True)
+class Block:
+    """A block of events encoded up to their chain hash (prev and chain are HOLE in `data`).
+
+    `starts[i]` is where event i's line begins in `data`; its prev goes at `prevs[i]`,
+    its chain at starts[i] + CHAIN_AT; `digests` holds the 32 raw bytes of each digest.
+    For an import, `lines` counts the input lines read (blank ones too), `first_text` is the
+    number of the first non-blank one (0: none) and `blank_from` the first of the blank lines
+    that end the block (0: none); `error` is the first bad line's (number, message).
+    """
+
+    seq: int  # of the first event
+    data: bytearray = field(default_factory=bytearray)
+    starts: array[int] = field(default_factory=lambda: array("Q"))
+    prevs: array[int] = field(default_factory=lambda: array("Q"))
+    digests: bytearray = field(default_factory=bytearray)
+    content: bytearray | None = None  # imports.content_hash's input for these events, when asked
+    lines: int = 0
+    first_text: int = 0
+    blank_from: int = 0
+    error: tuple[int, str] | None = None
+    chains: list[bytes] = field(default_factory=list)  # filled by `chain`: the raw chain hash after each event
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+
+def _append(
+    block: Block, session: bytes, seq: int, role: str, text: str, meta_bytes: bytes, ts: bytes, ids: bytes, at: int
+) -> None:
+    """Encode one event (its fields already validated) at the end of `block`."""
+    salt = ids[at : at + SALT_BYTES]
+    id_hex = hexlify(ids[at + SALT_BYTES : at + ID_BYTES])
+    text_json = _dumps(text)
+    commit = _sha256(TAG_CONTENT + salt + b'{"meta":' + meta_bytes + b',"text":' + text_json + b"}").hexdigest()
+    role_b = role.encode()
+    digest = _sha256(_DIGEST_INPUT % (commit.encode(), id_hex, role_b, seq, session, ts)).digest()
+    data = block.data
+    start = len(data)
+    block.starts.append(start)
+    block.prevs.append(start + _HEAD_LEN + len(meta_bytes) + _PREV_AFTER_META)
+    block.digests += digest
+    data += _HEAD % (hexlify(digest), id_hex)
+    data += meta_bytes
+    data += _TAIL % (role_b, hexlify(salt), seq, session, text_json, ts)
+
+
+def encode_messages(session: str, seq: int, messages: Sequence[Message], now: str, ids: bytes) -> Block:
+    """Messages already validated (validate_message), as the events at seq, seq+1, ...; ts None is `now`."""
+    block = Block(seq)
+    s = session.encode()
+    for i, m in enumerate(messages):
+        meta_bytes = _dumps(m.meta, option=_SORT)
+        _append(block, s, seq + i, m.role, m.text, meta_bytes, (m.ts or now).encode(), ids, i * ID_BYTES)
+    return block
+
+
+def encode_lines(
+    session: str,
+    lines: Sequence[bytes],
+    first: int,
+    *,
+    seq0: int,
+    now: str,
+    latest: str,
+    allow_system: bool,
+    ids: bytes,
+    content: bool,
+) -> Block:
+    """Lines `first`, `first`+1, ... of an import file (1-based), each message as the event at seq0 + its line - 1.
+
+    The rules are parse_import's (ledger/messages.py): a line that is not plainly acceptable is
+    handed to it, and its ImportError_ becomes `error` (the block stops there). A blank line
+    followed by a message in the block is that error too; one before the block is the
+    caller's to see (`first_text`). Lines after blank ones are numbered as if they were
+    messages: a file where they are is refused anyway.
+    """
+    block = Block(seq0 + first - 1)
+    if content:
+        block.content = bytearray()
+    s = session.encode()
+    blank = 0
+    n = first - 1
+    k = 0  # events so far: the k-th takes the k-th id
+    for raw in lines:
+        n += 1
+        if n == 1 and raw.startswith(UTF8_BOM):
+            raw = raw[len(UTF8_BOM) :]
+        stripped = raw.strip()
+        if not stripped:
+            blank = blank or n
+            continue
+        if blank:
+            block.error = (blank, "empty line (blank lines are accepted only at the end of the file)")
+            break
+        block.first_text = block.first_text or n
+        try:
+            m, meta_bytes = _message(stripped, n, allow_system, latest)
+        except ImportError_ as exc:
+            block.error = (exc.line, str(exc).removeprefix(f"line {exc.line}: "))
+            break
+        ts = m.ts
+        _append(block, s, seq0 + n - 1, m.role, m.text, meta_bytes, (ts or now).encode(), ids, k * ID_BYTES)
+        k += 1
+        if content:
+            assert block.content is not None
+            block.content += b'{"meta":' + meta_bytes + b',"role":"' + m.role.encode() + b'","text":' + _dumps(m.text)
+            block.content += b"}\n" if ts is None else b',"ts":"' + ts.encode() + b'"}\n'
+    block.lines = n - first + 1
+    block.blank_from = blank
+    return block
+
+
+def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[Message, bytes]:
+    """Line `n`'s message and its meta's canonical bytes: the plain case here, anything else by import_message."""
+    obj = loads_plain(stripped)
+    if type(obj) is dict and obj.keys() <= _IMPORT_KEYS and "ts" not in obj:
+        role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
+        if (role in _PLAIN_ROLES or (allow_system and role == "system" and type(meta) is dict and "erasure" not in meta)) and (
+            type(text) is str and type(meta) is dict
+        ):
+            meta_bytes = _dumps(meta, option=_SORT)
+            # in the domain without a walk: ASCII only (so every key is), and fewer containers
+            # than the depth limit (loads_plain already refused floats and integers out of range)
+            if meta_bytes.isascii() and meta_bytes.count(b"{") + meta_bytes.count(b"[") <= MAX_META_DEPTH and text.strip():
+                try:
+                    check_sizes(text, meta_bytes)
+                except ValueError:
+                    pass
+                else:
+                    return Message(role, text, meta), meta_bytes
+    if obj is None:
+        obj = parse_import_line(stripped, n)
+    m = import_message(obj, n, allow_system=allow_system, latest=latest)
+    return m, _dumps(m.meta, option=_SORT)
+
+
+def chain(block: Block, prev: bytes) -> bytes:
+    """Write each event's prev and chain hash into the block, from `prev` (the chain head before it); the new head."""
+    data = block.data
+    digests = bytes(block.digests)
+    chains = block.chains
+    chains.clear()
+    prev_hex = hexlify(prev)
+    tag = TAG_CHAIN
+    for i, (start, at) in enumerate(zip(block.starts, block.prevs, strict=True)):
+        prev = _sha256(tag + prev + digests[32 * i : 32 * i + 32]).digest()
+        data[at : at + 64] = prev_hex
+        prev_hex = hexlify(prev)
+        data[start + CHAIN_AT : start + CHAIN_AT + 64] = prev_hex
+        chains.append(prev)
+    return prev
+
+
+__all__ = ["CHAIN_AT", "HOLE", "ID_BYTES", "Block", "chain", "encode_lines", "encode_messages", "random_ids"]
+
+
+def _reference(block: Block) -> Any:  # pragma: no cover - debugging aid
+    return [orjson.loads(bytes(block.data[a:b])) for a, b in zip(block.starts, [*block.starts[1:], len(block.data)], strict=True)]
