@@ -236,6 +236,10 @@ class TestBadInput:
             resp = httpx.get(f"{server.url}gradio_api/file={target}", timeout=10)
             assert resp.status_code == 403
 
+    def test_there_is_no_monitoring_dashboard_of_visitors_events(self, server: app.Running) -> None:
+        for path in ("monitoring", "monitoring/summary"):
+            assert httpx.get(f"{server.url}{path}", timeout=10).status_code == 403
+
 
 class TestMCP:
     URL_SUFFIX = "gradio_api/mcp/"

@@ -159,6 +159,7 @@ def launch_options(cfg: Config) -> dict[str, Any]:
         "max_file_size": MAX_RECEIPT_BYTES,  # uploads over the receipt cap are refused by Gradio, unread
         "blocked_paths": _blocked_paths(cfg.data_dir),  # never served as a file, whatever a handler returns
         "run_history": False,  # no copy of visitors' calls in the browser's run history
+        "enable_monitoring": False,  # no /monitoring dashboard of visitors' events (webui/__init__.py stops its summary)
         "footer_links": ["api", "gradio"],
         "ssr_mode": False,
         "show_error": False,
