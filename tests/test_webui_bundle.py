@@ -151,6 +151,14 @@ class TestImport:
         assert origin.local.startswith(session_id(key) + "-") and origin.verdict == "verified"
         assert origin.local in listed and pick.value == origin.local
 
+    def test_a_progress_bar_names_each_step_of_an_import(self, bui: BundleUI, service: Service) -> None:
+        key = talked(service, SECRET)
+        path = exported(bui, key)
+        shown: list[tuple[Any, Any]] = []
+        result, *_rest = bui.import_bundle(str(path), False, key, progress=lambda step, desc=None, **_kw: shown.append((step, desc)))
+        assert result.startswith("## ✅ Imported")
+        assert shown == [((0, 2), "verifying the bundle and importing it"), ((1, 2), "listing your imported sessions")]
+
     def test_the_imported_session_is_searchable_read_only(self, bui: BundleUI, service: Service) -> None:
         key = talked(service, SECRET)
         bui.import_bundle(str(exported(bui, key)), False, key)

@@ -224,6 +224,16 @@ class TestVerifyTab:
         assert "✅ Verified" in verdict and "this session's ledger" in verdict
         assert all(row[1] == "✅ pass" for row in table["data"])
 
+    def test_a_progress_bar_shows_while_the_receipt_is_checked_against_the_ledger(self, ui: UI) -> None:
+        key = new_session_key()
+        download = chat(ui, key, "note one")[-1][3]
+        shown: list[Any] = []
+        verdict, _table = ui.verify(download_path(download), key, progress=lambda step, desc=None, **_kw: shown.append(desc))
+        assert shown == ["checking the receipt against the ledger"] and "✅ Verified" in verdict
+        shown.clear()
+        ui.tamper(download_path(download), "signature", key, progress=lambda step, desc=None, **_kw: shown.append(desc))
+        assert shown == ["changing one byte, then checking the copy against the ledger"]
+
     def test_the_verdict_opens_with_what_the_receipt_says(self, ui: UI) -> None:
         key = new_session_key()
         chat(ui, key, "I like green tea")
@@ -322,6 +332,13 @@ class TestLedgerTab:
         body = ui.service.history(key)[-1].body
         assert body is not None and body["receipt_id"] == rid
         assert json.loads(checkpoint) == body["checkpoint"] and body["checkpoint"]["body"]["tree_size"] == 4
+
+    def test_a_progress_bar_names_the_chain_verification_before_it_runs(self, ui: UI) -> None:
+        key = new_session_key()
+        chat(ui, key, "first")
+        shown: list[tuple[Any, Any]] = []
+        status, _table, _checkpoint = ui.ledger(key, progress=lambda step, desc=None, **_kw: shown.append((step, desc)))
+        assert shown == [((0, 1), "verifying the chain from genesis")] and "Chain intact" in status
 
     def test_an_empty_session(self, ui: UI) -> None:
         status, table, checkpoint = ui.ledger(new_session_key())

@@ -54,11 +54,20 @@ class BundleUI:
         return "", hidden, hidden
 
     # -- the Import tab -------------------------------------------------------------------------------------
-    def import_bundle(self, path: object, allow_untrusted: object, key: object) -> tuple[Any, ...]:
-        """Outputs: (result, check rows, imported list, imported dropdown)."""
+    def import_bundle(
+        self,
+        path: object,
+        allow_untrusted: object,
+        key: object,
+        progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ) -> tuple[Any, ...]:
+        """Outputs: (result, check rows, imported list, imported dropdown). The progress bar names the step:
+        verifying and importing (the ledger's chain from genesis, every receipt), then the listing."""
         empty = table(rb.BUNDLE_HEADERS, [])
         try:
+            progress((0, 2), desc="verifying the bundle and importing it", unit="steps")
             outcome = bd.import_upload(self.service, key, path, allow_untrusted=allow_untrusted is True)
+            progress((1, 2), desc="listing your imported sessions", unit="steps")
         except BadInput as exc:
             return f"## ⛔ Not imported\n\n{r.md(str(exc), 600)}", empty, gr.skip(), gr.skip()
         except Exception as exc:  # noqa: BLE001 - the edge

@@ -434,11 +434,15 @@ class UI:
 
     # -- verify ----------------------------------------------------------------------------
     @edge
-    def verify(self, path: object, key: object) -> tuple[Any, ...]:
-        """Outputs: (verdict, report table). The verdict opens with what the receipt says (render_receipt)."""
+    def verify(
+        self, path: object, key: object, progress: gr.Progress = gr.Progress()  # noqa: B008 - Gradio's progress bar
+    ) -> tuple[Any, ...]:
+        """Outputs: (verdict, report table). The verdict opens with what the receipt says (render_receipt). The
+        progress bar shows while the receipt is checked against the ledger (a walk of the chain: long on a big one)."""
         empty = table(rv.REPORT_HEADERS, [])
         try:
             raw = read_upload(path)
+            progress((0, 1), desc="checking the receipt against the ledger", unit="steps")
             if is_certificate(raw):  # an erasure certificate (from Forget…): dispatch on its payloadType
                 cert, creport, cmode = self.service.verify_certificate(raw, key)
                 return rv.certificate_markdown(cert, creport, cmode), table(rv.REPORT_HEADERS, rv.report_rows(creport))
@@ -452,13 +456,20 @@ class UI:
         return panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
 
     @edge
-    def tamper(self, path: object, target: object, key: object) -> tuple[Any, ...]:
+    def tamper(
+        self,
+        path: object,
+        target: object,
+        key: object,
+        progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's progress bar
+    ) -> tuple[Any, ...]:
         """Outputs: (verdict, report table, tampered-copy download). The verdict opens with what the tampered
-        copy says: the receipt the checks below ran on."""
+        copy says: the receipt the checks below ran on (against the ledger, under a progress bar, as Verify)."""
         empty = table(rv.REPORT_HEADERS, [])
         none = gr.DownloadButton(value=None, interactive=False)
         try:
             raw = read_upload(path)
+            progress((0, 1), desc="changing one byte, then checking the copy against the ledger", unit="steps")
             t, report, mode = self.service.tamper(raw, target if isinstance(target, str) else DEFAULT_TARGET, key)
         except (BadInput, TamperError) as exc:
             return rv.refused_markdown(str(exc)), empty, none
@@ -473,8 +484,10 @@ class UI:
 
     # -- ledger ------------------------------------------------------------------------------
     @edge
-    def ledger(self, key: object) -> tuple[Any, ...]:
-        """Outputs: (chain status, events table, latest checkpoint)."""
+    def ledger(self, key: object, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
+        """Outputs: (chain status, events table, latest checkpoint). The progress bar shows while the chain is
+        verified from genesis (seconds on a session of a million events)."""
+        progress((0, 1), desc="verifying the chain from genesis", unit="steps")
         view = self.service.ledger(key)
         ok = view.report is not None and view.report.ok and not view.problem
         revoked = self.service.revoked(key) if ok else {}  # a broken chain: no labels
