@@ -34,10 +34,12 @@ HOLE = b"0" * 64  # where prev and chain go, until `chain` writes them
 CHAIN_AT = len(b'{"chain":"')  # a line's chain hash starts here
 assert FORMAT_VERSION == 1  # the templates below spell "v":1
 _DIGEST_INPUT = TAG_EVENT + b'{"commit":"%s","id":"evt_%s","role":"%s","seq":%d,"session":"%s","ts":"%s","v":1}'
-_HEAD = b'{"chain":"' + HOLE + b'","digest":"%s","id":"evt_%s","meta":'
-_TAIL = b',"prev":"' + HOLE + b'","role":"%s","salt":"%s","seq":%d,"session":"%s","text":%s,"ts":"%s","v":1}\n'
-_HEAD_LEN = len(_HEAD % (HOLE, b"0" * 32))  # the prefix before meta; prev starts 9 bytes after meta ends
-_PREV_AFTER_META = len(b',"prev":"')
+_LINE = (
+    b'{"chain":"' + HOLE + b'","digest":"%s","id":"evt_%s","meta":%s,"prev":"' + HOLE
+    + b'","role":"%s","salt":"%s","seq":%d,"session":"%s","text":%s,"ts":"%s","v":1}\n'
+)
+_PREV_AT = len(_LINE.split(b"%s,")[0] % (HOLE, b"0" * 32)) + len(b',"prev":"')  # from the line's start, less len(meta)
+_ROLE_BYTES = {r: r.encode() for r in ROLES}
 _PLAIN_ROLES = frozenset(r for r in ROLES if r != "system")
 _IMPORT_KEYS = frozenset({"role", "text", "meta", "ts"})
 _sha256 = hashlib.sha256
@@ -88,17 +90,15 @@ def _append(
     salt = ids[at : at + SALT_BYTES]
     id_hex = hexlify(ids[at + SALT_BYTES : at + ID_BYTES])
     text_json = _dumps(text)
-    commit = _sha256(TAG_CONTENT + salt + b'{"meta":' + meta_bytes + b',"text":' + text_json + b"}").hexdigest()
-    role_b = role.encode()
-    digest = _sha256(_DIGEST_INPUT % (commit.encode(), id_hex, role_b, seq, session, ts)).digest()
+    commit = _sha256(b"".join((TAG_CONTENT, salt, b'{"meta":', meta_bytes, b',"text":', text_json, b"}"))).digest()
+    role_b = _ROLE_BYTES[role]
+    digest = _sha256(_DIGEST_INPUT % (hexlify(commit), id_hex, role_b, seq, session, ts)).digest()
     data = block.data
     start = len(data)
     block.starts.append(start)
-    block.prevs.append(start + _HEAD_LEN + len(meta_bytes) + _PREV_AFTER_META)
+    block.prevs.append(start + _PREV_AT + len(meta_bytes))
     block.digests += digest
-    data += _HEAD % (hexlify(digest), id_hex)
-    data += meta_bytes
-    data += _TAIL % (role_b, hexlify(salt), seq, session, text_json, ts)
+    data += _LINE % (hexlify(digest), id_hex, meta_bytes, role_b, hexlify(salt), seq, session, text_json, ts)
 
 
 def encode_messages(session: str, seq: int, messages: Sequence[Message], now: str, ids: bytes) -> Block:
