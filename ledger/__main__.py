@@ -123,6 +123,23 @@ def _progress(desc: str, unit: str, total: int | None = None) -> Any:
     return tqdm(desc=desc, unit=unit, total=total, file=sys.stderr, unit_scale=True)
 
 
+@contextmanager
+def _bytes_progress(desc: str, paths: list[Path]) -> Iterator[Any]:
+    """A bar over the bytes of `paths` on a terminal (closed after); None when stderr is not one."""
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass
+    progress = _progress(desc, "B", total)
+    try:
+        yield progress
+    finally:
+        if progress is not None:
+            progress.close()
+
+
 def _imported(events: Sequence[Event], session: str) -> str:
     return f"imported {len(events)} event{'' if len(events) == 1 else 's'} into session {session}"
 
@@ -199,7 +216,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for name in names:
             if not ledger.exists(name):
                 return fail(f"session {name}: no such session in {data}")
-        reports = [ledger.verify(name) for name in names]
+        with _bytes_progress("verifying", [ledger.log_path(name) for name in names]) as progress:
+            reports = [ledger.verify(name, progress=progress) for name in names]
     except EventError as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -226,7 +244,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     """One row per session: id, events, last activity, verified or the first break (reads only)."""
     data = existing_data_dir(args.data_dir)
-    rows = list_sessions(Ledger(data))
+    ledger = Ledger(data)
+    with _bytes_progress("verifying", [ledger.log_path(s) for s in ledger.sessions()]) as progress:
+        rows = list_sessions(ledger, progress)
     broken = [r for r in rows if not r.ok]
     if args.json:
         print(json.dumps({"ok": not broken, "sessions": [r.to_dict() for r in rows]}, indent=2))
@@ -262,7 +282,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
         cut, refreshed = _repair(data, ledger, args.session, args.truncate_at)
     except RepairRefused as exc:
         return fail(f"{exc}; nothing was changed")
-    after = ledger.verify(args.session)
+    with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
+        after = ledger.verify(args.session, progress=progress)
     if args.json:
         print(json.dumps({**cut.to_dict(), "verified": after.ok, "refreshed": refreshed}, indent=2))
     else:
@@ -276,7 +297,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def _show_repair(data: Path, ledger: Ledger, args: argparse.Namespace) -> int:
-    d = diagnose(ledger, args.session)
+    with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
+        d = diagnose(ledger, args.session, progress)
     if args.json:
         print(json.dumps(d.to_dict(), indent=2))
         return EXIT_OK if d.report.ok else EXIT_BROKEN

@@ -69,11 +69,12 @@ def last_ts(line: bytes | None) -> str | None:
     return ts if isinstance(ts, str) else None
 
 
-def summarize(ledger: Ledger, session: str) -> SessionSummary:
-    report = ledger.verify(session)
+def summarize(ledger: Ledger, session: str, progress: Any = None) -> SessionSummary:
+    report = ledger.verify(session, progress=progress)
     lines, last = count_and_last_line(ledger.log_path(session))
     return SessionSummary(session, lines, last_ts(last), report)
 
 
-def list_sessions(ledger: Ledger) -> list[SessionSummary]:
-    return [summarize(ledger, s) for s in ledger.sessions()]
+def list_sessions(ledger: Ledger, progress: Any = None) -> list[SessionSummary]:
+    """`progress` (tqdm-like) is updated with the bytes verified."""
+    return [summarize(ledger, s, progress) for s in ledger.sessions()]

@@ -20,8 +20,10 @@ caller runs the serial walk, which alone produces the report naming the break.
 from __future__ import annotations
 
 import os
+import selectors
 import subprocess
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +36,61 @@ MIN_PARALLEL_BYTES = 64 << 20  # below this, process start-up costs more than it
 
 
 def verify_range(
-    path: str, session: str, start: int, end: int, next_seq: int, head_hex: str
+    path: str, session: str, start: int, end: int, next_seq: int, head_hex: str, progress: Callable[[int], None] | None = None
 ) -> tuple[bool, int, int, list[list[Any]], list[list[Any]]]:
     """Verify the lines in [start, end); return (ok, events verified, last seq + 1, erased lines, record entries).
 
     Erased lines are [seq, id, digest, commit, prev]; record entries [record seq, seq, id, digest, commit],
     every entry of every erasure record in the range (whether or not it names a seq in this range).
+    `progress(n)` is told the bytes of each block read.
     """
     walker = ChainWalker(session, next_seq, bytes.fromhex(head_hex), next_seq, ErasureState(unknown_before=next_seq))
     with open(path, "rb") as f:
         f.seek(start)
-        report = verify_stream(session, read_chunks(f, end - start), walker=walker, final=False)
+        report = verify_stream(session, counted(read_chunks(f, end - start), progress), walker=walker, final=False)
     state = walker.erasures
     erased = [list(e) for e in sorted(state.erased.values())]
     lines = {s: e for s, e in state.erased.items()}
     entries = [[r, s, lines[s].id, lines[s].digest, lines[s].commit] for s, r in state.recorded.items() if s in lines]
     entries += [[r, *e] for r, e in state.unchecked]
     return report.brk is None, report.events - next_seq, walker.next_seq, erased, sorted(entries)
+
+
+def counted(blocks: Iterable[bytes], progress: Callable[[int], None] | None) -> Iterator[bytes]:
+    """The blocks, each reported to `progress` (its length in bytes) before it is handed on."""
+    for block in blocks:
+        if progress is not None:
+            progress(len(block))
+        yield block
+
+
+def _collect(procs: list[subprocess.Popen[bytes]], progress: Callable[[int], None]) -> list[bytes]:
+    """Every worker's stdout, while its stderr (one line per block: its bytes) moves `progress` on."""
+    outs = {id(p): bytearray() for p in procs}
+    sel = selectors.DefaultSelector()
+    for p in procs:
+        for stream, kind in ((p.stdout, "out"), (p.stderr, "err")):
+            if stream is not None:
+                sel.register(stream, selectors.EVENT_READ, (p, kind))
+    carry: dict[int, bytes] = {}
+    while sel.get_map():
+        for key, _ in sel.select():
+            p, kind = key.data
+            chunk = os.read(key.fd, 1 << 16)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                continue
+            if kind == "out":
+                outs[id(p)] += chunk
+                continue
+            *done, carry[id(p)] = (carry.get(id(p), b"") + chunk).split(b"\n")
+            for n in done:
+                if n.isdigit():
+                    progress(int(n))
+    sel.close()
+    for p in procs:
+        p.wait()
+    return [bytes(outs[id(p)]) for p in procs]
 
 
 def _replay(erased: list[list[Any]], entries: list[list[Any]]) -> tuple[int, ...] | None:
@@ -104,9 +144,13 @@ def verify_file_parallel(
 
 
 def verify_file_parallel_erased(
-    path: Path, session: str, workers: int | None = None, min_bytes: int = MIN_PARALLEL_BYTES
+    path: Path, session: str, workers: int | None = None, min_bytes: int = MIN_PARALLEL_BYTES,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[int, str, tuple[int, ...]] | None:
-    """(events, head, erased seqs) when every range verifies; None when the serial walk must decide."""
+    """(events, head, erased seqs) when every range verifies; None when the serial walk must decide.
+
+    `progress(n)` is told the bytes each worker has read, as it reads them.
+    """
     size = path.stat().st_size
     workers = workers or os.cpu_count() or 1
     if workers < 2 or size < max(min_bytes, 1):
@@ -124,18 +168,19 @@ def verify_file_parallel_erased(
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "ledger.parallel", str(path), session, str(a), str(b), str(seq), head],
+            [sys.executable, "-m", "ledger.parallel", str(path), session, str(a), str(b), str(seq), head]
+            + (["--progress"] if progress is not None else []),
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if progress is None else subprocess.PIPE,
             env=env,
         )
         for a, b, seq, head in ranges
     ]
+    outs = [proc.communicate()[0] for proc in procs] if progress is None else _collect(procs, progress)
     results = []
     erased: list[list[Any]] = []
     entries: list[list[Any]] = []
-    for proc in procs:
-        out, _ = proc.communicate()
+    for proc, out in zip(procs, outs, strict=True):
         if proc.returncode != 0:
             return None
         try:
@@ -167,6 +212,12 @@ def verify_file_parallel_erased(
 
 __all__ = ["verify_file_parallel", "verify_file_parallel_erased", "verify_range"]
 
-if __name__ == "__main__":  # worker: python -m ledger.parallel PATH SESSION START END NEXT_SEQ HEAD
+def _report_bytes(n: int) -> None:
+    sys.stderr.write(f"{n}\n")
+    sys.stderr.flush()
+
+
+if __name__ == "__main__":  # worker: python -m ledger.parallel PATH SESSION START END NEXT_SEQ HEAD [--progress]
     _path, _session, _start, _end, _seq, _head = sys.argv[1:7]
-    sys.stdout.write(orjson.dumps(verify_range(_path, _session, int(_start), int(_end), int(_seq), _head)).decode())
+    _progress = _report_bytes if sys.argv[7:8] == ["--progress"] else None
+    sys.stdout.write(orjson.dumps(verify_range(_path, _session, int(_start), int(_end), int(_seq), _head, _progress)).decode())

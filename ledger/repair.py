@@ -106,9 +106,9 @@ def _line_offsets(path: Path, upto: int) -> tuple[int, int]:
     return offset, lines
 
 
-def diagnose(ledger: Ledger, session: str) -> Diagnosis:
-    """The first break and what `truncate_at(suggest_seq)` would cut (reads only)."""
-    report = ledger.verify(session)
+def diagnose(ledger: Ledger, session: str, progress: Any = None) -> Diagnosis:
+    """The first break and what `truncate_at(suggest_seq)` would cut (reads only); `progress` as Ledger.verify's."""
+    report = ledger.verify(session, progress=progress)
     path = ledger.log_path(session)
     size = path.stat().st_size
     if report.brk is None:

@@ -45,7 +45,7 @@ from .messages import ImportError_ as ImportError_  # re-exported: callers impor
 from .messages import Message as Message
 from .messages import parse_import as parse_import
 from .messages import validate_message as validate_message
-from .parallel import verify_file_parallel_erased
+from .parallel import counted, verify_file_parallel_erased
 from .resync import resync
 from .rewrite import rewrite, temp_path
 from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines, verify_stream
@@ -932,21 +932,26 @@ class Ledger:
                 out.append(event_from_dict(orjson.loads(f.read(end - start)), seq + 1))
         return out
 
-    def verify(self, session: str, *, parallel: bool = True) -> SessionReport:
+    def verify(self, session: str, *, parallel: bool = True, progress: Any = None) -> SessionReport:
         """Verify one session from genesis, streaming, in constant memory.
 
         Ledgers over 64 MB are first checked in one process per core
         (ledger/parallel.py); any doubt falls back to the serial walk.
+        `progress` (tqdm-like) is updated with the bytes read; a fallback walk starts it again.
         """
         path = self.log_path(session)
         if not path.is_file():
             raise FileNotFoundError(f"session {session}: no such session")
-        fast = verify_file_parallel_erased(path, session) if parallel else None
+        tell = None if progress is None else progress.update
+        start = None if progress is None else progress.n
+        fast = verify_file_parallel_erased(path, session, progress=tell) if parallel else None
         if fast is not None:
             report = SessionReport(session, True, fast[0], fast[1], erased=fast[2])
         else:  # the serial walk is the judge: it names the first break
+            if progress is not None and progress.n != start:
+                progress.update(start - progress.n)  # what the parallel check read is read again
             with open(path, "rb") as f:
-                report = verify_stream(session, read_chunks(f))
+                report = verify_stream(session, counted(read_chunks(f), tell))
         torn = tuple(sorted(str(p) for p in path.parent.glob(f"{EVENTS_FILE}.torn-*")))
         if torn:
             report = report.with_quarantined(torn)
