@@ -83,6 +83,9 @@ def _data_dir(raw: str) -> Path:
     return path
 
 
+BAR_FROM_EVENTS = 20_000  # a search that must first index fewer new events than this shows no bar
+
+
 def _progress_bar(ledger: Ledger) -> Any:
     if not sys.stderr.isatty():
         return None
@@ -90,6 +93,21 @@ def _progress_bar(ledger: Ledger) -> Any:
 
     total = sum(ledger.head(s)[0] for s in ledger.sessions())
     return tqdm(total=total, unit="ev", file=sys.stderr, desc="indexing")
+
+
+def _indexing_bar(index: Index, session: str) -> Any:
+    """A bar for the indexing a search must do first (the first search after an import), on a terminal only."""
+    if not sys.stderr.isatty():
+        return None
+    count = index.ledger.head(session)[0]
+    with index.read() as conn:
+        row = conn.execute("SELECT last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
+    todo = count - (int(row[0]) + 1 if row is not None else 0)
+    if todo < BAR_FROM_EVENTS:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=todo, unit="ev", file=sys.stderr, desc="indexing")
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
@@ -230,7 +248,13 @@ def _results(resp: SearchResponse, revoked: Mapping[int, int], superseded: Mappi
 
 
 def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k: int) -> int:
-    for w in index.warnings + index.index_session(args.session):
+    bar = _indexing_bar(index, args.session)
+    try:
+        indexed = index.index_session(args.session, progress=None if bar is None else lambda _s, n: bar.update(n))
+    finally:
+        if bar is not None:
+            bar.close()
+    for w in index.warnings + indexed:
         print(f"warning: {w}", file=sys.stderr)
     revoked = _revoked(index, args.session)
     superseded = _superseded(index, args.session)

@@ -97,6 +97,14 @@ def optimize_fts(num: int) -> str:
     return f"INSERT INTO {t} ({t}) VALUES ('optimize')"
 
 
+def fts_option(num: int, key: str) -> str:
+    """Set one of session `num`'s FTS5 options (automerge, crisismerge): params (value,)."""
+    if key not in ("automerge", "crisismerge"):
+        raise ValueError(f"FTS5 option {key!r}: not one this index sets")
+    t = fts_table(num)
+    return f"INSERT INTO {t} ({t}, rank) VALUES ('{key}', ?)"
+
+
 FTS_TABLES = (
     "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
     f" AND name GLOB '{FTS_PREFIX}[0-9]*'"

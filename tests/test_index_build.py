@@ -46,10 +46,28 @@ class TestChunkedBuild:
         assert chunked.catch_up(lambda _s, n: seen.append(n)) == []
         assert seen == [7] * 8 + [4]
         assert snapshot(chunked) == snapshot(one_by_one)
+        with chunked.write() as w:  # FTS5's own check that its index holds exactly the rows' text and context
+            w.execute("INSERT INTO events_fts_1 (events_fts_1) VALUES ('integrity-check')")
         queries = ["cat", "dogs running", "café", "naive cello", "note4", "stopped trains studies"]
         assert hits(chunked, queries) == hits(one_by_one, queries)
         for ix in (chunked, one_by_one):
             ix.close()
+        led.close()
+
+    def test_index_session_reports_each_chunk_it_writes(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        led = Ledger(tmp_path / "d")
+        led.append_many("s", [Message("user", t, {}) for t in texts(23)])
+        monkeypatch.setattr(indexer, "CHUNK", 10)
+        index = Index(tmp_path / "d", led, config=CTX)
+        told: list[tuple[str, int]] = []
+        assert index.index_session("s", progress=lambda s, n: told.append((s, n))) == []
+        assert told == [("s", 10), ("s", 10), ("s", 3)]
+        with index.read() as conn:  # the build's merge options are set back to FTS5's defaults
+            assert dict(conn.execute("SELECT k, v FROM events_fts_1_config WHERE k LIKE '%merge'")) == {
+                "automerge": 4,
+                "crisismerge": 16,
+            }
+        index.close()
         led.close()
 
     def test_an_erasure_record_met_while_building_in_chunks_forgets_as_one_pass_does(
