@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from array import array
 from binascii import hexlify
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -76,7 +76,20 @@ class Block:
     first_text: int = 0
     blank_from: int = 0
     error: tuple[int, str] | None = None
-    chains: list[bytes] = field(default_factory=list)  # filled by `chain`: the raw chain hash after each event
+    heads: bytearray = field(default_factory=bytearray)  # filled by `chain`: the raw chain hash after each event, 32 bytes each
+
+    def head(self, i: int) -> bytes:
+        """The chain hash after event i (once chained)."""
+        return bytes(self.heads[32 * i : 32 * i + 32])
+
+    def marks(self) -> array[int]:
+        """The first 8 bytes of each chain hash as a big-endian integer (the writer's marks), computed in C."""
+        words = array("Q")
+        words.frombytes(self.heads)
+        out = words[::4]
+        if sys.byteorder == "little":
+            out.byteswap()
+        return out
 
     @property
     def count(self) -> int:
@@ -195,21 +208,21 @@ def chain(block: Block, prev: bytes) -> bytes:
     """Write each event's prev and chain hash into the block, from `prev` (the chain head before it); the new head."""
     data = block.data
     digests = bytes(block.digests)
-    chains = block.chains
-    chains.clear()
+    heads = block.heads
+    heads.clear()
     prev_hex = hexlify(prev)
     tag = TAG_CHAIN
-    for i, (start, at) in enumerate(zip(block.starts, block.prevs, strict=True)):
-        prev = _sha256(tag + prev + digests[32 * i : 32 * i + 32]).digest()
-        data[at : at + 64] = prev_hex
+    at = 0
+    for start, prev_at in zip(block.starts, block.prevs, strict=True):
+        prev = _sha256(tag + prev + digests[at : at + 32]).digest()
+        at += 32
+        data[prev_at : prev_at + 64] = prev_hex
         prev_hex = hexlify(prev)
-        data[start + CHAIN_AT : start + CHAIN_AT + 64] = prev_hex
-        chains.append(prev)
+        start += CHAIN_AT
+        data[start : start + 64] = prev_hex
+        heads += prev
     return prev
 
 
 __all__ = ["CHAIN_AT", "HOLE", "ID_BYTES", "Block", "chain", "encode_lines", "encode_messages", "random_ids"]
 
-
-def _reference(block: Block) -> Any:  # pragma: no cover - debugging aid
-    return [orjson.loads(bytes(block.data[a:b])) for a, b in zip(block.starts, [*block.starts[1:], len(block.data)], strict=True)]

@@ -22,6 +22,7 @@ import selectors
 import struct
 import subprocess
 import sys
+from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -57,13 +58,39 @@ def run_task(task: Task) -> Block:
     )
 
 
-def _pack_block(b: Block) -> tuple[Any, ...]:
-    return (b.seq, b.data, b.starts, b.prevs, b.digests, b.content, b.lines, b.first_text, b.blank_from, b.error)
+def _pack_task(task: Task) -> bytes:
+    """The task's lines travel as one buffer and their lengths (pickling a list of small bytes costs more)."""
+    lengths = array("Q", map(len, task.lines))
+    rest = task._replace(lines=[])
+    return pickle.dumps((tuple(rest), lengths.tobytes(), b"".join(task.lines)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unpack_block(t: Any) -> Block:
-    seq, data, starts, prevs, digests, content, lines, first_text, blank_from, error = t
-    return Block(seq, data, starts, prevs, digests, content, lines, first_text, blank_from, error)
+def _unpack_task(payload: bytes) -> Task:
+    fields, raw_lengths, blob = pickle.loads(payload)
+    lengths = array("Q")
+    lengths.frombytes(raw_lengths)
+    lines, pos = [], 0
+    for n in lengths:
+        lines.append(blob[pos : pos + n])
+        pos += n
+    return Task(*fields)._replace(lines=lines)
+
+
+def _block_parts(b: Block) -> tuple[bytes, list[Any]]:
+    """A block as a small pickled header and its big buffers, sent as they are (no copy into a pickle)."""
+    buffers: list[Any] = [b.data, b.starts, b.prevs, b.digests] + ([b.content] if b.content is not None else [])
+    sizes = [memoryview(x).nbytes for x in buffers]
+    header = pickle.dumps((b.seq, b.lines, b.first_text, b.blank_from, b.error, b.content is not None, sizes))
+    return header, buffers
+
+
+def _block_from(header: Any, buffers: list[bytearray]) -> Block:
+    seq, lines, first_text, blank_from, error, has_content, _sizes = header
+    starts, prevs = array("Q"), array("Q")
+    starts.frombytes(buffers[1])
+    prevs.frombytes(buffers[2])
+    content = buffers[4] if has_content else None
+    return Block(seq, buffers[0], starts, prevs, buffers[3], content, lines, first_text, blank_from, error)
 
 
 class WorkerFailed(RuntimeError):
@@ -88,14 +115,21 @@ class _Worker:
                 pass  # a smaller pipe only costs more wake-ups
             os.set_blocking(fd, False)
         self.out: deque[memoryview] = deque()  # frames to send
-        self.inbuf = bytearray()
         self.done: deque[Block] = deque()  # answers received, in order
         self.closing = False  # no more tasks: close stdin once `out` is sent
         self.eof = False
+        # the answer being read: a length, then the header, then each buffer, read into place
+        self.cur = bytearray(_LEN.size)
+        self.pos = 0
+        self.stage = "length"
+        self.header: Any = None
+        self.buffers: list[bytearray] = []
+        self.k = -1
 
     def send(self, task: Task) -> None:
-        payload = pickle.dumps(tuple(task), protocol=pickle.HIGHEST_PROTOCOL)
-        self.out.append(memoryview(_LEN.pack(len(payload)) + payload))
+        payload = _pack_task(task)
+        self.out.append(memoryview(_LEN.pack(len(payload))))
+        self.out.append(memoryview(payload))
 
     def write_some(self) -> None:
         while self.out:
@@ -116,24 +150,42 @@ class _Worker:
     def read_some(self) -> None:
         while True:
             try:
-                chunk = os.read(self.rfd, PIPE_BYTES)
+                n = os.readv(self.rfd, [memoryview(self.cur)[self.pos :]])
             except BlockingIOError:
-                break
-            if not chunk:
+                return
+            if n == 0:
                 self.eof = True
-                break
-            self.inbuf += chunk
-        while len(self.inbuf) >= _LEN.size:
-            (size,) = _LEN.unpack_from(self.inbuf)
-            if len(self.inbuf) < _LEN.size + size:
-                break
-            try:
-                with memoryview(self.inbuf) as whole, whole[_LEN.size : _LEN.size + size] as frame:
-                    answer = pickle.loads(frame)
-                self.done.append(_unpack_block(answer))
-            except Exception as exc:  # noqa: BLE001 - any garbage: this worker is not trusted again
-                raise WorkerFailed(f"worker {self.proc.pid}: unreadable answer ({exc})") from None
-            del self.inbuf[: _LEN.size + size]
+                return
+            self.pos += n
+            if self.pos == len(self.cur):
+                try:
+                    self._next_part()
+                except WorkerFailed:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any garbage: this worker is not trusted again
+                    raise WorkerFailed(f"worker {self.proc.pid}: unreadable answer ({exc})") from None
+
+    def _next_part(self) -> None:
+        """The part being read is complete: on to the next (skipping empty buffers), or the block is."""
+        self.pos = 0
+        if self.stage == "length":
+            (size,) = _LEN.unpack(self.cur)
+            if not size:
+                raise WorkerFailed(f"worker {self.proc.pid}: an empty answer")
+            self.cur, self.stage = bytearray(size), "header"
+            return
+        if self.stage == "header":
+            self.header = pickle.loads(self.cur)
+            self.buffers = [bytearray(n) for n in self.header[-1]]
+            self.k, self.stage = -1, "buffers"
+        self.k += 1
+        while self.k < len(self.buffers) and not self.buffers[self.k]:
+            self.k += 1
+        if self.k < len(self.buffers):
+            self.cur = self.buffers[self.k]
+            return
+        self.done.append(_block_from(self.header, self.buffers))
+        self.cur, self.stage, self.header, self.buffers = bytearray(_LEN.size), "length", None, []
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -235,10 +287,9 @@ def _serve() -> None:
             if len(head) < _LEN.size:
                 return
             (size,) = _LEN.unpack(head)
-            task = Task(*pickle.loads(inp.read(size)))
-            out = pickle.dumps(_pack_block(run_task(task)), protocol=pickle.HIGHEST_PROTOCOL)
-            for part in (_LEN.pack(len(out)), out):
-                view = memoryview(part)
+            header, buffers = _block_parts(run_task(_unpack_task(inp.read(size))))
+            for part in [_LEN.pack(len(header)), header, *buffers]:
+                view = memoryview(part).cast("B")
                 while view:
                     view = view[os.write(wfd, view) :]
 

@@ -228,9 +228,9 @@ class ChunkLog:
                 self._close()
         self._pending_pos = self.end
 
-    def append_block(self, data: bytes | bytearray, starts: Sequence[int], heads: Sequence[bytes]) -> None:
+    def append_block(self, data: bytes | bytearray, starts: Sequence[int], heads: bytes | bytearray) -> None:
         """Lines just written at `end` as one buffer: line i starts at starts[i] in `data` (the first at 0,
-        the last running to its end); `heads[i]` is the chain head after line i. The same as append_lines."""
+        the last running to its end); heads[32i:32i+32] is the chain head after line i. As append_lines."""
         n = len(starts)
         view = memoryview(data)
         i = 0
@@ -241,7 +241,7 @@ class ChunkLog:
             self._h.update(view[a:b])
             self.end += b - a
             self._lines += take
-            self.head = heads[i + take - 1]
+            self.head = bytes(heads[32 * (i + take - 1) : 32 * (i + take)])
             i += take
             if self._lines >= CHUNK_LINES:
                 self._close()

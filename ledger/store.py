@@ -666,7 +666,7 @@ class Ledger:
         prev = written.head0
         for i, m in enumerate(messages):
             at = i * ID_BYTES
-            chain_hash = block.chains[i]
+            chain_hash = block.head(i)
             events.append(
                 Event(
                     session=session,
@@ -699,7 +699,7 @@ class Ledger:
             st = os.stat(log_file)
             tail = self._tail_state(session, sdir, st)
             blocks = encode(tail.next_seq)
-            if tail.next_seq != seq or tail.head != head or any(len(b.chains) != b.count for b in blocks):
+            if tail.next_seq != seq or tail.head != head or any(len(b.heads) != 32 * b.count for b in blocks):
                 prev = tail.head
                 for b in blocks:
                     prev = chain(b, prev)
@@ -713,9 +713,9 @@ class Ledger:
             for b in blocks:
                 _write_all(fd, b.data)
                 if not light:
-                    chunks.append_block(b.data, b.starts, b.chains)
-                    new_marks.extend([_mark(c) for c in b.chains])
-                new_offsets.extend([pos + x for x in b.starts])
+                    chunks.append_block(b.data, b.starts, b.heads)
+                    new_marks.extend(b.marks())
+                new_offsets.extend(map(pos.__add__, b.starts))
                 pos += len(b.data)
             os.fsync(fd)
             stat = _stat_key(os.fstat(fd))
@@ -727,7 +727,7 @@ class Ledger:
             head0 = tail.head
             next_seq = tail.next_seq + len(new_offsets)
             new = _Tail(
-                pos, next_seq, blocks[-1].chains[-1], tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None,
+                pos, next_seq, blocks[-1].head(blocks[-1].count - 1), tail.offsets, chunks, tail.marks, stat if stat[1] == pos else None,
                 tail.erasures, light, new_offsets[-1],
             )
             self._tails[session] = new

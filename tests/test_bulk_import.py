@@ -72,6 +72,12 @@ class TestEncoder:
         bulk.chain(block, GENESIS)
         assert bytes(block.data) == reference(rows, ids)
 
+    def test_marks_are_the_first_8_bytes_of_each_chain_hash(self) -> None:
+        rows = lines(ROWS[:5])
+        block = bulk.encode_lines("s1", rows, 1, seq0=0, now=NOW, latest=latest_ts(), allow_system=False, ids=bulk.random_ids(5), content=False)
+        bulk.chain(block, GENESIS)
+        assert list(block.marks()) == [int.from_bytes(block.head(i)[:8], "big") for i in range(5)]
+
     def test_seq_and_prev_carry_into_the_line(self) -> None:
         rows = lines(ROWS[:3])
         ids = seeded()(3 * bulk.ID_BYTES)
