@@ -5,7 +5,8 @@
 
 (a) verification throughput vs a raw loop that only parses each line and computes two sha256;
 (b) durable single appends vs a raw write+fsync loop;
-(c) bulk import vs a raw bulk write of the same bytes with one fsync.
+(c) bulk import vs a raw bulk write of the same bytes with one fsync (issue 15: also in one process,
+workers=0, and the CPU time per event of each, workers included).
 Peak RSS growth during verification is reported to show constant memory.
 (d) with --open-sizes (only that): opening a session in a fresh process (`Ledger(d).head(s)`, the
 time inside the child, interpreter start-up and imports excluded) from the tail record, against the
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +47,12 @@ def messages(n: int) -> list[bytes]:
         role = "user" if i % 2 == 0 else "assistant"
         out.append(orjson.dumps({"role": role, "text": f"Speaker{i % 2}: {words}", "meta": {"dia_id": f"D{i // 20}:{i % 20}", "session": i // 20}}) + b"\n")
     return out
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (the import's workers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def rss_mb() -> float:
@@ -116,16 +125,20 @@ def main() -> None:
     if args.open_sizes:
         bench_open([int(x) for x in args.open_sizes.split(",")], args.runs)
         return
+    load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = []
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         tmpd = Path(tmp)
         src = messages(args.events)
 
         # (c) bulk import vs raw bulk write + one fsync
+        cpu0 = cpu_seconds()
         t = time.perf_counter()
         led = Ledger(tmpd / "data")
         led.import_jsonl("bulk", src)
         imp = time.perf_counter() - t
+        imp_cpu = cpu_seconds() - cpu0
         log = led.log_path("bulk")
         t = time.perf_counter()
         with open(tmpd / "raw.jsonl", "wb") as f:
@@ -135,6 +148,16 @@ def main() -> None:
             os.fsync(f.fileno())
         raw_bulk = time.perf_counter() - t
         rows.append(("bulk import (parse+validate+hash+write+1 fsync)", args.events / imp, args.events / raw_bulk, "lines/s"))
+        notes.append(f"bulk import: {imp_cpu / args.events * 1e6:.1f} us of CPU per event (this process and its workers)")
+        if "workers" in inspect.signature(led.import_jsonl).parameters:  # issue 15: the same import in one process
+            cpu0 = cpu_seconds()
+            t = time.perf_counter()
+            Ledger(tmpd / "data1").import_jsonl("bulk", src, workers=0)
+            one = time.perf_counter() - t
+            one_cpu = cpu_seconds() - cpu0
+            shutil.rmtree(tmpd / "data1")
+            rows.append(("bulk import, in one process (workers=0)", args.events / one, args.events / raw_bulk, "lines/s"))
+            notes.append(f"bulk import in one process: {one_cpu / args.events * 1e6:.1f} us of CPU per event")
 
         # (a) verification vs raw parse + 2 sha256
         rss0 = rss_mb()
@@ -169,7 +192,11 @@ def main() -> None:
         jsonl_mb = log.stat().st_size / 1e6
 
     print(f"machine: {machine_line()}")
-    print(f"ledger file: {jsonl_mb:.0f} MB for {args.events:,} events; verify peak RSS growth {rss1 - rss0:.1f} MB\n")
+    print(f"ledger file: {jsonl_mb:.0f} MB for {args.events:,} events; verify peak RSS growth {rss1 - rss0:.1f} MB")
+    print(f"load average before/after: {load0} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for note in notes:
+        print(note)
+    print()
     print("| measurement | project | raw baseline | ratio |")
     print("|---|---:|---:|---:|")
     for name, ours, base, unit in rows:

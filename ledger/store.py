@@ -842,7 +842,7 @@ class Ledger:
         """Validate every line of an import file, then append them all in one batch (ledger/importer.py).
 
         Role "system" is refused unless `allow_system`: an imported line would
-        reach the model labelled as the app's own instruction. Files of 20,000
+        reach the model labelled as the app's own instruction. Files of 100,000
         lines or more are encoded in worker processes (`workers`: how many; 0: none).
         """
         # Millions of small acyclic objects: the cyclic GC would only re-scan them.
