@@ -63,7 +63,10 @@ from ledger import Ledger
 from retrieval import Index
 from control.revocation import current
 t1 = time.perf_counter()
-led = Ledger(sys.argv[1], record_tails=False)
+try:
+    led = Ledger(sys.argv[1], record_tails=False)  # as the CLI opens it
+except TypeError:  # code from before the tail record
+    led = Ledger(sys.argv[1])
 led.head(sys.argv[2])
 idx = Index(sys.argv[1], led)
 idx.index_session(sys.argv[2])
