@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import ledger.chunks
-import ledger.store
+import ledger.recovery
 from ledger import Ledger, LedgerCorrupted
 from ledger.event import make_event
 from ledger.verify import ChainWalker
@@ -140,7 +140,7 @@ class TestWhatIsStillTrusted:
         def boom(*_a: object) -> None:
             raise AssertionError("re-hashed although the file is as this writer left it")
 
-        monkeypatch.setattr(ledger.store, "rehash", boom)
+        monkeypatch.setattr(ledger.recovery, "rehash", boom)
         for i in range(5):
             led.append(S, "user", f"more {i}")
         assert led.head(S)[0] == 10

@@ -1,0 +1,171 @@
+"""Erasure glue: lines rewritten in erased form and erasure records appended, in one rename (docs/FORMAT.md §4.4).
+
+The rules of an erased line and of its record are in ledger/event.py and ledger/erasures.py; the
+rewrite itself in ledger/rewrite.py. This is Ledger.erase: validate, then rewrite under the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import orjson
+
+from .appending import _random_ids
+from .erasures import record_entries
+from .event import (
+    Event,
+    EventError,
+    erased_form,
+    erasure_record_meta,
+    erasure_record_text,
+    event_from_dict,
+    is_erasure_record,
+    make_event,
+    now_ts,
+    validate_session_id,
+)
+from .recovery import Recovery, _mark, _stat_key, _Tail
+from .rewrite import rewrite
+
+log = logging.getLogger("ledger")
+
+
+class EraseError(ValueError):
+    """An erasure was refused (unknown session, bad seq, already erased, ...); nothing was changed."""
+
+
+class Erasure(NamedTuple):
+    """What Ledger.erase did: the events now in erased form (seq order) and the erasure records appended.
+
+    `records`: one per MAX_RECORD_ENTRIES erased events, consecutive, in seq order; `record` is the last.
+    """
+
+    erased: list[Event]
+    record: Event
+    records: list[Event]
+
+
+MAX_REASON = 1000  # characters of an erasure's reason
+MAX_RECORD_ENTRIES = 64  # seqs one erasure record lists, each (seq, id, digest, commit) in its meta (≤ 16 KiB)
+MAX_ERASE = 10_000  # seqs per erasure: ceil(n / 64) records, all in the same rewrite
+
+
+def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
+    """The seqs to erase, sorted and without repeats; EraseError for anything else."""
+    try:
+        items = list(seqs)
+    except TypeError:
+        raise EraseError(f"session {session}: seqs must be a list of integers") from None
+    for seq in items:
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise EraseError(f"session {session}: seq {seq!r} is not a non-negative integer")
+    if not items:
+        raise EraseError(f"session {session}: no seq to erase")
+    wanted = sorted(set(items))
+    if len(wanted) > MAX_ERASE:
+        raise EraseError(f"session {session}: {len(wanted)} events in one erasure; at most {MAX_ERASE:,} (erase them in several)")
+    return wanted
+
+
+class Erasing(Recovery):
+    """Erasure (Ledger's base)."""
+
+    def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
+        """Erase events: their lines rewritten in erased form, erasure records appended, in one transaction.
+
+        Under the session's lock: validate (EraseError, one line, nothing changed), write the
+        whole new file to a temp file beside it, fsync, rename over events.jsonl, fsync the
+        folder (ledger/rewrite.py). Every digest and chain hash stays the same; one erasure
+        record per MAX_RECORD_ENTRIES erased events (consecutive, in seq order, the same ts and
+        reason) grows the chain, all in that one rename. Writers in other processes see the replaced file under the
+        lock and walk its changed chunks again (Ledger._tail_state).
+        """
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise EraseError(str(exc)) from None
+        wanted = _erase_seqs(session, seqs)
+        if reason is not None and not isinstance(reason, str):
+            raise EraseError(f"session {session}: reason must be a string or None")
+        if reason is not None and len(reason) > MAX_REASON:
+            raise EraseError(f"session {session}: reason is {len(reason)} characters, over the limit of {MAX_REASON}")
+        if not self.exists(session):
+            raise EraseError(f"session {session}: no such session")
+        with self._locked(session, create=False) as sdir:
+            path = self._paths(session)[1]
+            tail = self._tail_state(session, sdir, full=True)  # rewrite needs every offset and chunk
+            for seq in wanted:
+                if not seq < tail.next_seq:
+                    raise EraseError(f"session {session}: no event at seq {seq} (it holds {tail.next_seq})")
+            old = self._read_lines(path, tail, wanted)
+            for ev in old:
+                if ev.erased:
+                    raise EraseError(f"session {session}: seq {ev.seq} is already erased")
+                if is_erasure_record(ev):
+                    raise EraseError(f"session {session}: seq {ev.seq} is an erasure record, which cannot be erased")
+            gone = [erased_form(ev) for ev in old]
+            groups = [gone[i : i + MAX_RECORD_ENTRIES] for i in range(0, len(gone), MAX_RECORD_ENTRIES)]
+            salts, ids = _random_ids(len(groups))
+            erasures = tail.erasures.copy()  # what the tail will know once the new file is in place
+            for e in gone:
+                erasures.saw_erased(e.seq, e.to_dict())
+            records: list[Event] = []
+            appended: list[tuple[bytes, bytes]] = []
+            prev, at, when = tail.head, tail.next_seq, now_ts()
+            for i, group in enumerate(groups):
+                try:
+                    record = make_event(
+                        session=session,
+                        seq=at + i,
+                        prev=prev,
+                        role="system",
+                        text=erasure_record_text(len(group)),
+                        meta=erasure_record_meta(group, reason),
+                        ts=when,
+                        event_id=ids[i],
+                        salt=salts[i],
+                    )
+                except EventError as exc:
+                    raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); nothing was changed") from None
+                entries = record_entries(record.seq, record.to_dict())
+                problem = entries if isinstance(entries, str) else erasures.saw_record(record.seq, entries)
+                if problem is not None:  # cannot happen: the record is built from these very lines
+                    raise RuntimeError(f"session {session}: the erasure record does not verify ({problem}); nothing was changed")
+                prev = bytes.fromhex(record.chain)
+                records.append(record)
+                appended.append((record.to_line(), prev))
+            done = rewrite(
+                path,
+                tail.size,
+                tail.offsets,
+                tail.chunks.chunks(),
+                {e.seq: e.to_line() for e in gone},
+                appended,
+                tail.chunks.open_hash(),
+            )
+            self._drop_log_fd(session)  # it writes to the old file: the next append opens the new one
+            marks = array("Q", tail.marks)
+            marks.extend(_mark(head) for _line, head in appended)
+            new = _Tail(done.size, at + len(records), prev, done.offsets, done.chunks, marks, _stat_key(done.stat), erasures)
+            self._tails[session] = new
+            self._save_record(sdir, new)
+            log.info(
+                "session %s: erased %d event(s) (seqs %s), erasure record(s) at seq %d-%d",
+                session, len(gone), wanted, records[0].seq, records[-1].seq,
+            )
+            return Erasure(gone, records[-1], records)
+
+    @staticmethod
+    def _read_lines(path: Path, tail: _Tail, seqs: Sequence[int]) -> list[Event]:
+        out = []
+        with open(path, "rb") as f:
+            for seq in seqs:
+                start = tail.offsets[seq]
+                end = tail.offsets[seq + 1] if seq + 1 < tail.next_seq else tail.size
+                f.seek(start)
+                out.append(event_from_dict(orjson.loads(f.read(end - start)), seq + 1))
+        return out
