@@ -339,10 +339,17 @@ def walk(fd: int, session: str, size: int, *, workers: int | None = None, min_by
     spans = [(a, starts[i + 1][0] if i + 1 < len(starts) else size, seq, head) for i, (a, seq, head) in enumerate(starts)]
     if any(a >= b for a, b, _, _ in spans):
         return None
-    procs = [_spawn(fd, session, *span) for span in spans[1:]]
+    procs: list[subprocess.Popen[bytes]] = []
     try:
+        try:
+            for span in spans[1:]:
+                procs.append(_spawn(fd, session, *span))
+        except OSError:  # no interpreter to start (or no process left): the serial walk needs none
+            return None
         first = walk_range(fd, session, *spans[0])
-        ranges = [first]
+        if first is None:
+            return None  # a break in the first range: the serial walk names it; the children are stopped below
+        ranges: list[RangeWalk | None] = [first]
         for proc in procs:
             out, _ = proc.communicate()
             try:
@@ -354,6 +361,9 @@ def walk(fd: int, session: str, size: int, *, workers: int | None = None, min_by
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
     return _stitch(fd, spans, ranges)
 
 

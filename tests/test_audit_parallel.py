@@ -9,8 +9,11 @@ anything it cannot vouch for leaves the verdict to the serial walk.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,7 +59,7 @@ def cache_files(data: Path) -> dict[str, bytes]:
     return out
 
 
-def audited(data: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool, workers: int = 2) -> tuple[dict[str, bytes], str, tuple[int, ...], object]:
+def audited(data: Path, monkeypatch: pytest.MonkeyPatch, *, parallel: bool, workers: int = 2) -> tuple[dict[str, bytes], str, tuple[int, ...], tuple[Any, ...]]:
     calls: list[bool] = []
     real = ap.walk
 
@@ -212,3 +215,23 @@ class TestLoadLevels:
             a.append(b"x")
             with pytest.raises(ValueError, match="not empty"):
                 a.load_levels([leaf])
+
+
+class TestNoChildIsNoFailure:
+    def test_a_child_that_cannot_start_leaves_the_walk_to_the_serial_one(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        data = tmp_path / "data"
+        build(data)
+
+        def no_process(*_a: object, **_kw: object) -> None:
+            raise OSError("no process left")
+
+        monkeypatch.setattr(subprocess, "Popen", no_process)
+        monkeypatch.setattr(ap, "MIN_PARALLEL_BYTES", 1)
+        assert walk_all(data / "sessions" / S / "events.jsonl") is None
+        with Auditor(data, full=True).facts(S) as facts:
+            assert facts.first_break is None and facts.erased == (3, 17)
+
+    def test_a_child_that_fails_leaves_the_walk_to_the_serial_one(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        path = build(tmp_path / "data")
+        monkeypatch.setattr(sys, "executable", "/bin/false")
+        assert walk_all(path) is None
