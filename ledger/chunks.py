@@ -9,7 +9,7 @@ line. A changed byte then costs a re-walk from the start of its chunk (the head
 before it is the previous chunk's), not from genesis: the erased lines of a
 later issue are legitimate in-place changes.
 
-This is the one implementation: ledger/store.py (the writer) and
+This is the one implementation: ledger/recovery.py (the writer) and
 receipts/audit.py (the auditor) both use it.
 """
 

@@ -3,9 +3,10 @@
 `stage` reads the whole file and refuses it at its first bad line (ImportError_, docs/FORMAT.md
 §7) before anything is written; what it keeps is each event encoded (ledger/bulk.py) and
 chained from the session's tail as its tail record tells it, so that `commit` has only to
-take the lock and write. Files of PARALLEL_MIN_LINES lines or more are encoded in worker
-processes (ledger/bulkpool.py), one block of BLOCK_LINES lines at a time, and chained here
-in order as the blocks come back: the chain is the only sequential part. Under the lock,
+take the lock and write. Files of PARALLEL_MIN_LINES lines or more, on a machine with a core
+to spare (workers_for), are encoded in worker processes (ledger/bulkpool.py), one block of
+BLOCK_LINES lines at a time, and chained here in order as the blocks come back: the chain is
+the only sequential part. Under the lock,
 `commit` encodes again whatever the guess got wrong (another writer appended in between)
 and writes the same bytes a serial import would.
 
@@ -51,13 +52,27 @@ class Staged:
     sha256: str | None  # the import's content hash (ledger/imports.py), when asked
 
 
-def workers_for(lines: int) -> int:
-    """Worker processes for an import of `lines` lines: none below PARALLEL_MIN_LINES or on one core."""
+def workers_for(lines: int, load: float | None = None) -> int:
+    """Worker processes for an import of `lines` lines: none below PARALLEL_MIN_LINES, on one core, or on a busy machine.
+
+    Workers add CPU (their start-up, moving the lines and blocks between processes: 12.6 against
+    10.6 us per event measured at 1M) and pay it back only with a core that would otherwise idle.
+    On a machine whose 1-minute load average (`load`, default os.getloadavg; this process counts
+    as 1) leaves no half core free, the import runs in this process (measured there, with other
+    work running: 52.7k events/s with workers, 68.6k/s without).
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
-    return 0 if lines < PARALLEL_MIN_LINES or cores < 2 else min(cores, MAX_WORKERS)
+    if lines < PARALLEL_MIN_LINES or cores < 2:
+        return 0
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # pragma: no cover - no load average here
+            load = 0.0
+    return min(cores, MAX_WORKERS) if load < cores - 0.5 else 0
 
 
 def stage(

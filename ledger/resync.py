@@ -2,7 +2,7 @@
 
 An erasure rewrites lines in place (docs/FORMAT.md §4.4): they get shorter, so
 every later chunk moves, but its bytes, digests and chain heads are unchanged.
-A walk that vouched for a prefix (the writer's tail in ledger/store.py, the
+A walk that vouched for a prefix (the writer's tail in ledger/recovery.py, the
 auditor's cache in receipts/audit.py) starts again at the first chunk whose
 bytes changed; this module lets it stop walking once it is back in step: a
 later chunk whose bytes re-hash equal at their new offset, right after a walk

@@ -63,7 +63,8 @@ class Ledger(Appending, Erasing, Reading):
 
         Role "system" is refused unless `allow_system`: an imported line would
         reach the model labelled as the app's own instruction. Files of 100,000
-        lines or more are encoded in worker processes (`workers`: how many; 0: none).
+        lines or more are encoded in worker processes when the machine has a core to spare
+        (`workers`: how many; 0: none; default: importer.workers_for).
         """
         # Millions of small acyclic objects: the cyclic GC would only re-scan them.
         was_enabled = gc.isenabled()

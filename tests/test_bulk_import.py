@@ -215,6 +215,16 @@ class TestWorkers:
         assert [e.text for e in Ledger(tmp_path / "d").events("s1")][1:4] == ["came in between", "message 0 \u00e9", "message 1 \u00e9"]
 
 
+class TestWorkersFor:
+    def test_small_files_and_busy_machines_stay_in_one_process(self) -> None:
+        big = importer.PARALLEL_MIN_LINES
+        assert importer.workers_for(big - 1, load=0.0) == 0
+        cores = len(os.sched_getaffinity(0))
+        if cores >= 2:
+            assert importer.workers_for(big, load=0.0) == min(cores, importer.MAX_WORKERS)
+            assert importer.workers_for(big, load=float(cores)) == 0
+
+
 class TestImported:
     def test_the_returned_events_read_as_a_list_would(self, tmp_path: Path) -> None:
         led = Ledger(tmp_path / "d")
