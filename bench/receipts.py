@@ -201,6 +201,8 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        # the auditor's caches (tens of MB at 1M) go with the sessions, not into the user's ~/.cache
+        os.environ["MRE_CACHE_DIR"] = str(Path(tmp) / "audit-cache")
         for n in (int(x) for x in args.sizes.split(",")):
             rows.append(bench_size(Path(tmp), n, args.turns))
             print(f"done {n:,}", file=sys.stderr)
