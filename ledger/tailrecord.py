@@ -238,10 +238,13 @@ def find_line(fd: int, seq: int, size: int, last: int, next_seq: int) -> tuple[i
                 pos += len(raw)
             return None
         mid = (lo + hi) // 2
-        before = os.pread(fd, min(MAX_LINE_BYTES, 1 << 16), mid - 1)
+        before = os.pread(fd, 4096, mid - 1)  # most lines are far shorter: one page, then the long read
         i = before.find(b"\n")
         if i < 0:
-            return None
+            before = os.pread(fd, min(MAX_LINE_BYTES, 1 << 16), mid - 1)
+            i = before.find(b"\n")
+            if i < 0:
+                return None
         p = mid + i  # the first line starting at or after mid
         if p >= hi:
             hi = mid

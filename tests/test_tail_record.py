@@ -324,6 +324,20 @@ class TestReadsWithoutAWalk:
         assert spans == [(s, e) for s, e in zip(starts, starts[1:] + [len(data)], strict=True)]
         assert led.head(S)[0] == 2000
 
+    def test_every_seq_is_found_by_bisection_among_lines_longer_than_a_page(self, tmp_path: Path) -> None:
+        """Lines of 3-9 KiB: a step's first 4 KiB read often holds no newline and the longer read must find it."""
+        led = Ledger(tmp_path)
+        led.append_many(S, [Message("user", f"{i:05d} " + "word " * (600 + (i * 37) % 1200), {}) for i in range(1100)])
+        data = _log(tmp_path).read_bytes()
+        starts = [0] + [i + 1 for i, b in enumerate(data) if b == 10][:-1]
+        assert max(b - a for a, b in zip(starts, starts[1:], strict=False)) > 8192
+        fd = os.open(_log(tmp_path), os.O_RDONLY)
+        try:
+            spans = [tailrecord.find_line(fd, seq, len(data), starts[-1], 1100) for seq in range(1100)]
+        finally:
+            os.close(fd)
+        assert spans == [(s, e) for s, e in zip(starts, starts[1:] + [len(data)], strict=True)]
+
     def test_many_reads_scan_once_and_a_range_matches_the_walk(self, tmp_path: Path) -> None:
         led = _filled(tmp_path, 3000)
         want = [e.to_dict() for e in led.read_events(S, range(100, 3000))]
