@@ -1,6 +1,6 @@
 """Search latency and index cost through the project's API, beside raw FTS5 on the same data.
 
-    python bench/search.py [--quick] [--queries N] [--recall-questions N] [--out DIR]
+    python bench/search.py [--quick] [--sizes 10000,100000,1000000] [--queries N] [--recall-questions N] [--out DIR]
 
 Data: LoCoMo turns recombined (1-3 random sentences of random turns, a random
 LoCoMo speaker), written through the ledger, indexed with Index.catch_up().
@@ -178,12 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     p.add_argument("--data", type=Path, default=LOCOMO)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--sizes", help="comma-separated single-session sizes to run (default: all; '' for none, e.g. the 100-session case alone)")
     args = p.parse_args(argv)
     data = load(args.data)
     all_q = [q for i, c in enumerate(data) for q in questions(c, i)]
     rng = random.Random(args.seed)
     timing_q = [q.question for q in rng.sample(all_q, min(args.queries, len(all_q)))]
-    sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
+    sizes: tuple[int, ...] = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
+    if args.sizes is not None:
+        sizes = tuple(int(x) for x in args.sizes.split(",") if x.strip())
     n_sessions = 10 if args.quick else 100
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| case | events | ledger s | index s | raw s | JSONL MB | index MB | index/JSONL | raw MB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(cost_rows))
-    if not args.quick:
+    if 1_000_000 in sizes:
         ds = Dataset(args.out, f"single-1000000-s{args.seed}")
         print(recall_in_1m(ds, data, args.recall_questions, args.seed))
     return 0

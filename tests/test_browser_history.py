@@ -94,7 +94,7 @@ def open_session_box(page: Page) -> None:
 
 # What a page open across the operator's stop and restart may log (Gradio's client noticing the server went away,
 # then the reload aborting its old stream), depending on timing: the stop's, not the app's.
-RESTART_NOISE = ("Server stopped unexpectedly", "AbortError: signal is aborted without reason")
+RESTART_NOISE = ("Server stopped unexpectedly", "Connection errored out", "AbortError: signal is aborted without reason")
 
 
 def reload(v: Visitor) -> None:
