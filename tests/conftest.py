@@ -40,3 +40,28 @@ def browser() -> Iterator[Any]:
 
     with launched_browser() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One throwaway PostgreSQL cluster for the whole run (tests/pg_support.py); skips (fails under CI=true) without one."""
+    from tests import pg_support
+
+    try:
+        cm = pg_support.started_server()
+        server = cm.__enter__()
+    except pg_support.NoServer as exc:
+        pg_support.skip_or_fail(str(exc))
+        return
+    try:
+        yield server
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """The URL of a new, empty database on the run's server."""
+    from tests import pg_support
+
+    return pg_support.fresh_database(pg_server)
