@@ -14,6 +14,7 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from receipts.api import verify_bytes
+from webui import ids
 from webui import render_controls as rc
 from webui.handlers import UI
 from webui.service import Service
@@ -153,12 +154,16 @@ class TestLabels:
         key = session(ui)
         assert all(isinstance(x, type(gr.skip())) for x in ui.search_again("", 8, key, False))
 
-    def test_the_sentence_beside_the_buttons_says_revoke_is_not_erasure(self) -> None:
+    def test_the_sentence_beside_the_buttons_says_revoke_is_not_erasure(self, ui: UI) -> None:
         assert rc.NOT_ERASURE == (
             "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."
         )
-        layout_source = (Path(__file__).resolve().parents[1] / "webui" / "layout.py").read_text(encoding="utf-8")
-        assert layout_source.count("gr.Markdown(rc.NOTE") == 3  # the chat's turn tools, Manual search, Ledger
+        import app
+
+        demo = app.build(ui.service)
+        notes = sorted(b.elem_id for b in demo.blocks.values() if isinstance(b, gr.Markdown) and b.value == rc.NOTE)
+        # the chat's turn tools, Manual search, Ledger: beside each set of Forget / Revoke / Restore buttons
+        assert notes == [f"{ids.NOT_ERASURE_NOTE}-{w}" for w in ("ledger", "search", "turn")]
 
 
 class TestReason:

@@ -7,6 +7,7 @@ handlers (webui/handlers.py, webui/service.py). app.py only starts things.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import gradio as gr
@@ -189,23 +190,16 @@ def _components(service: Service) -> Page:
                     elem_id=ids.WITHHOLD_PICK,
                 )
                 withheld_dl = gr.DownloadButton(rf.WITHHELD_LABEL, interactive=False, elem_id=ids.WITHHELD_DOWNLOAD)
-                with gr.Row():
-                    turn_pick = gr.Dropdown(
+                turn = _memory_controls(
+                    "turn",
+                    lambda: gr.Dropdown(
                         label="A memory of this turn (to forget, revoke or restore)", choices=[], elem_id=ids.FORGET_TURN_PICK, scale=4
-                    )
-                    turn_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_TURN_BUTTON, scale=1)
-                    turn_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_TURN_BUTTON, scale=1)
-                    turn_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_TURN_BUTTON, scale=1)
-                gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-turn")
-                turn_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-turn")
-                turn_control_md = gr.Markdown(elem_id=ids.CONTROL_TURN_STATUS, latex_delimiters=[])
-                with gr.Row():
-                    turn_correct_text = gr.Textbox(
-                        label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-turn", scale=4
-                    )
-                    turn_correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-turn", scale=1)
-                    turn_history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-turn", scale=1)
-                turn_history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-turn", latex_delimiters=[])
+                    ),
+                    ids.FORGET_TURN_BUTTON,
+                    ids.REVOKE_TURN_BUTTON,
+                    ids.RESTORE_TURN_BUTTON,
+                    ids.CONTROL_TURN_STATUS,
+                )
 
         with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
             with gr.Row():
@@ -242,25 +236,18 @@ def _components(service: Service) -> Page:
                 elem_id=ids.SEARCH_RESULTS,
             )
             search_explain = gr.Markdown(elem_id=ids.SEARCH_EXPLANATION, latex_delimiters=[])
-            with gr.Row():
-                search_seq = gr.Textbox(
+            search = _memory_controls(
+                "search",
+                lambda: gr.Textbox(
                     label="seq to forget, revoke or restore (select a result, or type it)",
                     elem_id=ids.FORGET_SEARCH_SEQ,
                     scale=4,
-                )
-                search_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_SEARCH_BUTTON, scale=1)
-                search_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_SEARCH_BUTTON, scale=1)
-                search_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_SEARCH_BUTTON, scale=1)
-            gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-search")
-            search_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-search")
-            search_control_md = gr.Markdown(elem_id=ids.CONTROL_SEARCH_STATUS, latex_delimiters=[])
-            with gr.Row():
-                search_correct_text = gr.Textbox(
-                    label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-search", scale=4
-                )
-                search_correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-search", scale=1)
-                search_history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-search", scale=1)
-            search_history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-search", latex_delimiters=[])
+                ),
+                ids.FORGET_SEARCH_BUTTON,
+                ids.REVOKE_SEARCH_BUTTON,
+                ids.RESTORE_SEARCH_BUTTON,
+                ids.CONTROL_SEARCH_STATUS,
+            )
 
         with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
             upload = gr.File(
@@ -298,25 +285,18 @@ def _components(service: Service) -> Page:
                 column_widths=r.LEDGER_WIDTHS,
                 elem_id=ids.LEDGER_EVENTS,
             )
-            with gr.Row():
-                ledger_seq = gr.Textbox(
+            ledger = _memory_controls(
+                "ledger",
+                lambda: gr.Textbox(
                     label="seq to forget, revoke or restore (select a row, or type it)",
                     elem_id=ids.FORGET_LEDGER_SEQ,
                     scale=4,
-                )
-                ledger_forget = gr.Button("🗑 Forget…", elem_id=ids.FORGET_LEDGER_BUTTON, scale=1)
-                ledger_revoke = gr.Button(rc.REVOKE_LABEL, elem_id=ids.REVOKE_LEDGER_BUTTON, scale=1)
-                ledger_restore = gr.Button(rc.RESTORE_LABEL, elem_id=ids.RESTORE_LEDGER_BUTTON, scale=1)
-            gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-ledger")
-            ledger_reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-ledger")
-            ledger_control_md = gr.Markdown(elem_id=ids.CONTROL_LEDGER_STATUS, latex_delimiters=[])
-            with gr.Row():
-                ledger_correct_text = gr.Textbox(
-                    label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-ledger", scale=4
-                )
-                ledger_correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-ledger", scale=1)
-                ledger_history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-ledger", scale=1)
-            ledger_history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-ledger", latex_delimiters=[])
+                ),
+                ids.FORGET_LEDGER_BUTTON,
+                ids.REVOKE_LEDGER_BUTTON,
+                ids.RESTORE_LEDGER_BUTTON,
+                ids.CONTROL_LEDGER_STATUS,
+            )
             checkpoint = gr.Code(
                 language="json", label="Latest signed checkpoint", interactive=False, elem_id=ids.LEDGER_CHECKPOINT
             )
@@ -375,4 +355,36 @@ def _components(service: Service) -> Page:
                 elem_id=ids.IMPORTED_RESULTS,
             )
 
-    return Page(**{name: value for name, value in locals().items() if name != "service"})
+    controls = {f"{where}_{name}": c for where, row in (("turn", turn), ("search", search), ("ledger", ledger)) for name, c in row.items()}
+    controls["turn_pick"] = controls.pop("turn_seq")
+    names = {name: value for name, value in locals().items() if name not in ("service", "turn", "search", "ledger", "controls")}
+    return Page(**names, **controls)
+
+
+def _memory_controls(
+    where: str, pick: Callable[[], gr.components.Component], forget: str, revoke: str, restore: str, status: str
+) -> dict[str, gr.components.Component]:
+    """The rows under a picked memory, the same in the turn tools, Manual search and Ledger (`where`):
+    the memory picked (`pick` makes it), Forget…, Revoke / Restore with a reason, Correct this and History.
+    The components by name (seq, forget, revoke, restore, reason, control_md, correct_text, correct, history,
+    history_md); Page names them `<where>_<name>`."""
+    with gr.Row():
+        seq = pick()
+        forget_btn = gr.Button("🗑 Forget…", elem_id=forget, scale=1)
+        revoke_btn = gr.Button(rc.REVOKE_LABEL, elem_id=revoke, scale=1)
+        restore_btn = gr.Button(rc.RESTORE_LABEL, elem_id=restore, scale=1)
+    gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-{where}")
+    reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-{where}")
+    control_md = gr.Markdown(elem_id=status, latex_delimiters=[])
+    with gr.Row():
+        correct_text = gr.Textbox(
+            label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-{where}", scale=4
+        )
+        correct = gr.Button(rs.CORRECT_LABEL, elem_id=f"{ids.CORRECT_BUTTON}-{where}", scale=1)
+        history = gr.Button(rs.HISTORY_LABEL, elem_id=f"{ids.HISTORY_BUTTON}-{where}", scale=1)
+    history_md = gr.Markdown(elem_id=f"{ids.MEMORY_HISTORY}-{where}", latex_delimiters=[])
+    return {
+        "seq": seq, "forget": forget_btn, "revoke": revoke_btn, "restore": restore_btn, "reason": reason,
+        "control_md": control_md, "correct_text": correct_text, "correct": correct, "history": history,
+        "history_md": history_md,
+    }  # fmt: skip
