@@ -16,6 +16,7 @@ import orjson
 from ledger import EventError, validate_session_id
 
 from . import sql
+from .config import IndexConfig
 from .connection import batched
 from .dates import DateSpan, best_match, query_dates
 from .explain import TermMatch, explain_hit, idf, marked_words
@@ -66,6 +67,44 @@ def candidate(row: Sequence[Any], spans: list[DateSpan], terms: Sequence[str], *
         date_match=None if when is None else when.describe(),
         speaker_named=named,
     )
+
+
+def ranked_hits(
+    session: str, q: Query, rows: Sequence[Sequence[Any]], *, n_events: int, k: int, config: IndexConfig
+) -> tuple[list[tuple[Candidate, float]], list[Hit], bool]:
+    """The top k of `rows` (sql.search_sql's columns) as Hits, with what explain needs (pure; both backends).
+
+    Returns (ranked candidates with their scores, hits, whether the CONTEXT tier ranked below OWN).
+    """
+    spans = query_dates(q.text) if config.date_rule else []
+    cands = [candidate(r, spans, q.terms, speaker_rule=config.speaker_rule) for r in rows]
+    tiers = tuple(t for t in config.tiers if t != CONTEXT or n_events < config.context_tier_max_events)
+    if not cands:
+        return [], [], CONTEXT in tiers
+    ranked = rank(cands, k, config.collapse_weight, tiers=tiers)
+    shares = relative([score for _, score in ranked])
+    hits = [
+        Hit(
+            session=session,
+            event_id=c.event_id,
+            seq=c.seq,
+            role=c.role,
+            text=c.text,
+            meta=c.meta,
+            digest=c.digest,
+            chain=c.chain,
+            ts=c.ts,
+            bm25=c.bm25,
+            collapse=c.collapse,
+            score=score,
+            rank=i,
+            context_only=c.context_only,
+            echo=c.echo,
+            relative=share,
+        )
+        for i, ((c, score), share) in enumerate(zip(ranked, shares, strict=True), start=1)
+    ]
+    return ranked, hits, CONTEXT in tiers
 
 
 class Searching(Indexing):
@@ -154,36 +193,11 @@ class Searching(Indexing):
                 break
         match = params["match"]
         unused = [t for t in q.terms if t not in set(used)]
-        spans = query_dates(q.text) if cfg.date_rule else []
-        cands = [candidate(r, spans, q.terms, speaker_rule=cfg.speaker_rule) for r in rows]
-        if not cands:
+        ranked, hits, context_tier = ranked_hits(session, q, rows, n_events=last_seq + 1, k=k, config=cfg)
+        if not hits:
             return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
-        tiers = tuple(t for t in cfg.tiers if t != CONTEXT or last_seq + 1 < cfg.context_tier_max_events)
-        ranked = rank(cands, k, cfg.collapse_weight, tiers=tiers)
-        shares = relative([score for _, score in ranked])
-        hits = [
-            Hit(
-                session=session,
-                event_id=c.event_id,
-                seq=c.seq,
-                role=c.role,
-                text=c.text,
-                meta=c.meta,
-                digest=c.digest,
-                chain=c.chain,
-                ts=c.ts,
-                bm25=c.bm25,
-                collapse=c.collapse,
-                score=score,
-                rank=i,
-                context_only=c.context_only,
-                echo=c.echo,
-                relative=share,
-            )
-            for i, ((c, score), share) in enumerate(zip(ranked, shares, strict=True), start=1)
-        ]
         if explain:
-            hits = self._explained(num, used, match, ranked, hits, context_tier=CONTEXT in tiers)
+            hits = self._explained(num, used, match, ranked, hits, context_tier=context_tier)
         return SearchResponse(session, q.text, k, hits, None, match, unused)
 
     def _term_df(self, num: int, terms: Sequence[str]) -> dict[str, int]:
