@@ -45,6 +45,33 @@ def _random_ids(n: int) -> tuple[list[bytes], list[str]]:
     return salts, ids
 
 
+def appended_events(session: str, messages: Sequence[Message], written: Appended, ids: bytes, now: str) -> list[Event]:
+    """The Events an append_many wrote: its messages, ids and `now` as encoded in the one block `written` holds (pure)."""
+    (block,) = written.blocks
+    events = []
+    prev = written.head0
+    for i, m in enumerate(messages):
+        at = i * ID_BYTES
+        chain_hash = block.head(i)
+        events.append(
+            Event(
+                session=session,
+                seq=block.seq + i,
+                id="evt_" + ids[at + SALT_BYTES : at + ID_BYTES].hex(),
+                role=m.role,
+                ts=m.ts or now,
+                meta=m.meta,
+                text=m.text,
+                salt=ids[at : at + SALT_BYTES].hex(),
+                digest=block.digests[32 * i : 32 * i + 32].hex(),
+                prev=prev.hex(),
+                chain=chain_hash.hex(),
+            )
+        )
+        prev = chain_hash
+    return events
+
+
 class Appending(Recovery):
     """Appends (Ledger's base)."""
 
@@ -80,29 +107,7 @@ class Appending(Recovery):
             return [encode_messages(session, seq, messages, now, ids)]
 
         written = self.append_blocks(session, encode, 0, GENESIS)
-        (block,) = written.blocks
-        events = []
-        prev = written.head0
-        for i, m in enumerate(messages):
-            at = i * ID_BYTES
-            chain_hash = block.head(i)
-            events.append(
-                Event(
-                    session=session,
-                    seq=block.seq + i,
-                    id="evt_" + ids[at + SALT_BYTES : at + ID_BYTES].hex(),
-                    role=m.role,
-                    ts=m.ts or now,
-                    meta=m.meta,
-                    text=m.text,
-                    salt=ids[at : at + SALT_BYTES].hex(),
-                    digest=block.digests[32 * i : 32 * i + 32].hex(),
-                    prev=prev.hex(),
-                    chain=chain_hash.hex(),
-                )
-            )
-            prev = chain_hash
-        return events
+        return appended_events(session, messages, written, ids, now)
 
     def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended:
         """Append blocks of encoded events (ledger/bulk.py) with one fsync; the blocks as written.

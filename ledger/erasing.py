@@ -15,7 +15,7 @@ from typing import NamedTuple
 import orjson
 
 from .appending import _random_ids
-from .erasures import record_entries
+from .erasures import ErasureState, record_entries
 from .event import (
     Event,
     EventError,
@@ -71,6 +71,67 @@ def _erase_seqs(session: str, seqs: Iterable[int]) -> list[int]:
     return wanted
 
 
+def plan_erasure(
+    session: str, old: Sequence[Event], head: bytes, next_seq: int, reason: str | None, erasures: ErasureState
+) -> tuple[list[Event], list[Event], list[tuple[bytes, bytes]]]:
+    """The erased forms of `old` and the erasure records after the chain head (pure but for fresh ids); EraseError if refused.
+
+    Returns (erased events, records, [(record line, chain head after it)]): what a backend writes in
+    one transaction. `erasures` (the session's erasure state, a copy: it is changed) checks each
+    record as a walk would.
+    """
+    for ev in old:
+        if ev.erased:
+            raise EraseError(f"session {session}: seq {ev.seq} is already erased")
+        if is_erasure_record(ev):
+            raise EraseError(f"session {session}: seq {ev.seq} is an erasure record, which cannot be erased")
+    gone = [erased_form(ev) for ev in old]
+    groups = [gone[i : i + MAX_RECORD_ENTRIES] for i in range(0, len(gone), MAX_RECORD_ENTRIES)]
+    salts, ids = _random_ids(len(groups))
+    for e in gone:
+        erasures.saw_erased(e.seq, e.to_dict())
+    records: list[Event] = []
+    appended: list[tuple[bytes, bytes]] = []
+    prev, at, when = head, next_seq, now_ts()
+    for i, group in enumerate(groups):
+        try:
+            record = make_event(
+                session=session,
+                seq=at + i,
+                prev=prev,
+                role="system",
+                text=erasure_record_text(len(group)),
+                meta=erasure_record_meta(group, reason),
+                ts=when,
+                event_id=ids[i],
+                salt=salts[i],
+            )
+        except EventError as exc:
+            raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); nothing was changed") from None
+        entries = record_entries(record.seq, record.to_dict())
+        problem = entries if isinstance(entries, str) else erasures.saw_record(record.seq, entries)
+        if problem is not None:  # cannot happen: the record is built from these very lines
+            raise RuntimeError(f"session {session}: the erasure record does not verify ({problem}); nothing was changed")
+        prev = bytes.fromhex(record.chain)
+        records.append(record)
+        appended.append((record.to_line(), prev))
+    return gone, records, appended
+
+
+def check_erase_args(session: str, seqs: Iterable[int], reason: str | None) -> list[int]:
+    """The seqs to erase (sorted, unique) once the session id, seqs and reason are acceptable; EraseError otherwise."""
+    try:
+        validate_session_id(session)
+    except EventError as exc:
+        raise EraseError(str(exc)) from None
+    wanted = _erase_seqs(session, seqs)
+    if reason is not None and not isinstance(reason, str):
+        raise EraseError(f"session {session}: reason must be a string or None")
+    if reason is not None and len(reason) > MAX_REASON:
+        raise EraseError(f"session {session}: reason is {len(reason)} characters, over the limit of {MAX_REASON}")
+    return wanted
+
+
 class Erasing(Recovery):
     """Erasure (Ledger's base)."""
 
@@ -84,15 +145,7 @@ class Erasing(Recovery):
         reason) grows the chain, all in that one rename. Writers in other processes see the replaced file under the
         lock and walk its changed chunks again (Ledger._tail_state).
         """
-        try:
-            validate_session_id(session)
-        except EventError as exc:
-            raise EraseError(str(exc)) from None
-        wanted = _erase_seqs(session, seqs)
-        if reason is not None and not isinstance(reason, str):
-            raise EraseError(f"session {session}: reason must be a string or None")
-        if reason is not None and len(reason) > MAX_REASON:
-            raise EraseError(f"session {session}: reason is {len(reason)} characters, over the limit of {MAX_REASON}")
+        wanted = check_erase_args(session, seqs, reason)
         if not self.exists(session):
             raise EraseError(f"session {session}: no such session")
         with self._locked(session, create=False) as sdir:
@@ -102,42 +155,9 @@ class Erasing(Recovery):
                 if not seq < tail.next_seq:
                     raise EraseError(f"session {session}: no event at seq {seq} (it holds {tail.next_seq})")
             old = self._read_lines(path, tail, wanted)
-            for ev in old:
-                if ev.erased:
-                    raise EraseError(f"session {session}: seq {ev.seq} is already erased")
-                if is_erasure_record(ev):
-                    raise EraseError(f"session {session}: seq {ev.seq} is an erasure record, which cannot be erased")
-            gone = [erased_form(ev) for ev in old]
-            groups = [gone[i : i + MAX_RECORD_ENTRIES] for i in range(0, len(gone), MAX_RECORD_ENTRIES)]
-            salts, ids = _random_ids(len(groups))
             erasures = tail.erasures.copy()  # what the tail will know once the new file is in place
-            for e in gone:
-                erasures.saw_erased(e.seq, e.to_dict())
-            records: list[Event] = []
-            appended: list[tuple[bytes, bytes]] = []
-            prev, at, when = tail.head, tail.next_seq, now_ts()
-            for i, group in enumerate(groups):
-                try:
-                    record = make_event(
-                        session=session,
-                        seq=at + i,
-                        prev=prev,
-                        role="system",
-                        text=erasure_record_text(len(group)),
-                        meta=erasure_record_meta(group, reason),
-                        ts=when,
-                        event_id=ids[i],
-                        salt=salts[i],
-                    )
-                except EventError as exc:
-                    raise EraseError(f"session {session}: the erasure record cannot be written ({exc}); nothing was changed") from None
-                entries = record_entries(record.seq, record.to_dict())
-                problem = entries if isinstance(entries, str) else erasures.saw_record(record.seq, entries)
-                if problem is not None:  # cannot happen: the record is built from these very lines
-                    raise RuntimeError(f"session {session}: the erasure record does not verify ({problem}); nothing was changed")
-                prev = bytes.fromhex(record.chain)
-                records.append(record)
-                appended.append((record.to_line(), prev))
+            gone, records, appended = plan_erasure(session, old, tail.head, tail.next_seq, reason, erasures)
+            at, prev = tail.next_seq, appended[-1][1]
             done = rewrite(
                 path,
                 tail.size,

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain as concat
 from itertools import islice
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import orjson
 
@@ -32,6 +32,7 @@ from .event import GENESIS, SALT_BYTES, Event, event_from_dict, now_ts, validate
 from .messages import ImportError_, Message, latest_ts
 
 if TYPE_CHECKING:
+    from .appending import Appended
     from .store import Ledger
 
 PARALLEL_MIN_LINES = 100_000  # below this, starting worker processes (~0.2 s of CPU each) costs more than it saves
@@ -76,7 +77,7 @@ def workers_for(lines: int, load: float | None = None) -> int:
 
 
 def stage(
-    ledger: Ledger,
+    ledger: Ledger | None,
     session: str,
     lines: Iterable[bytes],
     progress: Any = None,
@@ -84,13 +85,19 @@ def stage(
     allow_system: bool = False,
     content: bool = False,
     workers: int | None = None,
+    tail: tuple[int, bytes] | None = None,
 ) -> Staged:
     """Parse, validate and encode every line; ImportError_ naming the first bad one. Nothing is written.
 
-    `workers`: None decides by the file's size (workers_for), 0 encodes here.
+    `workers`: None decides by the file's size (workers_for), 0 encodes here. `tail`: the session's
+    (next seq, head) as the caller guesses it (a backend without tail records); `commit` checks it.
     """
     validate_session_id(session)
-    seq, head = _guess_tail(ledger, session)
+    if tail is None:
+        if ledger is None:
+            raise TypeError("stage: give a file Ledger or the session's tail")
+        tail = _guess_tail(ledger, session)
+    seq, head = tail
     now, latest = now_ts(), latest_ts()
     todo = iter(lines)
     first = list(islice(todo, PARALLEL_MIN_LINES))
@@ -143,7 +150,15 @@ def _guess_tail(ledger: Ledger, session: str) -> tuple[int, bytes]:
     return (rec.next_seq, rec.head) if rec is not None else (0, GENESIS)
 
 
-def commit(ledger: Ledger, staged: Staged) -> Imported:
+class BlockWriter(Protocol):
+    """What `commit` and Imported need of a ledger (the file Ledger, storage.pg.ledger.PgLedger)."""
+
+    def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended: ...
+
+    def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]: ...
+
+
+def commit(ledger: BlockWriter, staged: Staged) -> Imported:
     """Append a staged import in one batch (one fsync); the events it appended."""
     blocks = staged.blocks
 
@@ -180,7 +195,7 @@ def _renumber(session: str, block: Block, seq: int) -> Block:
 class Imported(Sequence[Event]):
     """The events an import appended: the first and last at hand, any other read from the ledger."""
 
-    def __init__(self, ledger: Ledger, session: str, first: Event, last: Event) -> None:
+    def __init__(self, ledger: BlockWriter, session: str, first: Event, last: Event) -> None:
         self._ledger, self._session = ledger, session
         self.first, self.last = first, last
 

@@ -8,6 +8,12 @@ JSONL line, so receipts, bundles and the verifier cannot tell the two apart.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ledger import Ledger
+    from storage.pg.ledger import PgLedger
 
 ENV_VAR = "DATABASE_URL"
 SCHEMES = ("postgresql://", "postgres://")
@@ -41,3 +47,23 @@ def redact(url: str) -> str:
     creds, at, host = rest.rpartition("@")
     user, colon, _ = creds.partition(":")
     return f"{scheme}://{user}{':***' if colon else ''}{at}{host}"
+
+
+_url_from_env = database_url  # open_ledger's parameter has the same name
+
+
+def open_ledger(data_dir: str | os.PathLike[str], database_url: str | None = None) -> Ledger | PgLedger:
+    """The ledger to use: PgLedger when `database_url` (or $DATABASE_URL) names PostgreSQL, else Ledger(data_dir).
+
+    BackendError when the URL is not a PostgreSQL one or the server cannot be reached.
+    """
+    url = database_url if database_url is not None else _url_from_env()
+    if url:
+        if not is_database_url(url):
+            raise BackendError(f"{ENV_VAR}: must start with postgresql:// (got {redact(url)!r})")
+        from storage.pg.ledger import PgLedger
+
+        return PgLedger(url, Path(data_dir))
+    from ledger import Ledger
+
+    return Ledger(data_dir)

@@ -49,5 +49,290 @@ LEDGER_SCHEMA = [
     )
     """,
 ]
+LEDGER_NEW_SESSION = "INSERT INTO sessions (session, size, head) VALUES (%s, 0, %s) ON CONFLICT (session) DO NOTHING"
+# the writer's lock: held until the transaction ends, so one writer at a time appends to a session
+LEDGER_LOCK_SESSION = "SELECT size, head FROM sessions WHERE session = %s FOR UPDATE"
+LEDGER_TAIL = "SELECT size, head FROM sessions WHERE session = %s"
+LEDGER_ADVANCE = "UPDATE sessions SET size = %s, head = %s WHERE session = %s"
+LEDGER_COPY_EVENTS = "COPY events (session, seq, line, role, digest, chain) FROM STDIN (FORMAT BINARY)"
+LEDGER_COPY_TYPES = ("text", "int8", "bytea", "text", "text", "text")
+LEDGER_SESSIONS = 'SELECT session FROM sessions ORDER BY session COLLATE "C"'
+LEDGER_LINES_FROM = "SELECT seq, line FROM events WHERE session = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
+LEDGER_LINES_AT = "SELECT seq, line FROM events WHERE session = %s AND seq = ANY(%s)"
+LEDGER_BYTES = "SELECT coalesce(sum(octet_length(line) + 1), 0) FROM events WHERE session = %s"
+LEDGER_ALL_LINES = "SELECT line FROM events WHERE session = %s ORDER BY seq"
+LEDGER_REWRITE_LINE = "UPDATE events SET line = %s WHERE session = %s AND seq = %s"
+LEDGER_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+# VACUUM cannot run in a transaction block: on an autocommit connection, after an erasure's commit
+LEDGER_VACUUM = "VACUUM events"
 
-SCHEMA: list[str] = [META_TABLE, *LEDGER_SCHEMA]
+# -- the search index (storage/pg/index.py) -------------------------------------------------------------
+# Derived data, rebuilt from the ledger at will. One row per indexed event (erased events, erasure and
+# control records get none, as in the SQLite index). `lex` holds the event's distinct terms (its text's
+# and its context's), each prefixed with the session's number ("17_dog"), so the GIN index keeps one
+# posting list per session and term: a search reads its own session's postings only. `tf` holds each
+# term's count in the text and in the context, for FTS5's bm25 (storage/pg/terms.py).
+SEARCH_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS search_sessions (
+        num        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session    text NOT NULL UNIQUE,
+        last_seq   bigint NOT NULL DEFAULT -1,   -- last indexed seq (-1: none)
+        last_chain text NOT NULL,                -- its chain hash (GENESIS hex when none)
+        n_rows     bigint NOT NULL DEFAULT 0,    -- rows of the session: bm25's N
+        n_tokens   bigint NOT NULL DEFAULT 0,    -- their tokens, text and context: bm25's avgdl = n_tokens / n_rows
+        forgets    bigint NOT NULL DEFAULT 0     -- how many forgets changed its rows
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS search_events (
+        num       bigint NOT NULL REFERENCES search_sessions (num) ON DELETE CASCADE,
+        seq       bigint NOT NULL,
+        event_id  text NOT NULL,
+        role      text NOT NULL,
+        ts        text NOT NULL,
+        text      bytea NOT NULL,     -- UTF-8; bytea because an event's text may hold NUL, which text refuses
+        meta      bytea NOT NULL,     -- JSON (bytea for the same reason)
+        digest    text NOT NULL,
+        chain     text NOT NULL,
+        novelty   double precision NOT NULL,
+        collapse  double precision NOT NULL,
+        n_text    integer NOT NULL,   -- tokens in the text
+        n_context integer NOT NULL,   -- tokens in the context (the neighbouring turns)
+        tf        jsonb NOT NULL,     -- term -> [count in the text, count in the context]
+        lex       tsvector NOT NULL,
+        PRIMARY KEY (num, seq)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS search_events_lex ON search_events USING gin (lex)",
+    """
+    CREATE TABLE IF NOT EXISTS search_terms (
+        num  bigint NOT NULL REFERENCES search_sessions (num) ON DELETE CASCADE,
+        term text NOT NULL,             -- retrieval.text.content_terms() form, as in the SQLite index
+        df   integer NOT NULL,          -- events of the session holding it
+        PRIMARY KEY (num, term)
+    )
+    """,
+]
+SEARCH_SESSIONS = "SELECT session, num FROM search_sessions"
+SEARCH_SESSION = "SELECT num, last_seq, last_chain FROM search_sessions WHERE session = %s"
+SEARCH_NEW_SESSION = (
+    "INSERT INTO search_sessions (session, last_chain) VALUES (%s, %s) ON CONFLICT (session) DO NOTHING"
+)
+SEARCH_LOCK_SESSION = "SELECT last_seq, last_chain, forgets FROM search_sessions WHERE num = %s FOR UPDATE"
+SEARCH_FORGETS = "SELECT forgets FROM search_sessions WHERE num = %s"
+SEARCH_ADVANCE = (
+    "UPDATE search_sessions SET last_seq = %s, last_chain = %s, n_rows = n_rows + %s, n_tokens = n_tokens + %s"
+    " WHERE num = %s"
+)
+SEARCH_COPY_EVENTS = (
+    "COPY search_events (num, seq, event_id, role, ts, text, meta, digest, chain, novelty, collapse,"
+    " n_text, n_context, tf, lex) FROM STDIN"
+)
+SEARCH_ROW_TF = "SELECT seq, tf, n_context FROM search_events WHERE num = %s AND seq = ANY(%s)"
+SEARCH_SET_CONTEXT = (
+    "UPDATE search_events SET n_context = %s, tf = %s, lex = %s::tsvector WHERE num = %s AND seq = %s"
+)
+SEARCH_UPSERT_TERMS = (  # params (num, terms text[], dfs int[])
+    "INSERT INTO search_terms (num, term, df) SELECT %s, t, n FROM unnest(%s::text[], %s::int[]) AS u (t, n)"
+    " ON CONFLICT (num, term) DO UPDATE SET df = search_terms.df + EXCLUDED.df"
+)
+SEARCH_TERMS_DF = "SELECT term, df FROM search_terms WHERE num = %s AND term = ANY(%s)"
+SEARCH_ROWS_BEFORE = (
+    "SELECT seq, text FROM search_events WHERE num = %s AND seq < %s ORDER BY seq DESC LIMIT %s"
+)
+SEARCH_ROWS_AFTER = "SELECT seq, text FROM search_events WHERE num = %s AND seq > %s ORDER BY seq LIMIT %s"
+SEARCH_STATS = "SELECT n_rows, n_tokens FROM search_sessions WHERE num = %s"
+SEARCH_HITS = (
+    "SELECT seq, event_id, role, ts, text, meta, digest, chain, collapse, novelty"
+    " FROM search_events WHERE num = %s AND seq = ANY(%s)"
+)
+SEARCH_FORGET_ROWS = (
+    "DELETE FROM search_events WHERE num = %s AND seq = ANY(%s) RETURNING seq, text, n_text, n_context"
+)
+SEARCH_TERMS_LESS = (  # params (terms text[], dfs int[], num)
+    "UPDATE search_terms AS s SET df = s.df - u.n FROM unnest(%s::text[], %s::int[]) AS u (t, n)"
+    " WHERE s.num = %s AND s.term = u.t"
+)
+SEARCH_TERMS_GONE = "DELETE FROM search_terms WHERE num = %s AND df <= 0"
+SEARCH_FORGOT = (
+    "UPDATE search_sessions SET n_rows = n_rows - %s, n_tokens = n_tokens - %s, forgets = forgets + 1 WHERE num = %s"
+)
+SEARCH_TOKENS_DELTA = "UPDATE search_sessions SET n_tokens = n_tokens + %s WHERE num = %s"
+SEARCH_ROW_NOVELTY = "SELECT text, novelty, role, meta FROM search_events WHERE num = %s AND seq = %s"
+SEARCH_SET_NOVELTY = "UPDATE search_events SET novelty = %s, collapse = %s WHERE num = %s AND seq = %s"
+SEARCH_DROP_ROWS = "DELETE FROM search_events WHERE num = %s"
+SEARCH_DROP_TERMS = "DELETE FROM search_terms WHERE num = %s"
+SEARCH_RESET = (
+    "UPDATE search_sessions SET last_seq = -1, last_chain = %s, n_rows = 0, n_tokens = 0, forgets = forgets + 1"
+    " WHERE num = %s"
+)
+SEARCH_DROP_SESSION = "DELETE FROM search_sessions WHERE num = %s"
+SEARCH_TRUNCATE = "TRUNCATE search_events, search_terms, search_sessions"
+# VACUUM cannot run in a transaction block: on an autocommit connection, after rows were deleted
+SEARCH_VACUUM = ("VACUUM search_events", "VACUUM search_terms", "VACUUM search_sessions")
+
+
+def search_scan_sql(n_terms: int) -> str:
+    """Every row of one session matching a tsquery, with its token count and the counts of n terms.
+
+    Params: (term1, ..., termN, tsquery text, num). Columns: seq, n_text + n_context, then for each
+    term its jsonb [count in text, count in context] or NULL.
+    """
+    if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
+        raise ValueError(f"n_terms {n_terms!r}: must be a positive integer")
+    counts = ", ".join(["tf -> %s"] * n_terms)
+    return (
+        f"SELECT seq, n_text + n_context, {counts} FROM search_events"
+        " WHERE lex @@ %s::tsquery AND num = %s"
+    )
+
+
+# -- receipts, the producer's Merkle tree, checkpoints (storage/pg/receipts.py, storage/pg/merkle.py) ---------
+# `receipts.envelope` is the exact bytes of the receipt file the file backend writes (receipts.body.dump_file),
+# so a visitor's download and `receipts verify` cannot tell the backends apart; the other columns are derived
+# from its body (the file backend's index.sqlite `receipts` row). `n` keeps the write order (files: mtime).
+# `receipt_pending_cites` is the `.cites` record a turn writes before its answer is appended.
+# `merkle_nodes` holds complete subtrees only (node (level, idx) covers leaves [idx * 2^level, (idx+1) * 2^level)),
+# written once and never changed; `merkle_trees.size` is the leaf count, and its row is what an appender locks
+# (FOR UPDATE) so two appenders anywhere are serialised even without the turn lock.
+# `checkpoints.data` is the exact bytes of checkpoint.json (JCS + newline); the upsert only ever raises tree_size.
+RECEIPTS_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS receipts (
+        receipt_id    text PRIMARY KEY,
+        session       text NOT NULL,
+        n             bigint GENERATED ALWAYS AS IDENTITY,
+        envelope      bytea NOT NULL,
+        issued_at     text,
+        user_seq      bigint,
+        assistant_seq bigint,
+        tree_size     bigint,
+        root          text,
+        memories      integer,
+        provider      text,
+        model         text
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS receipts_by_session ON receipts (session, n)",
+    """
+    CREATE TABLE IF NOT EXISTS receipt_cites (
+        session    text   NOT NULL,
+        cited_seq  bigint NOT NULL,
+        answer_seq bigint NOT NULL,
+        receipt_id text   NOT NULL,
+        PRIMARY KEY (session, cited_seq, answer_seq)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS receipt_pending_cites (
+        session      text     NOT NULL,
+        receipt_id   text     NOT NULL,
+        question_seq bigint   NOT NULL,
+        memory_seqs  bigint[] NOT NULL,
+        PRIMARY KEY (session, receipt_id)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS merkle_trees (
+        session text   PRIMARY KEY,
+        size    bigint NOT NULL CHECK (size >= 0)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS merkle_nodes (
+        session text     NOT NULL,
+        level   smallint NOT NULL,
+        idx     bigint   NOT NULL,
+        hash    bytea    NOT NULL CHECK (octet_length(hash) = 32),
+        PRIMARY KEY (session, level, idx)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS checkpoints (
+        session    text   PRIMARY KEY,
+        tree_size  bigint NOT NULL CHECK (tree_size >= 1),
+        data       bytea  NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+]
+# the turn lock: a transaction-scoped advisory lock, released by commit, rollback or a lost connection; its
+# key space ('mre-turn:' || session) is not the ledger's (a row lock on sessions), so a turn's own append on
+# another connection never waits for it
+TURN_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('mre-turn:' || %s, 0))"
+RECEIPT_INSERT = """
+INSERT INTO receipts (receipt_id, session, envelope) VALUES (%s, %s, %s)
+ON CONFLICT (receipt_id) DO UPDATE SET envelope = EXCLUDED.envelope WHERE receipts.session = EXCLUDED.session
+"""
+RECEIPT_REPLACE = "UPDATE receipts SET envelope = %s WHERE session = %s AND receipt_id = %s"
+RECEIPT_SET_ROW = """
+UPDATE receipts SET issued_at = %(issued_at)s, user_seq = %(user_seq)s, assistant_seq = %(assistant_seq)s,
+    tree_size = %(tree_size)s, root = %(root)s, memories = %(memories)s, provider = %(provider)s, model = %(model)s
+WHERE session = %(session)s AND receipt_id = %(receipt_id)s
+"""
+# the size first, the bytes only when under the cap (params: cap, session, receipt_id)
+RECEIPT_READ = """
+SELECT octet_length(envelope), CASE WHEN octet_length(envelope) <= %s THEN envelope END
+FROM receipts WHERE session = %s AND receipt_id = %s
+"""
+RECEIPT_IDS = "SELECT receipt_id FROM receipts WHERE session = %s ORDER BY n"
+RECEIPT_DELETE = "DELETE FROM receipts WHERE session = %s AND receipt_id = %s"
+RECEIPT_DELETE_SOME = "DELETE FROM receipts WHERE session = %s AND receipt_id = ANY(%s)"
+RECEIPT_DELETE_SESSION = "DELETE FROM receipts WHERE session = %s"
+RECEIPT_ROWS_RESET = """
+UPDATE receipts SET issued_at = NULL, user_seq = NULL, assistant_seq = NULL, tree_size = NULL, root = NULL,
+    memories = NULL, provider = NULL, model = NULL
+WHERE session = %s
+"""
+CITES_RECORD = """
+INSERT INTO receipt_cites (session, cited_seq, answer_seq, receipt_id)
+SELECT %s, cited, %s, %s FROM unnest(%s::bigint[]) AS cited
+ON CONFLICT DO NOTHING
+"""
+CITES_ANSWERS = "SELECT cited_seq, answer_seq FROM receipt_cites WHERE session = %s AND cited_seq = ANY(%s)"
+CITES_DELETE_SESSION = "DELETE FROM receipt_cites WHERE session = %s"
+CITES_DELETE_SOME = "DELETE FROM receipt_cites WHERE session = %s AND receipt_id = ANY(%s)"
+PENDING_WRITE = """
+INSERT INTO receipt_pending_cites (session, receipt_id, question_seq, memory_seqs) VALUES (%s, %s, %s, %s)
+ON CONFLICT (session, receipt_id) DO UPDATE SET question_seq = EXCLUDED.question_seq, memory_seqs = EXCLUDED.memory_seqs
+"""
+PENDING_DROP = "DELETE FROM receipt_pending_cites WHERE session = %s AND receipt_id = %s"
+PENDING_LIST = "SELECT receipt_id, question_seq, memory_seqs FROM receipt_pending_cites WHERE session = %s ORDER BY receipt_id"
+PENDING_DELETE_SESSION = "DELETE FROM receipt_pending_cites WHERE session = %s"
+MERKLE_NEW_TREE = "INSERT INTO merkle_trees (session, size) VALUES (%s, 0) ON CONFLICT (session) DO NOTHING"
+MERKLE_LOCK_TREE = "SELECT size FROM merkle_trees WHERE session = %s FOR UPDATE"
+MERKLE_SIZE = "SELECT size FROM merkle_trees WHERE session = %s"
+MERKLE_SET_SIZE = "UPDATE merkle_trees SET size = %s WHERE session = %s"
+# the nodes at (level, idx) pairs, in one round trip (params: session, levels smallint[], idxs bigint[])
+MERKLE_NODES = """
+SELECT n.level, n.idx, n.hash FROM merkle_nodes n
+JOIN unnest(%s::smallint[], %s::bigint[]) AS w (level, idx) ON n.level = w.level AND n.idx = w.idx
+WHERE n.session = %s
+"""
+MERKLE_COPY_NODES = "COPY merkle_nodes (session, level, idx, hash) FROM STDIN (FORMAT BINARY)"
+MERKLE_COPY_TYPES = ("text", "int2", "int8", "bytea")
+# every node no longer complete in a tree of %s leaves (params: size, session)
+MERKLE_TRUNCATE = "DELETE FROM merkle_nodes WHERE idx >= (%s::bigint >> level) AND session = %s"
+MERKLE_DELETE_NODES = "DELETE FROM merkle_nodes WHERE session = %s"
+MERKLE_DELETE_TREE = "DELETE FROM merkle_trees WHERE session = %s"
+# replaces the kept checkpoint unless a larger tree's is there: a slower replica never moves it back
+# (params: session, tree_size, data); returns a row when it was written
+CHECKPOINT_KEEP = """
+INSERT INTO checkpoints AS c (session, tree_size, data) VALUES (%s, %s, %s)
+ON CONFLICT (session) DO UPDATE SET tree_size = EXCLUDED.tree_size, data = EXCLUDED.data, updated_at = now()
+WHERE c.tree_size <= EXCLUDED.tree_size
+RETURNING tree_size
+"""
+CHECKPOINT_REPLACE = """
+INSERT INTO checkpoints AS c (session, tree_size, data) VALUES (%s, %s, %s)
+ON CONFLICT (session) DO UPDATE SET tree_size = EXCLUDED.tree_size, data = EXCLUDED.data, updated_at = now()
+RETURNING tree_size
+"""
+CHECKPOINT_READ = "SELECT octet_length(data), CASE WHEN octet_length(data) <= %s THEN data END FROM checkpoints WHERE session = %s"
+CHECKPOINT_DELETE = "DELETE FROM checkpoints WHERE session = %s"
+# VACUUM cannot run in a transaction block: on an autocommit connection, after a session's receipts were deleted
+RECEIPTS_VACUUM = ("VACUUM receipts", "VACUUM receipt_cites", "VACUUM receipt_pending_cites", "VACUUM checkpoints")
+
+
+SCHEMA: list[str] = [META_TABLE, *LEDGER_SCHEMA, *SEARCH_SCHEMA, *RECEIPTS_SCHEMA]

@@ -1,0 +1,376 @@
+"""The ledger on PostgreSQL: `PgLedger`, the same public interface as ledger.Ledger, the same bytes.
+
+Each event is one row of `events` holding its exact JSONL line (without the newline: the bytes that
+are hashed) plus query columns; `sessions` holds each session's tail (size, head). Events are
+encoded by the file backend's pure functions (ledger/bulk.py), verified by its walker
+(ledger/verify.py), erased by its planner (ledger/erasing.py `plan_erasure`): only the I/O is here.
+
+An append locks the session's `sessions` row (SELECT … FOR UPDATE) inside its transaction, so
+writers in other threads, processes or replicas queue instead of forking the chain; it returns
+only after COMMIT. Reads take no lock.
+
+Erasure rewrites the lines and appends the records in one transaction, then runs VACUUM on
+`events` (outside a transaction) so the old row versions are no longer reachable. What PostgreSQL
+still retains and this code cannot remove: the bytes of the old row versions in the table's free
+space until overwritten (VACUUM FULL rewrites the table), the WAL segments written before the
+erasure until they are recycled or archived, and every base backup, archived WAL and replica.
+Those are the operator's to expire (docs/BACKENDS.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+import psycopg
+
+from ledger import importer
+from ledger.appending import Appended, appended_events
+from ledger.bulk import Block, chain, encode_messages, random_ids
+from ledger.erasing import EraseError, Erasure, check_erase_args, plan_erasure
+from ledger.erasures import ErasureState
+from ledger.event import GENESIS, ROLES, Event, event_from_dict, now_ts, validate_session_id
+from ledger.importer import Imported
+from ledger.messages import Message, validate_message
+from ledger.verify import SessionReport, verify_stream
+
+from . import sql
+from .connect import Database
+
+log = logging.getLogger("ledger")
+PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
+CURSOR_ROWS = 5000  # rows a server-side cursor fetches at a time
+_ROLE_AT = 64 + len(b'","role":"')  # from where a line's prev starts to where its role starts (ledger/bulk.py _LINE)
+_ROLE_BYTES = {r.encode(): r for r in ROLES}
+
+
+def _no_session(session: str) -> FileNotFoundError:
+    return FileNotFoundError(f"session {session}: no such session")
+
+
+def block_rows(session: str, block: Block) -> Iterator[tuple[str, int, bytes, str, str, str]]:
+    """The `events` rows of a chained block: (session, seq, line without newline, role, digest, chain) (pure)."""
+    data = block.data
+    n = block.count
+    for i in range(n):
+        start = block.starts[i]
+        end = block.starts[i + 1] if i + 1 < n else len(data)
+        role_at = block.prevs[i] + _ROLE_AT
+        role = _ROLE_BYTES[bytes(data[role_at : data.index(b'"', role_at)])]
+        yield (
+            session,
+            block.seq + i,
+            bytes(data[start : end - 1]),
+            role,
+            block.digests[32 * i : 32 * i + 32].hex(),
+            block.heads[32 * i : 32 * i + 32].hex(),
+        )
+
+
+def _line_row(line: bytes, obj: dict[str, Any]) -> tuple[str, int, bytes, str, str, str]:
+    """The `events` row of one line (with its newline) and its parsed fields."""
+    return (obj["session"], obj["seq"], line.rstrip(b"\n"), obj["role"], obj["digest"], obj["chain"])
+
+
+class PgLedger:
+    """All sessions in one PostgreSQL database. Safe for many threads, processes and replicas.
+
+    `database_or_url`: a storage.pg.connect.Database (shared with the index and receipts) or a
+    URL (this object then owns the pool and `close` closes it). `data_dir`: the folder of keys
+    and caches, when there is one; no ledger byte is kept there.
+    """
+
+    def __init__(self, database_or_url: Database | str, data_dir: str | Path | None = None) -> None:
+        self._owns = isinstance(database_or_url, str)
+        self.db = Database(database_or_url) if isinstance(database_or_url, str) else database_or_url
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.quarantined: list[Any] = []  # the file backend's torn tails: none here (a row is committed whole)
+
+    def __repr__(self) -> str:
+        return f"<PgLedger {self.db.shown}>"
+
+    # -- sessions ----------------------------------------------------------
+    def exists(self, session: str) -> bool:
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            return conn.execute(sql.LEDGER_TAIL, (session,)).fetchone() is not None
+
+    def sessions(self) -> list[str]:
+        with self.db.connection() as conn:
+            return [str(r[0]) for r in conn.execute(sql.LEDGER_SESSIONS)]
+
+    def head(self, session: str) -> tuple[int, str]:
+        """(number of events, chain hash of the last one) — GENESIS for an empty or unknown session."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.LEDGER_TAIL, (session,)).fetchone()
+        return (0, GENESIS.hex()) if row is None else (int(row[0]), str(row[1]))
+
+    def open_session(self, session: str) -> tuple[int, str]:
+        """The session's (size, head); FileNotFoundError when it has none (no recovery to do here)."""
+        if not self.exists(session):
+            raise _no_session(session)
+        return self.head(session)
+
+    def forget(self, session: str) -> None:
+        """Nothing is cached per session here; validates the id like the file backend."""
+        validate_session_id(session)
+
+    def close(self) -> None:
+        """Close the pool when this object opened it (a shared Database is its owner's to close)."""
+        if self._owns:
+            self.db.close()
+
+    # -- writing -----------------------------------------------------------
+    def append(self, session: str, role: str, text: str, meta: dict[str, Any] | None = None, ts: str | None = None) -> Event:
+        """Append one event; committed before it returns."""
+        return self.append_many(session, [validate_message(role, text, meta, ts)], _validated=True)[0]
+
+    def append_many(self, session: str, messages: Sequence[Message], *, _validated: bool = False) -> list[Event]:
+        """Append a batch in one transaction; one bad message refuses the whole batch."""
+        validate_session_id(session)
+        if not _validated:
+            messages = [validate_message(m.role, m.text, m.meta, m.ts) for m in messages]
+        if not messages:
+            return []
+        ids = random_ids(len(messages))
+        now = ""
+
+        def encode(seq: int) -> list[Block]:
+            nonlocal now
+            now = now_ts()
+            return [encode_messages(session, seq, messages, now, ids)]
+
+        written = self.append_blocks(session, encode, 0, GENESIS)
+        return appended_events(session, messages, written, ids, now)
+
+    def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended:
+        """Append encoded blocks (ledger/bulk.py) in one transaction under the session's row lock.
+
+        As Ledger.append_blocks: `encode(seq)` is called with the session's next seq, and the blocks
+        are chained again unless they were chained from the head the session has.
+        """
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            next_seq, head0 = self._lock(conn, session)
+            blocks = encode(next_seq)
+            if next_seq != seq or head0 != head or any(len(b.heads) != 32 * b.count for b in blocks):
+                prev = head0
+                for b in blocks:
+                    prev = chain(b, prev)
+            count = sum(b.count for b in blocks)
+            if count:
+                with conn.cursor().copy(sql.LEDGER_COPY_EVENTS) as copy:
+                    copy.set_types(sql.LEDGER_COPY_TYPES)
+                    for b in blocks:
+                        for row in block_rows(session, b):
+                            copy.write_row(row)
+                last = blocks[-1]
+                conn.execute(sql.LEDGER_ADVANCE, (next_seq + count, last.head(last.count - 1).hex(), session))
+        return Appended(blocks, head0)
+
+    @staticmethod
+    def _lock(conn: psycopg.Connection[Any], session: str, *, create: bool = True) -> tuple[int, bytes]:
+        """Lock the session's row for this transaction (creating it first if asked); its (size, head)."""
+        row = conn.execute(sql.LEDGER_LOCK_SESSION, (session,)).fetchone()
+        if row is None:
+            if not create:
+                raise _no_session(session)
+            conn.execute(sql.LEDGER_NEW_SESSION, (session, GENESIS.hex()))
+            row = conn.execute(sql.LEDGER_LOCK_SESSION, (session,)).fetchone()
+            assert row is not None
+        return int(row[0]), bytes.fromhex(row[1])
+
+    def import_jsonl(
+        self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False, workers: int | None = None
+    ) -> Imported:
+        """Validate every line of an import file (ledger/importer.py), then append them in one transaction (COPY)."""
+        staged = self.stage_import(session, lines, progress, allow_system=allow_system, workers=workers)
+        return importer.commit(self, staged)
+
+    def stage_import(
+        self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False, content: bool = False,
+        workers: int | None = None,
+    ) -> importer.Staged:
+        """ledger/importer.py's stage, from the session's tail as the database has it now (commit checks it)."""
+        validate_session_id(session)
+        size, head = self.head(session)
+        return importer.stage(
+            None, session, lines, progress, allow_system=allow_system, content=content, workers=workers, tail=(size, bytes.fromhex(head))
+        )
+
+    def copy_lines(self, session: str, lines: Iterable[tuple[bytes, dict[str, Any]]], first_seq: int, prev_head: bytes, new_head: bytes) -> int:
+        """Append already-verified lines (with their newlines, parsed) exactly as they are; how many (ledger migrate).
+
+        Refused (ValueError, nothing written) unless the session's tail is (first_seq, prev_head):
+        a migration resumes only where the database stands.
+        """
+        validate_session_id(session)
+        n = 0
+        with self.db.transaction() as conn:
+            size, head = self._lock(conn, session)
+            if (size, head) != (first_seq, prev_head):
+                raise ValueError(
+                    f"session {session}: the database holds {size} events (head {head.hex()[:16]}), not {first_seq} (head {prev_head.hex()[:16]})"
+                )
+            with conn.cursor().copy(sql.LEDGER_COPY_EVENTS) as copy:
+                copy.set_types(sql.LEDGER_COPY_TYPES)
+                for line, obj in lines:
+                    copy.write_row(_line_row(line, obj))
+                    n += 1
+            conn.execute(sql.LEDGER_ADVANCE, (first_seq + n, new_head.hex(), session))
+        return n
+
+    # -- reading -----------------------------------------------------------
+    def events(self, session: str, start_seq: int = 0) -> Iterator[Event]:
+        """The session's events in order, from `start_seq`, up to its size when the call began.
+
+        Read a page at a time, each its own statement (no connection held between pages); the
+        lines as stored: use verify() to check them.
+        """
+        size, _ = self.open_session(session)
+        at = max(start_seq, 0)
+        while at < size:
+            with self.db.connection() as conn:
+                rows = conn.execute(sql.LEDGER_LINES_FROM, (session, at, size, PAGE_ROWS)).fetchall()
+            if not rows:
+                return
+            for seq, line in rows:
+                yield event_from_dict(orjson.loads(line), int(seq) + 1)
+            at = int(rows[-1][0]) + 1
+
+    def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]:
+        """The events at the given seqs (in the order asked); IndexError for a seq the session does not hold."""
+        wanted = list(seqs)
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            row = conn.execute(sql.LEDGER_TAIL, (session,)).fetchone()
+            if row is None:
+                raise _no_session(session)
+            size = int(row[0])
+            for seq in wanted:
+                if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < size:
+                    raise IndexError(f"session {session}: no event at seq {seq!r} (it holds {size})")
+            found = {int(s): bytes(line) for s, line in conn.execute(sql.LEDGER_LINES_AT, (session, sorted(set(wanted))))}
+        out = []
+        for seq in wanted:
+            line = found.get(seq)
+            if line is None:
+                raise IndexError(f"session {session}: no row for seq {seq} although it holds {size} (verify the session)")
+            out.append(event_from_dict(orjson.loads(line), seq + 1))
+        return out
+
+    @contextmanager
+    def snapshot_lines(self, session: str) -> Iterator[Iterator[bytes]]:
+        """Every stored line of the session in seq order, each with its newline, from one snapshot of the database.
+
+        One REPEATABLE READ transaction and a server-side cursor: constant memory, and what an
+        erasure or append commits meanwhile is not seen half.
+        """
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            conn.execute(sql.LEDGER_SNAPSHOT)
+            if conn.execute(sql.LEDGER_TAIL, (session,)).fetchone() is None:
+                raise _no_session(session)
+            with conn.cursor(name=f"mre_lines_{uuid.uuid4().hex}") as cur:
+                cur.itersize = CURSOR_ROWS
+                cur.execute(sql.LEDGER_ALL_LINES, (session,))
+                yield (bytes(line) + b"\n" for (line,) in cur)
+
+    def export(self, session: str, out: BinaryIO) -> int:
+        """Write the session's JSONL, byte for byte what the file backend holds; the bytes written."""
+        n = 0
+        with self.snapshot_lines(session) as lines:
+            for line in lines:
+                out.write(line)
+                n += len(line)
+        return n
+
+    def size_bytes(self, session: str) -> int:
+        """The bytes the session's JSONL has (for a progress bar)."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.LEDGER_BYTES, (session,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def verify(self, session: str, *, parallel: bool = True, progress: Any = None) -> SessionReport:
+        """Verify one session from genesis with the file backend's walker, over one snapshot, streaming.
+
+        `parallel` is accepted for the file backend's signature (the walk is serial here);
+        `progress` (tqdm-like) is updated with the bytes read.
+        """
+        del parallel
+        with self.snapshot_lines(session) as lines:
+            return verify_stream(session, _chunks(lines, progress))
+
+    # -- erasure -----------------------------------------------------------
+    def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
+        """Erase events: lines rewritten in erased form and erasure records appended in one transaction, then VACUUM.
+
+        The same erased lines and records as the file backend (ledger/erasing.py plan_erasure).
+        After the commit `VACUUM events` makes the old row versions unreachable; see the module
+        docstring for what PostgreSQL still retains (free space, WAL, backups, replicas).
+        """
+        wanted = check_erase_args(session, seqs, reason)
+        with self.db.transaction() as conn:
+            try:
+                size, head = self._lock(conn, session, create=False)
+            except FileNotFoundError:
+                raise EraseError(f"session {session}: no such session") from None
+            for seq in wanted:
+                if not seq < size:
+                    raise EraseError(f"session {session}: no event at seq {seq} (it holds {size})")
+            lines = {int(s): bytes(line) for s, line in conn.execute(sql.LEDGER_LINES_AT, (session, wanted))}
+            missing = [s for s in wanted if s not in lines]
+            if missing:
+                raise EraseError(f"session {session}: no row for seq {missing[0]} (verify the session); nothing was changed")
+            old = [event_from_dict(orjson.loads(lines[s]), s + 1) for s in wanted]
+            gone, records, appended = plan_erasure(session, old, head, size, reason, ErasureState())
+            with conn.cursor() as cur:
+                cur.executemany(sql.LEDGER_REWRITE_LINE, [(e.to_line().rstrip(b"\n"), session, e.seq) for e in gone])
+            with conn.cursor().copy(sql.LEDGER_COPY_EVENTS) as copy:
+                copy.set_types(sql.LEDGER_COPY_TYPES)
+                for r in records:
+                    copy.write_row(_line_row(r.to_line(), r.to_dict()))
+            conn.execute(sql.LEDGER_ADVANCE, (size + len(records), appended[-1][1].hex(), session))
+        self.vacuum()
+        log.info(
+            "session %s: erased %d event(s) (seqs %s), erasure record(s) at seq %d-%d",
+            session, len(gone), wanted, records[0].seq, records[-1].seq,
+        )
+        return Erasure(gone, records[-1], records)
+
+    def vacuum(self) -> None:
+        """VACUUM the events table (old row versions made unreachable); on an autocommit connection."""
+        with self.db.connection() as conn:
+            conn.autocommit = True
+            try:
+                conn.execute(sql.LEDGER_VACUUM)
+            finally:
+                conn.autocommit = False
+
+
+def _chunks(lines: Iterator[bytes], progress: Any, size: int = 1 << 20) -> Iterator[bytes]:
+    """Lines joined into pieces of about `size` bytes, counted on `progress`."""
+    buf: list[bytes] = []
+    n = 0
+    for line in lines:
+        buf.append(line)
+        n += len(line)
+        if n >= size:
+            if progress is not None:
+                progress.update(n)
+            yield b"".join(buf)
+            buf, n = [], 0
+    if buf:
+        if progress is not None:
+            progress.update(n)
+        yield b"".join(buf)
+
+
+__all__ = ["PgLedger", "block_rows"]
