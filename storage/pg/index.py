@@ -1,0 +1,364 @@
+"""The search index on PostgreSQL: `PgIndex`, with the surface of `retrieval.Index` the engine uses.
+
+search, index_session, catch_up, rebuild, forget_events, purge_session, close. The rows are planned
+by the SQLite index's own pure code (retrieval.indexing.plan_rows: the same rows, context, novelty
+and collapse score, the same skipped events), the terms are FTS5's (storage/pg/terms.py), the
+match is a GIN-indexed tsvector, the relevance FTS5's bm25 computed from stored term counts, and
+the ranking retrieval.searcher.ranked_hits: the same hits as the SQLite index (docs/RETRIEVAL.md,
+"PostgreSQL", says where they can differ). Forgetting is storage/pg/index_forget.py.
+
+Several replicas may index and search at once: each chunk's transaction locks the session's row
+(SELECT ... FOR UPDATE) and checks the watermark it continues; one that moved (another replica got
+there first) starts again from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any, Protocol
+
+import orjson
+import psycopg
+
+from ledger import Event, EventError, LedgerCorrupted, validate_session_id
+from retrieval.config import IndexConfig
+from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing
+from retrieval.indexing import Plan, plan_rows
+from retrieval.model import IndexUnavailable, SearchError, SearchResponse, check_k
+from retrieval.searcher import Searching, candidates_for, ranked_hits
+from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, term_batches
+
+from . import sql
+from .connect import Database
+from .index_forget import Forgetting
+from .search_rows import Scan, explained, scan_rows
+from .terms import term_counts, tsvector_literal
+
+log = logging.getLogger("storage.pg")
+Progress = Callable[[str, int], None]
+
+
+class LedgerSource(Protocol):
+    """What the index reads from a ledger (ledger.Ledger, or the PostgreSQL ledger)."""
+
+    def events(self, session: str, start_seq: int = 0) -> Iterator[Event]: ...
+    def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]: ...
+    def head(self, session: str) -> tuple[int, str]: ...
+    def exists(self, session: str) -> bool: ...
+    def sessions(self) -> list[str]: ...
+
+
+class _Raced(Exception):
+    """Another process moved a session's watermark (or forgot rows) while we indexed it."""
+
+
+def _counts_of(texts: Sequence[Counter[str]], i: int, before: int, after: int) -> Counter[str]:
+    """The term counts of indexing.context_of(texts, i, ...): the neighbours' text counts added up
+    (CONTEXT_SEP holds no token, so the joined context's tokens are the neighbours' tokens)."""
+    out: Counter[str] = Counter()
+    for c in list(texts[max(0, i - before) : i]) + list(texts[i + 1 : i + 1 + after]):
+        out.update(c)
+    return out
+
+
+def _tf(text: Counter[str], context: Counter[str]) -> dict[str, list[int]]:
+    return {t: [text.get(t, 0), context.get(t, 0)] for t in text.keys() | context.keys()}
+
+
+class PgIndex(Forgetting):
+    """The index over every session of one ledger, in `database` (which the caller owns and closes)."""
+
+    def __init__(self, database: Database, ledger: LedgerSource, *, config: IndexConfig | None = None) -> None:
+        self.db = database
+        self.ledger = ledger
+        self.config = config if config is not None else IndexConfig()
+        self.warnings: list[str] = []
+
+    # -- searching -----------------------------------------------------------------------------------------
+    def search(
+        self,
+        session: str,
+        query: str,
+        k: int = 8,
+        exclude_seqs: Iterable[int] = (),
+        *,
+        explain: bool = False,
+    ) -> SearchResponse:
+        """The top min(k, matches) events of one session for a free-text query, best first (as Index.search)."""
+        k = check_k(k)
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise SearchError(str(exc)) from None
+        if not isinstance(query, str):
+            raise SearchError(f"query: must be a string, not {type(query).__name__}")
+        exclude = Searching._exclude_list(exclude_seqs)
+        q = build_query(query, max_terms=None)
+        if q.fts is None:
+            return SearchResponse(session, query, k, [], q.reason)
+        return self._search(session, q, k, exclude, explain)
+
+    def _session_row(self, conn: psycopg.Connection[Any], session: str) -> tuple[int, int] | None:
+        row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
+        if row is None and self.ledger.exists(session):
+            conn.commit()  # index on a connection of its own; read it back in a new transaction
+            self.index_session(session)
+            row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
+        cfg = self.config
+        with self.db.connection() as conn:
+            found = self._session_row(conn, session)
+            if found is None or found[1] < 0:
+                return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
+            num, last_seq = found
+            if last_seq + 1 <= len(exclude) and set(range(last_seq + 1)) <= set(exclude):
+                return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
+            needs_df = len(q.terms) > MAX_QUERY_TERMS or last_seq + 1 >= cfg.prune_min_events
+            df = self._term_df(conn, num, q.terms) if needs_df else {}
+            batches = term_batches(
+                q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share, prune_min_events=cfg.prune_min_events
+            )
+            scan: Scan | None = None
+            used: list[str] = []
+            for used in batches:
+                scan = scan_rows(conn, num, used, set(exclude), candidates_for(k), cfg)
+                if scan.rows:
+                    break
+            match = or_query(used)
+            unused = [t for t in q.terms if t not in set(used)]
+            rows = [] if scan is None else scan.rows
+            ranked, hits, context_tier = ranked_hits(session, q, rows, n_events=last_seq + 1, k=k, config=cfg)
+            if not hits:
+                return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
+            if explain and scan is not None:
+                hits = explained(scan, ranked, hits, cfg, context_tier=context_tier)
+            return SearchResponse(session, q.text, k, hits, None, match, unused)
+
+    @staticmethod
+    def _term_df(conn: psycopg.Connection[Any], num: int, terms: Sequence[str]) -> dict[str, int]:
+        """As Index._term_df: each query term's document frequency by its content-term stem."""
+        from retrieval.text import stem
+
+        stems = {t: stem(t) for t in terms}
+        df = dict(conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(set(stems.values())))).fetchall())
+        return {t: int(df.get(s, 0)) for t, s in stems.items()}
+
+    # -- indexing ------------------------------------------------------------------------------------------
+    def catch_up(self, progress: Progress | None = None) -> list[str]:
+        """Bring every session up to date with its ledger; drop sessions it no longer holds; return warnings."""
+        warnings: list[str] = []
+        in_ledger = set(self.ledger.sessions())
+        with self.db.connection() as conn:
+            indexed = {str(s): int(n) for s, n in conn.execute(sql.SEARCH_SESSIONS).fetchall()}
+        dropped = sorted(set(indexed) - in_ledger)
+        for session in dropped:
+            warnings.append(f"session {session}: no longer in the ledger; dropped from the index")
+            with self.db.transaction() as conn:
+                conn.execute(sql.SEARCH_DROP_SESSION, (indexed[session],))
+        if dropped:
+            self._vacuum()
+        for session in sorted(in_ledger):
+            warnings.extend(self._index_session(session, None, progress))
+        for w in warnings:
+            log.warning("%s", w)
+        return warnings
+
+    def rebuild(self, progress: Progress | None = None) -> list[str]:
+        """Empty the index and index every ledger from scratch."""
+        with self.db.transaction() as conn:
+            conn.execute(sql.SEARCH_TRUNCATE)
+        return self.catch_up(progress)
+
+    def index_session(
+        self, session: str, new_events: Sequence[Event] | None = None, *, progress: Progress | None = None
+    ) -> list[str]:
+        """Index what the session's ledger holds beyond the watermark; return warnings (as Index.index_session)."""
+        validate_session_id(session)
+        return self._index_session(session, new_events, progress)
+
+    def _index_session(
+        self, session: str, new_events: Sequence[Event] | None, progress: Progress | None
+    ) -> list[str]:
+        for attempt in range(RACE_ATTEMPTS):
+            try:
+                return self._index_once(session, new_events, progress)
+            except _Raced:
+                new_events = None
+                time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
+        raise IndexUnavailable(f"session {session}: the watermark keeps moving under us (another writer?)")
+
+    def _index_once(self, session: str, new_events: Sequence[Event] | None, progress: Progress | None) -> list[str]:
+        if not self.ledger.exists(session):
+            return []
+        try:
+            count, head = self.ledger.head(session)
+        except LedgerCorrupted as exc:
+            return [f"session {session}: {exc}; its index is left as it was"]
+        num, last_seq, last_chain = self._watermark(session)
+        if last_seq + 1 == count and last_chain == head:
+            return []
+        warnings: list[str] = []
+        if count < last_seq + 1:
+            warnings.append(
+                f"session {session}: the ledger holds {count} events but {last_seq + 1} were indexed; re-indexed from scratch"
+            )
+            self._reset(num, last_seq, last_chain)
+            last_seq, last_chain = -1, GENESIS_HEX
+        if new_events and Indexing._continues(new_events, last_seq, last_chain, count, head):
+            return warnings + self._index_stream(session, num, iter(new_events), (last_seq, last_chain), progress)
+        if last_seq >= 0:
+            at = self.ledger.read_events(session, [last_seq])[0]
+            if at.chain != last_chain:
+                warnings.append(
+                    f"session {session}: ledger does not match the index at seq {last_seq}: "
+                    f"expected chain {last_chain}, found {at.chain}; re-indexed from scratch"
+                )
+                self._reset(num, last_seq, last_chain)
+                last_seq, last_chain = -1, GENESIS_HEX
+        if count - (last_seq + 1) <= TAIL_BY_OFFSET:
+            stream = iter(self.ledger.read_events(session, range(last_seq + 1, count)))
+        else:
+            stream = self.ledger.events(session, start_seq=last_seq + 1)
+        return warnings + self._index_stream(session, num, stream, (last_seq, last_chain), progress)
+
+    def _watermark(self, session: str) -> tuple[int, int, str]:
+        with self.db.transaction() as conn:
+            row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
+            if row is None:
+                conn.execute(sql.SEARCH_NEW_SESSION, (session, GENESIS_HEX))
+                row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1]), str(row[2])
+
+    def _reset(self, num: int, last_seq: int, last_chain: str) -> None:
+        """Forget every row of a session (to index it from scratch), if its watermark is still where we read it."""
+        with self.db.transaction() as conn:
+            now = conn.execute(sql.SEARCH_LOCK_SESSION, (num,)).fetchone()
+            if now is None or (int(now[0]), str(now[1])) != (last_seq, last_chain):
+                raise _Raced()
+            conn.execute(sql.SEARCH_DROP_ROWS, (num,))
+            conn.execute(sql.SEARCH_DROP_TERMS, (num,))
+            conn.execute(sql.SEARCH_RESET, (GENESIS_HEX, num))
+
+    def _index_stream(
+        self, session: str, num: int, stream: Iterator[Event], last: tuple[int, str], progress: Progress | None
+    ) -> list[str]:
+        """Index `stream` (the events after the watermark `last`), CHUNK events per transaction."""
+        before, after = self.config.context_before, self.config.context_after
+        width = before + after
+        forgets = self._forgets(num)
+        fresh = last[0] < 0
+        prior = self._tail_rows(num, last[0], width) if width else []
+        seen: set[str] = set()
+        warnings: list[str] = []
+        while chunk := list(islice(stream, CHUNK)):
+            expected = last
+            last_seq, last_chain = last
+            for ev in chunk:
+                if ev.seq != last_seq + 1 or ev.prev != last_chain:
+                    raise IndexUnavailable(
+                        f"session {session}: ledger event at seq {ev.seq} does not continue seq {last_seq} "
+                        f"(prev {ev.prev}, expected {last_chain})"
+                    )
+                last_seq, last_chain = ev.seq, ev.chain
+            last = (last_seq, last_chain)
+            if not fresh:
+                self._load_seen(num, chunk, seen)
+            plan = plan_rows(num=num, events=chunk, seen=seen, prior=prior, before=before, after=after)
+            self._write(num, plan, prior, expected, last, forgets)
+            if width:
+                prior = (prior + [(r.seq, r.text) for r in plan.rows])[-width:]
+            if plan.erased:
+                self._forget(session, num, plan.erased)
+                forgets = self._forgets(num)
+                seen.clear()
+                fresh = False
+                prior = self._tail_rows(num, last[0], width) if width else []
+            if progress is not None:
+                progress(session, len(chunk))
+        return warnings
+
+    def _write(
+        self,
+        num: int,
+        plan: Plan,
+        prior: Sequence[tuple[int, str]],
+        expected: tuple[int, str],
+        last: tuple[int, str],
+        forgets: int,
+    ) -> None:
+        """One chunk's rows, their neighbours' new context, the terms and the watermark, in one transaction."""
+        before, after = self.config.context_before, self.config.context_after
+        texts = term_counts([t for _, t in prior] + [r.text for r in plan.rows])
+        p = len(prior)
+        tokens = 0
+        with self.db.transaction() as conn:
+            now = conn.execute(sql.SEARCH_LOCK_SESSION, (num,)).fetchone()
+            if now is None or (int(now[0]), str(now[1])) != expected or int(now[2]) != forgets:
+                raise _Raced()
+            if plan.context_updates:
+                at = {seq: i for i, (seq, _) in enumerate(prior)}
+                old = {
+                    int(s): (tf, int(n))
+                    for s, tf, n in conn.execute(sql.SEARCH_ROW_TF, (num, [s for s, _ in plan.context_updates]))
+                }
+                for seq, _context in plan.context_updates:
+                    if seq not in old or seq not in at:
+                        continue
+                    tf_old, n_old = old[seq]
+                    own = Counter({t: v[0] for t, v in tf_old.items() if v[0]})
+                    ctx = _counts_of(texts, at[seq], before, after)
+                    n_new = sum(ctx.values())
+                    tf = _tf(own, ctx)
+                    conn.execute(
+                        sql.SEARCH_SET_CONTEXT,
+                        (n_new, orjson.dumps(tf).decode(), tsvector_literal(num, list(tf)), num, seq),
+                    )
+                    tokens += n_new - n_old
+            with conn.cursor().copy(sql.SEARCH_COPY_EVENTS) as copy:
+                for j, r in enumerate(plan.rows):
+                    own = texts[p + j]
+                    ctx = _counts_of(texts, p + j, before, after) if (before or after) else Counter()
+                    n_text, n_ctx = sum(own.values()), sum(ctx.values())
+                    tokens += n_text + n_ctx
+                    tf = _tf(own, ctx)
+                    copy.write_row((
+                        num, r.seq, r.event_id, r.role, r.ts,
+                        r.text.encode("utf-8", "surrogatepass"), r.meta.encode("utf-8", "surrogatepass"),
+                        r.digest, r.chain, r.novelty, r.collapse, n_text, n_ctx,
+                        orjson.dumps(tf).decode(), tsvector_literal(num, list(tf)),
+                    ))  # fmt: skip
+            if plan.df:
+                terms = sorted(plan.df)
+                conn.execute(sql.SEARCH_UPSERT_TERMS, (num, terms, [plan.df[t] for t in terms]))
+            conn.execute(sql.SEARCH_ADVANCE, (*last, len(plan.rows), tokens, num))
+
+    def _forgets(self, num: int) -> int:
+        with self.db.connection() as conn:
+            row = conn.execute(sql.SEARCH_FORGETS, (num,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _tail_rows(self, num: int, last_seq: int, n: int) -> list[tuple[int, str]]:
+        """(seq, text) of the session's last `n` rows up to `last_seq`, oldest first."""
+        if last_seq < 0 or n == 0:
+            return []
+        with self.db.connection() as conn:
+            rows = conn.execute(sql.SEARCH_ROWS_BEFORE, (num, last_seq + 1, n)).fetchall()
+        return [(int(s), bytes(t).decode("utf-8", "surrogatepass")) for s, t in reversed(rows)]
+
+    def _load_seen(self, num: int, chunk: Sequence[Event], seen: set[str]) -> None:
+        wanted = {t for ev in chunk for t in content_terms(ev.text)} - seen
+        if not wanted:
+            return
+        with self.db.connection() as conn:
+            seen.update(str(r[0]) for r in conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(wanted))).fetchall())
+
+    def close(self) -> None:
+        """Nothing to release: the Database (and the ledger) belong to the caller."""

@@ -1,0 +1,276 @@
+"""The search index on PostgreSQL (storage.pg.index.PgIndex) against the SQLite one, on the same ledger.
+
+Equal means: the same hits in the same order, with the same bm25, own-text bm25, collapse and score
+(to 1e-9), the same flags and the same `reason`/`match`/`unused_terms`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from ledger import Ledger, Message
+from retrieval import Index, IndexConfig, SearchError, SearchResponse
+from retrieval.model import ForgetError
+from storage.pg.connect import Database
+from storage.pg.index import PgIndex
+from storage.pg.terms import term_counts
+
+pytestmark = pytest.mark.pg
+
+CORPUS = [
+    ("user", "We talked about the weather in Lisbon today"),
+    ("assistant", "Lisbon weather is usually mild in spring"),
+    ("user", "The train to Porto was late again, the trains always are"),
+    ("user", "I am reading a novel about sailors and their ships"),
+    ("assistant", "Sailing novels are a wonderful genre; which sailors?"),
+    ("user", "My sister plays the cello in an orchestra in Zürich"),
+    ("user", "Lunch was a bowl of ramen with extra egg"),
+    ("user", "The garden needs watering twice a week, roses especially"),
+    ("user", "Our team shipped the release on Friday 16 June 2023"),
+    ("assistant", "Congratulations on shipping the release!"),
+    ("user", "The museum had a new exhibit on glass and ceramics"),
+    ("user", "My cat Mochi loves the garden and chases birds"),
+    ("user", "Mochi is a grey cat, nine years old"),
+    ("assistant", "Mochi sounds lovely. Cats love gardens."),
+    ("user", "I started running: 5 km every morning before work"),
+    ("user", "Running in the rain is the best, honestly"),
+    ("user", "café crème at the café near the station, naïve as it sounds"),
+    ("user", "🙂🙂"),
+    ("user", ""),
+    ("user", "The release of the new glass exhibit was delayed to July"),
+]
+QUERIES = [
+    "Mochi",
+    "what does my cat like?",
+    "garden roses watering",
+    "release",
+    "Lisbon weather",
+    "trains to Porto",
+    "sailors novel ships",
+    "cafe creme",
+    "running every morning",
+    "what happened on 16 June 2023?",
+    "cello orchestra sister Zurich",
+    "glass",
+    "nothing matches this zzzyzx",
+    "the and of",
+]
+HOSTILE = [
+    '"', "'", "''", "\\", 'cat"', "dogs AND", "NOT x", "a:b", "e-mail", "-rust", "*x", "C++", "don't",
+    "x\x00y", "\x00", "🙂", "🙂 mochi 🙂", "(((", ")", "a & b | !c", "'mochi' | 'cat'", "mochi:*", "<->",
+    "x" * 1000, " ".join(["mochi"] * 300), " ".join(f"w{i}" for i in range(500)), "%s %(x)s {}",
+    "'; DROP TABLE search_events; --", "\ud800", "Ǆ ﬁ ß ẞ", "١٢٣ 漢字 かな",
+]
+
+
+def key(resp: SearchResponse) -> tuple[Any, ...]:
+    return (
+        resp.reason, resp.match, tuple(resp.unused_terms),
+        tuple(
+            (h.seq, h.rank, round(h.bm25, 9), round(h.score, 9), round(h.collapse, 9), h.context_only, h.echo,
+             round(h.relative, 9), h.text, h.meta, h.digest, h.chain, h.event_id, h.ts, h.role)
+            for h in resp.results
+        ),
+    )  # fmt: skip
+
+
+def fill(ledger: Ledger, session: str, corpus: list[tuple[str, str]] = CORPUS) -> None:
+    ledger.append_many(session, [Message(role, text, {"speaker": "Ana"} if role == "user" else {}) for role, text in corpus])
+
+
+@pytest.fixture
+def db(pg_url: str) -> Iterator[Database]:
+    with Database(pg_url) as d:
+        yield d
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    led = Ledger(tmp_path / "data")
+    yield led
+    led.close()
+
+
+def both(tmp_path: Path, ledger: Ledger, db: Database, config: IndexConfig | None = None) -> tuple[Index, PgIndex]:
+    lite = Index(tmp_path / "data", ledger, config=config)
+    pg = PgIndex(db, ledger, config=config)
+    return lite, pg
+
+
+class TestSameAsSqlite:
+    @pytest.mark.parametrize("config", [IndexConfig(), IndexConfig(context_before=0, context_after=0)])
+    def test_every_query_gives_the_same_hits_and_figures(
+        self, tmp_path: Path, ledger: Ledger, db: Database, config: IndexConfig
+    ) -> None:
+        fill(ledger, "s1")
+        lite, pg = both(tmp_path, ledger, db, config)
+        pg.catch_up()
+        for q in QUERIES:
+            for k in (1, 3, 8, 50):
+                assert key(pg.search("s1", q, k)) == key(lite.search("s1", q, k)), (q, k)
+        lite.close()
+
+    def test_exclusions_give_the_same_hits(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
+        fill(ledger, "s1")
+        lite, pg = both(tmp_path, ledger, db)
+        for q in QUERIES:
+            for exclude in ([11], [11, 12, 13], list(range(0, 20, 2))):
+                assert key(pg.search("s1", q, 3, exclude)) == key(lite.search("s1", q, 3, exclude)), (q, exclude)
+        lite.close()
+
+    def test_an_index_kept_up_turn_by_turn_equals_one_built_at_once(
+        self, tmp_path: Path, ledger: Ledger, db: Database
+    ) -> None:
+        lite, pg = both(tmp_path, ledger, db)
+        for role, text in CORPUS:
+            evs = ledger.append_many("s1", [Message(role, text, {})])
+            pg.index_session("s1", evs)
+        fresh = PgIndex(db, ledger)
+        turn_by_turn = [key(pg.search("s1", q, 8)) for q in QUERIES]
+        fresh.rebuild()
+        assert [key(fresh.search("s1", q, 8)) for q in QUERIES] == turn_by_turn
+        assert turn_by_turn == [key(lite.search("s1", q, 8)) for q in QUERIES]
+        lite.close()
+
+    def test_explain_names_the_same_terms_and_figures(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
+        fill(ledger, "s1")
+        lite, pg = both(tmp_path, ledger, db)
+        for q in ("Mochi garden", "release glass", "cafe"):
+            a, b = lite.search("s1", q, 5, explain=True), pg.search("s1", q, 5, explain=True)
+            assert [h.explain for h in b.results] == [h.explain for h in a.results], q
+        lite.close()
+
+    def test_terms_are_the_fts5_tokenizers(self) -> None:
+        assert term_counts(["Dogs running, the DOG ran", "Café crème", "", "🙂"]) == [
+            {"dog": 2, "run": 1, "the": 1, "ran": 1}, {"cafe": 1, "creme": 1}, {}, {"🙂": 1},
+        ]  # FTS5's unicode61 keeps symbols such as emoji as tokens (and counts them in a row's length)
+
+
+class TestHostileQueries:
+    def test_hostile_strings_give_a_result_or_a_search_error_never_a_sql_error(
+        self, tmp_path: Path, ledger: Ledger, db: Database
+    ) -> None:
+        fill(ledger, "s1")
+        lite, pg = both(tmp_path, ledger, db)
+        for q in HOSTILE:
+            try:
+                got = pg.search("s1", q, 5)
+            except SearchError:
+                with pytest.raises(SearchError):
+                    lite.search("s1", q, 5)
+                continue
+            except psycopg.Error as exc:  # pragma: no cover - what this test exists to catch
+                pytest.fail(f"query {q[:40]!r}: SQL error {exc}")
+            assert key(got) == key(lite.search("s1", q, 5)), q[:40]
+        lite.close()
+
+    @pytest.mark.parametrize("bad", [0, -1, 51, "3", 2.0, True, None])
+    def test_a_bad_k_is_a_search_error(self, ledger: Ledger, db: Database, bad: Any) -> None:
+        fill(ledger, "s1")
+        with pytest.raises(SearchError):
+            PgIndex(db, ledger).search("s1", "mochi", bad)
+
+    @pytest.mark.parametrize("session", ["", "../x", "a b", "x" * 300, "s\x00"])
+    def test_a_bad_session_id_is_a_search_error(self, ledger: Ledger, db: Database, session: str) -> None:
+        with pytest.raises(SearchError):
+            PgIndex(db, ledger).search(session, "mochi", 3)
+
+    def test_text_with_nul_and_odd_unicode_is_indexed_and_found(self, ledger: Ledger, db: Database) -> None:
+        ledger.append_many("s1", [Message("user", "kayak\x00trip 😀 déjà vu", {"k": "v\x00w"})])
+        hits = PgIndex(db, ledger).search("s1", "kayak deja", 3).results
+        assert [(h.text, h.meta) for h in hits] == [("kayak\x00trip 😀 déjà vu", {"k": "v\x00w"})]
+
+
+class TestScoping:
+    def test_a_search_never_returns_another_sessions_events(self, ledger: Ledger, db: Database) -> None:
+        fill(ledger, "alice", CORPUS + [("user", "my kayak is red")])
+        fill(ledger, "bob", [("user", "my kayak is blue"), ("user", "kayak lessons"), ("user", "Mochi")])
+        pg = PgIndex(db, ledger)
+        pg.catch_up()
+        hits = pg.search("alice", "kayak", 50).results
+        assert [h.text for h in hits if not h.context_only] == ["my kayak is red"]
+        assert {h.session for h in hits} == {"alice"}
+        assert {h.session for h in pg.search("bob", "kayak mochi", 50).results} == {"bob"}
+        assert pg.search("carol", "kayak", 5).reason == "session carol: no events indexed"
+
+    def test_a_sessions_ranking_does_not_depend_on_other_sessions(
+        self, tmp_path: Path, ledger: Ledger, db: Database
+    ) -> None:
+        fill(ledger, "alice")
+        pg = PgIndex(db, ledger)
+        alone = [key(pg.search("alice", q, 8)) for q in QUERIES]
+        fill(ledger, "bob", CORPUS * 3 + [("user", "Mochi Mochi Mochi garden release")])
+        pg.catch_up()
+        assert [key(pg.search("alice", q, 8)) for q in QUERIES] == alone
+
+
+def rows(db: Database, session: str) -> int:
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM search_events e JOIN search_sessions s USING (num) WHERE s.session = %s", (session,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+class TestForgetting:
+    def test_forgotten_events_leave_no_row_and_rank_as_a_rebuilt_index(
+        self, tmp_path: Path, ledger: Ledger, db: Database
+    ) -> None:
+        fill(ledger, "s1")
+        lite, pg = both(tmp_path, ledger, db)
+        pg.catch_up()
+        lite.catch_up()
+        ledger.erase("s1", [11, 12])
+        got = pg.forget_events("s1", [11, 12])
+        want = lite.forget_events("s1", [11, 12])
+        assert got.removed == want.removed == [11, 12]
+        assert got.rescored == want.rescored
+        assert set(got.recontexted) == set(want.recontexted)
+        with db.connection() as conn:
+            assert conn.execute("SELECT count(*) FROM search_events WHERE seq IN (11, 12)").fetchone() == (0,)
+        after = [key(pg.search("s1", q, 8)) for q in QUERIES]
+        assert after == [key(lite.search("s1", q, 8)) for q in QUERIES]
+        fresh = PgIndex(db, ledger)
+        fresh.rebuild()
+        assert [key(fresh.search("s1", q, 8)) for q in QUERIES] == after
+        lite.close()
+
+    def test_an_erasure_record_met_while_indexing_forgets_the_rows(self, ledger: Ledger, db: Database) -> None:
+        fill(ledger, "s1")
+        pg = PgIndex(db, ledger)
+        pg.catch_up()
+        ledger.erase("s1", [12])
+        ledger.append_many("s1", [Message("user", "one more turn", {})])
+        pg.catch_up()
+        assert 12 not in {h.seq for h in pg.search("s1", "Mochi grey", 50).results}
+        assert rows(db, "s1") == len(CORPUS) - 1 + 1
+
+    def test_forgetting_a_live_event_is_refused_and_changes_nothing(self, ledger: Ledger, db: Database) -> None:
+        fill(ledger, "s1")
+        pg = PgIndex(db, ledger)
+        pg.catch_up()
+        with pytest.raises(ForgetError, match="not erased"):
+            pg.forget_events("s1", [3])
+        assert rows(db, "s1") == len(CORPUS)
+
+    def test_purging_a_deleted_session_removes_every_row(self, ledger: Ledger, db: Database) -> None:
+        fill(ledger, "s1")
+        fill(ledger, "s2")
+        pg = PgIndex(db, ledger)
+        pg.catch_up()
+        with pytest.raises(ForgetError, match="still in the ledger"):
+            pg.purge_session("s1")
+        ledger.forget("s1")
+        shutil.rmtree(ledger.session_dir("s1"))
+        pg.purge_session("s1")
+        assert rows(db, "s1") == 0
+        assert rows(db, "s2") == len(CORPUS)
+        with db.connection() as conn:
+            assert conn.execute("SELECT count(*) FROM search_sessions WHERE session = 's1'").fetchone() == (0,)
