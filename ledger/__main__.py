@@ -1,4 +1,8 @@
-"""Command line: `python -m ledger import|list|verify|repair ...` (a thin layer over the library)."""
+"""Command line: `python -m ledger import|list|verify|repair|export|migrate ...` (a thin layer over the library).
+
+import, list and verify use PostgreSQL when their DATA argument is a postgresql:// URL or $DATABASE_URL
+is set (storage/pg/cli.py); export and migrate are PostgreSQL's own.
+"""
 
 from __future__ import annotations
 
@@ -58,6 +62,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     src = given_path(args.file, what="import file", expected=expected)
     if not src.is_file():
         return fail(f"{src}: {'a directory' if src.is_dir() else 'no such file'}; {expected}")
+    url = _database_for(args.data_dir)
+    if url is not None:
+        from storage.pg import cli as pg_cli
+
+        return pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"))
     data = writable_data_dir(args.data_dir, create=args.create)
     try:
         validate_session_id(args.session)
@@ -204,24 +213,45 @@ def cmd_verify_since(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_BROKEN
 
 
+def _database_for(raw: str) -> str | None:
+    """The PostgreSQL database a DATA argument names (a postgresql:// URL, or $DATABASE_URL when set); None: files."""
+    from storage.pg.cli import database_for
+
+    return database_for(raw)
+
+
+def _bar(desc: str) -> Any:
+    """A function giving a bytes bar of a total on a terminal, None elsewhere (the PostgreSQL commands')."""
+    return lambda total: _progress(desc, "B", total)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
-    data = existing_data_dir(args.data_dir)
+    url = _database_for(args.data_dir)
+    if url is None:
+        data = existing_data_dir(args.data_dir)
+    elif args.since is not None:
+        return fail("--since: not on PostgreSQL yet (verify --since reads the data directory's checkpoints)")
     if args.since is not None:
         return cmd_verify_since(args)
     if args.trust:
         return fail("--trust applies to --since CHECKPOINT_FILE")
-    ledger = Ledger(data)
     try:
-        names = args.sessions or ledger.sessions()
-        for name in names:
-            if not ledger.exists(name):
-                return fail(f"session {name}: no such session in {data}")
-        with _bytes_progress("verifying", [ledger.log_path(name) for name in names]) as progress:
-            reports = [ledger.verify(name, progress=progress) for name in names]
+        if url is not None:
+            from storage.pg import cli as pg_cli
+
+            reports = pg_cli.verify_reports(url, args.sessions, _bar("verifying"))
+        else:
+            ledger = Ledger(data)
+            names = args.sessions or ledger.sessions()
+            for name in names:
+                if not ledger.exists(name):
+                    return fail(f"session {name}: no such session in {data}")
+            with _bytes_progress("verifying", [ledger.log_path(name) for name in names]) as progress:
+                reports = [ledger.verify(name, progress=progress) for name in names]
     except EventError as exc:
         return fail(str(exc))
     except OSError as exc:
-        return fail(f"{exc.filename or data}: {exc.strerror or exc}")
+        return fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
     broken = [r for r in reports if not r.ok]
     if args.json:
         print(json.dumps({"ok": not broken, "sessions": [r.to_dict() for r in reports]}, indent=2))
@@ -243,10 +273,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One row per session: id, events, last activity, verified or the first break (reads only)."""
-    data = existing_data_dir(args.data_dir)
-    ledger = Ledger(data)
-    with _bytes_progress("verifying", [ledger.log_path(s) for s in ledger.sessions()]) as progress:
-        rows = list_sessions(ledger, progress)
+    url = _database_for(args.data_dir)
+    if url is not None:
+        from storage import redact
+        from storage.pg import cli as pg_cli
+
+        data: Path | str = redact(url)
+        rows = pg_cli.list_rows(url, _bar("verifying"))
+    else:
+        data = existing_data_dir(args.data_dir)
+        ledger = Ledger(data)
+        with _bytes_progress("verifying", [ledger.log_path(s) for s in ledger.sessions()]) as progress:
+            rows = list_sessions(ledger, progress)
     broken = [r for r in rows if not r.ok]
     if args.json:
         print(json.dumps({"ok": not broken, "sessions": [r.to_dict() for r in rows]}, indent=2))
@@ -359,6 +397,18 @@ def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, li
     return cut, refreshed
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from storage.pg import cli as pg_cli
+
+    return pg_cli.cmd_export(args)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from storage.pg import cli as pg_cli
+
+    return pg_cli.cmd_migrate(args, _bar("migrating"))
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m ledger", description="The hash-chained session ledger.")
@@ -393,6 +443,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--truncate-at", type=int, metavar="SEQ", help="move lines from seq SEQ on to events.jsonl.cut-SEQ-<utc> and record the cut")
     r.add_argument("--json", action="store_true", help="print a JSON report")
     r.set_defaults(func=cmd_repair)
+    e = sub.add_parser("export", help="write a session's JSONL from PostgreSQL (the bytes the file backend holds)")
+    e.add_argument("database_url", metavar="DATABASE_URL")
+    e.add_argument("session")
+    e.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+    e.set_defaults(func=cmd_export)
+    m = sub.add_parser("migrate", help="move a data directory's ledgers into PostgreSQL (every chain verified; resumable)")
+    m.add_argument("data_dir")
+    m.add_argument("database_url", metavar="DATABASE_URL")
+    m.add_argument("sessions", nargs="*", help="only these sessions (default: all)")
+    m.set_defaults(func=cmd_migrate)
     args = parser.parse_args(argv)
     return run(args.func, args)
 

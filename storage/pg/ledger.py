@@ -298,6 +298,13 @@ class PgLedger:
             row = conn.execute(sql.LEDGER_BYTES, (session,)).fetchone()
         return int(row[0]) if row else 0
 
+    def last_line(self, session: str) -> tuple[int, bytes | None]:
+        """(events, the last stored line without its newline or None): what `ledger list` shows."""
+        size, _ = self.open_session(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.LEDGER_LAST_LINE, (session,)).fetchone()
+        return size, None if row is None else bytes(row[0])
+
     def verify(self, session: str, *, parallel: bool = True, progress: Any = None) -> SessionReport:
         """Verify one session from genesis with the file backend's walker, over one snapshot, streaming.
 

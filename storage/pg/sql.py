@@ -60,6 +60,7 @@ LEDGER_SESSIONS = 'SELECT session FROM sessions ORDER BY session COLLATE "C"'
 LEDGER_LINES_FROM = "SELECT seq, line FROM events WHERE session = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
 LEDGER_LINES_AT = "SELECT seq, line FROM events WHERE session = %s AND seq = ANY(%s)"
 LEDGER_BYTES = "SELECT coalesce(sum(octet_length(line) + 1), 0) FROM events WHERE session = %s"
+LEDGER_LAST_LINE = "SELECT line FROM events WHERE session = %s ORDER BY seq DESC LIMIT 1"
 LEDGER_ALL_LINES = "SELECT line FROM events WHERE session = %s ORDER BY seq"
 LEDGER_REWRITE_LINE = "UPDATE events SET line = %s WHERE session = %s AND seq = %s"
 LEDGER_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
@@ -280,11 +281,6 @@ RECEIPT_IDS = "SELECT receipt_id FROM receipts WHERE session = %s ORDER BY n"
 RECEIPT_DELETE = "DELETE FROM receipts WHERE session = %s AND receipt_id = %s"
 RECEIPT_DELETE_SOME = "DELETE FROM receipts WHERE session = %s AND receipt_id = ANY(%s)"
 RECEIPT_DELETE_SESSION = "DELETE FROM receipts WHERE session = %s"
-RECEIPT_ROWS_RESET = """
-UPDATE receipts SET issued_at = NULL, user_seq = NULL, assistant_seq = NULL, tree_size = NULL, root = NULL,
-    memories = NULL, provider = NULL, model = NULL
-WHERE session = %s
-"""
 CITES_RECORD = """
 INSERT INTO receipt_cites (session, cited_seq, answer_seq, receipt_id)
 SELECT %s, cited, %s, %s FROM unnest(%s::bigint[]) AS cited

@@ -1,0 +1,202 @@
+"""`python -m ledger` against PostgreSQL: export, migrate, and the database side of verify, list and import.
+
+ledger/__main__.py decides which backend a command uses (`database_for`): a DATA argument that is a
+postgresql:// URL, or $DATABASE_URL when set. These functions print what the file commands print;
+a server that cannot be reached is one `error:` line naming it (never the password), exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ledger import importer
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
+from ledger.event import EventError, validate_session_id
+from ledger.fsmode import fsync_dir, open_private
+from ledger.listing import SessionSummary, last_ts
+from ledger.messages import ImportError_
+from ledger.verify import SessionReport
+from storage import BackendError, database_url, is_database_url, redact
+
+from .connect import Database
+from .ledger import PgLedger
+
+CONNECT_TIMEOUT_S = 5  # a command line waits this long for an unreachable server
+
+
+def database_for(raw: str) -> str | None:
+    """The database a command's DATA argument names: the argument when it is a URL, else $DATABASE_URL, else None."""
+    if is_database_url(raw):
+        return raw
+    try:
+        return database_url()
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+
+
+@contextmanager
+def opened(url: str) -> Iterator[PgLedger]:
+    """A PgLedger over its own pool, closed after; CliError (one line) when the server cannot be used.
+
+    The pool's own log of each failed attempt is silenced: the one error line says what failed.
+    """
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    try:
+        db = Database(url, max_size=2, timeout=CONNECT_TIMEOUT_S)
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        yield PgLedger(db)
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        db.close()
+
+
+def verify_reports(url: str, sessions: list[str], progress: Callable[[int], Any]) -> list[SessionReport]:
+    """Verify the named sessions (all when none) in the database; CliError for an unknown one."""
+    with opened(url) as led:
+        names = sessions or led.sessions()
+        for name in names:
+            if not led.exists(name):
+                raise CliError(f"session {name}: no such session in {redact(url)}")
+        bar = progress(sum(led.size_bytes(n) for n in names))
+        try:
+            return [led.verify(name, progress=bar) for name in names]
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+def list_rows(url: str, progress: Callable[[int], Any]) -> list[SessionSummary]:
+    """`python -m ledger list` rows for every session of the database (verified from genesis)."""
+    with opened(url) as led:
+        names = led.sessions()
+        bar = progress(sum(led.size_bytes(n) for n in names))
+        try:
+            rows = []
+            for name in names:
+                report = led.verify(name, progress=bar)
+                size, last = led.last_line(name)
+                rows.append(SessionSummary(name, size, last_ts(last), report))
+            return rows
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+def cmd_import(url: str, args: argparse.Namespace, src: Path, lines: Iterator[bytes], progress: Any) -> int:
+    """Import into the database: every line validated first, then one transaction (COPY)."""
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        return fail(str(exc))
+    with opened(url) as led:
+        try:
+            staged = led.stage_import(args.session, lines, progress, allow_system=args.allow_system, content=True)
+        except ImportError_ as exc:
+            return fail(f"{src}: {exc}; nothing was imported")
+        except OSError as exc:
+            return fail(f"{exc.filename or src}: {exc.strerror or exc}; nothing was imported")
+        finally:
+            if progress is not None:
+                progress.close()
+        events = importer.commit(led, staged)
+    n = len(events)
+    print(
+        f"imported {n} event{'' if n == 1 else 's'} into session {args.session} (seq {events[0].seq}..{events[-1].seq}), "
+        f"head {events[-1].chain[:16]}; no checkpoint signed (checkpoints on PostgreSQL: not by this command yet)"
+    )
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a session's JSONL from the database: the bytes the file backend would hold."""
+    if not is_database_url(args.database_url):
+        return fail(f"{args.database_url!r}: expected a postgresql:// URL (DATABASE_URL)")
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        return fail(str(exc))
+    with opened(args.database_url) as led:
+        if not led.exists(args.session):
+            return fail(f"session {args.session}: no such session in {redact(args.database_url)}")
+        if args.output is None:
+            led.export(args.session, sys.stdout.buffer)
+            return EXIT_OK
+        out = given_path(args.output, what="-o", expected="expected a file to write the JSONL to")
+        if out.is_dir():
+            return fail(f"{out}: is a directory; expected a file to write the JSONL to")
+        tmp = out.with_name(out.name + ".exporting")
+        tmp.unlink(missing_ok=True)
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                n = led.export(args.session, f)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        os.replace(tmp, out)
+        fsync_dir(out.parent if str(out.parent) else Path("."))
+        size, head = led.head(args.session)
+    print(f"exported session {args.session}: {size} events, {n} bytes, head {head[:16]}, to {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int:
+    """Move a file-backed data directory's ledgers into the database (verified, resumable)."""
+    from .migrate import migrate, run_extra_steps
+
+    data = existing_data_dir(args.data_dir)
+    if not is_database_url(args.database_url):
+        return fail(f"{args.database_url!r}: expected a postgresql:// URL (DATABASE_URL)")
+    from ledger import Ledger
+
+    files = Ledger(data, record_tails=False)
+    names = args.sessions or files.sessions()
+    for name in names:
+        try:
+            if not files.exists(name):
+                return fail(f"session {name}: no such session in {data}")
+        except EventError as exc:
+            return fail(str(exc))
+    total = 0
+    for name in names:
+        try:
+            total += files.log_path(name).stat().st_size
+        except OSError:
+            pass
+    with opened(args.database_url) as led:
+        bar = progress(2 * total)  # each byte read twice: verified, then compared or copied
+        try:
+            done = migrate(data, led, bar, names)
+        finally:
+            if bar is not None:
+                bar.close()
+        extra = run_extra_steps(data, led.db)
+    refused = [m for m in done if m.status == "refused"]
+    for m in done:
+        if m.status == "refused":
+            print(f"REFUSED {m.session}: {m.message}")
+        else:
+            what = {"copied": f"copied {m.copied} events", "resumed": f"resumed: copied {m.copied} more events",
+                    "already": "already migrated (checked equal)", "empty": "no events"}[m.status]
+            print(f"ok      {m.session}: {what}; the database holds {m.events}")
+    for line in extra:
+        print(line)
+    if not extra:
+        print("receipts, checkpoints and Merkle trees: not migrated by this version (storage/pg/migrate.py EXTRA_STEPS)")
+    print(f"{len(done) - len(refused)} of {len(done)} sessions in {redact(args.database_url)}" + (", run again after repairing the refused ones" if refused else ""))
+    return EXIT_FAILED if refused else EXIT_OK
+
+
+__all__ = ["cmd_export", "cmd_import", "cmd_migrate", "database_for", "list_rows", "opened", "verify_reports"]
