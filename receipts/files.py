@@ -19,13 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from ledger import Ledger
 from ledger.event import validate_session_id
 from ledger.fsmode import open_private, private_dir, replace_durable
 
 from .body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
 from .merkle import leaf_hash
 from .merkle_store import MerkleStore
+from .stores import MerkleTree, TreeSource
 
 RECEIPTS_DDL = """
 CREATE TABLE IF NOT EXISTS receipts (
@@ -197,7 +197,7 @@ def session_turn_lock(data_dir: Path, session: str) -> Iterator[None]:
             os.close(fd)
 
 
-def synced_tree(data_dir: Path, ledger: Ledger, session: str) -> MerkleStore:
+def synced_tree(data_dir: Path, ledger: TreeSource, session: str) -> MerkleStore:
     """The producer's tree for a session, brought level with the ledger (caller holds the turn lock).
 
     Leaves are the raw event digests. A tree that is ahead of the ledger, or
@@ -206,7 +206,7 @@ def synced_tree(data_dir: Path, ledger: Ledger, session: str) -> MerkleStore:
     count, _head = ledger.head(session)
     folder = data_dir / "merkle" / validate_session_id(session)
     store = MerkleStore(folder)
-    if store.size > count or (0 < store.size and not _last_leaf_matches(store, ledger, session)):
+    if store.size > count or (0 < store.size and not leaf_matches(store, ledger, session, store.size - 1)):
         store.truncate(0)
     if store.size < count:
         missing = range(store.size, count)
@@ -216,7 +216,7 @@ def synced_tree(data_dir: Path, ledger: Ledger, session: str) -> MerkleStore:
     return store
 
 
-def _last_leaf_matches(store: MerkleStore, ledger: Ledger, session: str) -> bool:
-    n = store.size
-    (ev,) = ledger.read_events(session, [n - 1])
-    return store.leaf_hash(n - 1) == leaf_hash(bytes.fromhex(ev.digest))
+def leaf_matches(store: MerkleTree, ledger: TreeSource, session: str, index: int) -> bool:
+    """Whether the tree's leaf `index` is the ledger's event digest at that seq (both backends' synced_tree)."""
+    (ev,) = ledger.read_events(session, [index])
+    return store.leaf_hash(index) == leaf_hash(bytes.fromhex(ev.digest))

@@ -2,4 +2,6 @@
 
   sql.py      every SQL statement of this backend (schema and queries), nothing else
   connect.py  the connection pool, the schema (created and versioned on first use), clear errors
+  receipts.py receipt envelopes, cited-seq rows, `.cites` records, checkpoints, the turn lock (receipts.stores)
+  merkle.py   the producer's Merkle tree as rows of complete subtrees (receipts.merkle_store's interface)
 """

@@ -1,0 +1,152 @@
+"""The seam between the turn engine and where receipts, the producer's tree and checkpoints are kept.
+
+Two backends present these interfaces: the files in DATA_DIR (receipts.file_backend.FileBackend, over
+receipts.files, receipts.merkle_store and receipts.checkpoints) and PostgreSQL (storage.pg.receipts.PgReceipts).
+The engine and the control commands are handed a `ReceiptBackend` and never learn which; formats are the same
+on both (a receipt is the exact bytes of its file, a checkpoint the exact bytes of checkpoint.json).
+
+- `MerkleTree`: what a producer's tree answers (MerkleStore, storage.pg.merkle.PgMerkleStore);
+- `TreeSource`: what a tree is brought level with (ledger.Ledger, storage.pg.ledger.PgLedger);
+- `ReceiptBackend`: the session's turn lock, the tree, receipt envelopes, the `.cites` records a turn leaves
+  before its answer is appended, and the latest signed checkpoint;
+- `ReceiptRows`: the derived `receipts` / `receipt_cites` rows (index.sqlite's tables in the file backend,
+  which chat.citing reaches through the index; PostgreSQL tables in the other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger import Event
+
+
+class ReceiptNotFound(FileNotFoundError):
+    """No receipt of that id in that session (a FileNotFoundError, as a missing file is, so callers that catch
+    OSError for a missing receipt file keep working on either backend)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCites:
+    """A `.cites` record: what a turn handed the model, written before its answer was appended."""
+
+    receipt_id: str
+    question_seq: int
+    memory_seqs: tuple[int, ...]
+
+
+class MerkleTree(Protocol):
+    """A producer's RFC 6962 tree over a session's event digests (leaf data = raw digest bytes)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def leaf_hash(self, index: int) -> bytes: ...
+
+    def root(self, n: int | None = None) -> bytes: ...
+
+    def inclusion_proof(self, index: int, n: int | None = None) -> list[bytes]: ...
+
+    def consistency_proof(self, m: int, n: int | None = None) -> list[bytes]: ...
+
+    def close(self) -> None: ...
+
+
+class TreeSource(Protocol):
+    """What a producer's tree is kept level with: the session's ledger."""
+
+    def head(self, session: str) -> tuple[int, str]: ...
+
+    def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]: ...
+
+
+class ReceiptBackend(Protocol):
+    """Where one deployment keeps receipts, trees and checkpoints. Safe for many threads."""
+
+    def turn_lock(self, session: str) -> AbstractContextManager[None]:
+        """Serialise the turns of one session (across threads, processes and, on PostgreSQL, replicas)."""
+        ...
+
+    def synced_tree(self, ledger: TreeSource, session: str) -> MerkleTree:
+        """The session's tree brought level with the ledger (caller holds the turn lock); close it after."""
+        ...
+
+    def drop_tree(self, session: str) -> None:
+        """Forget the session's tree (rebuilt from the ledger next time): after a repair cut the ledger."""
+        ...
+
+    def write_receipt(self, session: str, receipt_id: str, envelope: Mapping[str, Any]) -> str:
+        """Store a receipt durably (complete or not at all) as receipts.body.dump_file's bytes; where it is."""
+        ...
+
+    def replace_receipt(self, session: str, receipt_id: str, data: bytes) -> None:
+        """Rewrite a stored receipt with these exact bytes (a redaction); ReceiptNotFound if it is not there."""
+        ...
+
+    def read_receipt(self, session: str, receipt_id: str) -> bytes:
+        """The receipt's exact bytes; ReceiptNotFound, or ValueError over receipts.body.MAX_RECEIPT_BYTES."""
+        ...
+
+    def receipt_ids(self, session: str) -> list[str]:
+        """The session's receipt ids, oldest first."""
+        ...
+
+    def delete_receipt(self, session: str, receipt_id: str) -> None:
+        """Withdraw a receipt (idempotent)."""
+        ...
+
+    def write_cites(self, session: str, receipt_id: str, question_seq: int, memory_seqs: Sequence[int]) -> None:
+        """Durably note what a turn handed the model, before its answer is appended (seqs only, no text)."""
+        ...
+
+    def drop_cites(self, session: str, receipt_id: str) -> None:
+        """The receipt says it now (idempotent)."""
+        ...
+
+    def pending_cites(self, session: str) -> list[PendingCites]:
+        """The `.cites` records still held (turns killed before their receipt, receipts that failed)."""
+        ...
+
+    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
+        """Make `checkpoint` the session's latest unless a larger tree's is already kept (then False: a slower
+        writer never moves it backwards). `allow_shrink`: a repair cut the ledger, the smaller one is right."""
+        ...
+
+    def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
+        """The latest signed checkpoint (parsed strictly: receipts.checkpoints.parse_checkpoint), or None."""
+        ...
+
+    def forget_session(self, session: str) -> None:
+        """Delete the session's receipts, cites records, tree and checkpoint (idempotent)."""
+        ...
+
+
+class ReceiptRows(Protocol):
+    """The derived rows: one per receipt, and per answer the seqs its turn cited (chat.citing)."""
+
+    def record_row(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None: ...
+
+    def record_cites(self, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None: ...
+
+    def citing_answers(self, session: str, seqs: Collection[int]) -> list[tuple[int, int]]: ...
+
+    def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None: ...
+
+
+def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The `receipts` row's columns read from a receipt body (chat.engine's `_record` writes the same)."""
+    return {
+        "issued_at": body["issued_at"],
+        "user_seq": body["query"]["event"]["seq"],
+        "assistant_seq": body["response"]["event"]["seq"],
+        "tree_size": body["checkpoint"]["body"]["tree_size"],
+        "root": body["checkpoint"]["body"]["root"],
+        "memories": len(body["memories"]),
+        "provider": body["response"]["provider"],
+        "model": body["response"]["model"],
+    }
+
+
+__all__ = ["MerkleTree", "PendingCites", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "row_values"]

@@ -1,0 +1,278 @@
+"""Receipts, the producer's tree and checkpoints on PostgreSQL: receipts.stores.ReceiptBackend and ReceiptRows.
+
+Several app replicas sharing one database see the same receipts and the same latest checkpoint:
+
+- a receipt is stored as the exact bytes the file backend writes (receipts.body.dump_file), in one committed
+  row: it exists complete or not at all; `read_receipt` returns those bytes, so `receipts verify` and a
+  visitor's download are byte-identical on both backends. Its derived columns (the file backend's
+  index.sqlite `receipts` row) sit in the same row; `receipt_cites` is the same table as there;
+- the `.cites` record a turn writes before its answer is appended is a `receipt_pending_cites` row;
+- the tree is storage.pg.merkle.PgMerkleStore (row-locked appends);
+- the latest checkpoint is one row per session holding checkpoint.json's exact bytes; the upsert compares
+  tree sizes in its WHERE, so a slower replica's older checkpoint never replaces a newer one;
+- the turn lock is a transaction-scoped advisory lock (released by commit, rollback or a lost connection:
+  a crashed replica never leaves a session locked), behind a per-process lock per session so that threads
+  of one process waiting for the same session hold no pooled connection while they wait.
+
+`copies`: a folder (a cache) where each receipt written is also put as a file, for a CLI that prints
+`receipt: <path>` and a visitor who keeps the file; the database row stays the record.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ledger.event import validate_session_id
+from ledger.fsmode import private_dir, replace_durable
+from receipts.body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE, dump_file
+from receipts.checkpoints import (
+    MAX_CHECKPOINT_BYTES,
+    MalformedCheckpoint,
+    check_checkpoint_shape,
+    checkpoint_file_bytes,
+    parse_checkpoint,
+)
+from receipts.files import leaf_matches
+from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
+
+from . import sql
+from .connect import Database
+from .merkle import PgMerkleStore, TreeMoved
+
+SYNC_CHUNK = 4096  # ledger events read per extend while a tree catches up
+SYNC_ATTEMPTS = 5  # tries when another writer moved the tree while we read the ledger
+
+
+def check_receipt_id(receipt_id: str) -> str:
+    if not isinstance(receipt_id, str) or not RECEIPT_ID_RE.fullmatch(receipt_id):
+        raise ValueError(f"receipt id {receipt_id!r} is not valid")
+    return receipt_id
+
+
+class PgReceipts:
+    """Receipts, trees and checkpoints of every session in one PostgreSQL database. Safe for many threads."""
+
+    def __init__(self, db: Database, *, copies: str | os.PathLike[str] | None = None) -> None:
+        self.db = db
+        self.copies = None if copies is None else Path(copies)
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __repr__(self) -> str:
+        return f"PgReceipts({self.db.shown!r})"
+
+    # -- the turn lock ----------------------------------------------------------------------------
+    @contextmanager
+    def turn_lock(self, session: str) -> Iterator[None]:
+        """Serialise turns of one session across threads, processes and replicas.
+
+        Held as an open transaction on one pooled connection for the whole turn (a model call included): size
+        the pool for one connection per concurrent turn plus those the turn's own writes take."""
+        validate_session_id(session)
+        with self._guard:
+            local = self._locks.setdefault(session, threading.Lock())
+        with local, self.db.transaction() as conn:
+            conn.execute(sql.TURN_LOCK, (session,))
+            yield
+
+    # -- the tree ---------------------------------------------------------------------------------
+    def tree(self, session: str) -> PgMerkleStore:
+        return PgMerkleStore(self.db, session)
+
+    def synced_tree(self, ledger: TreeSource, session: str) -> PgMerkleStore:
+        """The session's tree brought level with the ledger: leaves are the raw event digests. A tree ahead of
+        the ledger, or whose last leaf disagrees with it, is rebuilt from the ledger (as receipts.files does)."""
+        store = PgMerkleStore(self.db, session)
+        for _ in range(SYNC_ATTEMPTS):
+            count, _head = ledger.head(session)
+            size = store.size
+            if size > count or (size and not leaf_matches(store, ledger, session, size - 1)):
+                store.truncate(0)
+                size = 0
+            try:
+                while size < count:
+                    seqs = range(size, min(size + SYNC_CHUNK, count))
+                    store.extend((bytes.fromhex(ev.digest) for ev in ledger.read_events(session, seqs)), at=size)
+                    size = seqs.stop
+                return store
+            except TreeMoved:
+                continue  # another writer appended the same digests meanwhile: look again
+        raise TreeMoved(session, size, store.size)
+
+    def drop_tree(self, session: str) -> None:
+        PgMerkleStore(self.db, session).drop()
+
+    # -- receipts ---------------------------------------------------------------------------------
+    def write_receipt(self, session: str, receipt_id: str, envelope: Mapping[str, Any]) -> str:
+        """Store the receipt (committed before this returns); where a copy was put, or the row's name."""
+        validate_session_id(session)
+        check_receipt_id(receipt_id)
+        data = dump_file(envelope)
+        with self.db.transaction() as conn:
+            cur = conn.execute(sql.RECEIPT_INSERT, (receipt_id, session, data))
+            if cur.rowcount != 1:
+                raise ValueError(f"receipt id {receipt_id} is already used by another session")
+        if self.copies is None:
+            return f"postgresql:receipts/{session}/{receipt_id}"
+        return str(self._copy(session, receipt_id, data))
+
+    def _copy(self, session: str, receipt_id: str, data: bytes) -> Path:
+        folder = self.copies / session if self.copies is not None else Path()
+        private_dir(folder)
+        path = folder / f"{receipt_id}.json"
+        replace_durable(path, data)
+        return path
+
+    def replace_receipt(self, session: str, receipt_id: str, data: bytes) -> None:
+        validate_session_id(session)
+        check_receipt_id(receipt_id)
+        with self.db.transaction() as conn:
+            if conn.execute(sql.RECEIPT_REPLACE, (data, session, receipt_id)).rowcount != 1:
+                raise ReceiptNotFound(f"session {session}: no receipt {receipt_id}")
+        if self.copies is not None and (self.copies / session / f"{receipt_id}.json").exists():
+            self._copy(session, receipt_id, data)  # a cached copy must not keep the words a redaction removed
+
+    def read_receipt(self, session: str, receipt_id: str) -> bytes:
+        validate_session_id(session)
+        check_receipt_id(receipt_id)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.RECEIPT_READ, (MAX_RECEIPT_BYTES, session, receipt_id)).fetchone()
+        if row is None:
+            raise ReceiptNotFound(f"session {session}: no receipt {receipt_id}")
+        size, data = row
+        if data is None:
+            raise ValueError(f"session {session}: receipt {receipt_id}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+        return bytes(data)
+
+    def receipt_ids(self, session: str) -> list[str]:
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            return [str(r[0]) for r in conn.execute(sql.RECEIPT_IDS, (session,)).fetchall()]
+
+    def delete_receipt(self, session: str, receipt_id: str) -> None:
+        validate_session_id(session)
+        check_receipt_id(receipt_id)
+        with self.db.transaction() as conn:
+            conn.execute(sql.RECEIPT_DELETE, (session, receipt_id))
+            conn.execute(sql.CITES_DELETE_SOME, (session, [receipt_id]))
+        if self.copies is not None:
+            (self.copies / session / f"{receipt_id}.json").unlink(missing_ok=True)
+
+    # -- what a turn handed the model, before its answer ------------------------------------------
+    def write_cites(self, session: str, receipt_id: str, question_seq: int, memory_seqs: Sequence[int]) -> None:
+        validate_session_id(session)
+        check_receipt_id(receipt_id)
+        seqs = [question_seq, *memory_seqs]
+        if not all(type(s) is int and 0 <= s < 2**63 for s in seqs):
+            raise ValueError(f"session {session}: receipt {receipt_id}: cited seqs must be non-negative integers")
+        with self.db.transaction() as conn:
+            conn.execute(sql.PENDING_WRITE, (session, receipt_id, question_seq, list(memory_seqs)))
+
+    def drop_cites(self, session: str, receipt_id: str) -> None:
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            conn.execute(sql.PENDING_DROP, (session, receipt_id))
+
+    def pending_cites(self, session: str) -> list[PendingCites]:
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            rows = conn.execute(sql.PENDING_LIST, (session,)).fetchall()
+        return [PendingCites(str(r), int(q), tuple(int(m) for m in mems)) for r, q, mems in rows]
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
+        """Make it the latest unless a larger tree's checkpoint is kept already (False then). One statement:
+        the comparison and the write are atomic, whatever other replicas do."""
+        validate_session_id(session)
+        cp = check_checkpoint_shape(dict(checkpoint))
+        if cp["body"]["session"] != session:
+            raise ValueError(f"session {session}: the checkpoint names session {cp['body']['session']!r}")
+        data = checkpoint_file_bytes(cp)
+        statement = sql.CHECKPOINT_REPLACE if allow_shrink else sql.CHECKPOINT_KEEP
+        with self.db.transaction() as conn:
+            return conn.execute(statement, (session, cp["body"]["tree_size"], data)).fetchone() is not None
+
+    def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
+        """The latest signed checkpoint, parsed strictly; MalformedCheckpoint when the stored one is not one."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.CHECKPOINT_READ, (MAX_CHECKPOINT_BYTES, session)).fetchone()
+        if row is None:
+            return None
+        source = f"PostgreSQL {self.db.shown}: checkpoints row of session {session}"
+        size, data = row
+        if data is None:
+            raise MalformedCheckpoint("$", f"{size} bytes is over the {MAX_CHECKPOINT_BYTES}-byte limit", source=source)
+        cp = parse_checkpoint(bytes(data), source=source)
+        if cp["body"]["session"] != session:
+            raise MalformedCheckpoint("body.session", f"names session {cp['body']['session']!r}, not {session!r}", source=source)
+        return cp
+
+    def checkpoint_bytes(self, session: str) -> bytes | None:
+        """The latest checkpoint's exact bytes (what checkpoint.json holds), for a download."""
+        cp = self.latest_checkpoint(session)
+        return None if cp is None else checkpoint_file_bytes(cp)
+
+    # -- a deleted session ------------------------------------------------------------------------
+    def forget_session(self, session: str) -> None:
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            for statement in (
+                sql.RECEIPT_DELETE_SESSION,
+                sql.CITES_DELETE_SESSION,
+                sql.PENDING_DELETE_SESSION,
+                sql.MERKLE_DELETE_NODES,
+                sql.MERKLE_DELETE_TREE,
+                sql.CHECKPOINT_DELETE,
+            ):
+                conn.execute(statement, (session,))
+        if self.copies is not None:
+            import shutil
+
+            shutil.rmtree(self.copies / session, ignore_errors=True)
+
+    def vacuum(self) -> None:
+        """VACUUM the receipt tables (after an erasure or a deletion: the old row versions hold the words until
+        then). Needs a connection outside a transaction."""
+        with self.db.connection() as conn:
+            conn.autocommit = True
+            try:
+                for statement in sql.RECEIPTS_VACUUM:
+                    conn.execute(statement)
+            finally:
+                conn.autocommit = False
+
+    # -- the derived rows (receipts.stores.ReceiptRows) --------------------------------------------
+    def record_row(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None:
+        """Fill the receipt row's derived columns (`where` is implied: the row is the receipt)."""
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            conn.execute(sql.RECEIPT_SET_ROW, {**row_values(body), "session": session, "receipt_id": check_receipt_id(receipt_id)})
+
+    def record_cites(self, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None:
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            conn.execute(sql.CITES_RECORD, (session, answer_seq, receipt_id, sorted(set(cited))))
+
+    def citing_answers(self, session: str, seqs: Collection[int]) -> list[tuple[int, int]]:
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            rows = conn.execute(sql.CITES_ANSWERS, (session, sorted(set(seqs)))).fetchall()
+        return [(int(c), int(a)) for c, a in rows]
+
+    def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None:
+        """Drop the cited-seq rows of a session or of these receipts (the receipt rows go with the receipts)."""
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            if receipt_ids is None:
+                conn.execute(sql.CITES_DELETE_SESSION, (session,))
+            else:
+                conn.execute(sql.CITES_DELETE_SOME, (session, list(receipt_ids)))
+
+
+__all__ = ["PgReceipts", "check_receipt_id"]
