@@ -267,6 +267,8 @@ INSERT INTO receipts (receipt_id, session, envelope) VALUES (%s, %s, %s)
 ON CONFLICT (receipt_id) DO UPDATE SET envelope = EXCLUDED.envelope WHERE receipts.session = EXCLUDED.session
 """
 RECEIPT_REPLACE = "UPDATE receipts SET envelope = %s WHERE session = %s AND receipt_id = %s"
+# a migration's look before it copies a receipt file: whose it is, and whether the bytes are the same (params: data, id)
+RECEIPT_COMPARE = "SELECT session, envelope = %s FROM receipts WHERE receipt_id = %s"
 RECEIPT_SET_ROW = """
 UPDATE receipts SET issued_at = %(issued_at)s, user_seq = %(user_seq)s, assistant_seq = %(assistant_seq)s,
     tree_size = %(tree_size)s, root = %(root)s, memories = %(memories)s, provider = %(provider)s, model = %(model)s
