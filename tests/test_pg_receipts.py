@@ -473,6 +473,18 @@ class TestPgTurnLock:
             t.join(timeout=30)
             assert got.is_set()
 
+    def test_a_turn_outlives_an_idle_in_transaction_timeout(self, pg_url: str) -> None:
+        from storage.pg.connect import Database
+        from storage.pg.receipts import PgReceipts
+
+        with Database(pg_url, max_size=1) as db:  # one connection: the one the setting is made on
+            with db.transaction() as conn:
+                conn.execute("SELECT set_config('idle_in_transaction_session_timeout', '100ms', false)")
+            with PgReceipts(db).turn_lock("s1"):
+                time.sleep(0.4)  # a model call longer than the operator's timeout
+            with PgReceipts(db).turn_lock("s1"):
+                pass
+
     def test_a_turn_that_raises_releases_the_lock(self, pg: Any) -> None:
         with pytest.raises(RuntimeError), pg.turn_lock("s1"):
             raise RuntimeError("the model failed")

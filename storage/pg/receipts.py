@@ -77,6 +77,7 @@ class PgReceipts:
         with self._guard:
             local = self._locks.setdefault(session, threading.Lock())
         with local, self.db.transaction() as conn:
+            conn.execute(sql.TURN_LOCK_NO_IDLE_TIMEOUT)
             conn.execute(sql.TURN_LOCK, (session,))
             yield
 

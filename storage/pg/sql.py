@@ -48,7 +48,41 @@ LEDGER_SCHEMA = [
         PRIMARY KEY (session, seq)
     )
     """,
+    # A small append in one statement (one round trip, on an autocommit connection: one transaction):
+    # lock the session's row, and only if its tail is the one the rows were chained from, insert them
+    # and move the tail on. Either way it returns the tail after it and whether it appended.
+    """
+    CREATE OR REPLACE FUNCTION mre_append(
+        p_session text, p_size bigint, p_head text, p_new_head text,
+        p_seqs bigint[], p_lines bytea[], p_roles text[], p_digests text[], p_chains text[]
+    ) RETURNS TABLE (r_size bigint, r_head text, r_appended boolean)
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        cur_size bigint;
+        cur_head text;
+    BEGIN
+        SELECT s.size, s.head INTO cur_size, cur_head FROM sessions s WHERE s.session = p_session FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO sessions (session, size, head) VALUES (p_session, 0, repeat('0', 64)) ON CONFLICT (session) DO NOTHING;
+            SELECT s.size, s.head INTO cur_size, cur_head FROM sessions s WHERE s.session = p_session FOR UPDATE;
+        END IF;
+        IF cur_size <> p_size OR cur_head <> p_head THEN
+            RETURN QUERY SELECT cur_size, cur_head, false;
+            RETURN;
+        END IF;
+        INSERT INTO events (session, seq, line, role, digest, chain)
+            SELECT p_session, u.seq, u.line, u.role, u.digest, u.chain
+            FROM unnest(p_seqs, p_lines, p_roles, p_digests, p_chains) AS u (seq, line, role, digest, chain);
+        UPDATE sessions SET size = p_size + cardinality(p_seqs), head = p_new_head WHERE session = p_session;
+        RETURN QUERY SELECT p_size + cardinality(p_seqs), p_new_head, true;
+    END
+    $$
+    """,
 ]
+LEDGER_APPEND = (
+    "SELECT r_size, r_head, r_appended FROM mre_append(%s::text, %s::bigint, %s::text, %s::text,"
+    " %s::bigint[], %s::bytea[], %s::text[], %s::text[], %s::text[])"
+)
 LEDGER_NEW_SESSION = "INSERT INTO sessions (session, size, head) VALUES (%s, 0, %s) ON CONFLICT (session) DO NOTHING"
 # the writer's lock: held until the transaction ends, so one writer at a time appends to a session
 LEDGER_LOCK_SESSION = "SELECT size, head FROM sessions WHERE session = %s FOR UPDATE"
@@ -262,6 +296,9 @@ RECEIPTS_SCHEMA = [
 # key space ('mre-turn:' || session) is not the ledger's (a row lock on sessions), so a turn's own append on
 # another connection never waits for it
 TURN_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('mre-turn:' || %s, 0))"
+# the lock's transaction idles through the model call: an operator's idle_in_transaction_session_timeout must not
+# end it (and with it the lock) in the middle of a turn
+TURN_LOCK_NO_IDLE_TIMEOUT = "SET LOCAL idle_in_transaction_session_timeout = 0"
 RECEIPT_INSERT = """
 INSERT INTO receipts (receipt_id, session, envelope) VALUES (%s, %s, %s)
 ON CONFLICT (receipt_id) DO UPDATE SET envelope = EXCLUDED.envelope WHERE receipts.session = EXCLUDED.session
