@@ -299,6 +299,42 @@ class TestPostgresBytes:
         pg.close()
 
 
+@pytest.mark.pg
+class TestPostgresAppendPaths:
+    def test_writers_with_stale_tails_never_fork_the_chain(self, pg_url: str) -> None:
+        a, b = PgLedger(pg_url), PgLedger(pg_url)
+        for i in range(5):  # each object's remembered tail is stale at every turn
+            a.append("s1", "user", f"a{i}")
+            b.append("s1", "user", f"b{i}")
+        report = a.verify("s1")
+        texts = [e.text for e in a.events("s1")]
+        a.close()
+        b.close()
+        assert report.ok and report.events == 10 and texts == [f"{w}{i}" for i in range(5) for w in "ab"]
+
+    def test_the_locking_path_alone_keeps_one_chain(self, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(pg_ledger, "FUNCTION_TRIES", 0)  # every append locks first, then COPY
+        leds = [PgLedger(pg_url), PgLedger(pg_url)]
+        threads = [threading.Thread(target=lambda k=k: [leds[k].append("s1", "user", f"{k}.{i}") for i in range(50)]) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        report = leds[0].verify("s1")
+        for led in leds:
+            led.close()
+        assert report.ok and report.events == 100
+
+    def test_an_import_over_the_statement_limit_goes_through_copy_after_existing_events(self, pg_url: str) -> None:
+        led = PgLedger(pg_url)
+        led.append("s1", "user", "first")
+        n = pg_ledger.FUNCTION_MAX_ROWS + 5
+        imported = led.import_jsonl("s1", lines_of(*(f"line {i}" for i in range(n))))
+        report = led.verify("s1")
+        led.close()
+        assert imported.first.seq == 1 and imported.last.seq == n and report.ok and report.events == n + 1
+
+
 _WRITER = """
 import sys
 from storage.pg.ledger import PgLedger

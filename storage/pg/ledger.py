@@ -20,6 +20,7 @@ Those are the operator's to expire (docs/BACKENDS.md).
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +46,9 @@ from .connect import Database
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
 CURSOR_ROWS = 5000  # rows a server-side cursor fetches at a time
+FUNCTION_MAX_ROWS = 1000  # appends up to this many events go through sql.LEDGER_APPEND; larger ones through COPY
+FUNCTION_TRIES = 3  # optimistic tries before an append locks first (another writer kept moving the tail)
+MAX_REMEMBERED = 4096  # sessions whose tail is remembered
 _ROLE_AT = 64 + len(b'","role":"')  # from where a line's prev starts to where its role starts (ledger/bulk.py _LINE)
 _ROLE_BYTES = {r.encode(): r for r in ROLES}
 
@@ -90,6 +94,8 @@ class PgLedger:
         self.db = Database(database_or_url) if isinstance(database_or_url, str) else database_or_url
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.quarantined: list[Any] = []  # the file backend's torn tails: none here (a row is committed whole)
+        self._tails: dict[str, tuple[int, bytes]] = {}  # (size, head) this object last wrote, per session: a guess
+        self._guard = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<PgLedger {self.db.shown}>"
@@ -150,19 +156,36 @@ class PgLedger:
         return appended_events(session, messages, written, ids, now)
 
     def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended:
-        """Append encoded blocks (ledger/bulk.py) in one transaction under the session's row lock.
+        """Append encoded blocks (ledger/bulk.py) under the session's row lock, acknowledged after COMMIT.
 
         As Ledger.append_blocks: `encode(seq)` is called with the session's next seq, and the blocks
-        are chained again unless they were chained from the head the session has.
+        are chained again unless they were chained from the head the session has. A small append
+        is one statement (sql.LEDGER_APPEND, from the tail this object last saw: when another writer
+        moved it, it is encoded again from the tail the statement returns); a large one, or one
+        that lost that race FUNCTION_TRIES times, is a transaction that locks first (COPY).
         """
         validate_session_id(session)
+        size, cur = self._tails.get(session, (seq, head))
+        for _ in range(FUNCTION_TRIES):
+            blocks = self._chained(encode, size, cur, seq, head)
+            if not 0 < sum(b.count for b in blocks) <= FUNCTION_MAX_ROWS:
+                break
+            columns = [list(col) for col in zip(*(r for b in blocks for r in block_rows(session, b)), strict=True)][1:]
+            new_head = blocks[-1].head(blocks[-1].count - 1)
+            with self.db.connection() as conn:
+                conn.autocommit = True  # the statement is the transaction: one round trip
+                try:
+                    got = conn.execute(sql.LEDGER_APPEND, (session, size, cur.hex(), new_head.hex(), *columns)).fetchone()
+                finally:
+                    conn.autocommit = False
+            assert got is not None
+            if got[2]:
+                self._remember(session, int(got[0]), new_head)
+                return Appended(blocks, cur)
+            size, cur = int(got[0]), bytes.fromhex(got[1])  # another writer came first: encode again from its tail
         with self.db.transaction() as conn:
-            next_seq, head0 = self._lock(conn, session)
-            blocks = encode(next_seq)
-            if next_seq != seq or head0 != head or any(len(b.heads) != 32 * b.count for b in blocks):
-                prev = head0
-                for b in blocks:
-                    prev = chain(b, prev)
+            size, cur = self._lock(conn, session)
+            blocks = self._chained(encode, size, cur, seq, head)
             count = sum(b.count for b in blocks)
             if count:
                 with conn.cursor().copy(sql.LEDGER_COPY_EVENTS) as copy:
@@ -171,8 +194,28 @@ class PgLedger:
                         for row in block_rows(session, b):
                             copy.write_row(row)
                 last = blocks[-1]
-                conn.execute(sql.LEDGER_ADVANCE, (next_seq + count, last.head(last.count - 1).hex(), session))
-        return Appended(blocks, head0)
+                new_head = last.head(last.count - 1)
+                conn.execute(sql.LEDGER_ADVANCE, (size + count, new_head.hex(), session))
+        if count:
+            self._remember(session, size + count, new_head)
+        return Appended(blocks, cur)
+
+    @staticmethod
+    def _chained(encode: Callable[[int], list[Block]], size: int, cur: bytes, seq: int, head: bytes) -> list[Block]:
+        """encode(size), chained from `cur` unless the blocks already are (they were encoded for (seq, head))."""
+        blocks = encode(size)
+        if size != seq or cur != head or any(len(b.heads) != 32 * b.count for b in blocks):
+            prev = cur
+            for b in blocks:
+                prev = chain(b, prev)
+        return blocks
+
+    def _remember(self, session: str, size: int, head: bytes) -> None:
+        """The tail this object last wrote: the next small append's guess (a few thousand sessions at most)."""
+        with self._guard:
+            if len(self._tails) >= MAX_REMEMBERED and session not in self._tails:
+                self._tails.pop(next(iter(self._tails)))
+            self._tails[session] = (size, head)
 
     @staticmethod
     def _lock(conn: psycopg.Connection[Any], session: str, *, create: bool = True) -> tuple[int, bytes]:
@@ -345,6 +388,7 @@ class PgLedger:
                 for r in records:
                     copy.write_row(_line_row(r.to_line(), r.to_dict()))
             conn.execute(sql.LEDGER_ADVANCE, (size + len(records), appended[-1][1].hex(), session))
+        self._remember(session, size + len(records), appended[-1][1])
         self.vacuum()
         log.info(
             "session %s: erased %d event(s) (seqs %s), erasure record(s) at seq %d-%d",
