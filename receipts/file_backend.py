@@ -1,23 +1,24 @@
 """The file backend behind receipts.stores.ReceiptBackend: DATA_DIR's receipt files, Merkle folders and
 checkpoint.json, through the functions that write them (receipts.files, receipts.checkpoints) — same paths,
-same bytes, same locks. `issue` signs and keeps a checkpoint on any backend.
+same bytes, same locks; IndexRows, receipts.stores.ReceiptRows over index.sqlite. `issue` signs and keeps a
+checkpoint on any backend.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ledger.event import now_ts, validate_session_id
 
 from . import checkpoints, files
 from .body import sign_checkpoint
 from .keys import SigningKey
-from .stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource
+from .stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
 
 
 class FileBackend:
@@ -99,6 +100,43 @@ class FileBackend:
         checkpoints.checkpoint_path(self.data_dir, session).unlink(missing_ok=True)
 
 
+class _IndexDb(Protocol):
+    """What IndexRows needs of retrieval.Index: its write and read connections (index.sqlite)."""
+
+    def write(self) -> AbstractContextManager[files.Sql]: ...
+
+    def read(self) -> AbstractContextManager[files.Sql]: ...
+
+
+class IndexRows:
+    """receipts.stores.ReceiptRows over the file backend's index.sqlite tables (receipts.files.RECEIPTS_DDL, which
+    the caller has ensured): the same statements chat.engine and chat.citing write through the index today."""
+
+    def __init__(self, index: _IndexDb) -> None:
+        self.index = index
+
+    def record_row(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None:
+        v = row_values(body)
+        with self.index.write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO receipts (receipt_id, session, issued_at, path, user_seq, assistant_seq, tree_size, root, memories, provider, model)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [receipt_id, session, v["issued_at"], where, v["user_seq"], v["assistant_seq"], v["tree_size"], v["root"], v["memories"], v["provider"], v["model"]],
+            )
+
+    def record_cites(self, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None:
+        with self.index.write() as db:
+            files.record_cites(db, session, receipt_id, answer_seq, cited)
+
+    def citing_answers(self, session: str, seqs: Collection[int]) -> list[tuple[int, int]]:
+        with self.index.read() as conn:
+            return files.citing_answers(conn, session, seqs)
+
+    def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None:
+        with self.index.write() as db:
+            files.forget_rows(db, session, receipt_ids)
+
+
 def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey) -> dict[str, Any]:
     """Sign a checkpoint over the session as it is now and keep it as the latest, on any ReceiptBackend.
 
@@ -118,4 +156,4 @@ def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: Signin
     return cp
 
 
-__all__ = ["FileBackend", "issue"]
+__all__ = ["FileBackend", "IndexRows", "issue"]

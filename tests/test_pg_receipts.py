@@ -15,7 +15,7 @@ import pytest
 from ledger import Ledger
 from receipts import checkpoints, files
 from receipts.body import MAX_RECEIPT_BYTES, dump_file, sign_checkpoint
-from receipts.file_backend import FileBackend, issue
+from receipts.file_backend import FileBackend, IndexRows, issue
 from receipts.keys import SigningKey
 from receipts.merkle import EMPTY_ROOT, consistency_proof, inclusion_proof, leaf_hash, root_from_leaf_hashes
 from receipts.merkle_nodes import appended_nodes, consistency_ranges, edge_nodes, fold, inclusion_ranges, subtree_nodes
@@ -85,9 +85,35 @@ class TestNodePlanning:
         with pytest.raises(ValueError, match="merkle nodes"):
             subtree_nodes(lo, hi)
 
+
+
+class TestFileBackend:
     def test_the_file_backend_is_a_receipt_backend(self, tmp_path: Path) -> None:
         backend: ReceiptBackend = FileBackend(tmp_path)  # mypy checks the Protocol
         assert backend.receipt_ids("s1") == []
+
+    def test_index_rows_write_the_rows_the_engine_writes(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from chat.engine import Engine
+        from chat.llm import LLM
+
+        monkeypatch.delenv("GROQ_API_KEY", raising=False)
+        engine = Engine(tmp_path, llm=LLM(api_key=""))
+        engine.remember("s1", "my dog is called Rex")
+        turn = engine.turn("s1", "what is my dog called?", k=4)
+        rows: ReceiptRows = IndexRows(engine.index)  # mypy checks the Protocol
+        query = "SELECT * FROM receipts WHERE receipt_id = ?"
+        with engine.index.read() as conn:
+            want = conn.execute(query, [turn.receipt_id]).fetchall()
+            cited = conn.execute("SELECT * FROM receipt_cites ORDER BY cited_seq").fetchall()
+        rows.forget_rows("s1", [turn.receipt_id])
+        with engine.index.read() as conn:
+            assert conn.execute(query, [turn.receipt_id]).fetchall() == []
+        rows.record_row("s1", turn.receipt_id, str(turn.receipt_path), turn.body)
+        rows.record_cites("s1", turn.receipt_id, turn.assistant_event.seq, [c[1] for c in cited])
+        with engine.index.read() as conn:
+            assert conn.execute(query, [turn.receipt_id]).fetchall() == want and len(want) == 1
+            assert conn.execute("SELECT * FROM receipt_cites ORDER BY cited_seq").fetchall() == cited
+        assert sorted(rows.citing_answers("s1", [0, 1])) == [(c[1], c[2]) for c in cited]
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------------
