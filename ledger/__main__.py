@@ -30,7 +30,7 @@ from .cli_support import (
     writable_data_dir,
 )
 from .event import Event, EventError, validate_session_id
-from .imports import ImportRecordError, previous_import, record_import
+from .imports import ImportRecordError, already_imported, previous_import, record_import
 from .listing import list_sessions
 from .messages import ImportError_
 from .repair import CUT_PREFIX, Cut, RepairRefused, diagnose, truncate_at
@@ -97,11 +97,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
     try:
         if not args.allow_duplicates and data.is_dir() and (seen := previous_import(ledger, args.session, digest)):
-            return fail(
-                f"{src}: its {_n_messages(seen.messages)} {'was' if seen.messages == 1 else 'were'} already imported into session {args.session} "
-                f"(seq {seen.first_seq}..{seen.last_seq}, from {seen.file}, at {seen.imported_at}); "
-                "nothing was imported (--allow-duplicates imports them again)"
-            )
+            return fail(already_imported(src, seen, args.session))
         make_data_dir(data)
         with lock:
             with _no_gc():

@@ -54,6 +54,16 @@ class ImportRecord:
         return canonical_json({"v": 1, **{k: getattr(self, k) for k in self.__slots__}}) + b"\n"
 
 
+def already_imported(src: object, seen: ImportRecord, session: str) -> str:
+    """What `python -m ledger import` says of a file whose messages the session already holds."""
+    n = seen.messages
+    return (
+        f"{src}: its {n} message{'' if n == 1 else 's'} {'was' if n == 1 else 'were'} already imported into session {session} "
+        f"(seq {seen.first_seq}..{seen.last_seq}, from {seen.file}, at {seen.imported_at}); "
+        "nothing was imported (--allow-duplicates imports them again)"
+    )
+
+
 def content_hash(messages: Sequence[Message]) -> str:
     """sha256 over the messages as validated: what was said, not how the file spelled it."""
     h = hashlib.sha256(TAG_IMPORT)

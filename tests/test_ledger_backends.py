@@ -472,6 +472,23 @@ class TestCli:
         refused = run_cli("import", pg_url, "s1", str(bad))
         assert refused.returncode == 2 and "nothing was imported" in refused.stderr
 
+    def test_importing_the_same_file_twice_is_refused_until_an_erasure_reaches_it(self, tmp_path: Path, pg_url: str) -> None:
+        src = tmp_path / "in.jsonl"
+        src.write_bytes(b"".join(lines_of("one", "two")))
+        assert run_cli("import", pg_url, "s1", str(src)).returncode == 0
+        again = run_cli("import", pg_url, "s1", str(src))
+        assert again.returncode == 2 and "were already imported into session s1 (seq 0..1, from in.jsonl" in again.stderr
+        forced = run_cli("import", pg_url, "s1", str(src), "--allow-duplicates")
+        assert forced.returncode == 0 and "(seq 2..3)" in forced.stdout
+        led = PgLedger(pg_url)
+        led.erase("s1", [1])
+        digest = led.stage_import("s1", src.read_bytes().splitlines(keepends=True), content=True).sha256
+        seen = led.previous_import("s1", digest or "")
+        assert seen is not None and (seen.first_seq, seen.last_seq) == (2, 3)  # the record of 0..1 went with seq 1
+        led.erase("s1", [2])
+        led.close()
+        assert run_cli("import", pg_url, "s1", str(src)).returncode == 0  # every record of it reached by an erasure: gone
+
     def test_an_unreachable_database_is_one_line_without_the_password(self) -> None:
         url = "postgresql://mre:hunter2@127.0.0.1:1/nowhere"
         for args in (["verify", url], ["export", url, "s1"]):

@@ -20,6 +20,7 @@ from ledger import importer
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import fsync_dir, open_private
+from ledger.imports import already_imported
 from ledger.listing import SessionSummary, last_ts
 from ledger.messages import ImportError_
 from ledger.verify import SessionReport
@@ -108,7 +109,12 @@ def cmd_import(url: str, args: argparse.Namespace, src: Path, lines: Iterator[by
         finally:
             if progress is not None:
                 progress.close()
+        digest = staged.sha256
+        assert digest is not None
+        if not args.allow_duplicates and (seen := led.previous_import(args.session, digest)):
+            return fail(already_imported(src, seen, args.session))
         events = importer.commit(led, staged)
+        led.record_import(args.session, digest, events, src.name)
     n = len(events)
     print(
         f"imported {n} event{'' if n == 1 else 's'} into session {args.session} (seq {events[0].seq}..{events[-1].seq}), "

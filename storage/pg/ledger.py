@@ -35,8 +35,9 @@ from ledger.appending import Appended, appended_events
 from ledger.bulk import Block, chain, encode_messages, random_ids
 from ledger.erasing import EraseError, Erasure, check_erase_args, plan_erasure
 from ledger.erasures import ErasureState
-from ledger.event import GENESIS, ROLES, Event, event_from_dict, now_ts, validate_session_id
+from ledger.event import GENESIS, ROLES, Event, event_from_dict, is_erasure_record, now_ts, validate_session_id
 from ledger.importer import Imported
+from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
 from ledger.verify import SessionReport, verify_stream
 
@@ -269,6 +270,27 @@ class PgLedger:
             conn.execute(sql.LEDGER_ADVANCE, (first_seq + n, new_head.hex(), session))
         return n
 
+    # -- import records (ledger/imports.py's, in a table) -------------------
+    def previous_import(self, session: str, digest: str) -> ImportRecord | None:
+        """The earlier import of the same content into this session that the ledger still holds, if any."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.IMPORTS_PREVIOUS, (session, digest)).fetchone()
+        return None if row is None else ImportRecord(row[0], int(row[1]), int(row[2]), int(row[3]), row[4], row[5], row[6])
+
+    def record_import(self, session: str, digest: str, events: Sequence[Event], file: str) -> ImportRecord:
+        """Record an import after its events committed; none when an erasure reached them first."""
+        record = ImportRecord(digest, len(events), events[0].seq, events[-1].seq, events[-1].chain, file, now_ts())
+        with self.db.transaction() as conn:
+            self._lock(conn, session, create=False)  # an erasure of the session waits, or came before
+            for (line,) in conn.execute(sql.LEDGER_SYSTEM_LINES_AFTER, (session, record.last_seq)):
+                ev = event_from_dict(orjson.loads(line))
+                if is_erasure_record(ev) and any(record.first_seq <= e["seq"] <= record.last_seq for e in ev.meta["erasure"]["erased"]):
+                    return record
+            r = record
+            conn.execute(sql.IMPORTS_ADD, (session, r.sha256, r.messages, r.first_seq, r.last_seq, r.last_chain, r.file, r.imported_at))
+        return record
+
     # -- reading -----------------------------------------------------------
     def events(self, session: str, start_seq: int = 0) -> Iterator[Event]:
         """The session's events in order, from `start_seq`, up to its size when the call began.
@@ -388,6 +410,7 @@ class PgLedger:
                 for r in records:
                     copy.write_row(_line_row(r.to_line(), r.to_dict()))
             conn.execute(sql.LEDGER_ADVANCE, (size + len(records), appended[-1][1].hex(), session))
+            conn.execute(sql.IMPORTS_FORGET, (session, wanted))  # unsalted hashes of what was erased: gone with it
         self._remember(session, size + len(records), appended[-1][1])
         self.vacuum()
         log.info(

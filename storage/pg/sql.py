@@ -79,6 +79,38 @@ LEDGER_SCHEMA = [
     $$
     """,
 ]
+# What `python -m ledger import` remembers of the files it imported (ledger/imports.py's records): outside
+# the chain, a guard against importing a file twice. An erasure deletes the records whose range it reaches.
+LEDGER_IMPORTS_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS ledger_imports (
+        session     text   NOT NULL REFERENCES sessions (session),
+        sha256      text   NOT NULL,
+        messages    bigint NOT NULL,
+        first_seq   bigint NOT NULL,
+        last_seq    bigint NOT NULL,
+        last_chain  text   NOT NULL,
+        file        text   NOT NULL,
+        imported_at text   NOT NULL
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS ledger_imports_by_session ON ledger_imports (session, sha256)",
+]
+# the earliest record of this content whose last event the ledger still holds, unchanged
+IMPORTS_PREVIOUS = """
+SELECT i.sha256, i.messages, i.first_seq, i.last_seq, i.last_chain, i.file, i.imported_at
+FROM ledger_imports i JOIN events e ON e.session = i.session AND e.seq = i.last_seq AND e.chain = i.last_chain
+WHERE i.session = %s AND i.sha256 = %s ORDER BY i.last_seq LIMIT 1
+"""
+IMPORTS_ADD = """
+INSERT INTO ledger_imports (session, sha256, messages, first_seq, last_seq, last_chain, file, imported_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+"""
+IMPORTS_FORGET = """
+DELETE FROM ledger_imports WHERE session = %s
+AND EXISTS (SELECT 1 FROM unnest(%s::bigint[]) AS s (seq) WHERE s.seq BETWEEN first_seq AND last_seq)
+"""
+LEDGER_SYSTEM_LINES_AFTER = "SELECT line FROM events WHERE session = %s AND seq > %s AND role = 'system' ORDER BY seq"
 LEDGER_APPEND = (
     "SELECT r_size, r_head, r_appended FROM mre_append(%s::text, %s::bigint, %s::text, %s::text,"
     " %s::bigint[], %s::bytea[], %s::text[], %s::text[], %s::text[])"
@@ -134,10 +166,10 @@ SEARCH_SCHEMA = [
         collapse  double precision NOT NULL,
         n_text    integer NOT NULL,   -- tokens in the text
         n_context integer NOT NULL,   -- tokens in the context (the neighbouring turns)
-        tf        jsonb NOT NULL,     -- term -> [count in the text, count in the context]
+        tf        jsonb NOT NULL,     -- term -> (count in the text << 32) | count in the context
         lex       tsvector NOT NULL,
         PRIMARY KEY (num, seq)
-    )
+    ) WITH (toast_tuple_target = 8160)  -- rows stay uncompressed: a search reads tf of thousands of rows
     """,
     "CREATE INDEX IF NOT EXISTS search_events_lex ON search_events USING gin (lex)",
     """
@@ -145,6 +177,14 @@ SEARCH_SCHEMA = [
         num  bigint NOT NULL REFERENCES search_sessions (num) ON DELETE CASCADE,
         term text NOT NULL,             -- retrieval.text.content_terms() form, as in the SQLite index
         df   integer NOT NULL,          -- events of the session holding it
+        PRIMARY KEY (num, term)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS search_df (
+        num  bigint NOT NULL REFERENCES search_sessions (num) ON DELETE CASCADE,
+        term text NOT NULL,             -- an FTS5 term (storage/pg/terms.py)
+        n    integer NOT NULL,          -- rows of the session holding it in their text or context: bm25's n(q)
         PRIMARY KEY (num, term)
     )
     """,
@@ -183,7 +223,7 @@ SEARCH_HITS = (
     " FROM search_events WHERE num = %s AND seq = ANY(%s)"
 )
 SEARCH_FORGET_ROWS = (
-    "DELETE FROM search_events WHERE num = %s AND seq = ANY(%s) RETURNING seq, text, n_text, n_context"
+    "DELETE FROM search_events WHERE num = %s AND seq = ANY(%s) RETURNING seq, text, n_text, n_context, tf"
 )
 SEARCH_TERMS_LESS = (  # params (terms text[], dfs int[], num)
     "UPDATE search_terms AS s SET df = s.df - u.n FROM unnest(%s::text[], %s::int[]) AS u (t, n)"
@@ -203,9 +243,48 @@ SEARCH_RESET = (
     " WHERE num = %s"
 )
 SEARCH_DROP_SESSION = "DELETE FROM search_sessions WHERE num = %s"
-SEARCH_TRUNCATE = "TRUNCATE search_events, search_terms, search_sessions"
+SEARCH_TRUNCATE = "TRUNCATE search_events, search_terms, search_df, search_sessions"
 # VACUUM cannot run in a transaction block: on an autocommit connection, after rows were deleted
-SEARCH_VACUUM = ("VACUUM search_events", "VACUUM search_terms", "VACUUM search_sessions")
+SEARCH_VACUUM = ("VACUUM search_events", "VACUUM search_terms", "VACUUM search_df", "VACUUM search_sessions")
+SEARCH_DF_ADD = (  # params (num, terms text[], deltas int[]); then SEARCH_DF_GONE
+    "INSERT INTO search_df (num, term, n) SELECT %s, t, d FROM unnest(%s::text[], %s::int[]) AS u (t, d)"
+    " ON CONFLICT (num, term) DO UPDATE SET n = search_df.n + EXCLUDED.n"
+)
+SEARCH_DF_GONE = "DELETE FROM search_df WHERE num = %s AND n <= 0"
+SEARCH_DF = "SELECT term, n FROM search_df WHERE num = %s AND term = ANY(%s)"
+SEARCH_DROP_DF = "DELETE FROM search_df WHERE num = %s"
+
+
+def search_rank_sql(n_lexemes: int, phrases: list[int]) -> str:
+    """The best rows of one session for an OR of terms, ranked by FTS5's bm25 computed in the statement.
+
+    Lexeme j is parameter %(tJ)s; `phrases` lists each query phrase's lexeme index, in the query's
+    order; phrase i's idf is %(wI)s. Other params: %(q)s the tsquery (which rows to score),
+    %(tw)s / %(cw)s the column weights, %(avgdl)s, %(exclude)s (seqs, bigint[]), %(limit)s.
+    Columns: seq, n_text + n_context, then each lexeme's packed count (NULL when absent).
+    The score repeats fts5Bm25Function's arithmetic, except that a phrase's frequency is
+    count * weight rather than weight added count times: the kept rows' bm25 is computed again
+    exactly by the caller (storage/pg/terms.py), which is why it asks for a few rows more.
+    """
+    if isinstance(n_lexemes, bool) or not isinstance(n_lexemes, int) or n_lexemes < 1:
+        raise ValueError(f"n_lexemes {n_lexemes!r}: must be a positive integer")
+    if not phrases or any(isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < n_lexemes for j in phrases):
+        raise ValueError(f"phrases {phrases!r}: lexeme indexes below {n_lexemes}")
+    counts = ", ".join(f"(tf ->> %(t{j})s)::int8 AS c{j}" for j in range(n_lexemes))
+    cs = ", ".join(f"c{j}" for j in range(n_lexemes))
+    freqs = ", ".join(
+        f"coalesce((c{j} >> 32) * %(tw)s::float8 + (c{j} & 4294967295) * %(cw)s::float8, 0) AS f{j}"
+        for j in range(n_lexemes)
+    )
+    score = " + ".join(f"%(w{i})s::float8 * ((f{j} * 2.2::float8) / (f{j} + k))" for i, j in enumerate(phrases))
+    return (
+        f"SELECT seq, d, {cs} FROM ("
+        f"SELECT seq, d, {cs}, {freqs},"
+        " 1.2::float8 * (1 - 0.75::float8 + 0.75::float8 * d / %(avgdl)s::float8) AS k FROM ("
+        f"SELECT seq, n_text + n_context AS d, {counts} FROM search_events"
+        " WHERE lex @@ %(q)s::tsquery AND seq <> ALL(%(exclude)s::bigint[]) OFFSET 0) AS m OFFSET 0) AS f"
+        f" ORDER BY {score} DESC, seq LIMIT %(limit)s"
+    )
 
 
 def search_scan_sql(n_terms: int) -> str:
@@ -370,4 +449,4 @@ CHECKPOINT_DELETE = "DELETE FROM checkpoints WHERE session = %s"
 RECEIPTS_VACUUM = ("VACUUM receipts", "VACUUM receipt_cites", "VACUUM receipt_pending_cites", "VACUUM checkpoints")
 
 
-SCHEMA: list[str] = [META_TABLE, *LEDGER_SCHEMA, *SEARCH_SCHEMA, *RECEIPTS_SCHEMA]
+SCHEMA: list[str] = [META_TABLE, *LEDGER_SCHEMA, *LEDGER_IMPORTS_SCHEMA, *SEARCH_SCHEMA, *RECEIPTS_SCHEMA]
