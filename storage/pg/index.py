@@ -37,7 +37,7 @@ from . import sql
 from .connect import Database
 from .index_forget import Forgetting
 from .search_rows import Scan, explained, scan_rows
-from .terms import term_counts, tsvector_literal
+from .terms import packed_counts, term_counts, tsvector_literal, unpack
 
 log = logging.getLogger("storage.pg")
 Progress = Callable[[str, int], None]
@@ -64,10 +64,6 @@ def _counts_of(texts: Sequence[Counter[str]], i: int, before: int, after: int) -
     for c in list(texts[max(0, i - before) : i]) + list(texts[i + 1 : i + 1 + after]):
         out.update(c)
     return out
-
-
-def _tf(text: Counter[str], context: Counter[str]) -> dict[str, list[int]]:
-    return {t: [text.get(t, 0), context.get(t, 0)] for t in text.keys() | context.keys()}
 
 
 class PgIndex(Forgetting):
@@ -245,6 +241,7 @@ class PgIndex(Forgetting):
                 raise _Raced()
             conn.execute(sql.SEARCH_DROP_ROWS, (num,))
             conn.execute(sql.SEARCH_DROP_TERMS, (num,))
+            conn.execute(sql.SEARCH_DROP_DF, (num,))
             conn.execute(sql.SEARCH_RESET, (GENESIS_HEX, num))
 
     def _index_stream(
@@ -299,6 +296,7 @@ class PgIndex(Forgetting):
         texts = term_counts([t for _, t in prior] + [r.text for r in plan.rows])
         p = len(prior)
         tokens = 0
+        df: Counter[str] = Counter()  # rows holding each term, text or context: what search_df gains
         with self.db.transaction() as conn:
             now = conn.execute(sql.SEARCH_LOCK_SESSION, (num,)).fetchone()
             if now is None or (int(now[0]), str(now[1])) != expected or int(now[2]) != forgets:
@@ -313,10 +311,12 @@ class PgIndex(Forgetting):
                     if seq not in old or seq not in at:
                         continue
                     tf_old, n_old = old[seq]
-                    own = Counter({t: v[0] for t, v in tf_old.items() if v[0]})
+                    own = Counter({t: unpack(v)[0] for t, v in tf_old.items() if unpack(v)[0]})
                     ctx = _counts_of(texts, at[seq], before, after)
                     n_new = sum(ctx.values())
-                    tf = _tf(own, ctx)
+                    tf = packed_counts(own, ctx)
+                    df.update(tf.keys() - tf_old.keys())
+                    df.subtract(tf_old.keys() - tf.keys())
                     conn.execute(
                         sql.SEARCH_SET_CONTEXT,
                         (n_new, orjson.dumps(tf).decode(), tsvector_literal(num, list(tf)), num, seq),
@@ -328,7 +328,8 @@ class PgIndex(Forgetting):
                     ctx = _counts_of(texts, p + j, before, after) if (before or after) else Counter()
                     n_text, n_ctx = sum(own.values()), sum(ctx.values())
                     tokens += n_text + n_ctx
-                    tf = _tf(own, ctx)
+                    tf = packed_counts(own, ctx)
+                    df.update(tf.keys())
                     copy.write_row((
                         num, r.seq, r.event_id, r.role, r.ts,
                         r.text.encode("utf-8", "surrogatepass"), r.meta.encode("utf-8", "surrogatepass"),
@@ -338,6 +339,11 @@ class PgIndex(Forgetting):
             if plan.df:
                 terms = sorted(plan.df)
                 conn.execute(sql.SEARCH_UPSERT_TERMS, (num, terms, [plan.df[t] for t in terms]))
+            changed = sorted(t for t, n in df.items() if n)
+            if changed:
+                conn.execute(sql.SEARCH_DF_ADD, (num, changed, [df[t] for t in changed]))
+                if any(df[t] < 0 for t in changed):
+                    conn.execute(sql.SEARCH_DF_GONE, (num,))
             conn.execute(sql.SEARCH_ADVANCE, (*last, len(plan.rows), tokens, num))
 
     def _forgets(self, num: int) -> int:

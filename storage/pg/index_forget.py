@@ -28,7 +28,7 @@ from retrieval.text import content_terms
 
 from . import sql
 from .connect import Database
-from .terms import term_counts, tsvector_literal
+from .terms import packed_counts, term_counts, tsvector_literal, unpack
 
 if TYPE_CHECKING:
     from .index import LedgerSource
@@ -98,7 +98,10 @@ class Forgetting:
         gone = conn.execute(sql.SEARCH_FORGET_ROWS, (num, sorted(set(seqs)))).fetchall()
         if not gone:
             return Forgotten(session, [], [], [])
-        found = sorted((int(s), _text(t), int(a) + int(b)) for s, t, a, b in gone)
+        found = sorted((int(s), _text(t), int(a) + int(b)) for s, t, a, b, _ in gone)
+        df: Counter[str] = Counter()
+        for *_, tf in gone:
+            df.subtract(tf.keys())
         lost: Counter[str] = Counter()
         first_gone: dict[str, int] = {}
         for seq, text, _ in found:
@@ -111,9 +114,12 @@ class Forgetting:
             conn.execute(sql.SEARCH_TERMS_GONE, (num,))
         conn.execute(sql.SEARCH_FORGOT, (len(found), sum(n for _, _, n in found), num))
         removed = [seq for seq, _, _ in found]
-        return Forgotten(
-            session, removed, self._recontext(conn, num, removed), self._rejudge(conn, num, first_gone)
-        )
+        recontexted = self._recontext(conn, num, removed, df)
+        changed = sorted(t for t, n in df.items() if n)
+        if changed:
+            conn.execute(sql.SEARCH_DF_ADD, (num, changed, [df[t] for t in changed]))
+            conn.execute(sql.SEARCH_DF_GONE, (num,))
+        return Forgotten(session, removed, recontexted, self._rejudge(conn, num, first_gone))
 
     @staticmethod
     def _neighbours(conn: psycopg.Connection[Any], num: int, seq: int, n: int, *, later: bool) -> list[tuple[int, str]]:
@@ -123,8 +129,11 @@ class Forgetting:
         out = [(int(s), _text(t)) for s, t in rows]
         return out if later else out[::-1]
 
-    def _recontext(self, conn: psycopg.Connection[Any], num: int, removed: Sequence[int]) -> list[int]:
-        """New context for every row that had a removed row among its neighbours; return the seqs that changed."""
+    def _recontext(
+        self, conn: psycopg.Connection[Any], num: int, removed: Sequence[int], df: Counter[str]
+    ) -> list[int]:
+        """New context for every row that had a removed row among its neighbours; return the seqs that changed.
+        `df` gains the change in how many rows hold each term."""
         before, after = self.config.context_before, self.config.context_after
         if not (before or after):
             return []
@@ -143,11 +152,12 @@ class Forgetting:
             )
             ctx = term_counts([CONTEXT_SEP.join(t for _, t in parts)])[0]
             tf_old, n_old = old[seq]
-            if {t: v[1] for t, v in tf_old.items() if v[1]} == dict(ctx):
+            if {t: unpack(v)[1] for t, v in tf_old.items() if unpack(v)[1]} == dict(ctx):
                 continue
-            tf = {t: [v[0], 0] for t, v in tf_old.items() if v[0]}
-            for t, n in ctx.items():
-                tf.setdefault(t, [0, 0])[1] = n
+            own = Counter({t: unpack(v)[0] for t, v in tf_old.items() if unpack(v)[0]})
+            tf = packed_counts(own, ctx)
+            df.update(tf.keys() - tf_old.keys())
+            df.subtract(tf_old.keys() - tf.keys())
             n_new = sum(ctx.values())
             conn.execute(
                 sql.SEARCH_SET_CONTEXT, (n_new, orjson.dumps(tf).decode(), tsvector_literal(num, list(tf)), num, seq)

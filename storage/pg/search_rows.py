@@ -1,11 +1,19 @@
-"""One search's statement on PostgreSQL: the matching rows, FTS5's bm25 over their term counts, the best kept.
+"""One search's statements on PostgreSQL: the matching rows, FTS5's bm25 over their term counts, the best kept.
 
-The tsquery (an OR of the query terms' FTS5 terms, session-prefixed) finds every matching row of the
-session through the GIN index; each row brings its token count and the counts of the query's terms.
-As FTS5 does, a term's idf counts every row of the session that matches it, excluded seqs included
-(FTS5 computes it apart from the statement's WHERE), and the excluded rows are dropped before the
-`limit` best are kept. The kept rows come back with the columns of retrieval.sql.search_sql, so
-retrieval.searcher.ranked_hits ranks them with the SQLite index's own code.
+A term's idf counts every row of the session that holds it, excluded seqs included (as FTS5's
+bm25 does: it computes n(q) apart from the statement's WHERE): the search_df table keeps that n
+per session and term. The tsquery (an OR of the terms, session-prefixed) finds the matching rows
+through the GIN index; the statement (sql.search_rank_sql) scores each with the formula of FTS5's
+bm25 and keeps the best `limit` (plus a few); their bm25 is then computed again here, exactly as
+FTS5 does (storage/pg/terms.py), and the `limit` best kept. They come back with the columns of
+retrieval.sql.search_sql, so retrieval.searcher.ranked_hits ranks them with the SQLite index's code.
+
+Pruning (MaxScore): a term's share of a row's bm25 is below idf * (k1 + 1), whatever the row. The
+statement first scores only the rows holding one of the rarest terms (enough of them to fill
+`limit`); if the `limit`-th of those scores at least the bounds of the other terms added up, no row
+holding only the others can rank among the `limit`, and the answer is exact. Otherwise every
+matching row is scored. A term that FTS5 would split in several (a phrase) is scored row by row
+in Python (_scan_all), without pruning.
 """
 
 from __future__ import annotations
@@ -22,9 +30,10 @@ from retrieval.model import Candidate, Hit
 from retrieval.text import fold
 
 from . import sql
-from .terms import bm25, idf, phrase_freq, phrase_terms, tsquery_literal
+from .terms import K1, bm25, idf, phrase_freq, phrase_terms, tsquery_literal, unpack
 
 _WORD = re.compile(r"[^\W_]+")
+SLACK = 16  # rows the statement returns beyond `limit`: its sums may differ from FTS5's in the last bit
 Counts = list[tuple[int, int]]  # per query term: (count in the text, count in the context)
 
 
@@ -38,6 +47,7 @@ class Scan:
     n_rows: int = 0
     matching: list[int] = field(default_factory=list)  # per term: the session's rows matching it
     counts: dict[int, Counts] = field(default_factory=dict)  # per kept seq
+    statements: int = 0  # scoring statements run (2: pruning could not prove its answer)
 
 
 def _phrase_counts(cells: tuple[Any, ...], col: dict[str, int], phrases: list[tuple[str, ...]]) -> Counts:
@@ -47,7 +57,8 @@ def _phrase_counts(cells: tuple[Any, ...], col: dict[str, int], phrases: list[tu
         if not found or any(c is None for c in found):
             out.append((0, 0))
         else:  # one term nearly always; a token FTS5 splits in several is counted by its rarest part
-            out.append((min(int(c[0]) for c in found), min(int(c[1]) for c in found)))
+            pairs = [unpack(int(c)) for c in found]
+            out.append((min(t for t, _ in pairs), min(c for _, c in pairs)))
     return out
 
 
@@ -55,6 +66,91 @@ def scan_rows(
     conn: psycopg.Connection[Any], num: int, terms: list[str], exclude: set[int], limit: int, cfg: IndexConfig
 ) -> Scan:
     """The `limit` best rows of session `num` for an OR of `terms`, not in `exclude`."""
+    phrases = [phrase_terms(t) for t in terms]
+    if any(len(ph) != 1 for ph in phrases):
+        return _scan_all(conn, num, terms, exclude, limit, cfg)
+    scan = Scan(terms=list(terms), phrases=phrases, matching=[0] * len(phrases))
+    stats = conn.execute(sql.SEARCH_STATS, (num,)).fetchone()
+    if stats is None or int(stats[0]) <= 0:
+        return scan
+    n_rows, n_tokens = int(stats[0]), int(stats[1])
+    scan.n_rows = n_rows
+    lex = sorted({ph[0] for ph in phrases})
+    held = {str(t): int(n) for t, n in conn.execute(sql.SEARCH_DF, (num, lex)).fetchall()}
+    scan.matching = [held.get(ph[0], 0) for ph in phrases]
+    present = [t for t in lex if held.get(t, 0) > 0]
+    if not present:
+        return scan
+    idfs = [idf(n_rows, m) for m in scan.matching]
+    bound = dict.fromkeys(present, 0.0)
+    for ph, w in zip(phrases, idfs, strict=True):
+        if ph[0] in bound:
+            bound[ph[0]] += w * (K1 + 1.0)
+    order = sorted(present, key=lambda t: (-bound[t], held[t], t))
+    essential: list[str] = []
+    for t in order:  # the terms worth most, until their rows can fill `limit` (excluded rows may be among them)
+        essential.append(t)
+        if sum(held[e] for e in essential) >= limit + len(exclude) + SLACK:
+            break
+    avgdl = n_tokens / n_rows
+    while True:
+        scan.statements += 1
+        ranked = _ranked(conn, num, present, essential, phrases, idfs, exclude, limit, avgdl, cfg)
+        rest = sum(bound[t] for t in present if t not in essential)
+        if len(essential) == len(present) or (len(ranked) >= limit and -ranked[limit - 1][0] >= rest):
+            break
+        essential = present
+    details = {int(d[0]): d for d in conn.execute(sql.SEARCH_HITS, (num, [r[1] for r in ranked[:limit]])).fetchall()}
+    for score, seq, ntok, pc in ranked[:limit]:
+        d = details.get(seq)
+        if d is None:  # forgotten between the statements
+            continue
+        own = bm25([phrase_freq(t, 0, 1.0, 0.0) for t, _ in pc], idfs, ntok, avgdl)
+        scan.rows.append((
+            seq, d[1], d[2], d[3], bytes(d[4]).decode("utf-8", "surrogatepass"), bytes(d[5]),
+            d[6], d[7], score, float(d[8]), own, float(d[9]),
+        ))  # fmt: skip
+        scan.counts[seq] = pc
+    return scan
+
+
+def _ranked(
+    conn: psycopg.Connection[Any],
+    num: int,
+    present: list[str],
+    essential: list[str],
+    phrases: list[tuple[str, ...]],
+    idfs: list[float],
+    exclude: set[int],
+    limit: int,
+    avgdl: float,
+    cfg: IndexConfig,
+) -> list[tuple[float, int, int, Counts]]:
+    """The best rows holding one of `essential` by exact bm25 (bm25, seq, tokens, counts), at most limit + SLACK."""
+    col = {t: j for j, t in enumerate(present)}
+    scored = [(i, col[ph[0]]) for i, ph in enumerate(phrases) if ph[0] in col]
+    params: dict[str, Any] = {f"t{j}": t for j, t in enumerate(present)}
+    params.update({f"w{k}": idfs[i] for k, (i, _) in enumerate(scored)})
+    params.update(
+        q=tsquery_literal(num, essential), tw=cfg.text_weight, cw=cfg.context_weight, avgdl=avgdl,
+        exclude=sorted(exclude), limit=limit + SLACK,
+    )  # fmt: skip
+    rows = conn.execute(sql.search_rank_sql(len(present), [j for _, j in scored]), params).fetchall()
+    out = []
+    tw, cw = cfg.text_weight, cfg.context_weight
+    for r in rows:
+        cells = r[2:]
+        pc: Counts = [unpack(int(cells[col[ph[0]]])) if ph[0] in col and cells[col[ph[0]]] is not None else (0, 0)
+                      for ph in phrases]  # fmt: skip
+        out.append((bm25([phrase_freq(t, c, tw, cw) for t, c in pc], idfs, int(r[1]), avgdl), int(r[0]), int(r[1]), pc))
+    out.sort(key=lambda x: (x[0], x[1]))
+    return out
+
+
+def _scan_all(
+    conn: psycopg.Connection[Any], num: int, terms: list[str], exclude: set[int], limit: int, cfg: IndexConfig
+) -> Scan:
+    """scan_rows row by row in Python: every matching row read, its counts matched phrase by phrase."""
     phrases = [phrase_terms(t) for t in terms]
     lex = sorted({x for ph in phrases for x in ph})
     scan = Scan(terms=list(terms), phrases=phrases, matching=[0] * len(phrases))

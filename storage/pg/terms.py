@@ -29,6 +29,23 @@ IDF_FLOOR = 1e-6  # a term in half the rows or more: FTS5 clamps its idf to this
 MAX_LEXEME_BYTES = 256
 
 
+COUNT_BITS = 32  # a term's counts are packed in one integer: (count in the text << 32) | count in the context
+COUNT_MASK = (1 << COUNT_BITS) - 1
+
+
+def pack(in_text: int, in_context: int) -> int:
+    return (in_text << COUNT_BITS) | in_context
+
+
+def unpack(packed: int) -> tuple[int, int]:
+    return packed >> COUNT_BITS, packed & COUNT_MASK
+
+
+def packed_counts(text: Counter[str], context: Counter[str]) -> dict[str, int]:
+    """One row's `tf`: each term of its text or context with its packed counts."""
+    return {t: pack(text.get(t, 0), context.get(t, 0)) for t in text.keys() | context.keys()}
+
+
 def term_counts(texts: Sequence[str]) -> list[Counter[str]]:
     """Each text's terms (FTS5's tokens, stemmed by its porter tokenizer) with their counts."""
     out: list[Counter[str]] = [Counter() for _ in texts]
