@@ -497,6 +497,10 @@ class TestCli:
             assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: PostgreSQL at postgresql://mre:***@127.0.0.1:1/nowhere")
             assert "hunter2" not in done.stderr and "Traceback" not in done.stderr
 
+    def test_a_database_url_that_is_not_postgresql_is_one_line_without_the_password(self, tmp_path: Path) -> None:
+        done = run_cli("verify", str(tmp_path), env={"DATABASE_URL": "mysql://app:hunter2@db/x"})
+        assert done.returncode == 2 and done.stderr == "error: DATABASE_URL: must start with postgresql:// (got 'mysql://app:***@db/x')\n"
+
     def test_export_refuses_a_hostile_session_id_and_an_unknown_one(self, pg_url: str) -> None:
         hostile = run_cli("export", pg_url, "../../etc/passwd")
         assert hostile.returncode == 2 and "session id" in hostile.stderr
