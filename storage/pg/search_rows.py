@@ -11,8 +11,9 @@ retrieval.sql.search_sql, so retrieval.searcher.ranked_hits ranks them with the 
 Pruning (MaxScore): a term's share of a row's bm25 is below idf * (k1 + 1), whatever the row. The
 statement first scores only the rows holding one of the rarest terms (enough of them to fill
 `limit`); if the `limit`-th of those scores at least the bounds of the other terms added up, no row
-holding only the others can rank among the `limit`, and the answer is exact. Otherwise every
-matching row is scored. A term that FTS5 would split in several (a phrase) is scored row by row
+holding only the others can rank among the `limit`, and the answer is exact. Otherwise that score
+(which more rows can only raise) says how many of the next rarest terms must join for the bounds
+of the rest to fall below it, and the statement runs once more with them: exact again. A term that FTS5 would split in several (a phrase) is scored row by row
 in Python (_scan_all), without pruning.
 """
 
@@ -93,13 +94,19 @@ def scan_rows(
         if sum(held[e] for e in essential) >= limit + len(exclude) + SLACK:
             break
     avgdl = n_tokens / n_rows
+    # rest[m]: the bounds of order[m:] added up (what a row holding none of order[:m] can score at most)
+    rest = [0.0] * (len(order) + 1)
+    for m in range(len(order) - 1, -1, -1):
+        rest[m] = rest[m + 1] + bound[order[m]]
     while True:
         scan.statements += 1
         ranked = _ranked(conn, num, present, essential, phrases, idfs, exclude, limit, avgdl, cfg)
-        rest = sum(bound[t] for t in present if t not in essential)
-        if len(essential) == len(present) or (len(ranked) >= limit and -ranked[limit - 1][0] >= rest):
-            break
-        essential = present
+        # the limit-th score so far; holding more terms' rows can only raise it
+        theta = -ranked[limit - 1][0] if len(ranked) >= limit else 0.0
+        m = next(m for m in range(len(essential), len(order) + 1) if rest[m] <= theta)
+        if m == len(essential):
+            break  # no row holding only the other terms can rank among the `limit`
+        essential = order[:m]
     details = {int(d[0]): d for d in conn.execute(sql.SEARCH_HITS, (num, [r[1] for r in ranked[:limit]])).fetchall()}
     for score, seq, ntok, pc in ranked[:limit]:
         d = details.get(seq)
