@@ -221,6 +221,21 @@ class TestHostileQueries:
         assert [(h.text, h.meta) for h in hits] == [("kayak\x00trip 😀 déjà vu", {"k": "v\x00w"})]
 
 
+    def test_a_token_too_long_for_postgresqls_indexes_is_stored_by_digest_and_found(
+        self, tmp_path: Path, ledger: Ledger, db: Database
+    ) -> None:
+        blob = "Q" + "xy7" * 3000  # one 9,001-character token: over the GIN and btree key limits
+        fill(ledger, "s1", CORPUS + [("user", f"my key is {blob}"), ("user", f"{blob} again, {blob}")])
+        lite, pg = both(tmp_path, ledger, db)
+        for q in (blob, f"key {blob}", blob[:50]):
+            assert key(pg.search("s1", q, 5)) == key(lite.search("s1", q, 5)), q[:20]
+        assert {h.seq for h in pg.search("s1", blob, 5).results if not h.context_only} == {20, 21}
+        ledger.erase("s1", [20, 21])
+        assert pg.forget_events("s1", [20, 21]).removed == [20, 21]
+        assert pg.search("s1", blob, 5).results == []
+        lite.close()
+
+
 class TestScoping:
     def test_a_search_never_returns_another_sessions_events(self, ledger: Ledger, db: Database) -> None:
         fill(ledger, "alice", CORPUS + [("user", "my kayak is red")])

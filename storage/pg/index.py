@@ -37,7 +37,7 @@ from . import sql
 from .connect import Database
 from .index_forget import Forgetting
 from .search_rows import Scan, explained, scan_rows
-from .terms import packed_counts, term_counts, tsvector_literal, unpack
+from .terms import key, packed_counts, term_counts, tsvector_literal, unpack
 
 log = logging.getLogger("storage.pg")
 Progress = Callable[[str, int], None]
@@ -142,7 +142,7 @@ class PgIndex(Forgetting):
         """As Index._term_df: each query term's document frequency by its content-term stem."""
         from retrieval.text import stem
 
-        stems = {t: stem(t) for t in terms}
+        stems = {t: key(stem(t)) for t in terms}
         df = dict(conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(set(stems.values())))).fetchall())
         return {t: int(df.get(s, 0)) for t, s in stems.items()}
 
@@ -337,8 +337,9 @@ class PgIndex(Forgetting):
                         orjson.dumps(tf).decode(), tsvector_literal(num, list(tf)),
                     ))  # fmt: skip
             if plan.df:
-                terms = sorted(plan.df)
-                conn.execute(sql.SEARCH_UPSERT_TERMS, (num, terms, [plan.df[t] for t in terms]))
+                stored = Counter({key(t): n for t, n in plan.df.items()})
+                terms = sorted(stored)
+                conn.execute(sql.SEARCH_UPSERT_TERMS, (num, terms, [stored[t] for t in terms]))
             changed = sorted(t for t, n in df.items() if n)
             if changed:
                 conn.execute(sql.SEARCH_DF_ADD, (num, changed, [df[t] for t in changed]))
@@ -360,11 +361,12 @@ class PgIndex(Forgetting):
         return [(int(s), bytes(t).decode("utf-8", "surrogatepass")) for s, t in reversed(rows)]
 
     def _load_seen(self, num: int, chunk: Sequence[Event], seen: set[str]) -> None:
-        wanted = {t for ev in chunk for t in content_terms(ev.text)} - seen
+        wanted = {key(t): t for ev in chunk for t in content_terms(ev.text) if t not in seen}
         if not wanted:
             return
         with self.db.connection() as conn:
-            seen.update(str(r[0]) for r in conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(wanted))).fetchall())
+            rows = conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(wanted))).fetchall()
+        seen.update(wanted[str(r[0])] for r in rows)
 
     def close(self) -> None:
         """Nothing to release: the Database (and the ledger) belong to the caller."""

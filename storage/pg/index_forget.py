@@ -28,7 +28,7 @@ from retrieval.text import content_terms
 
 from . import sql
 from .connect import Database
-from .terms import packed_counts, term_counts, tsvector_literal, unpack
+from .terms import key, packed_counts, term_counts, tsvector_literal, unpack
 
 if TYPE_CHECKING:
     from .index import LedgerSource
@@ -106,7 +106,7 @@ class Forgetting:
         first_gone: dict[str, int] = {}
         for seq, text, _ in found:
             for t in content_terms(text):
-                lost[t] += 1
+                lost[key(t)] += 1
                 first_gone.setdefault(t, seq)
         if lost:
             terms = sorted(lost)
@@ -172,7 +172,9 @@ class Forgetting:
         """Re-judge the novelty of rows that counted a forgotten term as seen (as the SQLite index does)."""
         if not first_gone:
             return []
-        held = {str(r[0]) for r in conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(first_gone))).fetchall()}
+        keys = {key(t): t for t in first_gone}
+        rows = conn.execute(sql.SEARCH_TERMS_DF, (num, sorted(keys))).fetchall()
+        held = {keys[str(r[0])] for r in rows}
         gains = novelty_gains(first_gone, held, self._scan_texts(conn, num)) if held else {}
         for seq, gain in sorted(gains.items()):
             row = conn.execute(sql.SEARCH_ROW_NOVELTY, (num, seq)).fetchone()

@@ -25,8 +25,9 @@ from retrieval.sql import TOKENIZER
 K1 = 1.2  # fts5_aux.c
 B = 0.75
 IDF_FLOOR = 1e-6  # a term in half the rows or more: FTS5 clamps its idf to this
-# PostgreSQL refuses a lexeme of 2,048 bytes or more: longer terms are stored as a prefix and a digest
-MAX_LEXEME_BYTES = 256
+# PostgreSQL refuses a lexeme of 2,048 bytes or more and a btree key of about 2,700: a longer term (a
+# pasted blob without spaces is one token) is stored as its first 64 bytes and a digest of the whole
+MAX_TERM_BYTES = 256
 
 
 COUNT_BITS = 32  # a term's counts are packed in one integer: (count in the text << 32) | count in the context
@@ -47,7 +48,7 @@ def packed_counts(text: Counter[str], context: Counter[str]) -> dict[str, int]:
 
 
 def term_counts(texts: Sequence[str]) -> list[Counter[str]]:
-    """Each text's terms (FTS5's tokens, stemmed by its porter tokenizer) with their counts."""
+    """Each text's terms (FTS5's tokens, stemmed by its porter tokenizer, as `key` stores them) with their counts."""
     out: list[Counter[str]] = [Counter() for _ in texts]
     if not texts:
         return out
@@ -57,7 +58,7 @@ def term_counts(texts: Sequence[str]) -> list[Counter[str]]:
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         conn.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", ((i + 1, s) for i, s in enumerate(texts)))
         for doc, term, n in conn.execute("SELECT doc, term, count(*) FROM v GROUP BY doc, term"):
-            out[doc - 1][term] = n
+            out[doc - 1][key(term)] = n
     finally:
         conn.close()
     return out
@@ -69,11 +70,19 @@ def phrase_terms(token: str) -> tuple[str, ...]:
     return tuple(term_counts([token])[0])
 
 
-def lexeme(num: int, term: str) -> str:
-    """The tsvector lexeme of `term` in session `num`: one GIN posting list per session and term."""
+def key(term: str) -> str:
+    """How a term is stored (in tf, search_df, search_terms, the tsvector): itself, or when too long for
+    PostgreSQL's indexes its first 64 bytes, '#' and its SHA-256 (a term never holds '#')."""
+    if len(term) * 4 <= MAX_TERM_BYTES:
+        return term
     raw = term.encode("utf-8", "surrogatepass")
-    if len(raw) > MAX_LEXEME_BYTES:
-        term = raw[:64].decode("utf-8", "ignore") + "#" + hashlib.sha256(raw).hexdigest()
+    if len(raw) <= MAX_TERM_BYTES:
+        return term
+    return raw[:64].decode("utf-8", "ignore") + "#" + hashlib.sha256(raw).hexdigest()
+
+
+def lexeme(num: int, term: str) -> str:
+    """The tsvector lexeme of a stored term (`key`) in session `num`: one GIN posting list per session and term."""
     return f"{num}_{term}"
 
 
