@@ -169,7 +169,7 @@ class TestSameAsSqlite:
                 before = len(statements)
                 assert key(pg.search("s1", q, k, exclude)) == key(lite.search("s1", q, k, exclude)), (q, k)
                 statements[before:] = [len(statements) - before]
-        assert {1, 2} <= set(statements), "pruning was never proved, or never failed: the corpus tests nothing"
+        assert 1 in statements and max(statements) >= 2, "pruning was never proved, or never failed: the corpus tests nothing"
         lite.close()
 
     def test_explain_names_the_same_terms_and_figures(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:

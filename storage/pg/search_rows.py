@@ -11,9 +11,9 @@ retrieval.sql.search_sql, so retrieval.searcher.ranked_hits ranks them with the 
 Pruning (MaxScore): a term's share of a row's bm25 is below idf * (k1 + 1), whatever the row. The
 statement first scores only the rows holding one of the rarest terms (enough of them to fill
 `limit`); if the `limit`-th of those scores at least the bounds of the other terms added up, no row
-holding only the others can rank among the `limit`, and the answer is exact. Otherwise that score
-(which more rows can only raise) says how many of the next rarest terms must join for the bounds
-of the rest to fall below it, and the statement runs once more with them: exact again. A term that FTS5 would split in several (a phrase) is scored row by row
+holding only the others can rank among the `limit`, and the answer is exact. Otherwise more of the
+next rarest terms join (up to twice the rows, and never more than that score, which more rows can
+only raise, says suffice) and the statement runs again, until the proof holds: exact again. A term that FTS5 would split in several (a phrase) is scored row by row
 in Python (_scan_all), without pruning.
 """
 
@@ -48,7 +48,7 @@ class Scan:
     n_rows: int = 0
     matching: list[int] = field(default_factory=list)  # per term: the session's rows matching it
     counts: dict[int, Counts] = field(default_factory=dict)  # per kept seq
-    statements: int = 0  # scoring statements run (2: pruning could not prove its answer)
+    statements: int = 0  # scoring statements run (more than 1: pruning needed more terms to prove its answer)
 
 
 def _phrase_counts(cells: tuple[Any, ...], col: dict[str, int], phrases: list[tuple[str, ...]]) -> Counts:
@@ -103,9 +103,15 @@ def scan_rows(
         ranked = _ranked(conn, num, present, essential, phrases, idfs, exclude, limit, avgdl, cfg)
         # the limit-th score so far; holding more terms' rows can only raise it
         theta = -ranked[limit - 1][0] if len(ranked) >= limit else 0.0
-        m = next(m for m in range(len(essential), len(order) + 1) if rest[m] <= theta)
-        if m == len(essential):
+        safe = next(m for m in range(len(essential), len(order) + 1) if rest[m] <= theta)
+        if safe == len(essential):
             break  # no row holding only the other terms can rank among the `limit`
+        # `safe` terms prove the answer for sure; fewer may (their rows raise the limit-th score):
+        # try the next rarest terms up to twice the rows scored so far, never beyond `safe`
+        rows = 2 * sum(held[t] for t in essential)
+        m = len(essential) + 1
+        while m < safe and sum(held[t] for t in order[:m]) < rows:
+            m += 1
         essential = order[:m]
     details = {int(d[0]): d for d in conn.execute(sql.SEARCH_HITS, (num, [r[1] for r in ranked[:limit]])).fetchall()}
     for score, seq, ntok, pc in ranked[:limit]:
