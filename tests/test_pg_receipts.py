@@ -129,10 +129,11 @@ def db(pg_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def pg(db: Any) -> Any:
+def pg(db: Any) -> Iterator[Any]:
     from storage.pg.receipts import PgReceipts
 
-    return PgReceipts(db)
+    with PgReceipts(db) as store:
+        yield store
 
 
 def _file_tree(tmp_path: Path, leaves: list[bytes]) -> MerkleStore:
@@ -480,8 +481,7 @@ class TestPgTurnLock:
         from storage.pg.connect import Database
         from storage.pg.receipts import PgReceipts
 
-        with Database(pg_url, max_size=3) as db1, Database(pg_url, max_size=3) as db2:
-            one, two = PgReceipts(db1), PgReceipts(db2)
+        with Database(pg_url, max_size=3) as db1, Database(pg_url, max_size=3) as db2, PgReceipts(db1) as one, PgReceipts(db2) as two:
             held, got = threading.Event(), threading.Event()
 
             def second() -> None:
@@ -499,17 +499,55 @@ class TestPgTurnLock:
             t.join(timeout=30)
             assert got.is_set()
 
-    def test_a_turn_outlives_an_idle_in_transaction_timeout(self, pg_url: str) -> None:
-        from storage.pg.connect import Database
+    def test_a_turn_outlives_an_idle_in_transaction_timeout(self, db: Any) -> None:
+        import psycopg.sql
+
         from storage.pg.receipts import PgReceipts
 
-        with Database(pg_url, max_size=1) as db:  # one connection: the one the setting is made on
-            with db.transaction() as conn:
-                conn.execute("SELECT set_config('idle_in_transaction_session_timeout', '100ms', false)")
-            with PgReceipts(db).turn_lock("s1"):
+        with db.transaction() as conn:  # the operator's setting, for every connection opened from now on
+            name = conn.execute("SELECT current_database()").fetchone()[0]
+            conn.execute(psycopg.sql.SQL("ALTER DATABASE {} SET idle_in_transaction_session_timeout = '100ms'").format(psycopg.sql.Identifier(name)))
+        got = threading.Event()
+        with PgReceipts(db) as one, PgReceipts(db) as two:  # two replicas
+
+            def other() -> None:
+                with two.turn_lock("s1"):
+                    got.set()
+
+            with one.turn_lock("s1"):
                 time.sleep(0.4)  # a model call longer than the operator's timeout
-            with PgReceipts(db).turn_lock("s1"):
-                pass
+                t = threading.Thread(target=other)
+                t.start()
+                time.sleep(0.4)
+                assert not got.is_set(), "the lock was lost to the idle timeout in the middle of the turn"
+            t.join(timeout=30)
+            assert got.is_set()
+
+    def test_turns_holding_locks_never_starve_their_own_writes_of_connections(self, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        """As many concurrent turns (distinct sessions) as the shared pool has connections, each writing inside
+        its lock: the locks are held on connections of their own, so the writes still get one."""
+        from storage.pg import connect
+        from storage.pg.receipts import PgReceipts
+
+        monkeypatch.setattr(connect, "POOL_TIMEOUT_S", 3.0)  # a starved write fails in 3 s, not 30
+        with connect.Database(pg_url, max_size=2) as db, PgReceipts(db) as store:
+            inside = threading.Barrier(2, timeout=20)
+            errors: list[BaseException] = []
+
+            def turn(session: str) -> None:
+                try:
+                    with store.turn_lock(session):
+                        inside.wait()  # both locks held at once
+                        store.write_cites(session, RID, 1, [0])
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=turn, args=(s,)) for s in ("s1", "s2")]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=30)
+            assert errors == [] and [len(store.pending_cites(s)) for s in ("s1", "s2")] == [1, 1]
 
     def test_a_turn_that_raises_releases_the_lock(self, pg: Any) -> None:
         with pytest.raises(RuntimeError), pg.turn_lock("s1"):

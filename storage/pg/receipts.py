@@ -10,9 +10,10 @@ Several app replicas sharing one database see the same receipts and the same lat
 - the tree is storage.pg.merkle.PgMerkleStore (row-locked appends);
 - the latest checkpoint is one row per session holding checkpoint.json's exact bytes; the upsert compares
   tree sizes in its WHERE, so a slower replica's older checkpoint never replaces a newer one;
-- the turn lock is a transaction-scoped advisory lock (released by commit, rollback or a lost connection:
-  a crashed replica never leaves a session locked), behind a per-process lock per session so that threads
-  of one process waiting for the same session hold no pooled connection while they wait.
+- the turn lock is a transaction-scoped advisory lock (released by rollback or a lost connection: a crashed
+  replica never leaves a session locked), held on a pool of its own so that turns holding locks never starve
+  their own writes of connections, behind a per-process lock per session so that threads of one process
+  waiting for the same session hold no connection while they wait.
 
 `copies`: a folder (a cache) where each receipt written is also put as a file, for a CLI that prints
 `receipt: <path>` and a visitor who keeps the file; the database row stays the record.
@@ -20,12 +21,16 @@ Several app replicas sharing one database see the same receipts and the same lat
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ledger.event import validate_session_id
 from ledger.fsmode import private_dir, replace_durable
@@ -39,11 +44,15 @@ from receipts.checkpoints import (
 )
 from receipts.files import leaf_matches
 from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
+from storage import BackendError
 
 from . import sql
-from .connect import Database
+from .connect import CONNECT_TIMEOUT_S, Database
 from .merkle import PgMerkleStore, TreeMoved
 
+log = logging.getLogger("storage.pg")
+LOCK_CONNECTIONS = 32  # sessions whose turns may run at once in one process (each holds one lock connection)
+LOCK_WAIT_S = 300.0  # how long a turn waits for a lock connection while other sessions' turns hold them all
 SYNC_CHUNK = 4096  # ledger events read per extend while a tree catches up
 SYNC_ATTEMPTS = 5  # tries when another writer moved the tree while we read the ledger
 
@@ -57,29 +66,80 @@ def check_receipt_id(receipt_id: str) -> str:
 class PgReceipts:
     """Receipts, trees and checkpoints of every session in one PostgreSQL database. Safe for many threads."""
 
-    def __init__(self, db: Database, *, copies: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, db: Database, *, copies: str | os.PathLike[str] | None = None, lock_connections: int = LOCK_CONNECTIONS) -> None:
         self.db = db
         self.copies = None if copies is None else Path(copies)
+        self.lock_connections = lock_connections
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        self._lock_pool: ConnectionPool | None = None  # opened by the first turn_lock
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"PgReceipts({self.db.shown!r})"
+
+    def close(self) -> None:
+        """Close the turn locks' own pool (the shared Database is its owner's to close)."""
+        with self._guard:
+            self._closed = True
+            pool, self._lock_pool = self._lock_pool, None
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> PgReceipts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- the turn lock ----------------------------------------------------------------------------
     @contextmanager
     def turn_lock(self, session: str) -> Iterator[None]:
         """Serialise turns of one session across threads, processes and replicas.
 
-        Held as an open transaction on one pooled connection for the whole turn (a model call included): size
-        the pool for one connection per concurrent turn plus those the turn's own writes take."""
+        Held as an open transaction for the whole turn (a model call included), on a connection of the locks'
+        own pool (at most `lock_connections` sessions' turns at once per process; more wait up to LOCK_WAIT_S):
+        a turn holding its lock always finds a connection for its own writes in the shared pool. Threads of this
+        process waiting for the same session wait on a local lock and hold no connection. Released by rollback
+        when the turn ends (it wrote nothing on that connection), or by the server when the connection is lost."""
         validate_session_id(session)
         with self._guard:
             local = self._locks.setdefault(session, threading.Lock())
-        with local, self.db.transaction() as conn:
-            conn.execute(sql.TURN_LOCK_NO_IDLE_TIMEOUT)
-            conn.execute(sql.TURN_LOCK, (session,))
-            yield
+        with local, ExitStack() as stack:
+            try:
+                conn = stack.enter_context(self._pool().connection())
+                conn.execute(sql.TURN_LOCK_NO_IDLE_TIMEOUT)
+                conn.execute(sql.TURN_LOCK, (session,))
+            except PoolTimeout as exc:
+                raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: no connection for its turn lock within {LOCK_WAIT_S:.0f} s") from exc
+            except psycopg.OperationalError as exc:
+                raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: turn lock: {str(exc).strip() or type(exc).__name__}") from exc
+            try:
+                yield
+            finally:
+                try:
+                    conn.rollback()
+                except psycopg.Error as exc:  # the connection died: the server released the lock with it
+                    log.warning("session %s: the turn lock's connection was lost (%s)", session, type(exc).__name__)
+
+    def _pool(self) -> ConnectionPool:
+        with self._guard:
+            if self._closed:
+                raise BackendError(f"PostgreSQL at {self.db.shown}: the receipt store is closed")
+            if self._lock_pool is None:
+                pool: ConnectionPool = ConnectionPool(
+                    self.db.url,
+                    min_size=1,
+                    max_size=self.lock_connections,
+                    open=False,
+                    timeout=LOCK_WAIT_S,
+                    check=ConnectionPool.check_connection,
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "memory-receipt-engine-locks"},
+                    name="mre-turn-locks",
+                )
+                pool.open(wait=False)
+                self._lock_pool = pool
+            return self._lock_pool
 
     # -- the tree ---------------------------------------------------------------------------------
     def tree(self, session: str) -> PgMerkleStore:
