@@ -35,6 +35,8 @@ from .terms import K1, bm25, idf, phrase_freq, phrase_terms, tsquery_literal, un
 
 _WORD = re.compile(r"[^\W_]+")
 SLACK = 16  # rows the statement returns beyond `limit`: its sums may differ from FTS5's in the last bit
+GROWTH = 0.0  # pruning: each new statement scores up to this many times the rows of the last (0: all it must)
+FIRST = 3.0  # pruning: the first statement scores the rarest terms' rows until FIRST * (limit + excluded + SLACK)
 Counts = list[tuple[int, int]]  # per query term: (count in the text, count in the context)
 
 
@@ -91,7 +93,7 @@ def scan_rows(
     essential: list[str] = []
     for t in order:  # the terms worth most, until their rows can fill `limit` (excluded rows may be among them)
         essential.append(t)
-        if sum(held[e] for e in essential) >= limit + len(exclude) + SLACK:
+        if sum(held[e] for e in essential) >= FIRST * (limit + len(exclude) + SLACK):
             break
     avgdl = n_tokens / n_rows
     # rest[m]: the bounds of order[m:] added up (what a row holding none of order[:m] can score at most)
@@ -108,7 +110,7 @@ def scan_rows(
             break  # no row holding only the other terms can rank among the `limit`
         # `safe` terms prove the answer for sure; fewer may (their rows raise the limit-th score):
         # try the next rarest terms up to twice the rows scored so far, never beyond `safe`
-        rows = 2 * sum(held[t] for t in essential)
+        rows = GROWTH * sum(held[t] for t in essential) if GROWTH > 0 else float("inf")
         m = len(essential) + 1
         while m < safe and sum(held[t] for t in order[:m]) < rows:
             m += 1
