@@ -236,6 +236,17 @@ class TestHostileQueries:
         lite.close()
 
 
+    def test_a_token_fts5_splits_is_searched_as_its_phrase(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
+        """U+19B0 is a letter to Python's tokenizer and a separator to unicode61: FTS5 gets a two-term phrase.
+        (Here a phrase counts rows holding both terms anywhere; FTS5 needs them adjacent: docs/RETRIEVAL.md.)"""
+        word = "ab\u19b0cd"
+        fill(ledger, "s1", CORPUS + [("user", f"the {word} sign"), ("user", f"{word} and {word} again")])
+        lite, pg = both(tmp_path, ledger, db)
+        for q in (word, f"{word} sign", f"garden {word}"):
+            assert key(pg.search("s1", q, 5)) == key(lite.search("s1", q, 5)), q
+        lite.close()
+
+
 class TestScoping:
     def test_a_search_never_returns_another_sessions_events(self, ledger: Ledger, db: Database) -> None:
         fill(ledger, "alice", CORPUS + [("user", "my kayak is red")])
