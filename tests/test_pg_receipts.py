@@ -562,3 +562,40 @@ class TestPgTurnLock:
         t.start()
         t.join(timeout=30)
         assert done.is_set()
+
+
+@pytest.mark.pg
+def test_a_killed_server_fails_calls_clearly_and_the_store_recovers_after_its_restart(pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL on the server (its own throwaway cluster) between writes: calls in between fail with a BackendError
+    naming the server, acknowledged receipts and checkpoints are all there after the restart, and the same store
+    objects (pools) work again without being recreated."""
+    from storage import BackendError
+    from storage.pg import connect
+    from storage.pg.receipts import PgReceipts
+    from tests import pg_support
+
+    monkeypatch.setattr(connect, "POOL_TIMEOUT_S", 2.0)  # fail within 2 s while the server is down
+    with pg_support.started_server() as server:
+        url = pg_support.fresh_database(server)
+        with connect.Database(url, max_size=3, timeout=5) as db, PgReceipts(db, lock_wait=2.0) as store:
+            with store.turn_lock("s1"):
+                store.write_receipt("s1", RID, {"x": 1})
+                store.keep_checkpoint("s1", _checkpoint("s1", 2))
+            pg_support.kill(server)
+            with pytest.raises(BackendError, match=r"PostgreSQL at postgresql://mre@127\.0\.0\.1"):
+                store.write_receipt("s1", RID2, {"x": 2})
+            with pytest.raises(BackendError, match="turn lock"), store.turn_lock("s1"):
+                pass
+            pg_support.restart(server)
+            deadline = time.monotonic() + 30
+            while True:  # the pools reconnect on their own
+                try:
+                    with store.turn_lock("s1"):
+                        store.write_receipt("s1", RID2, {"x": 2})
+                    break
+                except BackendError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            assert store.receipt_ids("s1") == [RID, RID2]
+            assert store.latest_checkpoint("s1")["body"]["tree_size"] == 2

@@ -52,7 +52,8 @@ from .merkle import PgMerkleStore, TreeMoved
 
 log = logging.getLogger("storage.pg")
 LOCK_CONNECTIONS = 32  # sessions whose turns may run at once in one process (each holds one lock connection)
-LOCK_WAIT_S = 300.0  # how long a turn waits for a lock connection while other sessions' turns hold them all
+# how long a turn waits for a lock connection: while other sessions' turns hold them all, or the server is down
+LOCK_WAIT_S = 60.0
 SYNC_CHUNK = 4096  # ledger events read per extend while a tree catches up
 SYNC_ATTEMPTS = 5  # tries when another writer moved the tree while we read the ledger
 
@@ -66,10 +67,13 @@ def check_receipt_id(receipt_id: str) -> str:
 class PgReceipts:
     """Receipts, trees and checkpoints of every session in one PostgreSQL database. Safe for many threads."""
 
-    def __init__(self, db: Database, *, copies: str | os.PathLike[str] | None = None, lock_connections: int = LOCK_CONNECTIONS) -> None:
+    def __init__(
+        self, db: Database, *, copies: str | os.PathLike[str] | None = None, lock_connections: int = LOCK_CONNECTIONS, lock_wait: float = LOCK_WAIT_S
+    ) -> None:
         self.db = db
         self.copies = None if copies is None else Path(copies)
         self.lock_connections = lock_connections
+        self.lock_wait = lock_wait
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._lock_pool: ConnectionPool | None = None  # opened by the first turn_lock
@@ -98,7 +102,7 @@ class PgReceipts:
         """Serialise turns of one session across threads, processes and replicas.
 
         Held as an open transaction for the whole turn (a model call included), on a connection of the locks'
-        own pool (at most `lock_connections` sessions' turns at once per process; more wait up to LOCK_WAIT_S):
+        own pool (at most `lock_connections` sessions' turns at once per process; more wait up to `lock_wait` s):
         a turn holding its lock always finds a connection for its own writes in the shared pool. Threads of this
         process waiting for the same session wait on a local lock and hold no connection. Released by rollback
         when the turn ends (it wrote nothing on that connection), or by the server when the connection is lost."""
@@ -111,7 +115,7 @@ class PgReceipts:
                 conn.execute(sql.TURN_LOCK_NO_IDLE_TIMEOUT)
                 conn.execute(sql.TURN_LOCK, (session,))
             except PoolTimeout as exc:
-                raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: no connection for its turn lock within {LOCK_WAIT_S:.0f} s") from exc
+                raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: no connection for its turn lock within {self.lock_wait:.0f} s") from exc
             except psycopg.OperationalError as exc:
                 raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: turn lock: {str(exc).strip() or type(exc).__name__}") from exc
             try:
@@ -132,7 +136,7 @@ class PgReceipts:
                     min_size=1,
                     max_size=self.lock_connections,
                     open=False,
-                    timeout=LOCK_WAIT_S,
+                    timeout=self.lock_wait,
                     check=ConnectionPool.check_connection,
                     kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "memory-receipt-engine-locks"},
                     name="mre-turn-locks",
