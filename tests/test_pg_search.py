@@ -247,6 +247,29 @@ class TestHostileQueries:
         lite.close()
 
 
+class TestOnPgLedger:
+    def test_an_index_over_the_postgresql_ledger_ranks_as_one_over_the_files(
+        self, ledger: Ledger, db: Database, pg_server: Any
+    ) -> None:
+        from storage.pg.ledger import PgLedger
+        from tests import pg_support
+
+        def ranking(resp: SearchResponse) -> list[tuple[Any, ...]]:  # events differ in ids, salts and hashes
+            return [(h.seq, h.text, round(h.bm25, 9), round(h.score, 9), h.context_only) for h in resp.results]
+
+        fill(ledger, "s1")
+        with Database(pg_support.fresh_database(pg_server)) as other:
+            want = [ranking(PgIndex(other, ledger).search("s1", q, 8)) for q in QUERIES]
+        pg_ledger = PgLedger(db)
+        fill(pg_ledger, "s1")  # type: ignore[arg-type]
+        on_pg = PgIndex(db, pg_ledger)
+        assert [ranking(on_pg.search("s1", q, 8)) for q in QUERIES] == want
+        assert any(want)
+        pg_ledger.erase("s1", [11])
+        on_pg.index_session("s1")
+        assert 11 not in {h.seq for h in on_pg.search("s1", "Mochi", 50).results}
+
+
 class TestScoping:
     def test_a_search_never_returns_another_sessions_events(self, ledger: Ledger, db: Database) -> None:
         fill(ledger, "alice", CORPUS + [("user", "my kayak is red")])
