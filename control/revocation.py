@@ -5,26 +5,39 @@ when, and the optional reason; `restore` appends another. The state is derived f
 (control.state), so a rebuilt index, another process or a restarted app all see the same state.
 Revoke is not erasure: the words stay in the ledger, unused (forget destroys them).
 
-`current(ledger, session)` is the state now, cached per session and brought up to date from the
-ledger's new events (the caller holds the turn lock when it needs the state not to move).
+`current(ledger, session)` is the state now, cached per session (in the process, and on disk in
+control-state.json: control.state_file) and brought up to date from the ledger's new events (the caller holds
+the turn lock when it needs the state not to move).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from ledger import Event, Ledger
-from ledger.event import EVENT_ID_RE, EventError, is_erasure_record, validate_session_id
+import orjson
+
+from ledger import Event, Ledger, tailrecord
+from ledger.event import (
+    EVENT_ID_RE,
+    EventError,
+    erasure_record_text,
+    event_from_dict,
+    is_erasure_record,
+    validate_session_id,
+)
 from receipts import checkpoints, files
 from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
 from receipts.keys import SigningKey, load_or_create
 from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
 
+from . import state_file
 from .plan import PlanError, quoted
-from .state import ControlState, derive
+from .state import ControlState, derive, erases_folded
 
 
 class ControlError(PlanError):
@@ -48,83 +61,235 @@ class ControlResult:
         return f"session {self.session}: seq {self.seq} ({self.event_id}) {done}; control event at seq {self.control_seq}"
 
 
-_cache: dict[tuple[str, str], ControlState] = {}
+@dataclass(slots=True)
+class _Derived:
+    """A state with the span of its last folded line in the log (state_file.Saved), and what of it is on disk."""
+
+    state: ControlState
+    start: int
+    end: int
+    on_disk: tuple[int, int, int] | None = None  # (size, controls, links) of the file this process last read or wrote
+
+    def saved(self) -> state_file.Saved:
+        return state_file.Saved(self.state, self.start, self.end)
+
+    def worth_saving(self) -> bool:
+        """Whether the file should be written: it is missing, other than ours in content, or SAVE_EVERY lines behind."""
+        s = self.state
+        if self.start >= self.end:  # the span is unknown (a derivation that could not use the byte search)
+            return False
+        if self.on_disk is None:
+            return True
+        size, controls, links = self.on_disk
+        return (controls, links) != (len(s.controls), len(s.supersessions.links)) or s.size - size >= SAVE_EVERY or s.size < size
+
+
+SAVE_EVERY = 1024  # a fresh process folds at most this many lines' worth of bytes the file did not cover
+
+_cache: dict[tuple[str, str], _Derived] = {}
 _cache_lock = threading.Lock()
 
 
-def current(ledger: Ledger, session: str) -> ControlState:
-    """The control state of `session` as its ledger holds it now (a copy: the caller may keep it)."""
+def current(ledger: Ledger, session: str, *, save: bool = True) -> ControlState:
+    """The control state of `session` as its ledger holds it now (a copy: the caller may keep it).
+
+    From this process's cache, else from the session's control-state.json (control.state_file), each extended by
+    the lines appended since (a byte search of those lines only); else derived from the whole log. A ledger opened
+    with record_tails=True (a writer's) writes the file back when it is missing or behind, unless `save` is False (a
+    check that may refuse: a refused command leaves the data directory as it found it); a reader's never does."""
     count, head = ledger.head(session)
     if count == 0:
         return ControlState()
     key = (os.path.realpath(ledger.data_dir), session)
     with _cache_lock:
         cached = _cache.get(key)
-    state: ControlState | None = None
-    if cached is not None and cached.size == count and cached.head == head:
-        return cached.copy()
-    if cached is not None and 0 < cached.size < count and ledger.read_events(session, [cached.size - 1])[0].chain == cached.head:
-        state = cached.copy()  # the prefix it folded is unchanged: fold only the new events
-        for ev in ledger.read_events(session, range(cached.size, count)):
-            state.apply(ev)
-    if state is None or state.size != count or state.head != head:
-        state = _derive_scanned(ledger, session, count, head)
+    if cached is not None and cached.state.size == count and cached.state.head == head:
+        return cached.state.copy()
+    derived = _extended(ledger, session, cached, count, head) if cached is not None else None
+    if derived is None:
+        disk = state_file.load(ledger.session_dir(session))
+        if disk is not None:
+            base = _Derived(disk.state, disk.start, disk.end, _counts(disk.state))
+            derived = _extended(ledger, session, base, count, head)
+    if derived is None:
+        derived = _derived_in_full(ledger, session, count, head)
+    if save and ledger.record_tails and derived.worth_saving():
+        try:
+            state_file.save(ledger.session_dir(session), derived.saved())
+            derived.on_disk = _counts(derived.state)
+        except OSError:
+            pass  # a hint: the next process derives it again
     with _cache_lock:
-        _cache[key] = state.copy()
-    return state
+        _cache[key] = _Derived(derived.state.copy(), derived.start, derived.end, derived.on_disk)
+    return derived.state
+
+
+def _counts(state: ControlState) -> tuple[int, int, int]:
+    return state.size, len(state.controls), len(state.supersessions.links)
 
 
 # Every control event's line holds its text verbatim: canonical JSON (docs/FORMAT.md §1) writes the top-level
 # field as `"text":"[control record: revoke]"` (restore, supersede alike: CONTROL_TEXTS, SUPERSEDE_TEXT), with
 # nothing to escape. A user's text holding these bytes is escaped (`\"text\":…`); an erased line has no text.
+# An erasure record's line holds `"text":"[erasure record: ` (ledger.event.erasure_record_text) the same way.
 _NEEDLE = b'"text":"[control record: '
+_ERASURE_NEEDLE = b'"text":"[erasure record: '
 assert all(('"text":"' + t).encode().startswith(_NEEDLE) for t in (*CONTROL_TEXTS.values(), SUPERSEDE_TEXT))
+assert ('"text":"' + erasure_record_text(1)).encode().startswith(_ERASURE_NEEDLE)
+READ_SIZE = 1 << 22
+
+
+class _Reader(Protocol):
+    def read(self, n: int, /) -> bytes: ...
+
+
+def _scan(f: _Reader, offset: int, first: int, count: int, needles: tuple[bytes, ...]) -> tuple[list[tuple[int, bytes]], tuple[int, bytes] | None]:
+    """Lines first..count-1 of a log read from `f`, positioned at byte `offset`, the start of line `first` (no parse).
+
+    Returns the lines holding one of `needles` as (seq, line without its newline), in order — every control event
+    among them; a match elsewhere (a meta value) is a line parsed for nothing — and (byte offset, bytes) of line
+    count-1, or None when the file ends before it."""
+    out: list[tuple[int, bytes]] = []
+    seq, pos, buf = first, offset, b""  # seq: the line buf starts with; pos: buf's offset in the file
+    while True:
+        block = f.read(READ_SIZE)
+        if not block:
+            return out, None
+        buf = buf + block if buf else block
+        end = buf.rfind(b"\n") + 1  # whole lines only: a line across reads is searched once it is whole
+        if end == 0:
+            continue
+        at = 0
+        for i in sorted({i for needle in needles for i in _finds(buf, needle, end)}):
+            ls = buf.rfind(b"\n", 0, i) + 1
+            if ls < at:
+                continue  # a second match in a line already taken
+            line = seq + buf.count(b"\n", at, ls)
+            if line >= count:
+                break
+            le = buf.index(b"\n", i)
+            out.append((line, buf[ls:le]))
+            seq, at = line + 1, le + 1
+            if seq == count:  # that match was the last line
+                return out, (pos + ls, out[-1][1])
+        n = buf.count(b"\n", at, end)
+        if seq + n >= count:
+            p = at
+            for _ in range(count - 1 - seq):
+                p = buf.index(b"\n", p) + 1
+            return out, (pos + p, buf[p : buf.index(b"\n", p)])
+        seq, pos, buf = seq + n, pos + end, buf[end:]
+
+
+def _finds(buf: bytes, needle: bytes, end: int) -> list[int]:
+    out = []
+    i = buf.find(needle, 0, end)
+    while i >= 0:
+        out.append(i)
+        i = buf.find(needle, i + 1, end)
+    return out
 
 
 def _control_candidates(path: Path, count: int) -> list[int]:
-    """The seqs among the first `count` lines of the log at `path` that may be control events, by a byte search
-    (no parse): every control event is among them; a match elsewhere (a meta value) is a line read for nothing."""
-    out: list[int] = []
-    line = 0  # newlines before the current position: the seq of the line there
-    rest = b""  # the start of a line the previous reads did not finish
+    """The seqs among the first `count` lines of the log at `path` that may be control events, by a byte search."""
     with open(path, "rb") as f:
-        while line < count:
-            block = f.read(1 << 22)
-            if not block:
-                break
-            first = block.find(b"\n")
-            if first < 0:
-                rest += block
-                continue
-            start = 0
-            if rest:  # the line across reads, searched whole (the needle holds no newline: no other match straddles)
-                if _NEEDLE in rest + block[: first + 1]:
-                    out.append(line)
-                line += 1
-                start, rest = first + 1, b""
-            end = block.rfind(b"\n") + 1
-            at = start
-            i = block.find(_NEEDLE, start, end)
-            while i >= 0:
-                line += block.count(b"\n", at, i)
-                at = i
-                if line >= count:
-                    return [s for s in out if s < count]
-                if not out or out[-1] != line:
-                    out.append(line)
-                i = block.find(_NEEDLE, i + 1, end)
-            line += block.count(b"\n", at, end)
-            rest = block[end:]
-    return [s for s in out if s < count]
+        return [seq for seq, _ in _scan(f, 0, 0, count, (_NEEDLE,))[0]]
 
 
-def _derive_scanned(ledger: Ledger, session: str, count: int, head: str) -> ControlState:
+def _fold(state: ControlState, lines: list[tuple[int, bytes]]) -> bool:
+    """Fold the candidate lines into `state`; False when one is not the line it should be, or erases a folded
+    control record (the caller derives the state again)."""
+    for seq, raw in lines:
+        try:
+            ev = event_from_dict(orjson.loads(raw), seq + 1)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, EventError):
+            return False
+        if ev.seq != seq or erases_folded(state, ev):
+            return False
+        state.apply(ev)
+    return True
+
+
+def _last_chain(raw: bytes, seq: int) -> str | None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or obj.get("seq") != seq or type(obj.get("chain")) is not str:
+        return None
+    return str(obj["chain"])
+
+
+def _extended(ledger: Ledger, session: str, base: _Derived, count: int, head: str) -> _Derived | None:
+    """`base` brought up to the first `count` events (the last with chain `head`) by folding only the lines after it;
+    None when its prefix is not the log's (the line at its span is not its last event) or the fold cannot be trusted."""
+    st = base.state
+    if not 0 < st.size <= count:
+        return None
+    try:
+        with open(ledger.log_path(session), "rb") as f:
+            raw = tailrecord.line_at(f.fileno(), base.start, base.end)
+            if raw is None:  # an erasure shortened a line before it (or the file is another): find it by seq
+                span = _find_line(f.fileno(), st.size - 1)
+                if span is None:
+                    return None
+                base = _Derived(st, span[0], span[1], base.on_disk)
+                raw = tailrecord.line_at(f.fileno(), base.start, base.end)
+            if raw is None or _last_chain(raw, st.size - 1) != st.head:
+                return None
+            if st.size == count:
+                return base if st.head == head else None
+            f.seek(base.end)
+            lines, last = _scan(f, base.end, st.size, count, (_NEEDLE, _ERASURE_NEEDLE))
+    except OSError:
+        return None
+    if last is None or _last_chain(last[1], count - 1) != head:
+        return None
+    state = st.copy()
+    if not _fold(state, lines):
+        return None
+    state.size, state.head = count, head
+    return _Derived(state, last[0], last[0] + len(last[1]) + 1, base.on_disk)
+
+
+def _find_line(fd: int, seq: int) -> tuple[int, int] | None:
+    """(start, end) of the line of `seq` in the log open at `fd`, by bisection (O(log n) lines parsed), or None."""
+    size = os.fstat(fd).st_size
+    back = min(size, tailrecord.MAX_LINE_BYTES)
+    end_bytes = os.pread(fd, min(back, 1 << 16), size - min(back, 1 << 16))
+    if not end_bytes.endswith(b"\n"):
+        return None  # a torn tail: the ledger's own open deals with it
+    i = end_bytes.rfind(b"\n", 0, len(end_bytes) - 1)
+    if i < 0 and len(end_bytes) < size:
+        return None  # a last line longer than the read: leave it to the full derivation
+    last = size - len(end_bytes) + i + 1
+    try:
+        last_seq = orjson.loads(end_bytes[i + 1 :]).get("seq")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    if type(last_seq) is not int:
+        return None
+    return tailrecord.find_line(fd, seq, size, last, last_seq + 1)
+
+
+def _derived_in_full(ledger: Ledger, session: str, count: int, head: str) -> _Derived:
     """derive(ledger.events(session)) over the first `count` events, whose last has chain `head`, parsing only the
     lines that may be control events (a byte search finds them): the other events change nothing but size and head.
     At 1M events (565 MB) the first turn of a process took 1.5 s instead of 7-11 s (a busy 2-core machine)."""
-    state = derive(ledger.read_events(session, _control_candidates(ledger.log_path(session), count)))
+    state = ControlState()
+    with open(ledger.log_path(session), "rb") as f:
+        lines, last = _scan(f, 0, 0, count, (_NEEDLE,))
+    if last is not None and _last_chain(last[1], count - 1) == head and _fold(state, lines):
+        state.size, state.head = count, head
+        return _Derived(state, last[0], last[0] + len(last[1]) + 1)
+    # the file is not the one head() described (replaced meanwhile): the slow way, every line parsed
+    state = derive(itertools.islice(ledger.events(session), count))
     state.size, state.head = count, head
-    return state
+    return _Derived(state, 0, 0)
+
+
+def _derive_scanned(ledger: Ledger, session: str, count: int, head: str) -> ControlState:
+    return _derived_in_full(ledger, session, count, head).state
 
 
 def revoked_seqs(data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None) -> dict[int, int]:
@@ -193,10 +358,11 @@ def _control(
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
         ev = _target(led, session, seq, count)
-        _check(session, ev, current(led, session), action, reason)
+        _check(session, ev, current(led, session, save=False), action, reason)
         k = key if key is not None else load_or_create(data)
         control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
         checkpoints.issue(data, led, session, k)
+        current(led, session)  # folds it now and keeps control-state.json up to date (a later refusal writes nothing)
     return ControlResult(session, action, ev.seq, ev.id, control.seq, control.id, reason)
 
 

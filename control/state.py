@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from ledger import Event
+from ledger.event import is_erasure_record
 from receipts.decisions import REVOKE, control_of
 from receipts.supersessions import supersession_of
 
@@ -70,6 +71,17 @@ class ControlState:
         index holds no row for them, retrieval.indexing.skipped, so a session's exclusions grow with what is
         revoked now, not with every revoke and restore ever made.)"""
         return sorted(self.revoked)
+
+
+def erases_folded(state: ControlState, ev: Event) -> bool:
+    """Whether `ev` is an erasure record that erased a control or supersession record `state` already folded: the
+    state then differs from a replay of the ledger as it is now (an erased line is no control event), so it must be
+    derived again. (control.plan refuses to erase those records; Ledger.erase itself does not.)"""
+    if ev.erased or not is_erasure_record(ev):
+        return False
+    items = ev.meta["erasure"].get("erased")
+    seqs = {item.get("seq") for item in items if isinstance(item, dict)} if isinstance(items, list) else set()
+    return bool(seqs & (set(state.controls) | {x.record_seq for x in state.supersessions.links}))
 
 
 def derive(events: Iterable[Event]) -> ControlState:

@@ -63,6 +63,17 @@ class SupersessionState:
         self._newer.setdefault(record.old_seq, []).append(record.new_seq)
         self._older.setdefault(record.new_seq, []).append(record.old_seq)
 
+    @classmethod
+    def from_links(cls, links: list[Supersession]) -> SupersessionState:
+        """The state whose `links` are these, in this order (each a link `apply` kept): what a saved state holds."""
+        state = cls()
+        for link in links:
+            state.links.append(link)
+            state.superseded.setdefault(link.old_seq, link)
+            state._newer.setdefault(link.old_seq, []).append(link.new_seq)
+            state._older.setdefault(link.new_seq, []).append(link.old_seq)
+        return state
+
     def copy(self) -> SupersessionState:
         return SupersessionState(
             dict(self.superseded),

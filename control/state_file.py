@@ -1,0 +1,141 @@
+"""The control state kept on disk, so that a fresh process folds only the events appended since (issue 15).
+
+`DATA_DIR/sessions/<s>/control-state.json` holds ControlState (control.state) after the first `size` events:
+the revocations, the control seqs and the supersession links, with the chain hash of event size-1 (`head`) and
+the byte span [start, end) that event's line had in the log when the file was written. It is derived data, a hint
+like `tail.json` (ledger/tailrecord.py): written atomically (temp file, rename), never fsynced, and trusted only
+when the line found at [start, end) of the log now claims seq size-1 and ends the chain on `head`. A chain hash
+commits to every line before it, so the folded prefix is the one the file describes; the one change a chain hash
+does not show, an erasure, appends an erasure record after it, which control.revocation checks when it folds
+the new lines (an erased control line makes it derive the state again). Anything else — no file, a torn or
+edited one (its second line is the sha256 of its first), another version, a line that does not match — is a
+full derivation, as without the file. It holds seqs, ids, and the reasons the control and supersession records
+hold in the ledger (which never quote a memory: control.plan.quoted); no memory text.
+
+Line 1: canonical-enough JSON of the state (orjson, sorted keys); line 2: its sha256, hex.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from ledger.fsmode import open_private
+
+from .state import ControlState, Revocation
+from .supersession_state import Supersession, SupersessionState
+
+STATE_FILE = "control-state.json"
+VERSION = 1
+MAX_BYTES = 256 << 20  # a state this big is not one this code wrote: derive it again
+
+
+class Saved(NamedTuple):
+    """A state as the file holds it, with the span its last folded line had in the log."""
+
+    state: ControlState
+    start: int  # byte offset of the line of seq state.size - 1
+    end: int  # byte offset just after it (its newline included): where the next line starts
+
+
+def state_path(session_dir: Path) -> Path:
+    return session_dir / STATE_FILE
+
+
+def encode(saved: Saved) -> bytes:
+    s = saved.state
+    body = orjson.dumps(
+        {
+            "v": VERSION,
+            "size": s.size,
+            "head": s.head,
+            "start": saved.start,
+            "end": saved.end,
+            "revoked": [[r.seq, r.event_id, r.control_seq, r.control_id, r.reason] for r in s.revoked.values()],
+            "controls": s.controls,
+            "links": [
+                [x.old_seq, x.old_id, x.new_seq, x.new_id, x.decided_by, x.checked_by, x.reason, x.record_seq, x.record_id]
+                for x in s.supersessions.links
+            ],
+        },
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return body + b"\n" + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n"
+
+
+def _nat(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _text(v: Any, *, optional: bool = False) -> bool:
+    return type(v) is str or (optional and v is None)
+
+
+def decode(data: bytes) -> Saved | None:
+    """The state in `data`, or None for anything that is not exactly one this module wrote."""
+    body, sep, rest = data.partition(b"\n")
+    if not sep or rest != hashlib.sha256(body).hexdigest().encode("ascii") + b"\n":
+        return None
+    try:
+        obj: Any = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    keys = {"v", "size", "head", "start", "end", "revoked", "controls", "links"}
+    if type(obj) is not dict or obj.keys() != keys or obj["v"] != VERSION:
+        return None
+    size, head, start, end = obj["size"], obj["head"], obj["start"], obj["end"]
+    if not (_nat(size) and size > 0 and type(head) is str and len(head) == 64 and _nat(start) and _nat(end) and start < end):
+        return None
+    revoked: dict[int, Revocation] = {}
+    for r in obj["revoked"] if type(obj["revoked"]) is list else [None]:
+        if type(r) is not list or len(r) != 5 or not (_nat(r[0]) and _text(r[1]) and _nat(r[2]) and _text(r[3]) and _text(r[4], optional=True)):
+            return None
+        revoked[r[0]] = Revocation(r[0], r[1], r[2], r[3], r[4])
+    controls = obj["controls"]
+    if type(controls) is not list or not all(_nat(c) and c < size for c in controls):
+        return None
+    links: list[Supersession] = []
+    for x in obj["links"] if type(obj["links"]) is list else [None]:
+        if type(x) is not list or len(x) != 9:
+            return None
+        if not (_nat(x[0]) and _text(x[1]) and _nat(x[2]) and _text(x[3]) and _text(x[4]) and _text(x[5], optional=True)):
+            return None
+        if not (_text(x[6], optional=True) and _nat(x[7]) and x[7] < size and _text(x[8])):
+            return None
+        links.append(Supersession(*x))
+    state = ControlState(size, head, revoked, list(controls), SupersessionState.from_links(links))
+    return Saved(state, start, end)
+
+
+def load(session_dir: Path) -> Saved | None:
+    """The session's saved state, or None (no file, unreadable, not one)."""
+    try:
+        with open(state_path(session_dir), "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_BYTES:
+        return None
+    return decode(data)
+
+
+def save(session_dir: Path, saved: Saved) -> None:
+    """Replace the file atomically (a temp file of this call's own, rename); not fsynced: a hint (module docstring)."""
+    path = state_path(session_dir)
+    tmp = path.with_name(f".{STATE_FILE}.{os.urandom(8).hex()}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+    try:
+        try:
+            view = memoryview(encode(saved))
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
