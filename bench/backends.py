@@ -1,10 +1,11 @@
 """Durable appends per second, files against PostgreSQL, with 1, 4 and 16 concurrent writers on distinct sessions.
 
-    python bench/backends.py [--appends 2000] [--writers 1,4,16] [--database-url URL]
+    python bench/backends.py [--appends 2000] [--writers 1,4,16] [--rounds 3] [--database-url URL]
 
 Each writer is its own process (as replicas are) appending to its own session; the APPENDS of a
 row are split between its writers, so every row does the same work. The clock runs from a barrier
-all writers wait at (connected, session created, one event written) to the last writer's end.
+all writers wait at (connected, session created, one event written) to the last writer's end;
+each cell is the median of ROUNDS, the kinds alternated within a round (the machine is shared).
 Raw baselines, same run, same scheme: `file raw` is write+fsync of a 400-byte line to an O_APPEND
 file; `pg raw` is one INSERT and COMMIT of such a line into a bare table. Without --database-url
 (or $DATABASE_URL) a throwaway server is started (tests/pg_support.py: initdb in /tmp, fsync on,
@@ -18,6 +19,7 @@ import argparse
 import contextlib
 import multiprocessing as mp
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -108,12 +110,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--appends", type=int, default=2000, help="appends per row, split between its writers (default 2000)")
     ap.add_argument("--writers", default="1,4,16", help="writer counts (default 1,4,16)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds; each cell is their median (default 3)")
     ap.add_argument("--database-url", default=os.environ.get("DATABASE_URL"), help="an existing database (default: a throwaway server)")
     args = ap.parse_args()
     counts = [int(c) for c in args.writers.split(",")]
     print(machine_line())
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    results: dict[tuple[str, int], float] = {}
+    runs: dict[tuple[str, int], list[float]] = {}
     with database(args.database_url) as url, tempfile.TemporaryDirectory(prefix="mre-bench-") as tmp:
         import psycopg
 
@@ -125,16 +128,18 @@ def main() -> None:
             conn.execute("CREATE TABLE bench_raw (session text, seq bigint, line bytea, PRIMARY KEY (session, seq))")
             server = conn.execute("SHOW server_version").fetchone()
             sync = conn.execute("SHOW synchronous_commit").fetchone()
-        tag = f"{os.getpid()}"
-        for writers in counts:
-            for kind in KINDS:
-                target = url if kind.startswith("pg") else str(Path(tmp) / kind.replace(" ", "-"))
-                Path(tmp, kind.replace(" ", "-")).mkdir(exist_ok=True)
-                results[kind, writers] = measure(kind, target, writers, args.appends, tag)
-                print(f"  {kind:<9} {writers:>2} writers: {results[kind, writers]:>8,.0f} appends/s", file=sys.stderr, flush=True)
+        for r in range(args.rounds):
+            for writers in counts:
+                for kind in KINDS:
+                    target = url if kind.startswith("pg") else str(Path(tmp) / kind.replace(" ", "-"))
+                    Path(tmp, kind.replace(" ", "-")).mkdir(exist_ok=True)
+                    rate = measure(kind, target, writers, args.appends, f"{os.getpid()}-{r}")
+                    runs.setdefault((kind, writers), []).append(rate)
+                    print(f"  round {r + 1}: {kind:<9} {writers:>2} writers: {rate:>8,.0f} appends/s", file=sys.stderr, flush=True)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("DROP TABLE bench_raw")
-    print(f"PostgreSQL {server[0] if server else '?'} (synchronous_commit {sync[0] if sync else '?'}), {args.appends:,} appends per row")
+    results = {key: statistics.median(rates) for key, rates in runs.items()}
+    print(f"PostgreSQL {server[0] if server else '?'} (synchronous_commit {sync[0] if sync else '?'}), {args.appends:,} appends per cell, median of {args.rounds}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     print()
     print(f"{'writers':>7} | " + " | ".join(f"{k:>9}" for k in KINDS) + " | pg / file | pg vs 1 writer")
