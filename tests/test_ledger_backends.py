@@ -276,6 +276,15 @@ class TestPostgresBytes:
         led.close()
         assert not report.ok and report.brk is not None and report.brk.kind == "seq_gap" and report.brk.seq == 3
 
+    def test_rows_missing_at_the_end_are_a_seq_gap_against_the_recorded_tail(self, pg_url: str) -> None:
+        led = PgLedger(pg_url)
+        led.append_many("s1", [Message("user", f"m{i}", {}) for i in range(5)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DELETE FROM events WHERE session = 's1' AND seq >= 3")
+        report = led.verify("s1")
+        led.close()
+        assert not report.ok and report.brk is not None and report.brk.kind == "seq_gap" and report.brk.seq == 3 and report.events == 3
+
     def test_an_erasure_leaves_no_dead_row_version_behind(self, pg_url: str) -> None:
         led = PgLedger(pg_url)
         led.append_many("s1", [Message("user", f"the secret word is kumquat {i}", {}) for i in range(20)])

@@ -39,7 +39,7 @@ from ledger.event import GENESIS, ROLES, Event, event_from_dict, is_erasure_reco
 from ledger.importer import Imported
 from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
-from ledger.verify import SessionReport, verify_stream
+from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
 
 from . import sql
 from .connect import Database
@@ -337,15 +337,22 @@ class PgLedger:
         One REPEATABLE READ transaction and a server-side cursor: constant memory, and what an
         erasure or append commits meanwhile is not seen half.
         """
+        with self._snapshot(session) as (_tail, lines):
+            yield lines
+
+    @contextmanager
+    def _snapshot(self, session: str) -> Iterator[tuple[tuple[int, str], Iterator[bytes]]]:
+        """snapshot_lines, with the session's (size, head) as the `sessions` row says in the same snapshot."""
         validate_session_id(session)
         with self.db.transaction() as conn:
             conn.execute(sql.LEDGER_SNAPSHOT)
-            if conn.execute(sql.LEDGER_TAIL, (session,)).fetchone() is None:
+            row = conn.execute(sql.LEDGER_TAIL, (session,)).fetchone()
+            if row is None:
                 raise _no_session(session)
             with conn.cursor(name=f"mre_lines_{uuid.uuid4().hex}") as cur:
                 cur.itersize = CURSOR_ROWS
                 cur.execute(sql.LEDGER_ALL_LINES, (session,))
-                yield (bytes(line) + b"\n" for (line,) in cur)
+                yield (int(row[0]), str(row[1])), (bytes(line) + b"\n" for (line,) in cur)
 
     def export(self, session: str, out: BinaryIO) -> int:
         """Write the session's JSONL, byte for byte what the file backend holds; the bytes written."""
@@ -375,10 +382,20 @@ class PgLedger:
 
         `parallel` is accepted for the file backend's signature (the walk is serial here);
         `progress` (tqdm-like) is updated with the bytes read.
+        The chain's end must also be the tail the `sessions` row records: rows missing at the end
+        (which a walk alone cannot see) are a seq_gap at the first missing seq.
         """
         del parallel
-        with self.snapshot_lines(session) as lines:
-            return verify_stream(session, _chunks(lines, progress))
+        with self._snapshot(session) as ((size, head), lines):
+            report = verify_stream(session, _chunks(lines, progress))
+        if report.ok and (report.events, report.head) != (size, head):
+            n = report.events
+            brk = Break(
+                n + 1, n, SEQ_GAP, f"{size} events, head {head}", f"{n} events, head {report.head}",
+                f"line {n + 1}: the rows end at seq {n - 1} but the session's tail records {size} events",
+            )
+            return SessionReport(session, False, n, report.head, brk, erased=report.erased)
+        return report
 
     # -- erasure -----------------------------------------------------------
     def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
