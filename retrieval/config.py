@@ -24,6 +24,10 @@ class IndexConfig:
     # the most and their idf is the lowest. Applies from prune_min_events events on.
     prune_share: float = 0.05
     prune_min_events: int = 50_000
+    # From prune_min_events on: rank by the exact bound (retrieval.bounded: the same answer as the query with every
+    # term, bm25() run over the rows holding a rare term) instead of dropping the common terms (recall lost; faster
+    # at p95). prune_share then only picks the first split.
+    exact_prune: bool = False
     # Which tiers rank below the ones above them (retrieval.scoring): CONTEXT (matched only
     # through neighbours) and ECHO (assistant replies that only repeat memories).
     tiers: tuple[int, ...] = (CONTEXT, ECHO)

@@ -15,7 +15,7 @@ import orjson
 
 from ledger import EventError, validate_session_id
 
-from . import sql
+from . import bounded, sql
 from .config import IndexConfig
 from .connection import batched
 from .dates import DateSpan, best_match, query_dates
@@ -168,11 +168,14 @@ class Searching(Indexing):
             return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
         # the session's document frequencies matter only to choose among more than MAX_QUERY_TERMS
         # terms or to prune a large session: otherwise one query with every term, no lookup
-        needs_df = len(q.terms) > MAX_QUERY_TERMS or last_seq + 1 >= self.config.prune_min_events
-        df = self._term_df(num, q.terms) if needs_df else {}
         cfg = self.config
+        large = last_seq + 1 >= cfg.prune_min_events
+        exact = large and cfg.exact_prune
+        needs_df = len(q.terms) > MAX_QUERY_TERMS or (large and not exact)
+        df = self._term_df(num, q.terms) if needs_df else {}
         batches = term_batches(
-            q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share, prune_min_events=cfg.prune_min_events
+            q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share,
+            prune_min_events=sql.MAX_SEQ + 2 if exact else cfg.prune_min_events,
         )
         stmt = sql.search_sql(
             num, text_weight=cfg.text_weight, context_weight=cfg.context_weight, exclude=bool(exclude)
@@ -188,7 +191,7 @@ class Searching(Indexing):
         # so a query never answers "no event matches" while one of its terms does.
         for used in batches:
             params["match"] = or_query(used)
-            rows = self._read_fresh(stmt, params)
+            rows = self._bounded_rows(num, last_seq, stmt, params, used) if exact and len(used) > 1 else self._read_fresh(stmt, params)
             if rows:
                 break
         match = params["match"]
@@ -199,6 +202,41 @@ class Searching(Indexing):
         if explain:
             hits = self._explained(num, used, match, ranked, hits, context_tier=context_tier)
         return SearchResponse(session, q.text, k, hits, None, match, unused)
+
+    def _bounded_rows(self, num: int, last_seq: int, stmt: str, params: dict[str, Any], terms: Sequence[str]) -> list[Any]:
+        """What `stmt` gives for the OR of `terms`, found with the score bound of retrieval.bounded (exact)."""
+        conn = self._reader()
+        fts = sql.fts_table(num)
+        block = conn.execute(f"SELECT block FROM {fts}_data WHERE id = 1").fetchone()  # noqa: S608 - a table name from an int
+        if block is None:
+            return self._read_fresh(stmt, params)
+        n_rows = bounded.varints(bytes(block[0]))[0]
+        hits = {t: self._hits(num, last_seq, n_rows, t) for t in terms}
+        order = bounded.rarest_first(terms, hits)
+        limit = int(params["limit"])
+        m = bounded.first_split(order, hits, n_rows, self.config.prune_share)
+        while True:
+            both = bounded.split_matches(order, m)
+            if both is None:
+                return self._read_fresh(stmt, params)
+            rows = bounded.merged(
+                self._read_fresh(stmt, {**params, "match": both[0]}), self._read_fresh(stmt, {**params, "match": both[1]}), limit
+            )
+            if bounded.settled(rows, limit, n_rows, hits, order[m:]):
+                return [list(r) for r in rows]
+            m = bounded.next_split(order, hits, n_rows, m, rows, limit)
+
+    def _hits(self, num: int, last_seq: int, n_rows: int, term: str) -> int:
+        """How many of the session's rows hold `term` (FTS5's count, as bm25() counts it for the idf), cached per
+        state of the session's table (its last seq and row count: an append or a forget changes one of them)."""
+        cache: dict[tuple[int, int, int, str], int] = self.__dict__.setdefault("_hits_cache", {})
+        key = (num, last_seq, n_rows, term)
+        found = cache.get(key)
+        if found is None:
+            if len(cache) > 100_000:
+                cache.clear()
+            found = cache[key] = int(self._reader().execute(sql.count_sql(num), (quote(term),)).fetchone()[0])
+        return found
 
     def _term_df(self, num: int, terms: Sequence[str]) -> dict[str, int]:
         """Each query term's document frequency in the session (by its content-term stem; 0 = no event holds it)."""
