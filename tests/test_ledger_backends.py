@@ -448,6 +448,13 @@ class TestMigrate:
         assert not pg.exists("b") and pg.head("a")[0] == 42
         pg.close()
 
+    def test_a_failing_extra_step_is_one_line_and_the_next_still_runs(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        def broken(data_dir: Path, database: Any) -> str:
+            raise ValueError("no key")
+
+        monkeypatch.setattr(pg_migrate, "EXTRA_STEPS", [("first", broken), ("second", lambda d, db: "did it")])
+        assert pg_migrate.run_extra_steps(tmp_path, None) == [(False, "first: no key"), (True, "second: did it")]  # type: ignore[arg-type]
+
     def test_a_database_that_differs_from_the_file_is_refused(self, tmp_path: Path, pg_url: str) -> None:
         data = _data_dir(tmp_path / "data")
         pg = PgLedger(pg_url)

@@ -162,6 +162,13 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
     """Move a file-backed data directory's ledgers into the database (verified, resumable)."""
     from .migrate import migrate, run_extra_steps
 
+    try:  # the receipts' step (another package above the ledger): registered when it is there
+        from .receipts_migrate import register
+    except ImportError:  # pragma: no cover - the ledger used on its own
+        pass
+    else:
+        register()
+
     data = existing_data_dir(args.data_dir)
     if not is_database_url(args.database_url):
         return fail(f"{args.database_url!r}: expected a postgresql:// URL (DATABASE_URL)")
@@ -188,8 +195,20 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
         finally:
             if bar is not None:
                 bar.close()
+        refused = [m for m in done if m.status == "refused"]
+        _print_migrated(done)
         extra = run_extra_steps(data, led.db)
-    refused = [m for m in done if m.status == "refused"]
+    failed = [line for ok, line in extra if not ok]
+    for ok, line in extra:
+        print(line if ok else f"FAILED  {line}")
+    if not extra:
+        print("receipts, checkpoints and Merkle trees: not migrated by this version (storage/pg/migrate.py EXTRA_STEPS)")
+    print(f"{len(done) - len(refused)} of {len(done)} sessions in {redact(args.database_url)}" + (", run again after repairing the refused ones" if refused else ""))
+    return EXIT_FAILED if refused or failed else EXIT_OK
+
+
+def _print_migrated(done: list[Any]) -> None:
+    """One line per session, as soon as the ledgers are done (before the other stores' steps)."""
     for m in done:
         if m.status == "refused":
             print(f"REFUSED {m.session}: {m.message}")
@@ -197,12 +216,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
             what = {"copied": f"copied {m.copied} events", "resumed": f"resumed: copied {m.copied} more events",
                     "already": "already migrated (checked equal)", "empty": "no events"}[m.status]
             print(f"ok      {m.session}: {what}; the database holds {m.events}")
-    for line in extra:
-        print(line)
-    if not extra:
-        print("receipts, checkpoints and Merkle trees: not migrated by this version (storage/pg/migrate.py EXTRA_STEPS)")
-    print(f"{len(done) - len(refused)} of {len(done)} sessions in {redact(args.database_url)}" + (", run again after repairing the refused ones" if refused else ""))
-    return EXIT_FAILED if refused else EXIT_OK
+    sys.stdout.flush()
 
 
 __all__ = ["cmd_export", "cmd_import", "cmd_migrate", "database_for", "list_rows", "opened", "verify_reports"]

@@ -134,9 +134,15 @@ def migrate(data_dir: Path, pg: PgLedger, progress: Any = None, sessions: list[s
     return out
 
 
-def run_extra_steps(data_dir: Path, database: Database) -> list[str]:
-    """The other stores' migrations (EXTRA_STEPS), each saying what it did."""
-    return [f"{name}: {step(data_dir, database)}" for name, step in EXTRA_STEPS]
+def run_extra_steps(data_dir: Path, database: Database) -> list[tuple[bool, str]]:
+    """The other stores' migrations (EXTRA_STEPS): (done, one line) each; a step that raises is (False, why), the next still runs."""
+    out = []
+    for name, step in EXTRA_STEPS:
+        try:
+            out.append((True, f"{name}: {step(data_dir, database)}"))
+        except Exception as exc:  # one line for the operator; the ledgers' results stand
+            out.append((False, f"{name}: {exc or type(exc).__name__}"))
+    return out
 
 
 __all__ = ["BATCH_LINES", "EXTRA_STEPS", "Migrated", "MigrationRefused", "migrate", "migrate_session", "run_extra_steps"]
