@@ -35,6 +35,10 @@ def answer(index: Index, q: str, exclude: list[int]) -> list[tuple[int, float, f
 
 
 class TestTheBoundGivesTheExhaustiveAnswer:
+    def test_it_is_the_default_for_large_sessions(self) -> None:
+        assert IndexConfig().exact_prune
+
+
     @pytest.mark.parametrize("exclude", [[], [1, 2, 3, 10, 40]])
     def test_every_query_ranks_as_with_every_term(self, tmp_path: Path, exclude: list[int]) -> None:
         led = session(tmp_path)
@@ -61,7 +65,7 @@ class TestTheBoundGivesTheExhaustiveAnswer:
 
     def test_share_pruning_without_the_bound_drops_terms(self, tmp_path: Path) -> None:
         led = session(tmp_path)
-        pruned = Index(tmp_path, led, config=IndexConfig(prune_min_events=0, prune_share=0.02))
+        pruned = Index(tmp_path, led, config=IndexConfig(prune_min_events=0, prune_share=0.02, exact_prune=False))
         assert any(pruned.search("s", q, 8).unused_terms for q in queries())
 
 
