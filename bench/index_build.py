@@ -62,7 +62,10 @@ from ledger import Ledger
 from control.revocation import current
 led = Ledger(sys.argv[1])  # a writer's ledger (the app, a turn): it leaves control-state.json behind
 t = time.perf_counter()
-current(led, sys.argv[2])
+try:
+    current(led, sys.argv[2], save=True)
+except TypeError:  # code from before the control state file
+    current(led, sys.argv[2])
 print((time.perf_counter() - t) * 1000)
 """
 

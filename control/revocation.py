@@ -90,13 +90,14 @@ _cache: dict[tuple[str, str], _Derived] = {}
 _cache_lock = threading.Lock()
 
 
-def current(ledger: Ledger, session: str, *, save: bool = True) -> ControlState:
+def current(ledger: Ledger, session: str, *, save: bool = False) -> ControlState:
     """The control state of `session` as its ledger holds it now (a copy: the caller may keep it).
 
     From this process's cache, else from the session's control-state.json (control.state_file), each extended by
-    the lines appended since (a byte search of those lines only); else derived from the whole log. A ledger opened
-    with record_tails=True (a writer's) writes the file back when it is missing or behind, unless `save` is False (a
-    check that may refuse: a refused command leaves the data directory as it found it); a reader's never does."""
+    the lines appended since (a byte search of those lines only); else derived from the whole log. With `save`, a
+    ledger opened with record_tails=True (a writer's) writes the file back when it is missing or behind: a command
+    that appends says so (revoke, restore, supersede, rebuild); one that may refuse, or only reads (propose, a search,
+    an export), leaves the data directory as it found it. A reader's ledger never writes it."""
     count, head = ledger.head(session)
     if count == 0:
         return ControlState()
@@ -358,11 +359,11 @@ def _control(
     with files.session_turn_lock(data, session):
         count, _head = led.head(session)
         ev = _target(led, session, seq, count)
-        _check(session, ev, current(led, session, save=False), action, reason)
+        _check(session, ev, current(led, session), action, reason)
         k = key if key is not None else load_or_create(data)
         control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
         checkpoints.issue(data, led, session, k)
-        current(led, session)  # folds it now and keeps control-state.json up to date (a later refusal writes nothing)
+        current(led, session, save=True)  # folds it now and keeps control-state.json up to date
     return ControlResult(session, action, ev.seq, ev.id, control.seq, control.id, reason)
 
 

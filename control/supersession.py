@@ -97,7 +97,7 @@ class HistoryEntry:
         }
 
 
-def current_supersessions(ledger: Ledger, session: str, *, save: bool = True) -> SupersessionState:
+def current_supersessions(ledger: Ledger, session: str, *, save: bool = False) -> SupersessionState:
     """The supersession state of `session` as its ledger holds it now (cached with the revocations; a copy).
     `save`: as for control.revocation.current."""
     return current(ledger, session, save=save).supersessions
@@ -169,7 +169,7 @@ def supersede_locked(
     old = _statement(ledger, session, old_seq, count, "be superseded")
     if not old.seq < new.seq:
         raise SupersedeError(f"session {session}: seq {old.seq} is not older than seq {new.seq}: only a newer statement supersedes an older one")
-    held = current_supersessions(ledger, session, save=False)  # a refusal below leaves the data as it was
+    held = current_supersessions(ledger, session)
     link = held.link(old.seq, new.seq)
     if link is not None:
         raise SupersedeError(f"session {session}: seq {old.seq} is already superseded by seq {new.seq} (the record at seq {link.record_seq})")
@@ -180,7 +180,7 @@ def supersede_locked(
     _check_reason(session, reason, [(old.seq, old.text), (new.seq, new.text)])
     meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=decided_by, checked_by=checked_by, reason=reason)
     record = ledger.append(session, "system", SUPERSEDE_TEXT, meta)
-    current(ledger, session)  # folds the record now and keeps control-state.json up to date
+    current(ledger, session, save=True)  # folds the record now and keeps control-state.json up to date
     return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, decided_by, checked_by, reason)
 
 
@@ -249,7 +249,7 @@ def correct(
         meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR, reason=reason)
         record = led.append(session, "system", SUPERSEDE_TEXT, meta)
         checkpoints.issue(data, led, session, k)
-        current(led, session)  # folds the record now and keeps control-state.json up to date
+        current(led, session, save=True)  # folds the record now and keeps control-state.json up to date
     idx = index if index is not None else Index(data, led)
     try:
         idx.index_session(session, [new, record])
@@ -263,7 +263,7 @@ def _live_statement(led: Ledger, session: str, named: Event) -> Event:
     """What a correction of `named` replaces: the statement holding its fact now (`SupersessionState.live`), so a
     fact has one live statement after it. `named` itself while nothing replaced it, or when the one holding now
     is forgotten (no words of it are served; a record naming an erased event is refused)."""
-    live = current_supersessions(led, session, save=False).live(named.seq)
+    live = current_supersessions(led, session).live(named.seq)
     if live == named.seq:
         return named
     (ev,) = led.read_events(session, [live])
@@ -283,7 +283,7 @@ def history(data_dir: str | os.PathLike[str], session: str, seq: object, *, ledg
         raise SupersedeError(str(exc)) from None
     if is_erasure_record(target) or (not target.erased and is_control_record(target.role, target.text, target.meta, target.seq)):
         raise SupersedeError(f"session {session}: seq {target.seq} is a record, not a statement: it has no history")
-    state = current(led, session, save=False)  # a read: writes nothing
+    state = current(led, session)
     held = state.supersessions
     seqs = held.history(target.seq)
     events = {ev.seq: ev for ev in led.read_events(session, seqs)}

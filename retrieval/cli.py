@@ -128,6 +128,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    _save_control_states(ledger)
     for w in index.warnings + warnings:
         print(f"warning: {w}", file=sys.stderr)
     with index.read() as conn:
@@ -139,6 +140,15 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         f"{time.perf_counter() - started:.1f}s, {size / 1e6:.1f} MB"
     )
     return 0
+
+
+def _save_control_states(ledger: Ledger) -> None:
+    """A rebuild is a writer's command: leave each session's control-state.json up to date (control.state_file), so
+    the searches that follow, which only read, fold only what is appended after it."""
+    from control.revocation import current  # the edge only: control builds on this package, not the reverse
+
+    for session in ledger.sessions():
+        current(ledger, session, save=True)
 
 
 def revoked_label(control_seq: int) -> str:

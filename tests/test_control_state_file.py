@@ -30,7 +30,7 @@ def fields(st: ControlState) -> tuple[object, ...]:
 def fresh(data: Path, *, reader: bool = False) -> ControlState:
     """current() as a new process sees it: no in-process cache, a new Ledger."""
     revocation._cache.clear()
-    return current(Ledger(data, record_tails=not reader), S)
+    return current(Ledger(data, record_tails=not reader), S, save=True)
 
 
 def assert_derived(data: Path, got: ControlState) -> None:
@@ -225,6 +225,22 @@ class TestErasuresOfFoldedRecords:
 
 
 class TestWhoWritesIt:
+    def test_a_call_without_save_writes_nothing(self, tmp_path: Path) -> None:
+        data = tmp_path / "d"
+        build(data)
+        path = state_file.state_path(Ledger(data).session_dir(S))
+        path.unlink()
+        revocation._cache.clear()
+        assert_derived(data, current(Ledger(data), S))
+        assert not path.exists()
+
+    def test_a_revoke_leaves_the_file_up_to_date(self, tmp_path: Path) -> None:
+        data = tmp_path / "d"
+        build(data)
+        revoke(data, S, 11)
+        saved = state_file.load(Ledger(data).session_dir(S))
+        assert saved is not None and fields(saved.state) == fields(derive(Ledger(data).events(S)))
+
     def test_a_readers_ledger_never_writes_it(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
         build(data)
@@ -247,6 +263,16 @@ class TestWhoWritesIt:
         assert '"revoked_by":' in out.stdout
         after = {p: p.read_bytes() for p in (data / "sessions").rglob("*") if p.is_file() and p.name != "lock"}
         assert after == before
+
+    def test_a_rebuild_leaves_every_sessions_file_up_to_date(self, tmp_path: Path) -> None:
+        data = tmp_path / "d"
+        build(data)
+        path = state_file.state_path(Ledger(data).session_dir(S))
+        path.unlink()
+        out = subprocess.run([sys.executable, "-m", "retrieval", "rebuild", str(data)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert out.returncode == 0, out.stderr
+        saved = state_file.load(Ledger(data).session_dir(S))
+        assert saved is not None and fields(saved.state) == fields(derive(Ledger(data).events(S)))
 
     def test_a_refused_revoke_writes_no_state_file(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
