@@ -39,6 +39,7 @@ from receipts.audit import forget_cache
 from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
+from receipts.stores import row_values
 from retrieval import Index
 from retrieval.model import Hit, SearchError, check_k
 
@@ -470,19 +471,7 @@ class Engine:
         try:
             with self.index.write() as db:
                 db.table("receipts").insert(
-                    {
-                        "receipt_id": receipt_id,
-                        "session": session,
-                        "issued_at": body["issued_at"],
-                        "path": str(path),
-                        "user_seq": body["query"]["event"]["seq"],
-                        "assistant_seq": body["response"]["event"]["seq"],
-                        "tree_size": body["checkpoint"]["body"]["tree_size"],
-                        "root": body["checkpoint"]["body"]["root"],
-                        "memories": len(body["memories"]),
-                        "provider": body["response"]["provider"],
-                        "model": body["response"]["model"],
-                    },
+                    {"receipt_id": receipt_id, "session": session, "path": str(path), **row_values(body)},
                     replace=True,
                 )
         except Exception as exc:  # noqa: BLE001 - the row is derived; the file is the record

@@ -72,6 +72,32 @@ def appended_events(session: str, messages: Sequence[Message], written: Appended
     return events
 
 
+def append_messages(
+    append_blocks: Callable[[str, Callable[[int], list[Block]], int, bytes], Appended],
+    session: str,
+    messages: Sequence[Message],
+    *,
+    validated: bool = False,
+) -> list[Event]:
+    """`append_many` on either backend: validate every message first (one bad one refuses the batch), encode
+    them at the seq the store's `append_blocks` finds under its lock, and return the events as written."""
+    validate_session_id(session)
+    if not validated:
+        messages = [validate_message(m.role, m.text, m.meta, m.ts) for m in messages]
+    if not messages:
+        return []
+    ids = random_ids(len(messages))
+    now = ""
+
+    def encode(seq: int) -> list[Block]:
+        nonlocal now
+        now = now_ts()
+        return [encode_messages(session, seq, messages, now, ids)]
+
+    written = append_blocks(session, encode, 0, GENESIS)
+    return appended_events(session, messages, written, ids, now)
+
+
 class Appending(Recovery):
     """Appends (Ledger's base)."""
 
@@ -93,21 +119,7 @@ class Appending(Recovery):
         Every message is validated before anything is written: one bad message
         refuses the whole batch.
         """
-        validate_session_id(session)
-        if not _validated:
-            messages = [validate_message(m.role, m.text, m.meta, m.ts) for m in messages]
-        if not messages:
-            return []
-        ids = random_ids(len(messages))
-        now = ""
-
-        def encode(seq: int) -> list[Block]:
-            nonlocal now
-            now = now_ts()
-            return [encode_messages(session, seq, messages, now, ids)]
-
-        written = self.append_blocks(session, encode, 0, GENESIS)
-        return appended_events(session, messages, written, ids, now)
+        return append_messages(self.append_blocks, session, messages, validated=_validated)
 
     def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended:
         """Append blocks of encoded events (ledger/bulk.py) with one fsync; the blocks as written.

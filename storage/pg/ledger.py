@@ -31,8 +31,8 @@ import orjson
 import psycopg
 
 from ledger import importer
-from ledger.appending import Appended, appended_events
-from ledger.bulk import Block, chain, encode_messages, random_ids
+from ledger.appending import Appended, append_messages
+from ledger.bulk import Block, chain
 from ledger.erasing import EraseError, Erasure, check_erase_args, plan_erasure
 from ledger.erasures import ErasureState
 from ledger.event import GENESIS, ROLES, Event, event_from_dict, is_erasure_record, now_ts, validate_session_id
@@ -140,21 +140,7 @@ class PgLedger:
 
     def append_many(self, session: str, messages: Sequence[Message], *, _validated: bool = False) -> list[Event]:
         """Append a batch in one transaction; one bad message refuses the whole batch."""
-        validate_session_id(session)
-        if not _validated:
-            messages = [validate_message(m.role, m.text, m.meta, m.ts) for m in messages]
-        if not messages:
-            return []
-        ids = random_ids(len(messages))
-        now = ""
-
-        def encode(seq: int) -> list[Block]:
-            nonlocal now
-            now = now_ts()
-            return [encode_messages(session, seq, messages, now, ids)]
-
-        written = self.append_blocks(session, encode, 0, GENESIS)
-        return appended_events(session, messages, written, ids, now)
+        return append_messages(self.append_blocks, session, messages, validated=_validated)
 
     def append_blocks(self, session: str, encode: Callable[[int], list[Block]], seq: int, head: bytes) -> Appended:
         """Append encoded blocks (ledger/bulk.py) under the session's row lock, acknowledged after COMMIT.
