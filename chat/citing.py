@@ -7,7 +7,7 @@ for exactly as long as the revocation is in force: a restore brings them back wi
 out the answers that cited a superseded statement (issue 12): "which city do I live in?" answered by quoting
 "I live in Leeds" must not bring Leeds back once "we've just moved to Bristol" superseded it (chat.engine).
 
-What each turn cited is kept in the index's derived `receipt_cites` table (receipts.files): the turn
+What each turn cited is kept in the derived `receipt_cites` rows (index.sqlite's table, or PostgreSQL's): the turn
 writes it right after appending its answer; an index without it (new, rebuilt or moved aside) is
 refilled from the receipt files when the engine starts; and once per session and process, the `.cites`
 records that turns left behind (killed before their receipt, or whose receipt failed) are added, so an
@@ -19,25 +19,24 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, TypeVar
 
 from control.state import quoting_answers
-from control.steps import unreceipted
-from ledger import Ledger
-from receipts import files
+from control.steps import ANSWER_SEARCH
 from receipts.body import parse_receipt
-from retrieval import Index
+from receipts.stores import PendingCites
+from storage.stores import Stores
 
 log = logging.getLogger("chat")
 Why = TypeVar("Why")  # what keeps a cited event out: a Revocation, or a supersession (control.supersession_state)
 
 
 class Cites:
-    """The engine's view of `receipt_cites` for one data directory."""
+    """The engine's view of `receipt_cites` for one deployment's stores (index.sqlite's table, or PostgreSQL's)."""
 
-    def __init__(self, data_dir: Path, ledger: Ledger, index: Index) -> None:
-        self.data_dir, self.ledger, self.index = data_dir, ledger, index
+    def __init__(self, stores: Stores) -> None:
+        self.stores = stores
+        self.ledger, self.index, self.backend, self.rows = stores.ledger, stores.index, stores.receipts, stores.rows
         self._lock = threading.Lock()
         self._complete: set[str] = set()  # sessions whose rows this process has checked whole (at `_generation`)
         self._generation = -1  # the index file's generation those checks were made at
@@ -49,8 +48,7 @@ class Cites:
 
     def record(self, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None:
         """The turn that wrote the answer at `answer_seq` handed the model `cited` (its question and memories)."""
-        with self.index.write() as db:
-            files.record_cites(db, session, receipt_id, answer_seq, cited)
+        self.rows.record_cites(session, receipt_id, answer_seq, cited)
 
     def add_receipt(self, session: str, receipt_id: str, body: Mapping[str, Any]) -> None:
         """The rows of one stored receipt (its signed body)."""
@@ -63,8 +61,7 @@ class Cites:
         if not held:
             return {}
         self._make_whole(session)
-        with self.index.read() as conn:
-            found = quoting_answers(held, lambda seqs: files.citing_answers(conn, session, seqs))
+        found = quoting_answers(held, lambda seqs: self.rows.citing_answers(session, seqs))
         return {answer: held[root] for answer, root in found.items()}
 
     def forget(self, session: str) -> None:
@@ -72,25 +69,48 @@ class Cites:
         with self._lock:
             self._complete.discard(session)
 
+    def _generation_now(self) -> int:
+        """The index file's generation (the file backend's derived tables start empty in a new one); PostgreSQL's
+        rows are the record and never start over: always 0."""
+        return int(getattr(self.index, "generation", 0)) if self.stores.kind == "files" else 0
+
     def _make_whole(self, session: str) -> None:
         """Once per session and process: add the `.cites` records turns left behind; and when the index file was
         opened anew since the engine started (moved aside, replaced: its derived tables are empty), the session's
         receipt files again."""
-        generation = self.index.generation
+        generation = self._generation_now()
         with self._lock:
             if generation != self._generation:
                 self._complete.clear()
                 self._generation = generation
             if session in self._complete:
                 return
-            if generation != self._filled:
-                for path in files.list_receipts(self.data_dir, session):
+            if self.stores.kind == "files" and generation != self._filled:
+                for receipt_id in self.backend.receipt_ids(session):
                     try:
-                        receipt = parse_receipt(files.read_receipt_bytes(path))
+                        receipt = parse_receipt(self.backend.read_receipt(session, receipt_id))
                     except (ValueError, OSError) as exc:
-                        log.warning("%s: not read into receipt_cites (%s)", path.name, type(exc).__name__)  # an error may quote a field
+                        log.warning("%s: not read into receipt_cites (%s)", receipt_id, type(exc).__name__)  # an error may quote a field
                         continue
                     self.add_receipt(session, receipt.receipt_id, receipt.signed_body)
-            for c in unreceipted(self.data_dir, session, self.ledger):
-                self.record(session, c.receipt_id, c.response_seq, [s for s, name in c.cited.items() if name != "response"])
+            for receipt_id, answer, cited in self.left_behind(session):
+                self.record(session, receipt_id, answer, cited)
             self._complete.add(session)
+
+    def left_behind(self, session: str) -> list[tuple[str, int, list[int]]]:
+        """(receipt id, answer seq, cited seqs) of each turn whose answer was appended but whose receipt was never
+        stored, from the `.cites` records it left (a turn stopped before appending its answer quotes nothing)."""
+        pending: list[PendingCites] = self.backend.pending_cites(session)
+        if not pending:
+            return []
+        stored = set(self.backend.receipt_ids(session))
+        count, _head = self.ledger.head(session)
+        out = []
+        for p in pending:
+            if p.receipt_id in stored:
+                continue
+            seqs = range(p.question_seq + 1, min(count, p.question_seq + 1 + ANSWER_SEARCH))
+            answer = next((ev for ev in self.ledger.read_events(session, seqs) if ev.role == "assistant" and ev.meta.get("receipt_id") == p.receipt_id), None)
+            if answer is not None:
+                out.append((p.receipt_id, answer.seq, [p.question_seq, *p.memory_seqs]))
+        return out

@@ -17,35 +17,40 @@ signature a visitor can keep and hold us to.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
 from control.state import Revocation
 from control.supersession_state import Supersession
-from ledger import Event, Ledger
+from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts
 from receipts import body as rbody
 from receipts import checkpoints, files
 from receipts.audit import forget_cache
+from receipts.file_backend import issue as issue_checkpoint
 from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
-from receipts.stores import row_values
 from retrieval import Index
 from retrieval.model import Hit, SearchError, check_k
+from storage.stores import Stores, file_stores, open_stores
 
 from .citing import Cites
 from .llm import LLM, Completion
 from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+
+if TYPE_CHECKING:
+    from storage.pg.index import PgIndex
+    from storage.pg.ledger import PgLedger
+    from storage.pg.receipts import PgReceipts
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
@@ -101,7 +106,7 @@ def check_message(message: object) -> str:
 
 
 class Engine:
-    """One data directory's ledger, index, signing key and model client."""
+    """One deployment's stores (storage.stores: files in DATA_DIR, or PostgreSQL), signing key and model client."""
 
     def __init__(
         self,
@@ -111,22 +116,41 @@ class Engine:
         key: SigningKey | None = None,
         index: Index | None = None,
         receipt_format: int = rbody.RECEIPT_VERSION_2,
+        stores: Stores | None = None,
     ) -> None:
         """`receipt_format`: 2 (detached disclosures, the default) or 1 (texts signed whole; kept for tests
-        of format-1 verification — a format-1 receipt cannot be redacted when a memory is forgotten)."""
+        of format-1 verification — a format-1 receipt cannot be redacted when a memory is forgotten).
+
+        `stores`: where the memory is kept (storage.stores); by default `index`'s data directory when one is given,
+        else storage.stores.open_stores(data_dir): PostgreSQL when DATABASE_URL is set, the files in it otherwise.
+        On PostgreSQL `data_dir` holds the signing key and the receipt copies a visitor keeps."""
         if receipt_format not in rbody.PAYLOAD_TYPES:
             raise ValueError(f"receipt_format: {receipt_format!r} is not a known receipt format (1 or 2)")
         self.receipt_format = receipt_format
         self.data_dir = Path(data_dir)
-        self.ledger = index.ledger if index is not None else Ledger(self.data_dir)
-        self.index = index if index is not None else Index(self.data_dir, self.ledger)
-        self.index.ensure_schema("receipts", files.RECEIPTS_DDL)
-        self.cites = Cites(self.data_dir, self.ledger, self.index)  # which answers may quote a revoked memory
-        self._restore_receipt_rows()
+        if stores is None:
+            stores = file_stores(self.data_dir, index=index) if index is not None else open_stores(self.data_dir)
+        self.stores = stores
+        self.ledger = stores.ledger
+        self.index = stores.index
+        self.backend = stores.receipts  # receipts, the producer's trees, .cites records, checkpoints; the turn lock
+        self.rows = stores.rows  # the derived receipts / receipt_cites rows
+        self.cites = Cites(self.stores)  # which answers may quote a revoked memory
+        if stores.kind == "files":
+            self._restore_receipt_rows()  # index.sqlite's rows are derived from the receipt files; on PostgreSQL they are the record
         self.key = key if key is not None else load_or_create(self.data_dir)
         self.llm = llm if llm is not None else LLM()
-        self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = files.write_receipt
+        self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = self._store_receipt
         self.clock: Callable[[], float] = time.time  # consent tokens' expiry (tests move it)
+
+    def _store_receipt(self, _data_dir: Path, session: str, receipt_id: str, envelope: dict[str, Any]) -> Path:
+        """The receipt stored durably (complete or not at all); the file a visitor can keep (on PostgreSQL a copy
+        of the row, which is the record). Tests replace `write_receipt` to make this step fail."""
+        return Path(self.backend.write_receipt(session, receipt_id, envelope))
+
+    def close(self) -> None:
+        """Release the stores (a PostgreSQL pool); the engine is not used after."""
+        self.stores.close()
 
     # -- ask me first (chat.consent; docs/FORMAT.md §18) ---------------------------------------------
     def propose(self, session: str, message: str, k: int = 8) -> Any:
@@ -148,45 +172,64 @@ class Engine:
         consent.cancel(self, token, session=session)
 
     def forget(self, session: str, *, idle_before: float | None = None) -> bool:
-        """Delete a session: its ledger, receipts, Merkle tree, audit cache and index rows.
+        """Delete a session: its ledger, receipts, Merkle tree, checkpoint, audit cache and index rows.
 
         With `idle_before` (a Unix time), only if its ledger was last written
         before then — checked under the session's turn lock, so a turn that is
         running or just finished is never deleted. Returns whether it was deleted.
+        On PostgreSQL the rows are deleted and the tables VACUUMed (storage.pg: what the server still keeps).
         """
         import shutil
 
+        from ledger.event import validate_session_id
+
+        validate_session_id(session)
         sdir = self.data_dir / "sessions" / session
-        with files.session_turn_lock(self.data_dir, session):
+        with self.backend.turn_lock(session):
             if idle_before is not None:
-                try:
-                    log_file = sdir / "events.jsonl"
-                    written = (log_file if log_file.exists() else sdir).stat().st_mtime
-                except FileNotFoundError:
-                    return False
-                if written >= idle_before:
+                written = self._last_written(session)
+                if written is None or written >= idle_before:
                     return False
             self.ledger.forget(session)
-            for path in (sdir, self.data_dir / "merkle" / session):
-                shutil.rmtree(path, ignore_errors=True)
+            if self.stores.kind == "files":
+                for path in (sdir, self.data_dir / "merkle" / session):
+                    shutil.rmtree(path, ignore_errors=True)
+            else:
+                cast("PgLedger", self.ledger).delete_session(session)
+                shutil.rmtree(sdir, ignore_errors=True)  # settings or caches a file-backed past left here
+            self.backend.forget_session(session)
             forget_cache(self.data_dir, session)  # the verifier's audit cache lives outside the data directory
-            with self.index.write() as db:
-                files.forget_rows(db, session)  # a new session of the same name must not inherit what these turns cited
+            self.rows.forget_rows(session)  # a new session of the same name must not inherit what these turns cited
             self.cites.forget(session)
             (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)
             for path in (self.data_dir / "proposals").glob(f"{session}.*"):  # its consent proposals (chat.consent)
                 path.unlink(missing_ok=True)
-        self.index.catch_up()
+        if self.stores.kind == "files":
+            self.index.catch_up()
+        else:
+            cast("PgIndex", self.index).drop_session(session)
+            cast("PgReceipts", self.backend).vacuum()
         return True
+
+    def _last_written(self, session: str) -> float | None:
+        """When the session's ledger was last written (Unix time), or None when there is no such session."""
+        if self.stores.kind != "files":
+            return cast("PgLedger", self.ledger).last_written(session)
+        sdir = self.data_dir / "sessions" / session
+        try:
+            log_file = sdir / "events.jsonl"
+            return (log_file if log_file.exists() else sdir).stat().st_mtime
+        except FileNotFoundError:
+            return None
 
     def remember(self, session: str, text: str, role: str = "user", meta: dict[str, Any] | None = None) -> Event:
         """Append a message without a model turn (import, notes, MCP 'remember')."""
         check_message(text)
         try:
-            with files.session_turn_lock(self.data_dir, session):
+            with self.backend.turn_lock(session):
                 ev = self.ledger.append(session, role, text, meta or {})
                 self.detect_changes(ev)
-                checkpoints.issue(self.data_dir, self.ledger, session, self.key)
+                issue_checkpoint(self.backend, self.ledger, session, self.key)
         except EventError as exc:
             raise InputError(str(exc)) from None
         self.index.index_session(session, [ev])  # and any supersession records after it: read from the ledger, skipped
@@ -209,7 +252,7 @@ class Engine:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
         try:
-            with files.session_turn_lock(self.data_dir, session):
+            with self.backend.turn_lock(session):
                 return self._turn(session, message, k, receipt_id, on_delta)
         except EventError as exc:
             raise InputError(str(exc)) from None
@@ -219,7 +262,7 @@ class Engine:
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
         try:
             self.detect_changes(user_ev)
-            checkpoints.issue(self.data_dir, self.ledger, session, self.key)
+            issue_checkpoint(self.backend, self.ledger, session, self.key)
             return self._answer(session, message, k, receipt_id, on_delta, user_ev)
         except TurnError:
             raise
@@ -234,7 +277,7 @@ class Engine:
         """Best effort: leave a system event saying what went wrong, so the ledger never just stops."""
         try:
             self.ledger.append(session, "system", text, {"kind": kind, "receipt_id": receipt_id})
-            checkpoints.issue(self.data_dir, self.ledger, session, self.key)
+            issue_checkpoint(self.backend, self.ledger, session, self.key)
         except Exception as exc:  # noqa: BLE001 - the turn fails either way
             log.error("session %s: could not record %s (%s)", session, kind, type(exc).__name__)  # no traceback: it may quote text
 
@@ -353,7 +396,7 @@ class Engine:
         )
         # 5. the answer
         meta = {"kind": "chat", "receipt_id": receipt_id, "provider": completion.provider, "model": completion.model, "prompt_sha256": p_hash}
-        cites = files.write_cites(self.data_dir, session, receipt_id, user_ev.seq, [ev.seq for ev in memories])
+        self.backend.write_cites(session, receipt_id, user_ev.seq, [ev.seq for ev in memories])
         asst_ev = self.ledger.append(session, "assistant", completion.text, meta)
         self.index.index_session(session, [asst_ev])
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
@@ -373,8 +416,10 @@ class Engine:
             log.error("session %s: receipt %s could not be written (%s)", session, receipt_id, type(exc).__name__)
             self._note(session, f"receipt {receipt_id} for the answer at seq {asst_ev.seq} could not be written; that answer was withheld", "receipt_failure", receipt_id)
             raise TurnError(f"the receipt could not be written ({reason}); the answer was withheld") from exc
-        with contextlib.suppress(OSError):  # the receipt says it now; a failed receipt keeps it (control.steps.citations)
-            cites.unlink(missing_ok=True)
+        try:  # the receipt says it now; a failed receipt keeps it (control.steps.citations)
+            self.backend.drop_cites(session, receipt_id)
+        except Exception as exc:  # noqa: BLE001 - a left-over record only keeps an answer out of retrieval longer
+            log.warning("session %s: .cites record of %s not dropped (%s)", session, receipt_id, type(exc).__name__)
         self._record(session, receipt_id, path, body)
         return Turn(completion.text, receipt_id, path, envelope, body, hits, completion, user_ev, asst_ev)
 
@@ -393,14 +438,14 @@ class Engine:
         template: str = TEMPLATE_V1,
         states: tuple[list[tuple[int, int, str, Event]], list[tuple[int, str, Event]]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        store = files.synced_tree(self.data_dir, self.ledger, session)
+        store = self.backend.synced_tree(self.ledger, session)
         try:
             tree_size = asst_ev.seq + 1
             if store.size != tree_size:
                 raise TurnError(f"session {session}: Merkle tree holds {store.size} leaves, expected {tree_size}")
             # the checkpoint after this append: the one the receipt carries, kept as the latest
             checkpoint = checkpoints.sign_tree(session, store, asst_ev.chain, self.key)
-            checkpoints.keep(self.data_dir, session, checkpoint)
+            self.backend.keep_checkpoint(session, checkpoint)
             part = None
             if consent is not None:
                 part = rbody.consent_part(
@@ -449,8 +494,9 @@ class Engine:
         """The receipts and receipt_cites tables are derived from the receipt files: refill them after the index was
         rebuilt (receipt_cites also when the index predates it). A receipt always cites its question: a table of
         receipts without any cited seq was never filled."""
-        generation = self.index.generation
-        with self.index.read() as conn:
+        index = cast(Index, self.index)  # the file backend's (Engine.__init__ calls this for it only)
+        generation = index.generation
+        with index.read() as conn:
             rows = conn.execute("SELECT EXISTS (SELECT 1 FROM receipts)").fetchone()[0]
             cited = conn.execute("SELECT EXISTS (SELECT 1 FROM receipt_cites)").fetchone()[0]
         if not (rows and cited):
@@ -469,10 +515,6 @@ class Engine:
 
     def _record(self, session: str, receipt_id: str, path: Path, body: dict[str, Any]) -> None:
         try:
-            with self.index.write() as db:
-                db.table("receipts").insert(
-                    {"receipt_id": receipt_id, "session": session, "path": str(path), **row_values(body)},
-                    replace=True,
-                )
+            self.rows.record_row(session, receipt_id, str(path), body)
         except Exception as exc:  # noqa: BLE001 - the row is derived; the file is the record
             log.warning("receipt %s: index row not written (%s); the receipt file is intact", receipt_id, exc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from control.supersede_asked import answers, asked
 from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
@@ -27,6 +28,10 @@ from retrieval import Index
 from retrieval.model import Hit
 
 from .llm import LLM
+
+if TYPE_CHECKING:
+    from storage.pg.index import PgIndex
+    from storage.pg.ledger import PgLedger
 
 log = logging.getLogger("chat")
 SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)
@@ -50,7 +55,7 @@ def asks_about_past(question: str) -> bool:
     return _PAST_RE.search(_HOW_OLD_RE.sub("how", question)) is not None
 
 
-def newest_statement(index: Index, session: str, question: str, exclude: list[int]) -> Hit | None:
+def newest_statement(index: Index | PgIndex, session: str, question: str, exclude: list[int]) -> Hit | None:
     """The newest user statement of an attribute `question` asks about, of the subject it asks about
     (control.supersede_asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
     `exclude`: what the turn leaves out anyway); None when the question asks about no tracked attribute of the
@@ -74,7 +79,7 @@ def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
     return [*kept, replace(newest, rank=len(kept) + 1, newest=True)]
 
 
-def _shortlist(index: Index, ev: Event) -> list[Statement]:
+def _shortlist(index: Index | PgIndex, ev: Event) -> list[Statement]:
     query = shortlist_query(ev.text)
     if query is None:
         return []
@@ -94,7 +99,7 @@ def decide(llm: LLM, ev: Event, shortlist: list[Statement]) -> tuple[list[Propos
     return detect(ev.text, [(s.seq, s.text) for s in shortlist], new_seq=ev.seq), None, None
 
 
-def record_supersessions(ledger: Ledger, index: Index, llm: LLM, ev: Event) -> list[SupersedeResult]:
+def record_supersessions(ledger: Ledger | PgLedger, index: Index | PgIndex, llm: LLM, ev: Event) -> list[SupersedeResult]:
     """Append the supersession records the new user event `ev` makes (the caller holds the turn lock and keeps
     the checkpoint). Best effort: a failure is logged by class (never text) and the turn goes on — a missed
     change can be corrected by hand (Correct this), and a turn must not fail for want of one."""

@@ -41,6 +41,7 @@ from .files import synced_tree
 from .keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
 from .merkle import ProofError, verify_consistency
 from .merkle_store import MerkleStore
+from .stores import MerkleTree
 from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
 
 CHECKPOINT_FILE = "checkpoint.json"
@@ -160,7 +161,7 @@ def keep(data_dir: str | os.PathLike[str], session: str, checkpoint: Mapping[str
     return path
 
 
-def sign_tree(session: str, store: MerkleStore, chain_head: str, key: SigningKey) -> dict[str, Any]:
+def sign_tree(session: str, store: MerkleTree, chain_head: str, key: SigningKey) -> dict[str, Any]:
     """A signed checkpoint over the whole of `store` (pure apart from reading the tree)."""
     return sign_checkpoint(session=session, tree_size=store.size, root=store.root(store.size), chain_head=chain_head, issued_at=now_ts(), key=key)
 

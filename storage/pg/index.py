@@ -166,6 +166,16 @@ class PgIndex(Forgetting):
             log.warning("%s", w)
         return warnings
 
+    def drop_session(self, session: str) -> None:
+        """Drop a deleted session's rows (idempotent), then VACUUM the search tables."""
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
+            if row is None:
+                return
+            conn.execute(sql.SEARCH_DROP_SESSION, (int(row[0]),))
+        self._vacuum()
+
     def rebuild(self, progress: Progress | None = None) -> list[str]:
         """Empty the index and index every ledger from scratch."""
         with self.db.transaction() as conn:

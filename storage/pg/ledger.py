@@ -24,6 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -421,6 +422,29 @@ class PgLedger:
             session, len(gone), wanted, records[0].seq, records[-1].seq,
         )
         return Erasure(gone, records[-1], records)
+
+    def delete_session(self, session: str) -> bool:
+        """Delete a session whole (its events, import records and tail) in one transaction, then VACUUM the
+        events table. False when there was no such session. The caller holds the session's turn lock."""
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            if conn.execute(sql.LEDGER_LOCK_SESSION, (session,)).fetchone() is None:
+                return False
+            for statement in sql.LEDGER_DELETE_SESSION:
+                conn.execute(statement, (session,))
+        with self._guard:
+            self._tails.pop(session, None)
+        self.vacuum()
+        return True
+
+    def last_written(self, session: str) -> float | None:
+        """When the session's last event was appended (its `ts`, Unix seconds), or None when it has none."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.LEDGER_LAST_LINE, (session,)).fetchone()
+        if row is None:
+            return None
+        return datetime.fromisoformat(str(orjson.loads(bytes(row[0]))["ts"]).replace("Z", "+00:00")).timestamp()
 
     def vacuum(self) -> None:
         """VACUUM the events table (old row versions made unreachable); on an autocommit connection."""

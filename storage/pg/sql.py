@@ -132,6 +132,12 @@ LEDGER_REWRITE_LINE = "UPDATE events SET line = %s WHERE session = %s AND seq = 
 LEDGER_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 # VACUUM cannot run in a transaction block: on an autocommit connection, after an erasure's commit
 LEDGER_VACUUM = "VACUUM events"
+# a deleted session (chat.engine.Engine.forget): its rows, its import records, then the session row itself
+LEDGER_DELETE_SESSION = (
+    "DELETE FROM events WHERE session = %s",
+    "DELETE FROM ledger_imports WHERE session = %s",
+    "DELETE FROM sessions WHERE session = %s",
+)
 
 # -- the search index (storage/pg/index.py) -------------------------------------------------------------
 # Derived data, rebuilt from the ledger at will. One row per indexed event (erased events, erasure and
