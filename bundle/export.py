@@ -1,10 +1,16 @@
-"""Export one session as a bundle (docs/FORMAT.md §21): `export_session(data_dir, session, out)`.
+"""Export one session as a bundle (docs/FORMAT.md §21): `export_session(data_dir, session, out, stores=…)`.
 
 Under the session's turn lock (a turn cannot append between the ledger copy and the checkpoint read), the
-ledger file is copied as stored, byte for byte, with every receipt of the session and every erasure certificate
+ledger is copied as stored, byte for byte, with every receipt of the session and every erasure certificate
 naming it; the manifest lists each member's size and sha256 and is signed (DSSE) by the data directory's
 receipt key, whose public half travels in the bundle. The zip is written to a temporary file beside `out`,
 fsynced and renamed into place: a reader never sees half a bundle.
+
+Either backend (storage.stores.Stores): on files the ledger is the session's events.jsonl, on PostgreSQL its
+rows' exact lines read in one snapshot (PgLedger.snapshot_lines); receipts and the checkpoint come through the
+receipt backend (receipts.stores.ReceiptBackend). Every zip entry is dated `exported_at`, so a bundle is a pure
+function of its members, the export time and the key: the same session exported from the files and from
+PostgreSQL at the same `exported_at` gives the same bytes.
 """
 
 from __future__ import annotations
@@ -13,28 +19,39 @@ import hashlib
 import os
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime
+from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
-from receipts import checkpoints, files
+from receipts import checkpoints
 from receipts.body import RECEIPT_ID_RE
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.dsse import sign_envelope
+from receipts.file_backend import FileBackend, issue
 from receipts.keys import SigningKey, format_public_key, load_or_create
+from receipts.stores import ReceiptBackend
 
 from .format import (
     CHECKPOINT_NAME,
     LEDGER_NAME,
     MANIFEST_NAME,
     MANIFEST_PAYLOAD_TYPE,
+    TS_RE,
     BundleError,
     Member,
     build_manifest,
     key_member,
 )
+
+if TYPE_CHECKING:
+    from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
 
 CHUNK = 1024 * 1024
 Progress = Callable[[int, int, str], None]  # (done, total, what): bytes of the ledger, then members
@@ -92,66 +109,146 @@ def export_session(
     *,
     key: SigningKey | None = None,
     progress: Progress | None = None,
+    stores: Stores | None = None,
+    exported_at: str | None = None,
 ) -> Exported:
-    """Write `session` of `data_dir` as a bundle at `out` (BundleError: no such session, nothing to export)."""
+    """Write `session` as a bundle at `out` (BundleError: no such session, nothing to export).
+
+    `stores`: where the session is kept (storage.stores; by default the files in `data_dir`, of which only the
+    ledger and the receipt files are opened). Erasure certificates are read from `data_dir/erasures` on either
+    backend, and the signing key is `data_dir`'s unless `key` is given. `exported_at`: the manifest's time and
+    every zip entry's date (default now)."""
     data = Path(data_dir)
     try:
         validate_session_id(session)
     except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
         raise BundleError(str(exc)) from None
-    ledger = Ledger(data)
-    try:
+    when = now_ts() if exported_at is None else exported_at
+    date_time = _zip_time(when)
+    with ExitStack() as stack:
+        if stores is None:
+            file_ledger = Ledger(data)
+            stack.callback(file_ledger.close)
+            ledger: Ledger | PgLedger = file_ledger
+            backend: ReceiptBackend = FileBackend(data)
+            where = str(data)
+        else:
+            ledger, backend, where = stores.ledger, stores.receipts, stores.where
         if not ledger.exists(session):
-            raise BundleError(f"session {session}: no such session in {data}")
+            raise BundleError(f"session {session}: no such session in {where}")
         signer = key if key is not None else load_or_create(data)
         out_path = Path(out)
         tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.partial")
-        with files.session_turn_lock(data, session):
+        with backend.turn_lock(session):
             count, head = ledger.head(session)
             if count == 0:
                 raise BundleError(f"session {session}: no events to export")
-            cp = checkpoints.latest(data, session)
+            cp = backend.latest_checkpoint(session)
             if cp is None or cp["body"]["tree_size"] != count or cp["body"]["chain_head"] != head or cp["key_id"] != signer.key_id:
                 # events appended with no checkpoint after them (e.g. `remember`), or none yet: sign one over the
                 # ledger as it is now, as a turn would, so the bundle's checkpoint covers all of it
-                cp = checkpoints.issue(data, ledger, session, signer)
-            log = ledger.log_path(session)
-            size = _ledger_size(log, count)
+                cp = issue(backend, ledger, session, signer)
+            size, chunks = _ledger_chunks(stack, ledger, session, count)
             members: list[Member] = []
-            receipts = _receipts(data, session)
+            receipts = _receipt_members(backend, session)
             certs = session_certificates(data, session)
             total = size + len(receipts) + len(certs)
             try:
                 with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as z:
-                    members.append(_write_stream(z, LEDGER_NAME, _chunks(log, size), progress, total))
-                    members.append(_write_bytes(z, CHECKPOINT_NAME, checkpoints.checkpoint_file_bytes(cp)))
-                    for i, p in enumerate(receipts, start=1):
-                        members.append(_write_bytes(z, f"receipts/{p.name}", p.read_bytes()))
+                    members.append(_write_stream(z, _entry(LEDGER_NAME, date_time), chunks, progress, total))
+                    members.append(_write_bytes(z, _entry(CHECKPOINT_NAME, date_time), checkpoints.checkpoint_file_bytes(cp)))
+                    for i, (name, read) in enumerate(receipts, start=1):
+                        members.append(_write_bytes(z, _entry(f"receipts/{name}", date_time), read()))
                         if progress is not None:
                             progress(size + i, total, "receipts")
                     for i, p in enumerate(certs, start=1):
-                        members.append(_write_bytes(z, f"certificates/{p.name}", p.read_bytes()))
+                        members.append(_write_bytes(z, _entry(f"certificates/{p.name}", date_time), p.read_bytes()))
                         if progress is not None:
                             progress(size + len(receipts) + i, total, "certificates")
                     pub = signer.public_key
-                    members.append(_write_bytes(z, key_member(pub.key_id), format_public_key(pub).encode()))
+                    members.append(_write_bytes(z, _entry(key_member(pub.key_id), date_time), format_public_key(pub).encode()))
                     payload = build_manifest(
-                        session=session, exported_at=now_ts(), events=count, chain_head=head, signer=pub.key_id, members=members
+                        session=session, exported_at=when, events=count, chain_head=head, signer=pub.key_id, members=members
                     )
-                    z.writestr(MANIFEST_NAME, canonical_json(sign_envelope(payload, MANIFEST_PAYLOAD_TYPE, signer)))
+                    z.writestr(_entry(MANIFEST_NAME, date_time), canonical_json(sign_envelope(payload, MANIFEST_PAYLOAD_TYPE, signer)))
                 with open(tmp, "rb") as f:
                     os.fsync(f.fileno())
                 replace_durable_file(tmp, out_path)
             except BaseException:
                 tmp.unlink(missing_ok=True)
                 raise
-    finally:
-        ledger.close()
     digest = hashlib.sha256()
     with open(out_path, "rb") as f:
         for b in iter(lambda: f.read(CHUNK), b""):
             digest.update(b)
     return Exported(out_path, session, count, len(receipts), len(certs), out_path.stat().st_size, digest.hexdigest())
+
+
+def _zip_time(ts: str) -> tuple[int, int, int, int, int, int]:
+    """A zip entry's date from a manifest time (`…Z`, UTC); BundleError for anything else."""
+    if not isinstance(ts, str) or TS_RE.fullmatch(ts) is None:
+        raise BundleError(f"exported_at: {ts!r} is not a UTC timestamp (YYYY-MM-DDTHH:MM:SS[.fff]Z)")
+    t = datetime.fromisoformat(ts[:19])
+    if t.year < 1980:
+        raise BundleError(f"exported_at: {ts!r} is before 1980, which a zip cannot date")
+    return (t.year, t.month, t.day, t.hour, t.minute, t.second)
+
+
+def _entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:
+    """A deflated (level 1) zip entry dated `date_time`, mode 0600: nothing in it depends on when or where it was written."""
+    info = zipfile.ZipInfo(name, date_time)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info._compresslevel = 1  # type: ignore[attr-defined]  # what ZipFile(compresslevel=1) sets on the entries it makes
+    info.external_attr = 0o600 << 16
+    return info
+
+
+def _ledger_chunks(stack: ExitStack, ledger: Ledger | PgLedger, session: str, count: int) -> tuple[int, Iterator[bytes]]:
+    """(bytes, for the progress bar; the ledger's first `count` lines as stored, in pieces). On files the bytes are
+    exact; on PostgreSQL the lines come from one snapshot (held open by `stack`) and the bytes are the session's
+    when asked (a `remember` after the head was read adds lines beyond `count`, which are not exported)."""
+    if isinstance(ledger, Ledger):
+        log = ledger.log_path(session)
+        size = _ledger_size(log, count)
+        return size, _chunks(log, size)
+    size = ledger.size_bytes(session)
+    lines = stack.enter_context(ledger.snapshot_lines(session))
+    return size, _counted(lines, count, session)
+
+
+def _counted(lines: Iterator[bytes], count: int, session: str) -> Iterator[bytes]:
+    """The first `count` lines, joined into pieces of about CHUNK bytes; BundleError when there are fewer."""
+    n = 0
+    buf: list[bytes] = []
+    held = 0
+    for line in islice(lines, count):
+        n += 1
+        buf.append(line)
+        held += len(line)
+        if held >= CHUNK:
+            yield b"".join(buf)
+            buf, held = [], 0
+    if n != count:
+        raise BundleError(f"session {session}: the database holds {n} lines, the ledger reports {count}")
+    if buf:
+        yield b"".join(buf)
+
+
+def _receipt_members(backend: ReceiptBackend, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+    """(member base name, read its bytes) for every receipt of the session, by name."""
+    if isinstance(backend, FileBackend):
+        return [(p.name, p.read_bytes) for p in _receipts(backend.data_dir, session)]
+
+    def reader(receipt_id: str) -> Callable[[], bytes]:
+        def read() -> bytes:
+            try:
+                return backend.read_receipt(session, receipt_id)
+            except (OSError, ValueError) as exc:  # ReceiptNotFound is an OSError; over the size limit a ValueError
+                raise BundleError(f"session {session}: receipt {receipt_id}: {exc}") from None
+
+        return read
+
+    return [(f"{r}.json", reader(r)) for r in sorted(backend.receipt_ids(session)) if RECEIPT_ID_RE.fullmatch(r)]
 
 
 def replace_durable_file(tmp: Path, dest: Path) -> None:
@@ -179,22 +276,22 @@ def _ledger_size(log: Path, count: int) -> int:
     raise BundleError(f"{log.name}: holds {n} whole lines, the ledger reports {count}")
 
 
-def _write_stream(z: zipfile.ZipFile, name: str, chunks: Iterator[bytes], progress: Progress | None, total: int) -> Member:
+def _write_stream(z: zipfile.ZipFile, info: zipfile.ZipInfo, chunks: Iterator[bytes], progress: Progress | None, total: int) -> Member:
     h = hashlib.sha256()
     n = 0
-    with z.open(name, "w", force_zip64=True) as w:
+    with z.open(info, "w", force_zip64=True) as w:
         for b in chunks:
             h.update(b)
             w.write(b)
             n += len(b)
             if progress is not None:
                 progress(n, total, "ledger")
-    return Member(name, n, h.hexdigest())
+    return Member(info.filename, n, h.hexdigest())
 
 
-def _write_bytes(z: zipfile.ZipFile, name: str, data: bytes) -> Member:
-    z.writestr(name, data)
-    return Member(name, len(data), hashlib.sha256(data).hexdigest())
+def _write_bytes(z: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> Member:
+    z.writestr(info, data)
+    return Member(info.filename, len(data), hashlib.sha256(data).hexdigest())
 
 
 __all__ = ["Exported", "export_session", "session_certificates"]

@@ -55,7 +55,7 @@ MANIFEST_FIELDS = ("format", "session", "exported_at", "events", "chain_head", "
 MEMBER_FIELDS = ("name", "size", "sha256")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _KEY_ID = re.compile(r"ed25519:[0-9a-f]{16}")
-_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")
+TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")  # the manifest's exported_at
 
 
 class BundleError(ValueError):
@@ -140,7 +140,7 @@ def parse_manifest(payload: bytes) -> Manifest:
         session = validate_session_id(doc["session"])
     except EventError as exc:
         raise BundleError(f"manifest.session: {exc}") from None
-    _check(isinstance(doc["exported_at"], str) and _TS.fullmatch(doc["exported_at"]) is not None, "exported_at", "a UTC timestamp")
+    _check(isinstance(doc["exported_at"], str) and TS_RE.fullmatch(doc["exported_at"]) is not None, "exported_at", "a UTC timestamp")
     _check(_count(doc["events"]) and doc["events"] >= 1, "events", "a positive integer")
     _check(isinstance(doc["chain_head"], str) and _HEX64.fullmatch(doc["chain_head"]) is not None, "chain_head", "64 hex digits")
     _check(isinstance(doc["signer"], str) and _KEY_ID.fullmatch(doc["signer"]) is not None, "signer", "a key id ed25519:<16 hex>")

@@ -456,3 +456,75 @@ RECEIPTS_VACUUM = ("VACUUM receipts", "VACUUM receipt_cites", "VACUUM receipt_pe
 
 
 SCHEMA: list[str] = [META_TABLE, *LEDGER_SCHEMA, *LEDGER_IMPORTS_SCHEMA, *SEARCH_SCHEMA, *RECEIPTS_SCHEMA]
+
+
+# -- consent proposals and per-session settings (storage/pg/consent.py; chat/consent.py, control/settings.py) --------
+# What DATA_DIR/proposals/ and sessions/<s>/settings.json hold on files, shared by every replica. Additive
+# (CREATE … IF NOT EXISTS), so a database made before these tables gains them at the next start.
+# `consent_secret`: one row (id 1), created once by whichever replica gets there first; every replica MACs with it.
+# `consent_proposals`: one row per proposal; `pending` is the JSON the file backend writes, dropped (NULL) when
+# the token is spent — the question leaves the database with it, the row stays as the tombstone.
+CONSENT_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS consent_secret (
+        id         smallint PRIMARY KEY CHECK (id = 1),
+        secret     bytea NOT NULL CHECK (octet_length(secret) = 32),
+        created_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS consent_proposals (
+        nonce      text PRIMARY KEY CHECK (nonce ~ '^[0-9a-f]{32}$'),
+        session    text NOT NULL,
+        expires    bigint NOT NULL,
+        state      text NOT NULL DEFAULT 'waiting' CHECK (state IN ('waiting', 'used', 'cancelled', 'expired')),
+        pending    text CHECK ((state = 'waiting') = (pending IS NOT NULL)),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        spent_at   timestamptz
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS consent_proposals_session ON consent_proposals (session)",
+    "CREATE INDEX IF NOT EXISTS consent_proposals_expires ON consent_proposals (expires)",
+    """
+    CREATE TABLE IF NOT EXISTS session_settings (
+        session    text PRIMARY KEY,
+        consent    boolean NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+]
+SCHEMA.extend(CONSENT_SCHEMA)
+# created once: every replica inserts its own random candidate, then all read the one that won (params: secret)
+CONSENT_SECRET_CREATE = "INSERT INTO consent_secret (id, secret) VALUES (1, %s) ON CONFLICT (id) DO NOTHING"
+CONSENT_SECRET_READ = "SELECT secret FROM consent_secret WHERE id = 1"
+# params: nonce, session, expires, pending
+PROPOSAL_SAVE = "INSERT INTO consent_proposals (nonce, session, expires, pending) VALUES (%s, %s, %s, %s)"
+PROPOSAL_LOAD = "SELECT pending FROM consent_proposals WHERE nonce = %s AND state = 'waiting'"
+# the claim: of two spends on any replicas, exactly one finds the row waiting (params: how, nonce)
+PROPOSAL_SPEND = """
+UPDATE consent_proposals SET state = %s, pending = NULL, spent_at = now()
+WHERE nonce = %s AND state = 'waiting'
+RETURNING session
+"""
+PROPOSAL_SPENT = "SELECT state FROM consent_proposals WHERE nonce = %s AND state <> 'waiting'"
+# a waiting proposal goes a minute after its expiry (as the file's mtime rule); a tombstone, which holds no
+# question, a token lifetime later still, so a spent token is called used rather than expired meanwhile
+# (params: now - 60, now - ttl - 60)
+PROPOSAL_SWEEP = """
+DELETE FROM consent_proposals
+WHERE (state = 'waiting' AND expires < %s) OR (state <> 'waiting' AND expires < %s)
+"""
+PROPOSAL_DELETE_SESSION = "DELETE FROM consent_proposals WHERE session = %s"
+SETTINGS_GET = "SELECT consent FROM session_settings WHERE session = %(session)s"
+# a session is known when the ledger holds it or it has settings already (the folder test of the file backend);
+# `create` sets it for a session with no event yet. No row returned: an unknown session.
+SETTINGS_SET = """
+INSERT INTO session_settings AS s (session, consent)
+SELECT %(session)s, %(consent)s
+WHERE %(create)s
+   OR EXISTS (SELECT 1 FROM sessions WHERE session = %(session)s)
+   OR EXISTS (SELECT 1 FROM session_settings WHERE session = %(session)s)
+ON CONFLICT (session) DO UPDATE SET consent = EXCLUDED.consent, updated_at = now()
+RETURNING s.consent
+"""
+SETTINGS_DELETE_SESSION = "DELETE FROM session_settings WHERE session = %(session)s"
