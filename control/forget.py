@@ -33,14 +33,13 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ledger import Event, Ledger
 from ledger.canonical import loads_strict
 from ledger.event import EVENT_ID_RE, EventError, now_ts, validate_session_id
 from ledger.store import EraseError
 from receipts import certificate as cert
-from receipts import files
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey, load_or_create
 from retrieval import Index
@@ -65,6 +64,13 @@ from .steps import (
     write_durable,
     write_journal,
 )
+from .where import Where, where
+
+if TYPE_CHECKING:
+    from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
+
+    from .where import AnyLedger
 
 log = logging.getLogger("control")
 
@@ -119,16 +125,12 @@ def _listed(items: Sequence[str]) -> str:
     return f"{', '.join(items[:LISTED])}, … and {len(items) - LISTED} more (the certificate and --json list them all)"
 
 
-def _ledger(data: Path, ledger: Ledger | None, index: Index | None) -> Ledger:
-    return ledger if ledger is not None else (index.ledger if index is not None else Ledger(data))
+def _key(data: Path, key: SigningKey | None) -> SigningKey:
+    """Loaded only once the request was found sound: a first use creates the key in DATA_DIR."""
+    return key if key is not None else load_or_create(data)
 
 
-def _index_and_key(data: Path, led: Ledger, index: Index | None, key: SigningKey | None) -> tuple[Index, SigningKey]:
-    """Opened only once the request was found sound: opening an index may write to it."""
-    return (index if index is not None else Index(data, led)), (key if key is not None else load_or_create(data))
-
-
-def _resolve(led: Ledger, session: str, items: Iterable[object]) -> list[object]:
+def _resolve(led: AnyLedger, session: str, items: Iterable[object]) -> list[object]:
     """Seqs as given, with event ids (`evt_…`, what MCP's forget_memory names) replaced by their seqs."""
     given = list(items)
     ids = {x for x in given if isinstance(x, str) and x.startswith("evt_")}
@@ -144,30 +146,37 @@ def _resolve(led: Ledger, session: str, items: Iterable[object]) -> list[object]
     return [found[x] if isinstance(x, str) and x in found else x for x in given]
 
 
-def _check_session(led: Ledger, data: Path, session: object) -> str:
+def _check_session(w: Where, session: object) -> str:
     try:
         validate_session_id(session)
     except EventError as exc:
         raise PlanError(str(exc)) from None
     assert isinstance(session, str)
-    if not led.exists(session):
-        raise PlanError(f"session {session}: no such session in {data}")
+    if not w.ledger.exists(session):
+        raise PlanError(f"session {session}: no such session in {w.shown}")
     return session
 
 
 # -- forgetting events ------------------------------------------------------------------
 def preview(
-    data_dir: str | os.PathLike[str], session: str, seqs: Iterable[object], *, cascade: bool = True, ledger: Ledger | None = None
+    data_dir: str | os.PathLike[str],
+    session: str,
+    seqs: Iterable[object],
+    *,
+    cascade: bool = True,
+    ledger: Ledger | None = None,
+    stores: Stores | None = None,
 ) -> Plan:
     """What `forget` would erase — the named events, the answers that would go with them, the receipts it would
     redact or withdraw — changing nothing (the app's confirmation lists it). PlanError as for `forget`."""
-    data = Path(data_dir)
-    led = _ledger(data, ledger, None)
-    session = _check_session(led, data, session)
-    with files.session_turn_lock(data, session):
+    w = where(data_dir, stores, ledger=ledger)
+    led = w.ledger
+    session = _check_session(w, session)
+    with w.backend.turn_lock(session):
         count, _head = led.head(session)
-        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), citations(data, session, led), cascade=cascade)
-        return withdraw_quoting(data, p, led.read_events(session, p.named))
+        cites = citations(w.data, session, led, backend=w.backend)
+        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), cites, cascade=cascade)
+        return withdraw_quoting(w.data, p, led.read_events(session, p.named), backend=w.backend)
 
 
 def forget(
@@ -181,6 +190,7 @@ def forget(
     index: Index | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
+    stores: Stores | None = None,
 ) -> ForgetResult:
     """Erase `seqs` of `session` (and, with `cascade`, the answers whose receipts cited them); return what was done.
 
@@ -189,23 +199,47 @@ def forget(
     Raises PlanError (one line; nothing changed) for an unknown session, a seq the session does not hold, an
     event already erased or an erasure record. The app passes its Engine's ledger, index and key, and as
     `copies` the folders where it keeps download copies (its temp folder, Gradio's cache): any copy of a receipt
-    this erasure redacts or withdraws is deleted there."""
-    data = Path(data_dir)
-    led = _ledger(data, ledger, index)
-    session = _check_session(led, data, session)
+    this erasure redacts or withdraws is deleted there.
+
+    `stores` (storage.stores): the session's ledger, index and receipts, on files or PostgreSQL (default: the
+    files in `data_dir`, with `ledger` and `index` when given). On PostgreSQL the same steps run on the rows —
+    PgLedger.erase rewrites the lines and appends the records in one transaction, the index forgets, receipts are
+    redacted or deleted — and each table is VACUUMed; the journal and the certificate are kept in `data_dir`
+    (so a crash is finished by the next forget or `recover` run with that folder), and what PostgreSQL keeps
+    after VACUUM (free space not yet reused, WAL, backups, replicas) is the operator's to expire."""
+    w = where(data_dir, stores, ledger=ledger, index=index)
+    try:
+        return _forget(w, session, seqs, reason, cascade, key, copies)
+    finally:
+        w.close()
+
+
+def _forget(
+    w: Where,
+    session: str,
+    seqs: Iterable[object],
+    reason: str | None,
+    cascade: bool,
+    key: SigningKey | None,
+    copies: Iterable[str | os.PathLike[str]],
+) -> ForgetResult:
+    data, led = w.data, w.ledger
+    session = _check_session(w, session)
     if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
         raise PlanError("reason: must be text of at most 2000 characters")
-    with files.session_turn_lock(data, session):
+    with w.backend.turn_lock(session):
         count, _head = led.head(session)
-        cites = citations(data, session, led)
+        cites = citations(data, session, led, backend=w.backend)
         p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), cites, cascade=cascade)
         doomed = led.read_events(session, p.erase)
-        p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named])
+        p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named], backend=w.backend)
         if reason:
             _check_reason(reason, doomed)
-        quarantine = quarantined_with(led.session_dir(session), needles(doomed))
+        quarantine = quarantined_with(w.files_ledger().session_dir(session), needles(doomed)) if w.on_files else []
         del doomed
-        idx, k = _index_and_key(data, led, index, key)
+        k = _key(data, key)
+        if w.on_files:
+            w.index()  # opened before the ledger changes, as it always was: an index that cannot open stops nothing half-way
         journal = {
             "scope": "events",
             "session": session,
@@ -225,13 +259,13 @@ def forget(
             if not has_record_for(led, session, p.erase):
                 unlink_durable(jpath)
             raise
-        done = finish(data, led, idx, k, session, erasure.records, p.redact, p.withdraw, quarantine)
+        done = finish(w, k, session, erasure.records, p.redact, p.withdraw, quarantine)
         # the copies before the journal goes: a crash while they are deleted is finished by `recover` (given them)
         gone = purge_copies(copies, done.redacted + done.withdrawn, session=session)
         unlink_durable(jpath)
         for c in cites:  # a receipt-less answer's record, once that answer is erased, has nothing left to say
             if c.format == UNRECEIPTED and c.response_seq in p.erase:
-                files.cites_path(data, session, c.receipt_id).unlink(missing_ok=True)
+                w.backend.drop_cites(session, c.receipt_id)
     return dataclasses.replace(_result(p, [r.seq for r in erasure.records], done), copies_removed=gone)
 
 
@@ -269,11 +303,13 @@ def forget_session(
     index: Index | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
+    stores: Stores | None = None,
 ) -> ForgetResult:
     """Delete a session — its ledger, receipts, Merkle tree, audit cache and index rows — and purge the index;
     leave one certificate in DATA_DIR/erasures/ holding only hashes (the final checkpoint and counts).
-    `copies`: as for `forget`; every download copy of the session's receipts there is deleted."""
-    result = _forget_session(Path(data_dir), session, ledger, index, key, None, copies)
+    `copies`: as for `forget`; every download copy of the session's receipts there is deleted. `stores`: as for
+    `forget` (on PostgreSQL the rows are deleted and the tables VACUUMed)."""
+    result = _forget_session(where(data_dir, stores, ledger=ledger, index=index), session, key, None, copies)
     assert result is not None
     return result
 
@@ -287,33 +323,56 @@ def forget_session_if_idle(
     index: Index | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
+    stores: Stores | None = None,
 ) -> ForgetResult | None:
     """forget_session for RETENTION_HOURS: only if the ledger was last written before `idle_before` (a Unix
-    time), checked under the turn lock, so a turn running or just finished is never deleted; else None."""
-    return _forget_session(Path(data_dir), session, ledger, index, key, idle_before, copies)
+    time; on files the log's mtime, on PostgreSQL the last event's `ts`), checked under the turn lock, so a turn
+    running or just finished is never deleted; else None."""
+    return _forget_session(where(data_dir, stores, ledger=ledger, index=index), session, key, idle_before, copies)
+
+
+def _last_written(w: Where, session: str) -> float | None:
+    if w.on_files:
+        return w.files_ledger().log_path(session).stat().st_mtime
+    return cast("PgLedger", w.ledger).last_written(session)
 
 
 def _forget_session(
-    data: Path,
+    w: Where,
     session: str,
-    ledger: Ledger | None,
-    index: Index | None,
     key: SigningKey | None,
     idle_before: float | None,
     copies: Iterable[str | os.PathLike[str]],
 ) -> ForgetResult | None:
-    led = _ledger(data, ledger, index)
-    session = _check_session(led, data, session)
-    idx, k = _index_and_key(data, led, index, key)
-    with files.session_turn_lock(data, session):
-        if idle_before is not None and led.log_path(session).stat().st_mtime >= idle_before:
-            return None
+    try:
+        return _forget_session_in(w, session, key, idle_before, copies)
+    finally:
+        w.close()
+
+
+def _forget_session_in(
+    w: Where,
+    session: str,
+    key: SigningKey | None,
+    idle_before: float | None,
+    copies: Iterable[str | os.PathLike[str]],
+) -> ForgetResult | None:
+    data, led = w.data, w.ledger
+    session = _check_session(w, session)
+    k = _key(data, key)
+    if w.on_files:
+        w.index()  # opened before anything changes, as it always was
+    with w.backend.turn_lock(session):
+        if idle_before is not None:
+            written = _last_written(w, session)
+            if written is None or written >= idle_before:
+                return None
         count, head = led.head(session)
         if count == 0:
             raise PlanError(f"session {session}: holds no events, so there is nothing to sign a certificate over")
-        receipt_ids = [p.stem for p in files.list_receipts(data, session)]
+        receipt_ids = w.backend.receipt_ids(session)
         n_receipts = len(receipt_ids)
-        store = files.synced_tree(data, led, session)
+        store = w.backend.synced_tree(led, session)
         try:
             cp = sign_checkpoint(session=session, tree_size=count, root=store.root(count), chain_head=head, issued_at=now_ts(), key=k)
         finally:
@@ -323,7 +382,7 @@ def _forget_session(
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
         write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
         jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name, "receipts": receipt_ids})
-        scrubbed = delete_session(data, led, idx, session)
+        scrubbed = delete_session(w, session)
         gone = purge_copies(copies, receipt_ids, session=session, whole_session=True)
         unlink_durable(jpath)
     return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone, quarantine_removed=scrubbed)
@@ -342,6 +401,7 @@ def recover(
     index: Index | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
+    stores: Stores | None = None,
 ) -> list[Path]:
     """Finish every erasure a crash interrupted (call it when the CLI or the app starts); return the certificates
     written. An erasure whose record reached the ledger is completed (index purge, receipts, checkpoint,
@@ -349,14 +409,27 @@ def recover(
 
     `copies`: as for `forget` — the folders where the app keeps download copies. A crash left there the copies of
     the receipts the interrupted erasure redacts or withdraws (every receipt of a deleted session), still holding
-    the words: each completed erasure deletes them, as `forget` would have."""
+    the words: each completed erasure deletes them, as `forget` would have.
+
+    `stores`: as for `forget`. The journals are in `data_dir` on either backend: on PostgreSQL with several app
+    replicas, an erasure a crash interrupted is finished by a process that has that replica's DATA_DIR (its ledger
+    change, one transaction, is already seen by every replica)."""
     data = Path(data_dir)
     journals = pending(data)
     if not journals:
         return []
-    roots = [Path(c) for c in copies]
-    led = _ledger(data, ledger, index)
-    idx, k = _index_and_key(data, led, index, key)
+    w = where(data, stores, ledger=ledger, index=index)
+    try:
+        return _recover(w, journals, key, [Path(c) for c in copies])
+    finally:
+        w.close()
+
+
+def _recover(w: Where, journals: list[Path], key: SigningKey | None, roots: list[Path]) -> list[Path]:
+    data, led = w.data, w.ledger
+    k = _key(data, key)
+    if w.on_files:
+        w.index()
     written = []
     for jpath in journals:
         session = jpath.name.removeprefix(".pending-").removesuffix(".json")
@@ -365,7 +438,7 @@ def recover(
         except EventError:
             log.warning("%s: not an erasure journal name; left for a person", jpath.name)
             continue
-        with files.session_turn_lock(data, session):  # a forget still running in another process finishes first
+        with w.backend.turn_lock(session):  # a forget still running in another process finishes first
             try:
                 entry = loads_strict(jpath.read_bytes(), "$")
                 if entry["session"] != session:
@@ -376,11 +449,11 @@ def recover(
                 log.warning("%s: unreadable erasure journal (%s); left for a person", jpath.name, str(exc)[:200])
                 continue
             if entry.get("scope") == "session":
-                delete_session(data, led, idx, session)
+                delete_session(w, session)
                 purge_copies(roots, _ids(entry.get("receipts")), session=session, whole_session=True)
                 written.append(erasures_dir(data) / str(entry.get("certificate")))
             elif led.exists(session) and (records := find_records(led, session, entry["seqs"], entry.get("records"))) is not None:
-                written.append(finish(data, led, idx, k, session, records, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
+                written.append(finish(w, k, session, records, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
                 purge_copies(roots, [*_ids(entry["redact"]), *_ids(entry["withdraw"])], session=session)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)

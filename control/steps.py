@@ -13,11 +13,11 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from ledger import Event, Ledger
+from ledger import Event
 from ledger.canonical import canonical_json
 from ledger.event import is_erasure_record, now_ts
 from ledger.fsmode import fsync_dir, private_dir, replace_durable
@@ -25,17 +25,25 @@ from ledger.imports import forget_erased as forget_imports
 from ledger.repair import CUT_PREFIX
 from ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
 from receipts import certificate as cert
-from receipts import checkpoints, files
+from receipts import files
 from receipts.audit import forget_cache
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
+from receipts.file_backend import FileBackend
 from receipts.keys import SigningKey
+from receipts.stores import PendingCites, ReceiptBackend
 from receipts.supersessions import is_control_record
-from retrieval import INDEX_FILE, Index
+from retrieval import INDEX_FILE
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 
 from .plan import Citation, Plan, Slot
+from .where import Where
+
+if TYPE_CHECKING:
+    from storage.pg.ledger import PgLedger
+
+    from .where import AnyLedger
 
 log = logging.getLogger("control")
 ERASURES_DIR = "erasures"
@@ -80,33 +88,51 @@ UNRECEIPTED = 0  # Citation.format of an answer whose receipt was never written:
 ANSWER_SEARCH = 1000  # events after its question within which a receipt-less answer is looked for
 
 
-def citations(data_dir: Path, session: str, ledger: Ledger | None = None) -> list[Citation]:
-    """Every stored receipt of the session, as the plan needs it (the receipt files are the truth); with
+def citations(data_dir: Path, session: str, ledger: AnyLedger | None = None, *, backend: ReceiptBackend | None = None) -> list[Citation]:
+    """Every stored receipt of the session, as the plan needs it (the stored receipts are the truth); with
     `ledger`, also every answer whose receipt was never written, from the `.cites` record its turn left
-    (receipts.files.write_cites): such an answer may quote a memory as much as a receipted one."""
-    out = _receipted(data_dir, session)
+    (ReceiptBackend.write_cites): such an answer may quote a memory as much as a receipted one.
+    `backend`: where the receipts are (default: the files in `data_dir`)."""
+    store = backend if backend is not None else FileBackend(data_dir)
+    out = _receipted(store, session)
     if ledger is not None:
-        out += _unreceipted(data_dir, session, ledger, {c.receipt_id for c in out})
+        out += _unreceipted(store, session, ledger, {c.receipt_id for c in out})
     return out
 
 
-def unreceipted(data_dir: Path, session: str, ledger: Ledger) -> list[Citation]:
+def unreceipted(data_dir: Path, session: str, ledger: AnyLedger, *, backend: ReceiptBackend | None = None) -> list[Citation]:
     """Only the answers whose receipt was never written (format UNRECEIPTED), from the `.cites` records left behind."""
-    return _unreceipted(data_dir, session, ledger, set())
+    return _unreceipted(backend if backend is not None else FileBackend(data_dir), session, ledger, set())
 
 
-def _unreceipted(data_dir: Path, session: str, ledger: Ledger, receipted: set[str]) -> list[Citation]:
+def pending_cites(backend: ReceiptBackend, session: str) -> list[PendingCites]:
+    """The `.cites` records the session holds. On files each is read here, so that one this code cannot read is
+    named in the log (FileBackend.pending_cites skips it without a word) and left as it is."""
+    if not isinstance(backend, FileBackend):
+        return backend.pending_cites(session)
     out = []
-    count, _head = ledger.head(session)
-    for path in files.list_cites(data_dir, session):
-        rid = path.stem
-        if rid in receipted or files.receipt_path(data_dir, session, rid).exists():
-            continue
+    for path in files.list_cites(backend.data_dir, session):
         got = files.read_cites(path)
         if got is None:
             log.warning("%s: not a record of a turn's memories this erasure can read; left as it is", path.name)
             continue
-        question, memories = got
+        out.append(PendingCites(path.stem, got[0], tuple(got[1])))
+    return out
+
+
+def _unreceipted(backend: ReceiptBackend, session: str, ledger: AnyLedger, receipted: set[str]) -> list[Citation]:
+    out = []
+    count, _head = ledger.head(session)
+    stored: set[str] | None = None
+    for rec in pending_cites(backend, session):
+        rid = rec.receipt_id
+        if rid in receipted:
+            continue
+        if stored is None:
+            stored = set(backend.receipt_ids(session))  # a stored receipt this code could not read is not "never written"
+        if rid in stored:
+            continue
+        question, memories = rec.question_seq, rec.memory_seqs
         seqs = range(question + 1, min(count, question + 1 + ANSWER_SEARCH))
         answer = next((ev for ev in ledger.read_events(session, seqs) if ev.role == "assistant" and ev.meta.get("receipt_id") == rid), None)
         if answer is None:
@@ -116,19 +142,19 @@ def _unreceipted(data_dir: Path, session: str, ledger: Ledger, receipted: set[st
     return out
 
 
-def _receipted(data_dir: Path, session: str) -> list[Citation]:
+def _receipted(backend: ReceiptBackend, session: str) -> list[Citation]:
     out = []
-    for path in files.list_receipts(data_dir, session):
+    for rid in backend.receipt_ids(session):
         try:
-            raw = files.read_receipt_bytes(path)
+            raw = backend.read_receipt(session, rid)
             cited = cited_seqs(raw)
             fmt = receipt_format(raw)
         except (MalformedReceipt, ValueError, OSError) as exc:
             # the reason's type only: a parse error may quote a value, and a receipt holds memories' words
-            log.warning("%s: not a receipt this erasure can read (%s); left as it is", path.name, type(exc).__name__)
+            log.warning("%s.json: not a receipt this erasure can read (%s); left as it is", rid, type(exc).__name__)
             continue
         response = next((s for s, name in cited.items() if name == "response"), -1)
-        out.append(Citation(path.stem, fmt, response, cited))
+        out.append(Citation(rid, fmt, response, cited))
     return out
 
 
@@ -137,18 +163,21 @@ def _receipted(data_dir: Path, session: str) -> list[Citation]:
 LEAK_TERM_MIN = 5  # as the reason check (control.forget): shorter terms are too common to say a text was quoted
 
 
-def signed_quotes(data_dir: Path, session: str, receipt_ids: Iterable[str], named: Iterable[Event]) -> list[str]:
+def signed_quotes(
+    data_dir: Path, session: str, receipt_ids: Iterable[str], named: Iterable[Event], *, backend: ReceiptBackend | None = None
+) -> list[str]:
     """The format-2 receipts among `receipt_ids` whose *signed* body quotes a word of a named event's text.
 
     The one free-text field a format-2 receipt signs is the answer's `fallback_reason`, and a provider's error
     message can quote its input there ("server said: ..."); redaction cannot reach a signed field, so such a
     receipt is withdrawn (deleted) instead. The reason itself, as the offline stand-in repeats it in an answer,
-    is taken out of a text before its words are compared."""
+    is taken out of a text before its words are compared. `backend`: where the receipts are (default: files)."""
+    store = backend if backend is not None else FileBackend(data_dir)
     texts = [ev.text for ev in named if ev.text]
     out = []
     for rid in receipt_ids:
         try:
-            body = parse_receipt(files.read_receipt_bytes(files.receipt_path(data_dir, session, rid))).signed_body
+            body = parse_receipt(store.read_receipt(session, rid)).signed_body
             reason = body["response"]["fallback_reason"]
         except (MalformedReceipt, OSError, KeyError, TypeError):
             continue
@@ -160,9 +189,9 @@ def signed_quotes(data_dir: Path, session: str, receipt_ids: Iterable[str], name
     return out
 
 
-def withdraw_quoting(data_dir: Path, plan: Plan, named: Iterable[Event]) -> Plan:
+def withdraw_quoting(data_dir: Path, plan: Plan, named: Iterable[Event], *, backend: ReceiptBackend | None = None) -> Plan:
     """`plan` with the receipts `signed_quotes` names moved from redaction to withdrawal."""
-    leaky = signed_quotes(data_dir, plan.session, sorted(plan.redact), named)
+    leaky = signed_quotes(data_dir, plan.session, sorted(plan.redact), named, backend=backend)
     if not leaky:
         return plan
     redact = {rid: seqs for rid, seqs in plan.redact.items() if rid not in leaky}
@@ -268,7 +297,7 @@ class Finished(NamedTuple):
 
 
 
-def has_record_for(led: Ledger, session: str, seqs: Sequence[int]) -> bool:
+def has_record_for(led: AnyLedger, session: str, seqs: Sequence[int]) -> bool:
     """Whether the ledger already holds the erasure records erasing `seqs` (the erase happened before a crash)."""
     return find_records(led, session, seqs) is not None
 
@@ -278,16 +307,27 @@ def records_for(n: int) -> int:
     return -(-n // MAX_RECORD_ENTRIES)
 
 
-def find_records(led: Ledger, session: str, seqs: Sequence[int], expected: int | None = None) -> list[Event] | None:
+FIND_BATCH = 256  # events find_records reads at a time, newest first (one query each on PostgreSQL)
+
+
+def _newest_first(led: AnyLedger, session: str, count: int) -> Iterator[Event]:
+    hi = count
+    while hi > 0:
+        lo = max(0, hi - FIND_BATCH)
+        yield from sorted(led.read_events(session, range(lo, hi)), key=lambda ev: -ev.seq)
+        hi = lo
+
+
+def find_records(led: AnyLedger, session: str, seqs: Sequence[int], expected: int | None = None) -> list[Event] | None:
     """The erasure records of the erasure of `seqs`: the latest run of consecutive records that together list
-    exactly `seqs` (Ledger.erase appends them in one rename, so they are all there or none is); None if absent.
-    `expected`: how many records the journal said there would be (a run of another length is not this one)."""
+    exactly `seqs` (Ledger.erase appends them in one rename, PgLedger.erase in one transaction, so they are all
+    there or none is); None if absent. `expected`: how many records the journal said there would be (a run of
+    another length is not this one)."""
     count, _ = led.head(session)
     want = set(seqs)
     run: list[Event] = []  # newest first
     listed: set[int] = set()
-    for s in range(count - 1, -1, -1):
-        (ev,) = led.read_events(session, [s])
+    for ev in _newest_first(led, session, count):
         mine = {e["seq"] for e in ev.meta["erasure"]["erased"]} if is_erasure_record(ev) else None
         if mine is None or not mine <= want or mine & listed:
             run, listed = [], set()
@@ -301,16 +341,15 @@ def find_records(led: Ledger, session: str, seqs: Sequence[int], expected: int |
     return None
 
 
-def apply_receipts(
-    data: Path, idx: Index, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn)."""
+def apply_receipts(w: Where, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn). On files a redacted
+    receipt is replaced durably (temp, fsync, rename) and a withdrawn one unlinked with its folder fsynced; on
+    PostgreSQL the row is rewritten or deleted in its own transaction (VACUUM follows in `finish`)."""
     redacted, withdraw = [], list(withdraw)
     for rid, seqs in sorted(redact_plan.items()):
-        path = files.receipt_path(data, session, rid)
         try:
-            raw = files.read_receipt_bytes(path)
-        except FileNotFoundError:
+            raw = w.backend.read_receipt(session, rid)
+        except FileNotFoundError:  # ReceiptNotFound is one
             continue
         try:
             new = redact(raw, seqs)
@@ -318,21 +357,21 @@ def apply_receipts(
             withdraw.append(rid)
             continue
         if new != raw:
-            write_durable(path, new)
+            w.backend.replace_receipt(session, rid, new)
         redacted.append(rid)
     for rid in withdraw:
-        unlink_durable(files.receipt_path(data, session, rid))
+        w.backend.delete_receipt(session, rid)
     if withdraw:
-        idx.ensure_schema("receipts", files.RECEIPTS_DDL)  # an index no engine opened since receipt_cites was added
-        with idx.write() as db:
-            files.forget_rows(db, session, withdraw)  # the table of what each turn cited stays what the files say
+        if w.on_files:
+            folder = files.receipt_path(w.data, session, withdraw[0]).parent
+            if folder.is_dir():
+                fsync_dir(folder)  # the unlinks are durable before the certificate says they happened
+        w.rows().forget_rows(session, withdraw)  # the table of what each turn cited stays what the receipts say
     return tuple(sorted(redacted)), tuple(sorted(set(withdraw)))
 
 
 def finish(
-    data: Path,
-    led: Ledger,
-    idx: Index,
+    w: Where,
     key: SigningKey,
     session: str,
     records: Sequence[Event],
@@ -343,22 +382,32 @@ def finish(
     """Steps 4-7 for an erasure whose records are already in the ledger (idempotent: `recover` runs it again after a
     crash). `records`: the erasure records of this erasure, consecutive, in seq order (one per 64 erased events).
     `quarantine`: the quarantine files found holding an erased text before the ledger changed (their names are
-    in the journal: once the text is erased it cannot be looked for again)."""
+    in the journal: once the text is erased it cannot be looked for again; files only).
+
+    On PostgreSQL the index forgets in its own transactions and VACUUMs its tables (PgIndex.forget_events), the
+    receipt tables are VACUUMed here, the ledger's by PgLedger.erase: what PostgreSQL keeps after VACUUM (free
+    space not yet reused, WAL segments, base backups, replicas) is the operator's to expire (docs/RETRIEVAL.md)."""
+    led = w.ledger
     seqs = sorted(e["seq"] for rec in records for e in rec.meta["erasure"]["erased"])
     last = records[-1]
-    copies = scrub_index_copies(data)  # before the purge, which would only unlink them
+    copies = scrub_index_copies(w.data) if w.on_files else ()  # before the purge, which would only unlink them
     # the receipts first: a reader holding an old snapshot of the index can stop the purge below (PurgeIncomplete),
     # and the receipt files, which hold the words whole, must not wait for it
-    redacted, withdrawn = apply_receipts(data, idx, session, redact_plan, withdraw)
+    redacted, withdrawn = apply_receipts(w, session, redact_plan, withdraw)
+    idx = w.index()
     purged(lambda: idx.forget_events(session, seqs))
-    dropped = forget_imports(led, session, seqs)  # their unsalted content hashes could confirm a guess
-    scrubbed = scrub(led.session_dir(session), quarantine) + copies + scrub_receipt_temps(led.session_dir(session))
-    store = files.synced_tree(data, led, session)
+    w.vacuum_receipts()  # the redacted and deleted rows' old versions
+    dropped, scrubbed = 0, copies
+    if w.on_files:
+        fled = w.files_ledger()
+        dropped = forget_imports(fled, session, seqs)  # their unsalted content hashes could confirm a guess
+        scrubbed = scrub(fled.session_dir(session), quarantine) + copies + scrub_receipt_temps(fled.session_dir(session))
+    store = w.backend.synced_tree(led, session)
     try:
         size = last.seq + 1
         cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=last.chain, issued_at=now_ts(), key=key)
         if store.size == size:  # nothing appended after the record: this is the latest checkpoint
-            checkpoints.keep(data, session, cp)
+            w.backend.keep_checkpoint(session, cp)
         erased = [cert.erased_entry(ev.to_dict(), store.inclusion_proof(ev.seq, size)) for ev in led.read_events(session, seqs)]
         body = cert.events_body(
             session=session,
@@ -372,24 +421,31 @@ def finish(
     finally:
         store.close()
     envelope = cert.sign_certificate(body, key)
-    path = erasures_dir(data) / f"erasure-{session}-{last.seq}.json"
+    path = erasures_dir(w.data) / f"erasure-{session}-{last.seq}.json"
     write_durable(path, cert.certificate_file_bytes(envelope))
     return Finished(path, envelope, redacted, withdrawn, dropped, scrubbed)
 
 
-
-def delete_session(data: Path, led: Ledger, idx: Index, session: str) -> tuple[str, ...]:
+def delete_session(w: Where, session: str) -> tuple[str, ...]:
     """Everything of the session we own, gone (idempotent); returns the names of the index copies moved aside
-    earlier that went too (scrub_index_copies). The caller holds the turn lock."""
-    copies = scrub_index_copies(data)  # before the purge, which would only unlink them
-    led.forget(session)
+    earlier that went too (scrub_index_copies). The caller holds the turn lock.
+
+    On PostgreSQL: the session's rows (PgLedger.delete_session), its receipts, cites, tree and checkpoint
+    (PgReceipts.forget_session), its index rows (purge_session), each table VACUUMed after."""
+    data = w.data
+    copies = scrub_index_copies(data) if w.on_files else ()  # before the purge, which would only unlink them
+    if w.on_files:
+        w.files_ledger().forget(session)
+    else:
+        cast("PgLedger", w.ledger).delete_session(session)
     for path in (data / "sessions" / session, data / "merkle" / session):
-        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)  # on PostgreSQL: settings or caches a file-backed past left there
+    w.backend.forget_session(session)
     forget_cache(data, session)
-    idx.ensure_schema("receipts", files.RECEIPTS_DDL)  # an index no engine opened since receipt_cites was added
-    with idx.write() as db:
-        files.forget_rows(db, session)  # a new session of the same name must not inherit what these turns cited
+    w.rows().forget_rows(session)  # a new session of the same name must not inherit what these turns cited
+    idx = w.index()
     purged(lambda: idx.purge_session(session))
+    w.vacuum_receipts()
     (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
     for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
         path.unlink(missing_ok=True)
