@@ -528,3 +528,14 @@ ON CONFLICT (session) DO UPDATE SET consent = EXCLUDED.consent, updated_at = now
 RETURNING s.consent
 """
 SETTINGS_DELETE_SESSION = "DELETE FROM session_settings WHERE session = %(session)s"
+
+# -- control state (control.revocation.current on PostgreSQL) ---------------------------------------
+# The lines that can change a session's control state: control events, supersession and erasure records are
+# all role 'system' (receipts.decisions.control_of, receipts.supersessions.supersession_of, ledger erasure);
+# any other line only moves size and head. Read server-side over the (session, seq) key, few rows returned.
+# (params: session, from seq, to seq exclusive)
+CONTROL_SYSTEM_LINES = """
+SELECT seq, line FROM events
+WHERE session = %s AND seq >= %s AND seq < %s AND role = 'system'
+ORDER BY seq
+"""
