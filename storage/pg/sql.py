@@ -539,3 +539,48 @@ SELECT seq, line FROM events
 WHERE session = %s AND seq >= %s AND seq < %s AND role = 'system'
 ORDER BY seq
 """
+
+# -- sessions imported from bundles (bundle/pg_import.py; docs/FORMAT.md §21) -----------------------------------------
+# Every event hashes its session id, so an imported ledger keeps its original id, which may be a session of this
+# database (the visitor's own, exported and brought back) or of another import: each import lives in a schema of
+# its own (`schema_name`: the tables of SCHEMA, created by storage.pg.connect.Database over a search_path naming only
+# that schema), as each file-backed import lives in a data directory of its own. `bundle_imports`, in the main
+# schema, is origin.json: an import exists once its row does (inserted last; a schema without a row is a crashed
+# import, dropped by a later one). `bundle_members`, in the import's schema, holds the certificates and keys its
+# bundle carried (the file backend's erasures/ and bundle-keys/).
+BUNDLE_IMPORTS_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS bundle_imports (
+        local text PRIMARY KEY,
+        schema_name text NOT NULL UNIQUE,
+        session text NOT NULL,
+        signer text NOT NULL,
+        events bigint NOT NULL,
+        chain_head text NOT NULL,
+        bundle_sha256 text NOT NULL,
+        verdict text NOT NULL,
+        imported_at text NOT NULL,
+        UNIQUE (session, signer, events, chain_head)
+    )
+    """,
+    "CREATE TABLE IF NOT EXISTS bundle_members (name text PRIMARY KEY, data bytea NOT NULL)",
+]
+SCHEMA.extend(BUNDLE_IMPORTS_SCHEMA)
+_BUNDLE_IMPORT_COLUMNS = "local, session, signer, events, chain_head, bundle_sha256, verdict, imported_at, schema_name"
+BUNDLE_IMPORTS = f'SELECT {_BUNDLE_IMPORT_COLUMNS} FROM bundle_imports ORDER BY local COLLATE "C"'
+BUNDLE_IMPORT_GET = f"SELECT {_BUNDLE_IMPORT_COLUMNS} FROM bundle_imports WHERE local = %s"
+BUNDLE_IMPORT_SAME = (
+    f"SELECT {_BUNDLE_IMPORT_COLUMNS} FROM bundle_imports WHERE session = %s AND signer = %s AND events = %s AND chain_head = %s"
+)
+# the import's commit point; nothing returned when its local id or its ledger (session, signer, events, head) is taken
+BUNDLE_IMPORT_ADD = f"""
+INSERT INTO bundle_imports ({_BUNDLE_IMPORT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT DO NOTHING RETURNING local
+"""
+BUNDLE_SCHEMA_PREFIX = "mre_import_"
+BUNDLE_SCHEMAS = r"SELECT nspname FROM pg_namespace WHERE nspname LIKE 'mre\_import\_%'"
+BUNDLE_SCHEMAS_USED = "SELECT schema_name FROM bundle_imports"
+BUNDLE_CREATE_SCHEMA = "CREATE SCHEMA {}"  # psycopg.sql.Identifier of the schema
+BUNDLE_DROP_SCHEMA = "DROP SCHEMA IF EXISTS {} CASCADE"
+BUNDLE_MEMBER_ADD = "INSERT INTO bundle_members (name, data) VALUES (%s, %s)"
+BUNDLE_MEMBERS = "SELECT name, data FROM bundle_members WHERE starts_with(name, %s) ORDER BY name"
