@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from receipts.keys import KeyConfigError
+from storage import BackendError
 from webui.config import (
     Config,
     ConfigError,
@@ -47,11 +48,14 @@ class Running:
         self.sweeper.stop()
         self.demo.close()
         self.service.downloads.close()
+        self.service.engine.close()  # a PostgreSQL pool (nothing for files)
 
 
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
     engine = open_engine(cfg)  # a --data whose parent is missing is refused (a typo), unless --create
+    if engine.stores.kind != "files":  # DATABASE_URL: several replicas may share it (README "Scaling out")
+        log.info("memory kept in PostgreSQL at %s; %s holds the signing key and caches", engine.stores.where, cfg.data_dir)
     warn_loose_modes(cfg.data_dir)  # what the engine creates is private: anything loose was there before
     service = Service(engine)  # its Downloads removes the download folders of app processes that are gone
     demo = build(service, retention_hours=cfg.retention_hours)  # adds Gradio's file cache to service.cache_dirs
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         start(cfg, block=True)
     except KeyboardInterrupt:
         return 0
-    except (ConfigError, KeyConfigError) as exc:  # --data refused (nothing created), or an unusable key: why
+    except (ConfigError, KeyConfigError, BackendError) as exc:  # --data refused (nothing created), an unusable key or database: why
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a start-up failure is one line, not a traceback

@@ -187,7 +187,7 @@ class Engine:
         sdir = self.data_dir / "sessions" / session
         with self.backend.turn_lock(session):
             if idle_before is not None:
-                written = self._last_written(session)
+                written = self.last_written(session)
                 if written is None or written >= idle_before:
                     return False
             self.ledger.forget(session)
@@ -211,7 +211,7 @@ class Engine:
             cast("PgReceipts", self.backend).vacuum()
         return True
 
-    def _last_written(self, session: str) -> float | None:
+    def last_written(self, session: str) -> float | None:
         """When the session's ledger was last written (Unix time), or None when there is no such session."""
         if self.stores.kind != "files":
             return cast("PgLedger", self.ledger).last_written(session)

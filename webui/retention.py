@@ -55,7 +55,17 @@ def last_write(data_dir: Path, session: str) -> float:
         return sdir.stat().st_mtime
 
 
-def idle_sessions(data_dir: Path, hours: float, now: float) -> list[str]:
+def idle_sessions(data_dir: Path, hours: float, now: float, engine: Engine | None = None) -> list[str]:
+    """The sessions last written more than `hours` before `now`: the folders under DATA_DIR/sessions, or with an
+    engine on PostgreSQL its sessions by their last event's time."""
+    if engine is not None and engine.stores.kind != "files":
+        cutoff = now - hours * 3600
+        idle = []
+        for session in engine.ledger.sessions():
+            written = engine.last_written(session)
+            if written is not None and written < cutoff:
+                idle.append(session)
+        return idle
     sessions_dir = data_dir / "sessions"
     if not sessions_dir.is_dir():
         return []
@@ -77,7 +87,7 @@ def forget_if_idle(engine: Engine, session: str, cutoff: float) -> bool:
     holding only hashes in DATA_DIR/erasures/. A session with no events has nothing to certify: deleted as before."""
     try:
         done = forget_session_if_idle(
-            engine.data_dir, session, cutoff, ledger=engine.ledger, index=engine.index, key=engine.key
+            engine.data_dir, session, cutoff, key=engine.key, stores=engine.stores
         )
     except PlanError:
         return engine.forget(session, idle_before=cutoff)
@@ -90,7 +100,7 @@ def sweep(engine: Engine, hours: float | None, now: float | None = None) -> list
         return []
     now = time.time() if now is None else now
     cutoff = now - hours * 3600
-    deleted = [s for s in idle_sessions(engine.data_dir, hours, now) if forget_if_idle(engine, s, cutoff)]
+    deleted = [s for s in idle_sessions(engine.data_dir, hours, now, engine) if forget_if_idle(engine, s, cutoff)]
     if deleted:
         log.info("retention: deleted %d session(s) idle for more than %g hours", len(deleted), hours)
     return deleted

@@ -21,7 +21,7 @@ from control.revocation import current as current_controls
 from control.state import ControlState
 from control.supersession_state import Supersession
 from ledger import Event, LedgerCorrupted, SessionReport
-from receipts import checkpoints, files, redact
+from receipts import checkpoints, redact
 from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.certificate import Certificate, parse_certificate
@@ -98,8 +98,7 @@ class Service:
 
     def _receipt_body(self, session: str, receipt_id: str) -> dict[str, Any] | None:
         try:
-            path = files.receipt_path(self.data_dir, session, receipt_id)
-            return parse_receipt(files.read_receipt_bytes(path)).body
+            return parse_receipt(self.engine.backend.read_receipt(session, receipt_id)).body
         except (OSError, ValueError):  # gone, unreadable or malformed: the answer is shown without stamps
             return None
 
@@ -161,13 +160,13 @@ class Service:
         """A download copy of one of the key's receipts, or None if the file is gone."""
         session = self.session(key)
         try:
-            data = files.read_receipt_bytes(files.receipt_path(self.data_dir, session, receipt_id))
+            data = self.engine.backend.read_receipt(session, receipt_id)
         except (OSError, ValueError):
             return None
         return self.downloads.put(f"{receipt_id}.json", data)
 
     def receipt_download(self, turn: Turn) -> str:
-        return self.downloads.put(f"{turn.receipt_id}.json", files.read_receipt_bytes(turn.receipt_path))
+        return self.downloads.put(f"{turn.receipt_id}.json", self.engine.backend.read_receipt(turn.user_event.session, turn.receipt_id))
 
     def latest_receipt(self, key: object, limit: int = RESTORE_EVENTS) -> tuple[str, dict[str, Any]] | None:
         """(receipt id, what it says) of the newest answer among the last `limit` events whose receipt is on disk."""
@@ -190,7 +189,7 @@ class Service:
         if not isinstance(receipt_id, str):
             raise BadInput("withhold: no receipt to copy yet: ask something first")
         try:
-            raw = files.read_receipt_bytes(files.receipt_path(self.data_dir, session, receipt_id))
+            raw = self.engine.backend.read_receipt(session, receipt_id)
         except (OSError, ValueError):
             raise BadInput(f"withhold: receipt {receipt_id[:40]} is not in this session") from None
         chosen = sorted(set(seqs))
@@ -276,7 +275,7 @@ class Service:
                     return h.from_report(session, kept, report, note)
                 note = "the checkpoint kept in this browser does not carry a valid signature by this app's key: ignored"
             try:
-                current = checkpoints.latest(self.data_dir, session)
+                current = self.engine.backend.latest_checkpoint(session)
             except checkpoints.MalformedCheckpoint as exc:
                 return h.HistoryCheck(
                     session, h.UNSOUND, f"the server's signed checkpoint cannot be read: {exc}", note=note
@@ -302,7 +301,7 @@ class Service:
 
     def _key_changed(self, session: str, kept: dict[str, Any], note: str | None) -> h.HistoryCheck:
         try:
-            current = checkpoints.latest(self.data_dir, session)
+            current = self.engine.backend.latest_checkpoint(session)
         except checkpoints.MalformedCheckpoint:
             current = None
         message = (
@@ -333,7 +332,7 @@ class Service:
             problem, count = str(exc), report.events
         checkpoint = None
         try:  # signed after every append (receipts.checkpoints): newer than the newest receipt's
-            checkpoint = checkpoints.latest(self.data_dir, session)
+            checkpoint = self.engine.backend.latest_checkpoint(session)
         except (OSError, checkpoints.MalformedCheckpoint) as exc:
             problem = f"{problem}; {exc}" if problem else f"the latest signed checkpoint cannot be read: {exc}"
         return LedgerView(session, events, count, report, checkpoint, problem)
