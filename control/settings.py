@@ -11,6 +11,11 @@ A file that cannot be read as exactly that is an error naming the file, never a 
 turned "ask me first" on must not lose it to a broken file. `refuse_direct_turn` is what the one-step turn
 (the web chat, MCP `ask`, `python -m chat`) calls first: with consent on, the turn is refused in one line
 pointing at the two-step propose / answer, and nothing is stored or sent.
+
+Where it is kept follows the deployment's stores (storage.stores): every function takes a data directory (the
+files, as above) or a `Stores` — "files": the same files under `stores.data_dir`; "postgresql": a
+`session_settings` row (storage.pg.consent.PgSettings), so every replica reads the switch another one set.
+`settings_store` gives the one for a place: FileSettings or PgSettings, the same three methods.
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import private_dir, replace_durable
+
+if TYPE_CHECKING:
+    from storage.stores import Stores
 
 SETTINGS_FILE = "settings.json"
 VERSION = 1
@@ -35,32 +44,99 @@ class ConsentRequired(SettingsError):
     """A one-step turn was asked on a session whose "ask me first" is on."""
 
 
-def _session_dir(data_dir: str | os.PathLike[str], session: object) -> Path:
+Where: TypeAlias = "str | os.PathLike[str] | Stores"  # a data directory (files), or a deployment's stores (either backend)
+
+
+class SettingsStore(Protocol):
+    """Where the sessions' settings are kept. The session id is checked by the functions below, before these run."""
+
+    def get_consent(self, session: str) -> bool: ...
+
+    def set_consent(self, session: str, on: bool, *, create: bool) -> bool | None:
+        """The value stored; None when the session is unknown and `create` is off."""
+        ...
+
+    def forget_session(self, session: str) -> None: ...
+
+
+class FileSettings:
+    """DATA_DIR/sessions/<session>/settings.json, as described above."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.data_dir = Path(data_dir)
+
+    def __repr__(self) -> str:
+        return f"FileSettings({str(self.data_dir)!r})"
+
+    def get_consent(self, session: str) -> bool:
+        path = _session_dir(self.data_dir, session) / SETTINGS_FILE
+        try:
+            with path.open("rb") as f:
+                raw = f.read(MAX_BYTES + 1)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise SettingsError(f"settings: {path} cannot be read ({exc.strerror or 'no details'})") from None
+        return _parse(path, raw)
+
+    def set_consent(self, session: str, on: bool, *, create: bool) -> bool | None:
+        sdir = _session_dir(self.data_dir, session)
+        if not sdir.is_dir():
+            if not create:
+                return None
+            private_dir(sdir)
+        data = json.dumps({"consent": on, "v": VERSION}, sort_keys=True).encode("ascii") + b"\n"
+        _write_atomic(sdir / SETTINGS_FILE, data)
+        return on
+
+    def forget_session(self, session: str) -> None:
+        """Only the settings file: the session folder is the ledger's (control.forget removes it whole)."""
+        (_session_dir(self.data_dir, session) / SETTINGS_FILE).unlink(missing_ok=True)
+
+
+def settings_store(where: Where) -> SettingsStore:
+    """The settings of a data directory (files), or of a deployment's stores (files or PostgreSQL)."""
+    if isinstance(where, (str, os.PathLike)):
+        return FileSettings(where)
+    if where.kind == "files":
+        return FileSettings(where.data_dir)
+    if where.kind == "postgresql" and where.database is not None:
+        from storage.pg.consent import PgSettings
+
+        return PgSettings(where.database)
+    raise SettingsError(f"settings: no settings store for a {where.kind!r} backend without a database")
+
+
+def _shown(where: Where) -> str:
+    """What a message names: the data folder, or the database (never its password)."""
+    return str(Path(where)) if isinstance(where, (str, os.PathLike)) else where.where
+
+
+def _check_session(session: object) -> str:
+    """The session id, checked before any store sees it (it names a folder on files)."""
     if not isinstance(session, str):
         raise SettingsError("settings: session: must be text")
     try:
         validate_session_id(session)
     except EventError as exc:
         raise SettingsError(str(exc)) from None  # the ledger's own words: "session id '…': must be …"
-    return Path(data_dir) / "sessions" / session
+    return session
+
+
+def _session_dir(data_dir: str | os.PathLike[str], session: object) -> Path:
+    return Path(data_dir) / "sessions" / _check_session(session)
 
 
 def settings_path(data_dir: str | os.PathLike[str], session: str) -> Path:
     return _session_dir(data_dir, session) / SETTINGS_FILE
 
 
-def get_consent(data_dir: str | os.PathLike[str], session: str) -> bool:
-    """Whether "ask me first" is on for the session. No settings file (a new session, or never set): off.
-    Raises SettingsError for an invalid session id, or for a settings file that cannot be read (naming it)."""
-    path = settings_path(data_dir, session)
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise SettingsError(f"settings: {path} cannot be read ({exc.strerror or 'no details'})") from None
-    return _parse(path, raw)
+def get_consent(where: Where, session: str) -> bool:
+    """Whether "ask me first" is on for the session. No settings file or row (a new session, or never set): off.
+    Raises SettingsError for an invalid session id, or for a settings file that cannot be read (naming it);
+    storage.BackendError when the database cannot be reached."""
+    _check_session(session)
+    return settings_store(where).get_consent(session)
 
 
 def _parse(path: Path, raw: bytes) -> bool:
@@ -79,22 +155,26 @@ def _parse(path: Path, raw: bytes) -> bool:
     return consent
 
 
-def set_consent(data_dir: str | os.PathLike[str], session: str, on: bool, *, create: bool = False) -> bool:
+def set_consent(where: Where, session: str, on: bool, *, create: bool = False) -> bool:
     """Turn "ask me first" on or off for the session; returns the value stored.
 
-    A session that has no folder yet is refused ("unknown session") unless `create`: the web app passes it, as a
-    session key opens exactly one session and a new one has no events until its first message (the setting can be
-    turned on before that message)."""
+    A session that has no folder yet (on PostgreSQL: no event and no setting) is refused ("unknown session") unless
+    `create`: the web app passes it, as a session key opens exactly one session and a new one has no events until
+    its first message (the setting can be turned on before that message)."""
     if not isinstance(on, bool):
         raise SettingsError("settings: consent must be true or false")
-    sdir = _session_dir(data_dir, session)
-    if not sdir.is_dir():
-        if not create:
-            raise SettingsError(f"settings: session {session} is unknown in {Path(data_dir)}")
-        private_dir(sdir)
-    data = json.dumps({"consent": on, "v": VERSION}, sort_keys=True).encode("ascii") + b"\n"
-    _write_atomic(sdir / SETTINGS_FILE, data)
-    return on
+    _check_session(session)
+    stored = settings_store(where).set_consent(session, on, create=create)
+    if stored is None:
+        raise SettingsError(f"settings: session {session} is unknown in {_shown(where)}")
+    return stored
+
+
+def forget_settings(where: Where, session: str) -> None:
+    """The session's settings, gone (idempotent): what deleting a session does on PostgreSQL, where no session
+    folder takes them along. On files only settings.json goes (the folder is control.forget's to remove)."""
+    _check_session(session)
+    settings_store(where).forget_session(session)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -102,10 +182,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
     replace_durable(path, data)
 
 
-def refuse_direct_turn(data_dir: str | os.PathLike[str], session: str) -> None:
+def refuse_direct_turn(where: Where, session: str) -> None:
     """Before a one-step turn: refuse it (ConsentRequired) when the session's "ask me first" is on. A settings
-    file that cannot be read refuses it too (SettingsError naming the file): the person may have turned it on."""
-    if get_consent(data_dir, session):
+    file that cannot be read refuses it too (SettingsError naming the file): the person may have turned it on.
+    `where`: a data directory, or the engine's stores (either backend)."""
+    if get_consent(where, session):
         raise ConsentRequired(
             f"session {session}: ask me first is on, so the memories must be approved before the model sees them: "
             "use propose then answer (MCP propose_turn / answer_turn; `python -m chat propose` / `answer`); "
