@@ -15,6 +15,11 @@ tombstone under the session's turn lock, so of two answers exactly one wins — 
 a turn with the approved memories only; its receipt records the decision (docs/FORMAT.md §18).
 Replay, reuse, another session's token, an expired or altered token, or an id that was not proposed
 is a ConsentError (one line) and nothing is appended. `cancel` spends it with no turn at all.
+
+On PostgreSQL (storage.stores: `engine.stores.kind == "postgresql"`) the same proposals, secret and tombstones are
+rows every replica shares (storage.pg.consent.PgProposals): a token proposed on one replica is answered on any
+other, and spending it is one UPDATE … WHERE state = 'waiting', so of two answers on any replicas exactly one wins.
+`proposal_store(stores)` gives the store for a deployment; its `forget_session` is what deleting a session calls.
 """
 
 from __future__ import annotations
@@ -28,18 +33,20 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
 from ledger.fsmode import open_private, private_dir
-from receipts import checkpoints, files
+from receipts.file_backend import issue as issue_checkpoint
 from retrieval.model import Hit, SearchError, check_k
 
 from .engine import Consent, InputError, Turn, TurnError, check_message, log
 
 if TYPE_CHECKING:
+    from storage.stores import Stores
+
     from .engine import Engine
 
 TOKEN_TTL = 600  # seconds: a proposal waits ten minutes for its answer
@@ -109,7 +116,44 @@ def _utc(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(t))
 
 
-# -- the pending proposals on disk ------------------------------------------------------------------------
+# -- the pending proposals --------------------------------------------------------------------------------
+class ProposalStore(Protocol):
+    """Where proposals wait: the files below (Store) or PostgreSQL (storage.pg.consent.PgProposals)."""
+
+    def secret(self) -> bytes:
+        """The deployment's 32-byte MAC key, made on first use and the same ever after (for every replica)."""
+        ...
+
+    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None: ...
+
+    def load(self, nonce: str) -> dict[str, Any] | None:
+        """The waiting proposal, None when there is none (spent, swept or never made)."""
+        ...
+
+    def spend(self, nonce: str, how: str) -> bool:
+        """Atomically end the waiting proposal as `how` (used, cancelled, expired); False when it was not waiting."""
+        ...
+
+    def spent(self, nonce: str) -> str | None: ...
+
+    def sweep(self, now: float) -> None: ...
+
+    def forget_session(self, session: str) -> None:
+        """Every proposal of the session, waiting or spent, gone (the session is being deleted)."""
+        ...
+
+
+def proposal_store(stores: Stores) -> ProposalStore:
+    """The proposal store of a deployment: DATA_DIR/proposals/ on files, the shared tables on PostgreSQL."""
+    if stores.kind == "postgresql" and stores.database is not None:
+        from storage.pg.consent import PgProposals
+
+        return PgProposals(stores.database, ttl=TOKEN_TTL)
+    if stores.kind == "files":
+        return Store(stores.data_dir)
+    raise TurnError(f"consent: no proposal store for a {stores.kind!r} backend without a database")
+
+
 class Store:
     """DATA_DIR/proposals/: `secret`, `<session>.<nonce>.json` (waiting), `….used` / `.cancelled` / `.expired` (spent).
 
@@ -201,6 +245,14 @@ class Store:
             except FileNotFoundError:
                 continue
 
+    def forget_session(self, session: str) -> None:
+        """`<session>.*`: its waiting proposals (with their questions) and its tombstones."""
+        validate_session_id(session)  # a session id holds no glob character and no dot
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.glob(f"{session}.*"):
+            path.unlink(missing_ok=True)
+
 
 # -- the two steps ------------------------------------------------------------------------------------------
 def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
@@ -211,10 +263,10 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
         k = check_k(k)
     except (EventError, SearchError) as exc:
         raise InputError(str(exc)) from None
-    store = Store(engine.data_dir)
+    store = proposal_store(engine.stores)
     now = engine.clock()
     store.sweep(now)
-    with files.session_turn_lock(engine.data_dir, session):
+    with engine.backend.turn_lock(session):
         hits, excluded = engine._retrieve(session, message, k, [])
         if hits:
             engine._memories(session, hits)  # the index agrees with the ledger, or the proposal is refused
@@ -245,14 +297,19 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
     return Proposal(token, session, message, k, cands, _utc(expires), tuple(r.seq for r in excluded))
 
 
-def _open(engine: Engine, token: object, session: str | None) -> tuple[Store, str, dict[str, Any]]:
+def _open(engine: Engine, token: object, session: str | None) -> tuple[ProposalStore, str, dict[str, Any]]:
     """The waiting proposal a token names, after checking the token is genuine, this session's and in time."""
     m = TOKEN_RE.fullmatch(token) if isinstance(token, str) else None
     if m is None:
         raise ConsentError("token: not a turn token (ct1.<nonce>.<expires>.<mac>, as propose returned it)")
     nonce, expires, mac = m.group(1), int(m.group(2)), m.group(3)
-    store = Store(engine.data_dir)
-    pending = store.load(nonce)
+    store = proposal_store(engine.stores)
+    try:
+        pending = store.load(nonce)
+    except ConsentError:
+        raise
+    except ValueError as exc:  # a row that is not a proposal (storage.pg.consent)
+        raise ConsentError(f"token: its proposal cannot be read ({exc})") from None
     if pending is None:
         how = store.spent(nonce)
         if how == "used":
@@ -261,7 +318,7 @@ def _open(engine: Engine, token: object, session: str | None) -> tuple[Store, st
             raise ConsentError("token: that proposal was cancelled; propose again")
         if how == "expired" or engine.clock() > expires:
             raise ConsentError(f"token: expired at {_utc(expires)}; propose again")
-        raise ConsentError("token: unknown — not issued by this data directory")
+        raise ConsentError("token: unknown — not issued by this data directory or database")
     want = token_mac(store.secret(), str(pending.get("session")), nonce, proposal_digest(pending), int(pending.get("expires", -1)))
     if not hmac.compare_digest(want, mac) or expires != pending.get("expires"):
         raise ConsentError("token: does not match its proposal (altered or forged); nothing was sent")
@@ -306,7 +363,7 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
     sess, message, k = pending["session"], pending["message"], pending["k"]
     receipt_id = "rcpt_" + os.urandom(16).hex()
     try:
-        with files.session_turn_lock(engine.data_dir, sess):
+        with engine.backend.turn_lock(sess):
             proposed = _current(engine, sess, pending, {c["seq"] for c in chosen})
             state = current_controls(engine.ledger, sess)
             if not store.spend(nonce, "used"):  # another answer won the race
@@ -314,7 +371,7 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
             user_ev = engine.ledger.append(sess, "user", message, {"kind": "chat"})
             try:
                 engine.detect_changes(user_ev)  # a fact it changes is marked if approved (FORMAT.md §20)
-                checkpoints.issue(engine.data_dir, engine.ledger, sess, engine.key)
+                issue_checkpoint(engine.backend, engine.ledger, sess, engine.key)
                 engine.index.index_session(sess, [user_ev])
                 _refuse_dead_echo(engine, sess, user_ev.seq, {c["seq"] for c in chosen}, receipt_id)
                 memories = [ev for ev in proposed if ev.seq in {c["seq"] for c in chosen}]
