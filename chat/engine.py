@@ -359,7 +359,7 @@ class Engine:
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
         prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any."""
-        held = current_controls(self.ledger, session).supersessions
+        held = current_controls(self.ledger, session, save=True).supersessions  # a turn appends: keep control-state.json level (issue 15)
         with_states = self.receipt_format == rbody.RECEIPT_VERSION_2 and bool(held.links)
         if self.receipt_format != rbody.RECEIPT_VERSION_2:
             excluded = []  # a format-1 receipt cannot carry them (FORMAT.md §17); retrieval still left them out

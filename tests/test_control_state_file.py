@@ -283,3 +283,24 @@ class TestWhoWritesIt:
         with pytest.raises(revocation.ControlError):
             revoke(data, S, 6)  # already revoked
         assert not path.exists()
+
+
+def test_a_chat_turn_leaves_the_control_state_file_level_with_the_ledger(tmp_path: Path) -> None:
+    """A turn appends, so it keeps control-state.json for the next process (issue 15): after a revoke and two turns
+    the file covers the ledger's controls, and a fresh process folds only what it does not cover."""
+    from chat.engine import Engine
+    from chat.llm import LLM
+
+    eng = Engine(tmp_path, llm=LLM(api_key=""))
+    first = eng.remember(S, "my cat is called Miso")
+    eng.remember(S, "I live in Leeds")
+    revoke(tmp_path, S, first.seq, ledger=eng.ledger)
+    (Ledger(tmp_path).session_dir(S) / state_file.STATE_FILE).unlink()  # as if only chat ever wrote to it
+    revocation._cache.clear()  # and the app that chats is a new process
+    eng.turn(S, "what is my cat called?")
+    eng.turn(S, "where do I live?")
+    saved = state_file.load(Ledger(tmp_path).session_dir(S))
+    assert saved is not None
+    assert set(saved.state.revoked) == {first.seq}
+    revocation._cache.clear()  # a fresh process: the file, then the lines after it
+    assert current(Ledger(tmp_path), S).revoked.keys() == {first.seq}
