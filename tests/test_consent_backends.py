@@ -22,7 +22,14 @@ import pytest
 from chat.consent import TOKEN_TTL, ConsentError, proposal_store
 from chat.engine import Engine
 from chat.llm import LLM
-from control.settings import ConsentRequired, SettingsError, forget_settings, get_consent, refuse_direct_turn, set_consent
+from control.settings import (
+    ConsentRequired,
+    SettingsError,
+    forget_settings,
+    get_consent,
+    refuse_direct_turn,
+    set_consent,
+)
 from receipts.keys import load_or_create
 from storage.stores import Stores, file_stores, pg_stores
 
