@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from control.revocation import current as current_controls
-from control.settings import SettingsError, refuse_direct_turn
+from control.settings import SettingsError, forget_settings, refuse_direct_turn
 from control.state import Revocation
 from control.supersession_state import Supersession
 from ledger import Event
@@ -202,8 +202,11 @@ class Engine:
             self.rows.forget_rows(session)  # a new session of the same name must not inherit what these turns cited
             self.cites.forget(session)
             (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)
-            for path in (self.data_dir / "proposals").glob(f"{session}.*"):  # its consent proposals (chat.consent)
-                path.unlink(missing_ok=True)
+            from .consent import proposal_store
+
+            proposal_store(self.stores).forget_session(session)  # its consent proposals (chat.consent)
+            if self.stores.kind != "files":
+                forget_settings(self.stores, session)  # on files they went with the session folder
         if self.stores.kind == "files":
             self.index.catch_up()
         else:
@@ -247,7 +250,7 @@ class Engine:
         except SearchError as exc:
             raise InputError(str(exc)) from None
         try:  # "ask me first" on: only propose / answer may hand memories to the model (control.settings)
-            refuse_direct_turn(self.data_dir, session)
+            refuse_direct_turn(self.stores, session)
         except SettingsError as exc:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
