@@ -12,11 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 from receipts.api import load_trust
 from receipts.keys import KeyConfigError
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
+from storage import BackendError, database_url
+from storage.stores import Stores, open_stores
 
 from .export import export_session
 from .format import BundleError
@@ -47,11 +52,28 @@ def render(report: BundleReport) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def _stores(data: Path) -> Iterator[Stores | None]:
+    """The data directory's stores: PostgreSQL when DATABASE_URL is set (storage.stores.open_stores), else its files.
+    On files nothing is opened beyond what the commands open themselves (None: their default)."""
+    try:
+        url = database_url()
+        stores = open_stores(data, url) if url else None
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        yield stores
+    finally:
+        if stores is not None:
+            stores.close()
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     data = existing_data_dir(args.data_dir)
     out = given_path(args.out, what="OUT", expected="the bundle file to write")
     try:
-        done = export_session(data, args.session, out)
+        with _stores(data) as stores:
+            done = export_session(data, args.session, out, stores=stores)
     except BundleError as exc:
         raise CliError(str(exc)) from None
     print(f"exported session {done.session}: {done.events:,} events, {done.receipts} receipts, {done.certificates} certificates")
@@ -76,7 +98,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = given_path(args.file, what="FILE", expected="a bundle file")
     trusted = _trust(args.trust)
     try:
-        done = import_bundle(data, path, as_session=args.as_session, trusted=trusted, allow_untrusted=args.allow_untrusted)
+        with _stores(data) as stores:
+            done = import_bundle(data, path, as_session=args.as_session, trusted=trusted, allow_untrusted=args.allow_untrusted, stores=stores)
     except ImportRefused as exc:  # refused by its checks: 1 failed, 3 unverified, as `verify` says of the same bundle
         raise CliError(str(exc), VERDICT_EXIT[exc.verdict]) from None
     except BundleError as exc:
@@ -87,6 +110,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         label = "" if done.origin.verdict == "verified" else " — UNVERIFIED (no trusted key signed it)"
         print(f"imported session {done.origin.session} as {done.local}: {done.indexed:,} events indexed{label}")
+        if stores is not None:  # on PostgreSQL: in a schema of its own (bundle/pg_import.py)
+            print(f"kept in the database, beside its sessions (bundle_imports row {done.local})")
+            return EXIT_OK
         print(f"its receipts verify with: python -m receipts verify RECEIPT --data {data}/imported/{done.local} --trust {data}/imported/{done.local}/bundle-keys/{done.origin.signer.replace(':', '-')}.pub")
     return EXIT_OK
 
@@ -95,7 +121,8 @@ def cmd_markdown(args: argparse.Namespace) -> int:
     data = existing_data_dir(args.data_dir)
     out = given_path(args.out, what="OUT", expected="the Markdown file to write")
     try:
-        n = write_markdown(data, args.session, out)
+        with _stores(data) as stores:
+            n = write_markdown(data, args.session, out, stores=stores)
     except BundleError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {n:,} events of session {args.session} to {out}")
@@ -104,7 +131,9 @@ def cmd_markdown(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     data = existing_data_dir(args.data_dir)
-    for o in list_imported(data):
+    with _stores(data) as stores:
+        origins = list_imported(data, stores=stores)
+    for o in origins:
         print(f"{o.local}\t{o.session}\t{o.events:,} events\t{o.verdict}\t{o.imported_at}")
     return EXIT_OK
 

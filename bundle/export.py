@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,6 +84,10 @@ def session_certificates(data_dir: Path, session: str) -> list[Path]:
     return out
 
 
+def _certificate_members(data_dir: Path, session: str) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in session_certificates(data_dir, session)]
+
+
 def _receipts(data_dir: Path, session: str) -> list[Path]:
     folder = data_dir / "sessions" / session / "receipts"
     if not folder.is_dir():
@@ -111,13 +115,15 @@ def export_session(
     progress: Progress | None = None,
     stores: Stores | None = None,
     exported_at: str | None = None,
+    certificates: Sequence[tuple[str, bytes]] | None = None,
 ) -> Exported:
     """Write `session` as a bundle at `out` (BundleError: no such session, nothing to export).
 
     `stores`: where the session is kept (storage.stores; by default the files in `data_dir`, of which only the
     ledger and the receipt files are opened). Erasure certificates are read from `data_dir/erasures` on either
-    backend, and the signing key is `data_dir`'s unless `key` is given. `exported_at`: the manifest's time and
-    every zip entry's date (default now)."""
+    backend (`certificates`: (file name, bytes) to carry instead, e.g. an imported session's, bundle.pg_import), and
+    the signing key is `data_dir`'s unless `key` is given. `exported_at`: the manifest's time and every zip entry's
+    date (default now)."""
     data = Path(data_dir)
     try:
         validate_session_id(session)
@@ -151,7 +157,7 @@ def export_session(
             size, chunks = _ledger_chunks(stack, ledger, session, count)
             members: list[Member] = []
             receipts = _receipt_members(backend, session)
-            certs = session_certificates(data, session)
+            certs = _certificate_members(data, session) if certificates is None else sorted(certificates)
             total = size + len(receipts) + len(certs)
             try:
                 with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as z:
@@ -161,8 +167,8 @@ def export_session(
                         members.append(_write_bytes(z, _entry(f"receipts/{name}", date_time), read()))
                         if progress is not None:
                             progress(size + i, total, "receipts")
-                    for i, p in enumerate(certs, start=1):
-                        members.append(_write_bytes(z, _entry(f"certificates/{p.name}", date_time), p.read_bytes()))
+                    for i, (name, body) in enumerate(certs, start=1):
+                        members.append(_write_bytes(z, _entry(f"certificates/{name}", date_time), body))
                         if progress is not None:
                             progress(size + len(receipts) + i, total, "certificates")
                     pub = signer.public_key

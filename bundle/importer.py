@@ -10,6 +10,10 @@ the bundle carried (kept in `bundle-keys/` as the key trusted for that session).
 into place in one step, so a crash leaves either nothing or the whole import (a leftover `.staging-*` is removed
 by the next import). Importing the same ledger again (same session id, signer, event count and chain head) is
 reported as a duplicate and changes nothing.
+
+On PostgreSQL (`stores=` of kind "postgresql", storage.stores) the same checks run on the same staging folder, and
+the import is written into the database instead, each in a schema of its own (bundle/pg_import.py); `list_imported`,
+`trusted_keys` and `find_receipt_home` take the same `stores=` and read the database's `bundle_imports` rows.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger import Ledger
 from ledger.event import EventError, now_ts, validate_session_id
@@ -31,6 +35,9 @@ from retrieval import Index
 
 from .format import BundleError
 from .verify import BundleReport, staged, verify_opened
+
+if TYPE_CHECKING:
+    from storage.stores import Stores
 
 IMPORTED = "imported"
 ORIGIN = "origin.json"
@@ -87,8 +94,16 @@ def read_origin(folder: Path) -> Origin | None:
         return None
 
 
-def list_imported(data_dir: str | os.PathLike[str]) -> list[Origin]:
-    """Every imported session of `data_dir`, by local id."""
+def _on_database(stores: Stores | None) -> bool:
+    return stores is not None and stores.kind == "postgresql"
+
+
+def list_imported(data_dir: str | os.PathLike[str], *, stores: Stores | None = None) -> list[Origin]:
+    """Every imported session of `data_dir` (or of the database `stores` names), by local id."""
+    if stores is not None and _on_database(stores):
+        from .pg_import import list_origins
+
+        return list_origins(stores)
     root = imported_root(data_dir)
     out = []
     for p in sorted(root.iterdir()) if root.is_dir() else []:
@@ -100,17 +115,23 @@ def list_imported(data_dir: str | os.PathLike[str]) -> list[Origin]:
     return out
 
 
-def trusted_keys(data_dir: str | os.PathLike[str], local: str) -> list[PublicKey]:
+def trusted_keys(data_dir: str | os.PathLike[str], local: str, *, stores: Stores | None = None) -> list[PublicKey]:
     """The keys trusted for an imported session: those its bundle carried (checked at import)."""
     from receipts.api import load_trust
+
+    if stores is not None and _on_database(stores):
+        from .pg_import import import_keys
+
+        return import_keys(stores, validate_session_id(local))
 
     folder = imported_dir(data_dir, local) / "bundle-keys"
     return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
 
 
-def find_receipt_home(data_dir: str | os.PathLike[str], session: str) -> list[Origin]:
+def find_receipt_home(data_dir: str | os.PathLike[str], session: str, *, stores: Stores | None = None) -> list[Origin]:
     """The imported sessions whose events carry session id `session` (a receipt names it), newest import first."""
-    return sorted((o for o in list_imported(data_dir) if o.session == session), key=lambda o: o.imported_at, reverse=True)
+    found = (o for o in list_imported(data_dir, stores=stores) if o.session == session)
+    return sorted(found, key=lambda o: o.imported_at, reverse=True)
 
 
 DATA_DIR_MARKS = ("sessions", "keys", "index.sqlite", IMPORTED, "erasures", "receipts")
@@ -131,10 +152,15 @@ def _data_dir(data: Path) -> Path:
 
 
 def _default_local(data_dir: Path, origin: str, chain_head: str) -> str:
+    return _free_local(origin, chain_head, lambda local: (imported_root(data_dir) / local).exists() or (data_dir / "sessions" / local).exists())
+
+
+def _free_local(origin: str, chain_head: str, taken: Callable[[str], bool]) -> str:
+    """`<origin>-imported-<8 hex of the chain head>`, then `-2`, `-3`, … until one is not `taken`."""
     base = f"{origin[:40]}-imported-{chain_head[:8]}"
     for n in range(1, 10_000):
         local = base if n == 1 else f"{base}-{n}"
-        if not (imported_root(data_dir) / local).exists() and not (data_dir / "sessions" / local).exists():
+        if not taken(local):
             return local
     raise BundleError(f"no free local session id for {origin}")
 
@@ -164,8 +190,10 @@ def import_bundle(
     as_session: str | None = None,
     trusted: Sequence[PublicKey] = (),
     allow_untrusted: bool = False,
+    stores: Stores | None = None,
 ) -> Imported:
-    """Verify the bundle at `path` and import it into `data_dir` (BundleError, nothing changed, when refused)."""
+    """Verify the bundle at `path` and import it into `data_dir` (BundleError, nothing changed, when refused).
+    `stores`: on PostgreSQL the import is written into that database (`data_dir` holds only the staging folder)."""
     data = _data_dir(Path(data_dir))
     if as_session is not None:
         try:
@@ -175,19 +203,12 @@ def import_bundle(
     root = imported_root(data)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     _sweep_staging(root)
+    if stores is not None and _on_database(stores):
+        return _import_into_database(stores, root, Path(path), as_session, trusted, allow_untrusted)
     with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
         report = verify_opened(opened, trusted)
         m = opened.manifest
-        if report.verdict == "failed":
-            first = report.failed[0]
-            raise ImportRefused(f"refused: {first.name} failed — {first.message}; nothing was imported", verdict="failed", report=report)
-        if report.verdict == "unverified" and not allow_untrusted:
-            why = report.not_verifiable[0]
-            raise ImportRefused(
-                f"refused: not verified ({why.name}: {why.message}); give --trust PUBKEY, or --allow-untrusted to import it as unverified",
-                verdict="unverified",
-                report=report,
-            )
+        _refuse(report, allow_untrusted)
         for o in list_imported(data):
             if (o.session, o.signer, o.events, o.chain_head) == (m.session, m.signer, m.events, m.chain_head):
                 return Imported(o.local, o, report, True, 0)
@@ -215,6 +236,45 @@ def import_bundle(
         idx.close()
         led.close()
     return Imported(local, origin, report, False, count)
+
+
+def _refuse(report: BundleReport, allow_untrusted: bool) -> None:
+    """ImportRefused unless the report lets the bundle in (nothing failed; verified, or unverified when allowed)."""
+    if report.verdict == "failed":
+        first = report.failed[0]
+        raise ImportRefused(f"refused: {first.name} failed — {first.message}; nothing was imported", verdict="failed", report=report)
+    if report.verdict == "unverified" and not allow_untrusted:
+        why = report.not_verifiable[0]
+        raise ImportRefused(
+            f"refused: not verified ({why.name}: {why.message}); give --trust PUBKEY, or --allow-untrusted to import it as unverified",
+            verdict="unverified",
+            report=report,
+        )
+
+
+def _import_into_database(
+    stores: Stores, root: Path, path: Path, as_session: str | None, trusted: Sequence[PublicKey], allow_untrusted: bool
+) -> Imported:
+    """import_bundle on PostgreSQL: the same checks, then bundle/pg_import.py writes it (a schema of its own)."""
+    from . import pg_import
+
+    pg_import.sweep(stores)
+    with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
+        report = verify_opened(opened, trusted)
+        m = opened.manifest
+        _refuse(report, allow_untrusted)
+        earlier = pg_import.same_ledger(stores, m.session, m.signer, m.events, m.chain_head)
+        if earlier is not None:
+            return Imported(earlier.local, earlier, report, True, 0)
+        if as_session is not None:
+            if pg_import.local_taken(stores, as_session):
+                raise BundleError(f"--as {as_session}: a session of that id already exists here; nothing was imported")
+            local = as_session
+        else:
+            local = _free_local(m.session, m.chain_head, lambda name: pg_import.local_taken(stores, name))
+        origin = pg_import.new_origin(local, opened, _sha256_file(path), report.verdict)
+        done, duplicate, count = pg_import.import_opened(stores, opened, origin)
+    return Imported(done.local, done, report, duplicate, count)
 
 
 def _as_dict(o: Origin) -> dict[str, Any]:

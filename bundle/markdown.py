@@ -4,24 +4,33 @@ The conversation in order with its times; each answer followed by the memories i
 short digest, and the state the ledger gives them now: revoked, superseded by seq N, forgotten); erased turns
 shown as "[forgotten]"; control records (erasure, revoke/restore, supersession) as one italic line each. Text is
 escaped so a message cannot turn into Markdown structure (a heading, a link, an image fetched by a viewer).
+On either backend (`stores=`, storage.stores): the same events and receipts give the same text.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from control.revocation import current
+from control.state import ControlState, derive
 from ledger import Event, Ledger
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import replace_durable
-from receipts import files
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.decisions import control_of_record
+from receipts.file_backend import FileBackend
+from receipts.stores import ReceiptBackend
 from receipts.supersessions import supersession_of_record
 
 from .format import BundleError
+
+if TYPE_CHECKING:
+    from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
 
 # Every character that can start Markdown structure, backslash-escaped (CommonMark escapes any ASCII punctuation):
 # `=` too (a line of "===" under a line makes it a heading) and `&` (an entity such as "&lt;" would show as "<").
@@ -57,29 +66,45 @@ def _label(ev: Event) -> str:
     return {"user": "You", "assistant": "Assistant", "system": "System", "imported": "Imported"}.get(ev.role, ev.role)
 
 
-def _cited(data: Path, session: str, receipt_id: object) -> list[dict] | None:  # type: ignore[type-arg]
+def _cited(backend: ReceiptBackend, session: str, receipt_id: object) -> list[dict] | None:  # type: ignore[type-arg]
     if not isinstance(receipt_id, str):
         return None
     try:
-        raw = files.read_receipt_bytes(files.receipt_path(data, session, receipt_id))
+        raw = backend.read_receipt(session, receipt_id)
         body = parse_receipt(raw).signed_body
     except (MalformedReceipt, ValueError, OSError):
         return None
     return [ev for name, ev in cited_events(body) if name.startswith("memory")]
 
 
-def render_markdown(data_dir: str | os.PathLike[str], session: str) -> tuple[str, int]:
-    """(the Markdown text, the number of events it covers)."""
+def _state(ledger: Ledger | PgLedger, session: str) -> ControlState:
+    """The session's control state now: the file ledger's persisted one (control.revocation.current), or derived
+    from the events (PostgreSQL keeps no control-state file)."""
+    if isinstance(ledger, Ledger):
+        return current(ledger, session)
+    return derive(ledger.events(session))
+
+
+def render_markdown(data_dir: str | os.PathLike[str], session: str, *, stores: Stores | None = None) -> tuple[str, int]:
+    """(the Markdown text, the number of events it covers). `stores`: where the session is kept (default the files
+    in `data_dir`)."""
     data = Path(data_dir)
     try:
         validate_session_id(session)
     except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
         raise BundleError(str(exc)) from None
-    ledger = Ledger(data)
-    try:
+    with ExitStack() as stack:
+        if stores is None:
+            file_ledger = Ledger(data)
+            stack.callback(file_ledger.close)
+            ledger: Ledger | PgLedger = file_ledger
+            backend: ReceiptBackend = FileBackend(data)
+            where = str(data)
+        else:
+            ledger, backend, where = stores.ledger, stores.receipts, stores.where
         if not ledger.exists(session):
-            raise BundleError(f"session {session}: no such session in {data}")
-        state = current(ledger, session)
+            raise BundleError(f"session {session}: no such session in {where}")
+        state = _state(ledger, session)
         sup = state.supersessions
         out = [f"# Session {session}", "", "Exported from the Memory Receipt Engine. Each answer lists the memories its receipt cited "
                "(seq, role, first 12 hex digits of the event digest); verify a receipt with `python -m receipts verify`.", ""]
@@ -102,7 +127,7 @@ def render_markdown(data_dir: str | os.PathLike[str], session: str) -> tuple[str
             out.append("[forgotten]" if ev.erased else _md(ev.text) or "*(empty)*")
             out.append("")
             if ev.role == "assistant":
-                cited = _cited(data, session, ev.meta.get("receipt_id"))
+                cited = _cited(backend, session, ev.meta.get("receipt_id"))
                 if cited:
                     out.append(f"Memories cited (receipt {_md(str(ev.meta.get('receipt_id')))}):")
                     out.append("")
@@ -119,11 +144,9 @@ def render_markdown(data_dir: str | os.PathLike[str], session: str) -> tuple[str
                         out.append(f"- seq {seq} · {c['role']} · digest {c['digest'][:12]}{extra}")
                     out.append("")
         return "\n".join(out) + "\n", n
-    finally:
-        ledger.close()
 
 
-def write_markdown(data_dir: str | os.PathLike[str], session: str, out: str | os.PathLike[str]) -> int:
-    text, n = render_markdown(data_dir, session)
+def write_markdown(data_dir: str | os.PathLike[str], session: str, out: str | os.PathLike[str], *, stores: Stores | None = None) -> int:
+    text, n = render_markdown(data_dir, session, stores=stores)
     replace_durable(Path(out), text.encode("utf-8"))
     return n

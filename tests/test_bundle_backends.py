@@ -1,0 +1,286 @@
+"""Session bundles on both backends (issue 14 over issue 13, docs/FORMAT.md §21): a bundle exported from PostgreSQL
+verifies offline and, for the same session content and export time, is the file backend's bundle byte for byte; a
+bundle imported into PostgreSQL keeps its ledger (verifies), its receipts (verify against the stored lines) and is
+found by search, in a schema of its own beside any session of the same id; the bundle CLI follows DATABASE_URL.
+
+The source session (memories, offline turns with receipts, one memory forgotten: a certificate) is
+tests/test_bundle.py's, built with the file engine."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from bundle import (
+    export_session,
+    import_bundle,
+    imported_dir,
+    list_imported,
+    pg_import,
+    render_markdown,
+    trusted_keys,
+    verify_file,
+)
+from bundle.__main__ import main
+from bundle.format import BundleError
+from ledger import Ledger
+from receipts.api import verify_bytes
+from receipts.verify import PASS
+from storage.pg import migrate as pg_migrate
+from storage.pg import receipts_migrate
+from storage.stores import Stores, file_stores, pg_stores
+from tests.test_bundle import QUERIES, SESSION, Source, build_source, empty_data_dir
+
+AT = "2026-12-05T09:00:00.123456Z"  # one export time for every bundle compared byte for byte
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
+    return build_source(tmp_path_factory.mktemp("bundle-backends-source"))
+
+
+@pytest.fixture(params=["file", pytest.param("pg", marks=pytest.mark.pg)])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    """Empty stores of each backend; DATA_DIR a fresh data directory (on PostgreSQL: keys and staging only)."""
+    data = empty_data_dir(tmp_path / "data")
+    opened = file_stores(data) if request.param == "file" else pg_stores(request.getfixturevalue("pg_url"), data)
+    try:
+        yield opened
+    finally:
+        if opened.kind == "files":
+            opened.index.close()
+            opened.ledger.close()
+        opened.close()
+
+
+@contextmanager
+def imported_stores(stores: Stores, local: str) -> Iterator[Stores]:
+    """The stores an imported session lives in: its own data directory, or its own schema."""
+    if stores.kind == "files":
+        st = file_stores(imported_dir(stores.data_dir, local))
+        try:
+            yield st
+        finally:
+            st.index.close()
+            st.ledger.close()
+    else:
+        with pg_import.import_stores(stores, local) as st:
+            yield st
+
+
+def export_imported(stores: Stores, local: str, out: Path, source: Source) -> Path:
+    """Export an imported session again, with its certificates, at AT under the source's key."""
+    with imported_stores(stores, local) as st:
+        certs = pg_import.certificates(stores, local) if stores.kind == "postgresql" else None
+        export_session(st.data_dir, SESSION, out, key=source.key, stores=st, exported_at=AT, certificates=certs)
+    return out
+
+
+def migrated(source: Source, tmp_path: Path, url: str) -> Stores:
+    """A copy of the source's data directory moved into PostgreSQL (`ledger migrate` and its receipts step)."""
+    data = tmp_path / "migrated"
+    shutil.copytree(source.data, data)
+    st = pg_stores(url, data)
+    assert st.database is not None
+    led = st.ledger
+    assert not isinstance(led, Ledger)
+    assert [m.status for m in pg_migrate.migrate(data, led)] == ["copied"]
+    receipts_migrate.migrate_receipts(data, st.database)
+    return st
+
+
+def members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {i.filename: z.read(i) for i in z.infolist()}
+
+
+def every_row_passes(path: Path, source: Source) -> None:
+    report = verify_file(path, source.trusted)
+    assert report.verdict == "verified", [(c.name, c.status, c.message) for c in report.checks if c.status != PASS]
+    assert any(c.name.startswith("receipt ") for c in report.checks) and any(c.name.startswith("certificate ") for c in report.checks)
+
+
+class TestExport:
+    @pytest.mark.pg
+    def test_a_migrated_session_exports_from_postgresql_the_same_bytes_as_from_the_files(self, source: Source, tmp_path: Path, pg_url: str) -> None:
+        st = migrated(source, tmp_path, pg_url)
+        try:
+            from_files = export_session(st.data_dir, SESSION, tmp_path / "files.mre.zip", key=source.key, exported_at=AT)
+            from_pg = export_session(st.data_dir, SESSION, tmp_path / "pg.mre.zip", key=source.key, stores=st, exported_at=AT)
+        finally:
+            st.close()
+        assert from_pg.path.read_bytes() == from_files.path.read_bytes()
+        assert (from_pg.events, from_pg.receipts, from_pg.certificates) == (from_files.events, from_files.receipts, from_files.certificates)
+        every_row_passes(from_pg.path, source)
+
+    @pytest.mark.pg
+    def test_a_session_written_on_postgresql_exports_a_bundle_that_verifies_offline(self, tmp_path: Path, pg_url: str) -> None:
+        data = empty_data_dir(tmp_path / "data")
+        with pg_stores(pg_url, data) as st:
+            for i in range(30):
+                st.ledger.append("bob", "user" if i % 2 == 0 else "assistant", f"message {i} about the harbour")
+            done = export_session(data, "bob", tmp_path / "bob.mre.zip", stores=st)
+            led = st.ledger
+            assert not isinstance(led, Ledger)
+            with open(tmp_path / "bob.jsonl", "wb") as f:
+                led.export("bob", f)
+            assert st.receipts.latest_checkpoint("bob") is not None  # issued by the export, kept in the database
+        assert not (data / "sessions" / "bob").exists()  # nothing of the session written to DATA_DIR
+        assert members(done.path)["ledger/events.jsonl"] == (tmp_path / "bob.jsonl").read_bytes()
+        report = verify_file(done.path, trusted_keys_of(data))
+        assert report.verdict == "verified" and done.events == 30, [(c.name, c.message) for c in report.failed]
+
+    @pytest.mark.pg
+    def test_markdown_from_postgresql_is_the_markdown_from_the_files(self, source: Source, tmp_path: Path, pg_url: str) -> None:
+        st = migrated(source, tmp_path, pg_url)
+        try:
+            assert render_markdown(st.data_dir, SESSION, stores=st) == render_markdown(st.data_dir, SESSION)
+        finally:
+            st.close()
+
+    def test_an_export_time_that_is_not_a_utc_timestamp_is_refused(self, source: Source, tmp_path: Path) -> None:
+        with pytest.raises(BundleError, match="exported_at"):
+            export_session(source.data, SESSION, tmp_path / "x.mre.zip", key=source.key, exported_at="yesterday")
+        assert not (tmp_path / "x.mre.zip").exists()
+
+    def test_the_same_session_exported_twice_at_the_same_time_gives_the_same_bytes(self, source: Source, tmp_path: Path) -> None:
+        a = export_session(source.data, SESSION, tmp_path / "a.mre.zip", key=source.key, exported_at=AT)
+        b = export_session(source.data, SESSION, tmp_path / "b.mre.zip", key=source.key, exported_at=AT)
+        assert a.sha256 == b.sha256
+
+
+def trusted_keys_of(data: Path) -> list:  # type: ignore[type-arg]
+    from receipts.keys import load_or_create
+
+    return [load_or_create(data).public_key]
+
+
+class TestImport:
+    def test_an_imported_bundle_keeps_a_ledger_that_verifies_and_is_found_by_search(self, source: Source, stores: Stores) -> None:
+        done = import_bundle(stores.data_dir, source.bundle, trusted=source.trusted, stores=stores)
+        assert not done.duplicate and done.indexed == done.origin.events
+        assert [o.local for o in list_imported(stores.data_dir, stores=stores)] == [done.local]
+        assert [k.key_id for k in trusted_keys(stores.data_dir, done.local, stores=stores)] == [source.key.key_id]
+        with imported_stores(stores, done.local) as st:
+            report = st.ledger.verify(SESSION)
+            assert report.ok and (report.events, report.head) == (done.origin.events, done.origin.chain_head)
+            found = {q: [h.seq for h in st.index.search(SESSION, q, k=5).results] for q in QUERIES}
+        assert found == source.searches
+
+    def test_every_imported_receipt_verifies_against_the_stored_ledger(self, source: Source, stores: Stores, tmp_path: Path) -> None:
+        done = import_bundle(stores.data_dir, source.bundle, trusted=source.trusted, stores=stores)
+        check = tmp_path / "check"  # the stored lines written out as a data directory, the receipts read back from the store
+        with imported_stores(stores, done.local) as st:
+            (check / "sessions" / SESSION).mkdir(parents=True)
+            with open(check / "sessions" / SESSION / "events.jsonl", "wb") as f:
+                if isinstance(st.ledger, Ledger):
+                    f.write(st.ledger.log_path(SESSION).read_bytes())
+                else:
+                    st.ledger.export(SESSION, f)
+            raws = [st.receipts.read_receipt(SESSION, r) for r in st.receipts.receipt_ids(SESSION)]
+        assert sorted(raws) == sorted(p.read_bytes() for p in source.receipts)
+        for raw in raws:
+            report = verify_bytes(raw, trusted=source.trusted, data_dir=check)
+            assert report.verdict == "verified", [(c.name, c.message) for c in report.failed]
+
+    def test_a_file_exported_bundle_imported_here_exports_again_byte_for_byte(self, source: Source, stores: Stores, tmp_path: Path) -> None:
+        original = export_session(source.data, SESSION, tmp_path / "original.mre.zip", key=source.key, exported_at=AT)
+        done = import_bundle(stores.data_dir, original.path, trusted=source.trusted, stores=stores)
+        again = export_imported(stores, done.local, tmp_path / "again.mre.zip", source)
+        assert again.read_bytes() == original.path.read_bytes()
+        every_row_passes(again, source)
+
+    def test_the_same_bundle_imported_twice_is_a_duplicate_that_changes_nothing(self, source: Source, stores: Stores) -> None:
+        first = import_bundle(stores.data_dir, source.bundle, trusted=source.trusted, stores=stores)
+        second = import_bundle(stores.data_dir, source.bundle, trusted=source.trusted, stores=stores)
+        assert second.duplicate and second.local == first.local and second.indexed == 0
+        assert len(list_imported(stores.data_dir, stores=stores)) == 1
+
+    def test_an_untrusted_bundle_is_refused_and_leaves_nothing(self, source: Source, stores: Stores) -> None:
+        from bundle import ImportRefused
+
+        with pytest.raises(ImportRefused) as caught:
+            import_bundle(stores.data_dir, source.bundle, stores=stores)
+        assert caught.value.verdict == "unverified"
+        assert list_imported(stores.data_dir, stores=stores) == []
+        if stores.kind == "postgresql":
+            assert import_schemas(stores) == []
+
+    def test_a_bundle_of_a_session_this_store_holds_is_imported_beside_it_not_into_it(self, source: Source, stores: Stores) -> None:
+        stores.ledger.append(SESSION, "user", "a different conversation under the same session id")
+        before = stores.ledger.head(SESSION)
+        done = import_bundle(stores.data_dir, source.bundle, trusted=source.trusted, stores=stores)
+        assert stores.ledger.head(SESSION) == before
+        with imported_stores(stores, done.local) as st:
+            assert st.ledger.head(SESSION) == (done.origin.events, done.origin.chain_head)
+
+    def test_as_a_local_id_a_session_of_the_store_already_has_is_refused(self, source: Source, stores: Stores) -> None:
+        stores.ledger.append("taken", "user", "hello")
+        with pytest.raises(BundleError, match="--as taken: a session of that id already exists"):
+            import_bundle(stores.data_dir, source.bundle, trusted=source.trusted, as_session="taken", stores=stores)
+        assert list_imported(stores.data_dir, stores=stores) == []
+
+
+def import_schemas(stores: Stores) -> list[str]:
+    assert stores.database is not None
+    with stores.database.connection() as conn:
+        return [r[0] for r in conn.execute(r"SELECT nspname FROM pg_namespace WHERE nspname LIKE 'mre\_import\_%'")]
+
+
+@pytest.mark.pg
+class TestPostgresqlImports:
+    def test_a_crashed_import_schema_is_dropped_once_stale_and_a_live_one_is_kept(self, source: Source, tmp_path: Path, pg_url: str) -> None:
+        with pg_stores(pg_url, empty_data_dir(tmp_path / "data")) as st:
+            done = import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
+            assert st.database is not None
+            with st.database.transaction() as conn:
+                conn.execute("CREATE SCHEMA mre_import_1000000000_0badc0de")  # no bundle_imports row: a crash in 2001
+                conn.execute("CREATE SCHEMA mre_import_9999999999_0badc0de")  # no row, but not stale yet
+            assert pg_import.sweep(st) == ["mre_import_1000000000_0badc0de"]
+            assert "mre_import_9999999999_0badc0de" in import_schemas(st) and len(import_schemas(st)) == 2
+            with pg_import.import_stores(st, done.local) as imp:
+                assert imp.ledger.verify(SESSION).ok
+
+    def test_a_failure_during_the_import_leaves_no_schema_and_no_row(self, source: Source, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        def broken(*_: object) -> None:
+            raise RuntimeError("disk full (simulated)")
+
+        monkeypatch.setattr(pg_import, "_write_members", broken)
+        with pg_stores(pg_url, empty_data_dir(tmp_path / "data")) as st:
+            with pytest.raises(RuntimeError, match="simulated"):
+                import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
+            assert import_schemas(st) == [] and list_imported(st.data_dir, stores=st) == []
+
+    def test_the_schema_url_keeps_the_url_and_adds_the_search_path(self) -> None:
+        url = pg_import.schema_url("postgresql://u:pw@127.0.0.1:5432/db?sslmode=disable", "mre_import_1700000000_00ff00ff")
+        info = psycopg.conninfo.conninfo_to_dict(url)
+        assert (info["sslmode"], info["options"], info["password"]) == ("disable", "-c search_path=mre_import_1700000000_00ff00ff", "pw")
+        with pytest.raises(ValueError, match="not an import schema"):
+            pg_import.schema_url("postgresql://u@h/db", "public; DROP TABLE events")
+
+
+@pytest.mark.pg
+class TestCli:
+    def test_bundle_export_and_import_follow_database_url(self, source: Source, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        data = empty_data_dir(tmp_path / "data")
+        monkeypatch.setenv("DATABASE_URL", pg_url)
+        assert main(["import", str(data), str(source.bundle), "--trust", str(source.pub)]) == 0
+        assert "imported session alice as" in capsys.readouterr().out
+        assert not any((data / "imported").iterdir())  # only the (removed) staging folder was on disk
+        with pg_stores(pg_url, data) as st:
+            for i in range(3):
+                st.ledger.append("carol", "user", f"line {i}")
+            [origin] = list_imported(data, stores=st)
+        assert main(["list", str(data)]) == 0
+        assert origin.local in capsys.readouterr().out
+        assert main(["export", str(data), "carol", str(tmp_path / "carol.mre.zip")]) == 0
+        assert verify_file(tmp_path / "carol.mre.zip", trusted_keys_of(data)).verdict == "verified"
+        assert main(["markdown", str(data), "carol", str(tmp_path / "carol.md")]) == 0
+        assert "line 2" in (tmp_path / "carol.md").read_text()
+
