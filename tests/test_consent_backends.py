@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from chat.consent import TOKEN_TTL, ConsentError, proposal_store
-from chat.engine import Engine
+from chat.engine import Engine, InputError
 from chat.llm import LLM
 from control.settings import (
     ConsentRequired,
@@ -226,6 +226,27 @@ class TestSettingsAcrossStores:
         set_consent(b.stores, "alice", False)
         assert get_consent(a.stores, "alice") is False
         refuse_direct_turn(a.stores, "alice")
+
+    def test_a_one_step_turn_is_refused_on_a_replica_after_another_turned_ask_me_first_on(self, two: tuple[Engine, Engine]) -> None:
+        a, b = two
+        set_consent(a.stores, "alice", True)
+        with pytest.raises(InputError, match="ask me first is on"):
+            b.turn("alice", QUESTION)
+        assert events(a) == len(MEMORIES)
+        b.turn("bob", "bees?")  # another session's turn is not refused
+
+    def test_deleting_a_session_on_one_replica_drops_its_proposals_and_its_switch_for_all(
+        self, deploy: Deployment, two: tuple[Engine, Engine]
+    ) -> None:
+        a, b = two
+        set_consent(a.stores, "alice", True)
+        p = a.propose("alice", QUESTION)
+        kept = a.propose("bob", "bees?")
+        assert b.forget("alice")
+        assert deploy.kept_questions() == [] and get_consent(a.stores, "alice") is False
+        with pytest.raises(ConsentError, match="unknown"):
+            a.answer(p.token, [], session="alice")
+        a.answer(kept.token, [], session="bob")
 
     def test_on_files_a_stores_and_its_data_directory_are_the_same_switch(self, tmp_path: Path) -> None:
         st = file_stores(tmp_path / "data")
