@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from .format import BundleError
 from .verify import BundleReport, staged, verify_opened
 
 if TYPE_CHECKING:
+    from receipts.verify import Report
     from storage.stores import Stores
 
 IMPORTED = "imported"
@@ -132,6 +134,36 @@ def find_receipt_home(data_dir: str | os.PathLike[str], session: str, *, stores:
     """The imported sessions whose events carry session id `session` (a receipt names it), newest import first."""
     found = (o for o in list_imported(data_dir, stores=stores) if o.session == session)
     return sorted(found, key=lambda o: o.imported_at, reverse=True)
+
+
+def verify_imported_receipt(
+    raw: bytes, data_dir: str | os.PathLike[str], local: str, *, stores: Stores | None = None
+) -> Report:
+    """Verify receipt bytes against the imported session `local` under the keys its bundle carried (trusted_keys).
+
+    On files against its folder, as `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does. On
+    PostgreSQL the import's stored lines are written out as a data directory in a private temporary folder under
+    `DATA_DIR/imported/` (swept like a staging folder if a crash leaves it) and verified there: the same checks
+    over the same bytes, at the cost of one copy of the ledger per call."""
+    from receipts.api import verify_bytes
+    from receipts.audit import forget_cache
+
+    keys = trusted_keys(data_dir, local, stores=stores)
+    if stores is None or not _on_database(stores):
+        return verify_bytes(raw, trusted=keys, data_dir=imported_dir(data_dir, local))
+    from .pg_import import write_ledger
+
+    root = imported_root(data_dir)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
+    try:
+        session = write_ledger(stores, validate_session_id(local), tmp)
+        try:
+            return verify_bytes(raw, trusted=keys, data_dir=tmp)
+        finally:
+            forget_cache(tmp, session)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 DATA_DIR_MARKS = ("sessions", "keys", "index.sqlite", IMPORTED, "erasures", "receipts")

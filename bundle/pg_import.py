@@ -24,6 +24,7 @@ import secrets
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -119,6 +120,20 @@ def import_stores(stores: Stores, local: str) -> Iterator[Stores]:
         raise BundleError(f"imported session {local}: no such import in {stores.where}")
     with _schema_stores(stores, found[1]) as opened:
         yield opened
+
+
+def write_ledger(stores: Stores, local: str, data_dir: Path) -> str:
+    """Write the imported session's stored lines as `data_dir/sessions/<S>/events.jsonl` (what the verifier reads,
+    byte for byte what the bundle carried); its session id S."""
+    found = _find(stores, local)
+    if found is None:
+        raise BundleError(f"imported session {local}: no such import in {stores.where}")
+    origin, schema = found
+    folder = data_dir / "sessions" / origin.session
+    folder.mkdir(parents=True, exist_ok=True)
+    with _schema_stores(stores, schema) as opened, open(folder / "events.jsonl", "xb") as f:
+        cast("PgLedger", opened.ledger).export(origin.session, f)
+    return origin.session
 
 
 def import_keys(stores: Stores, local: str) -> list[PublicKey]:
@@ -269,4 +284,5 @@ __all__ = [
     "same_ledger",
     "schema_url",
     "sweep",
+    "write_ledger",
 ]

@@ -29,6 +29,7 @@ from bundle import (
 )
 from bundle.__main__ import main
 from bundle.format import BundleError
+from bundle.importer import verify_imported_receipt
 from ledger import Ledger
 from receipts.api import verify_bytes
 from receipts.verify import PASS
@@ -284,3 +285,39 @@ class TestCli:
         assert main(["markdown", str(data), "carol", str(tmp_path / "carol.md")]) == 0
         assert "line 2" in (tmp_path / "carol.md").read_text()
 
+
+
+@pytest.mark.pg
+class TestApp:
+    def test_the_app_on_postgresql_exports_imports_searches_and_verifies_an_imported_receipt(self, tmp_path: Path, pg_url: str) -> None:
+        from chat.engine import Engine
+        from chat.llm import LLM
+        from webui import bundles as bd
+        from webui.service import Service
+        from webui.sessions import new_session_key
+
+        secret = "the spare key is under the blue pot"
+        data = empty_data_dir(tmp_path / "data")
+        service = Service(Engine(data, llm=LLM(api_key=""), stores=pg_stores(pg_url, data)))
+        try:
+            key = new_session_key()
+            service.turn(key, secret, 8)
+            service.turn(key, "where is the spare key?", 8)
+            done = bd.export_bundle(service, key)
+            report = verify_file(done.path, [service.engine.key.public_key])
+            assert report.verdict == "verified" and done.receipts == 2, [(c.name, c.message) for c in report.failed]
+            outcome = bd.import_upload(service, key, str(done.path))
+            assert outcome.imported is not None and outcome.refused is None
+            (origin,) = bd.imported_sessions(service, key)
+            _origin, resp = bd.search_imported(service, key, origin.local, "spare key", 8)
+            assert any(secret in hit.text for hit in resp.results)
+            with pg_import.import_stores(service.engine.stores, origin.local) as st:
+                raws = [st.receipts.read_receipt(origin.session, r) for r in st.receipts.receipt_ids(origin.session)]
+            assert len(raws) == 2
+            for raw in raws:
+                checked = verify_imported_receipt(raw, data, origin.local, stores=service.engine.stores)
+                assert checked.verdict == "verified", [(c.name, c.message) for c in checked.failed]
+            assert not (data / "sessions").exists() or not any((data / "sessions").iterdir())  # nothing of a session on disk
+            assert [p.name for p in (data / "imported").iterdir()] == []  # staging and verify folders removed
+        finally:
+            service.engine.close()

@@ -11,7 +11,8 @@ No Gradio here. Every entry point takes the visitor's session key, so:
   the visitor asks for it to be imported unverified, and is then recorded as unverified (`Origin.verdict`).
 
 Files go through the per-process download folder (webui.downloads); a refusal is BadInput with one line, the
-server's own paths replaced by their role (DATA_DIR, the upload's file name).
+server's own paths replaced by their role (DATA_DIR, the upload's file name). Every call goes to the engine's
+stores (storage.stores: the files in DATA_DIR, or PostgreSQL, where each import is a schema of its own).
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ from bundle import (
     import_bundle,
     imported_dir,
     list_imported,
+    pg_import,
     render_markdown,
 )
 from bundle.format import SUFFIX
 from bundle.importer import find_receipt_home
 from control.revocation import current as current_controls
+from control.state import ControlState, derive
 from ledger import Ledger
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval import Index
@@ -51,6 +54,10 @@ from .inputs import BadInput, check_query, parse_k
 from .sessions import is_session_key, session_id
 
 if TYPE_CHECKING:
+    from storage.pg.index import PgIndex
+    from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
+
     from .service import Service
 
 # The app's upload cap is the receipt cap (webui.config.launch_options: Gradio refuses a bigger upload unread);
@@ -79,6 +86,17 @@ def is_export_copy(name: str, session: str) -> bool:
     return name.endswith((bundle_name(session), markdown_name(session)))
 
 
+def _stores(service: Service) -> Stores | None:
+    """The engine's stores when they are PostgreSQL; None on files (the bundle functions' own file default, which
+    opens only what each needs)."""
+    stores: Stores | None = getattr(service.engine, "stores", None)
+    return stores if stores is not None and stores.kind == "postgresql" else None
+
+
+def _controls(ledger: Ledger | PgLedger, session: str) -> ControlState:
+    return current_controls(ledger, session) if isinstance(ledger, Ledger) else derive(ledger.events(session))
+
+
 def _clean(message: str, service: Service, upload: Path | None = None) -> str:
     """A refusal's text without the server's paths: the data directory as DATA_DIR, an upload by its name."""
     if upload is not None:
@@ -94,7 +112,7 @@ def export_bundle(service: Service, key: object, progress: Progress | None = Non
         raise BadInput("export: this session has no events yet: say something first")
     out = service.downloads.reserve(bundle_name(session))
     try:
-        return export_session(service.data_dir, session, out, key=service.engine.key, progress=progress)
+        return export_session(service.data_dir, session, out, key=service.engine.key, progress=progress, stores=_stores(service))
     except BundleError as exc:
         shutil.rmtree(out.parent, ignore_errors=True)
         raise BadInput(f"export: {_clean(str(exc), service)}") from None
@@ -106,7 +124,7 @@ def export_markdown(service: Service, key: object) -> tuple[str, int]:
     if not service.engine.ledger.exists(session):
         raise BadInput("export: this session has no events yet: say something first")
     try:
-        text, n = render_markdown(service.data_dir, session)
+        text, n = render_markdown(service.data_dir, session, stores=_stores(service))
     except BundleError as exc:
         raise BadInput(f"export: {_clean(str(exc), service)}") from None
     return service.downloads.put(markdown_name(session), text.encode("utf-8")), n
@@ -184,7 +202,7 @@ def import_upload(service: Service, key: object, path: object, *, allow_untruste
     own = [service.engine.key.public_key]
     local = local_id(session, _sha256(p))
     try:
-        done = import_bundle(service.data_dir, p, as_session=local, trusted=own, allow_untrusted=allow_untrusted)
+        done = import_bundle(service.data_dir, p, as_session=local, trusted=own, allow_untrusted=allow_untrusted, stores=_stores(service))
     except ImportRefused as exc:
         if exc.verdict == "unverified" and exc.report is not None and exc.report.not_verifiable[0].name == "manifest.signature":
             return ImportOutcome(
@@ -225,7 +243,8 @@ def import_base64(service: Service, key: object, data: object, *, allow_untruste
 def imported_sessions(service: Service, key: object) -> list[Origin]:
     """The imported sessions of the key's session, newest import first."""
     session = service.session(key)
-    return sorted((o for o in list_imported(service.data_dir) if owns(session, o)), key=lambda o: o.imported_at, reverse=True)
+    found = (o for o in list_imported(service.data_dir, stores=_stores(service)) if owns(session, o))
+    return sorted(found, key=lambda o: o.imported_at, reverse=True)
 
 
 def imported_session(service: Service, key: object, local: object) -> Origin:
@@ -243,18 +262,27 @@ def search_imported(service: Service, key: object, local: object, query: object,
     superseded memories left out, as for the visitor's own session."""
     origin = imported_session(service, key, local)
     q, k_ = check_query(query), parse_k(k)
-    folder = imported_dir(service.data_dir, origin.local)
-    led = Ledger(folder)
-    idx = Index(folder, led)
+    stores = _stores(service)
     try:
-        state = current_controls(led, origin.session)
-        exclude = set(state.excluded()) | set(state.supersessions.superseded)
-        return origin, idx.search(origin.session, q, k_, exclude_seqs=sorted(exclude))
+        if stores is not None:
+            with pg_import.import_stores(stores, origin.local) as st:
+                return origin, _search(st.ledger, st.index, origin.session, q, k_)
+        folder = imported_dir(service.data_dir, origin.local)
+        led = Ledger(folder)
+        idx = Index(folder, led)
+        try:
+            return origin, _search(led, idx, origin.session, q, k_)
+        finally:
+            idx.close()
+            led.close()
     except SearchError as exc:
         raise BadInput(str(exc)) from None
-    finally:
-        idx.close()
-        led.close()
+
+
+def _search(led: Ledger | PgLedger, idx: Index | PgIndex, session: str, q: str, k: int) -> SearchResponse:
+    state = _controls(led, session)
+    exclude = set(state.excluded()) | set(state.supersessions.superseded)
+    return idx.search(session, q, k, exclude_seqs=sorted(exclude))
 
 
 def receipt_home(service: Service, key: object, receipt_session: str) -> Origin | None:
@@ -263,7 +291,7 @@ def receipt_home(service: Service, key: object, receipt_session: str) -> Origin 
     if not is_session_key(key):
         return None
     own = session_id(key)
-    return next((o for o in find_receipt_home(service.data_dir, receipt_session) if owns(own, o)), None)
+    return next((o for o in find_receipt_home(service.data_dir, receipt_session, stores=_stores(service)) if owns(own, o)), None)
 
 
 __all__ = [
