@@ -38,7 +38,7 @@ def consent_setting(service: Service, key: object) -> bool:
     named: never a silent off)."""
     session = service.session(key)
     try:
-        return get_consent(service.data_dir, session)
+        return get_consent(service.engine.stores, session)
     except SettingsError as exc:
         raise BadInput(str(exc)) from None
 
@@ -49,7 +49,7 @@ def save_consent(service: Service, key: object, on: object) -> bool:
     if not isinstance(on, bool):
         raise BadInput("ask me first: the setting must be on or off")
     try:
-        return set_consent(service.data_dir, session, on, create=True)
+        return set_consent(service.engine.stores, session, on, create=True)
     except SettingsError as exc:
         raise BadInput(str(exc)) from None
 
