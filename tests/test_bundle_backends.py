@@ -154,6 +154,8 @@ class TestExport:
         a = export_session(source.data, SESSION, tmp_path / "a.mre.zip", key=source.key, exported_at=AT)
         b = export_session(source.data, SESSION, tmp_path / "b.mre.zip", key=source.key, exported_at=AT)
         assert a.sha256 == b.sha256
+        with zipfile.ZipFile(a.path) as z:
+            assert {i.date_time for i in z.infolist()} == {(2026, 12, 5, 9, 0, 0)}  # AT, not the clock at export
 
 
 def trusted_keys_of(data: Path) -> list:  # type: ignore[type-arg]
