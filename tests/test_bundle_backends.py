@@ -260,6 +260,24 @@ class TestPostgresqlImports:
                 import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
             assert import_schemas(st) == [] and list_imported(st.data_dir, stores=st) == []
 
+    def test_an_import_that_loses_the_race_to_the_same_ledger_is_a_duplicate_and_leaves_no_schema(
+        self, source: Source, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        with pg_stores(pg_url, empty_data_dir(tmp_path / "data")) as st:
+            first = import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
+            real = pg_import.same_ledger
+            calls: list[int] = []
+
+            def stale_then_real(*a: object) -> object:
+                calls.append(1)  # the first check (before the copy) misses the winner, as in a race; the commit's sees it
+                return None if len(calls) == 1 else real(*a)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(pg_import, "same_ledger", stale_then_real)
+            monkeypatch.setattr(pg_import, "local_taken", lambda *_a: False)
+            second = import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
+            assert second.duplicate and second.local == first.local and calls == [1, 1]
+            assert len(import_schemas(st)) == 1 and len(list_imported(st.data_dir, stores=st)) == 1
+
     def test_the_schema_url_keeps_the_url_and_adds_the_search_path(self) -> None:
         url = pg_import.schema_url("postgresql://u:pw@127.0.0.1:5432/db?sslmode=disable", "mre_import_1700000000_00ff00ff")
         info = psycopg.conninfo.conninfo_to_dict(url)
