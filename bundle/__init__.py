@@ -1,9 +1,18 @@
 """Session bundles (issue 13): a session exported as one signed zip that proves itself, verified before
-anything is imported, imported under a new local id; and a readable Markdown export. docs/FORMAT.md §21."""
+anything is imported, imported under a new local id; and a readable Markdown export. docs/FORMAT.md §21. On either backend: `stores=` (storage.stores), docs/BACKENDS.md."""
 
 from .export import Exported, export_session
 from .format import BUNDLE_FORMAT, BundleError
-from .importer import Imported, ImportRefused, Origin, import_bundle, imported_dir, list_imported, trusted_keys
+from .importer import (
+    Imported,
+    ImportRefused,
+    Origin,
+    import_bundle,
+    imported_dir,
+    list_imported,
+    trusted_keys,
+    verify_imported_receipt,
+)
 from .markdown import render_markdown, write_markdown
 from .verify import BundleReport, verify_file
 
@@ -22,5 +31,6 @@ __all__ = [
     "render_markdown",
     "trusted_keys",
     "verify_file",
+    "verify_imported_receipt",
     "write_markdown",
 ]
