@@ -288,7 +288,7 @@ def _search(led: Ledger | PgLedger, idx: Index | PgIndex, session: str, q: str, 
 def receipt_home(service: Service, key: object, receipt_session: str) -> Origin | None:
     """The key's imported session holding `receipt_session`'s ledger (a receipt names it), newest import first;
     None when the key has none (another visitor's imports are never consulted)."""
-    if not is_session_key(key):
+    if not is_session_key(key) or not isinstance(key, str):  # the second for mypy: is_session_key checks it is a str
         return None
     own = session_id(key)
     return next((o for o in find_receipt_home(service.data_dir, receipt_session, stores=_stores(service)) if owns(own, o)), None)
