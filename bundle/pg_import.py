@@ -19,6 +19,7 @@ DATA_DIR keeps nothing of an import but that transient copy.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import secrets
 import time
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+import psycopg
 from psycopg import sql as pgsql
 
 from ledger import Ledger
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
     from .importer import Origin
 
+log = logging.getLogger("bundle")
 STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (importer.STALE_STAGING_SECONDS)
 _SCHEMA_RE = re.compile(r"mre_import_(\d{10})_[0-9a-f]{8}")
 
@@ -199,8 +202,14 @@ def import_opened(stores: Stores, opened: Opened, origin: Origin) -> tuple[Origi
 
     m = opened.manifest
     schema = f"{sql.BUNDLE_SCHEMA_PREFIX}{int(time.time()):010d}_{secrets.token_hex(4)}"
-    with _database(stores).transaction() as conn:
-        conn.execute(pgsql.SQL(sql.BUNDLE_CREATE_SCHEMA).format(pgsql.Identifier(schema)))
+    try:
+        with _database(stores).transaction() as conn:
+            conn.execute(pgsql.SQL(sql.BUNDLE_CREATE_SCHEMA).format(pgsql.Identifier(schema)))
+    except psycopg.errors.InsufficientPrivilege:
+        raise BundleError(
+            f"PostgreSQL at {stores.where}: an import needs a schema of its own, and this role may not create one "
+            "(GRANT CREATE ON DATABASE … TO it); nothing was imported"
+        ) from None
     try:
         with _schema_stores(stores, schema) as target:
             staged = Ledger(opened.data, record_tails=False)
@@ -224,7 +233,10 @@ def import_opened(stores: Stores, opened: Opened, origin: Origin) -> tuple[Origi
                 sql.BUNDLE_IMPORT_ADD, (o.local, o.session, o.signer, o.events, o.chain_head, o.bundle_sha256, o.verdict, o.imported_at, schema)
             ).fetchone()
     except BaseException:
-        _drop(stores, schema)
+        try:
+            _drop(stores, schema)
+        except Exception as exc:  # the server went away too: a later import's sweep drops it; the first error is the one to see
+            log.warning("bundle import: schema %s left for the sweep (%s)", schema, exc)
         raise
     if row is None:
         _drop(stores, schema)

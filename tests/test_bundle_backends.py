@@ -8,6 +8,7 @@ tests/test_bundle.py's, built with the file engine."""
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import zipfile
 from collections.abc import Iterator
@@ -277,6 +278,16 @@ class TestPostgresqlImports:
             second = import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
             assert second.duplicate and second.local == first.local and calls == [1, 1]
             assert len(import_schemas(st)) == 1 and len(list_imported(st.data_dir, stores=st)) == 1
+
+    def test_a_role_that_may_not_create_a_schema_is_told_so_and_nothing_is_imported(self, source: Source, tmp_path: Path, pg_url: str) -> None:
+        role = f"limited_{secrets.token_hex(4)}"
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+            admin.execute(f"GRANT CREATE ON SCHEMA public TO {role}")  # its own tables, but no CREATE on the database
+        with pg_stores(pg_url.replace("://mre@", f"://{role}@"), empty_data_dir(tmp_path / "data")) as st:
+            with pytest.raises(BundleError, match="may not create one"):
+                import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
+            assert import_schemas(st) == [] and list_imported(st.data_dir, stores=st) == []
 
     def test_the_schema_url_keeps_the_url_and_adds_the_search_path(self) -> None:
         url = pg_import.schema_url("postgresql://u:pw@127.0.0.1:5432/db?sslmode=disable", "mre_import_1700000000_00ff00ff")
