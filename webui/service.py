@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bundle import Origin, imported_dir, trusted_keys
+from bundle import Origin
+from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
 from control.revocation import current as current_controls
 from control.state import ControlState
@@ -229,8 +230,7 @@ class Service:
         if own is None or receipt.session != own:
             home = receipt_home(self, key, receipt.session)
             if home is not None:
-                folder = imported_dir(self.data_dir, home.local)
-                return verify_bytes(raw, trusted=trusted_keys(self.data_dir, home.local), data_dir=folder), MODE_IMPORTED, home
+                return verify_imported_receipt(raw, self.data_dir, home.local, stores=self.engine.stores), MODE_IMPORTED, home
             mode = MODE_OTHER_SESSION
         elif not self.engine.ledger.exists(own):
             mode = MODE_NO_LEDGER
