@@ -172,6 +172,27 @@ class TestSameAsSqlite:
         assert 1 in statements and max(statements) >= 2, "pruning was never proved, or never failed: the corpus tests nothing"
         lite.close()
 
+    def test_a_large_session_keeps_every_term_under_the_exact_bound_as_sqlite_does(
+        self, tmp_path: Path, ledger: Ledger, db: Database
+    ) -> None:
+        """From prune_min_events on, with exact_prune (the default) both backends give the exhaustive answer; with share
+        pruning (exact_prune=False) both drop the same common terms, so the answers change the same way."""
+        rng = random.Random(11)
+        common, rare = ["garden", "release", "train", "music"], ["kayak", "violin", "ramen", "glacier"]
+        texts = [" ".join(rng.choice(common) for _ in range(3)) + (" " + rng.choice(rare) if i % 7 == 0 else "") for i in range(300)]
+        ledger.append_many("s1", [Message("user", t, {}) for t in texts])
+        exhaustive = PgIndex(db, ledger, config=IndexConfig(prune_min_events=10**9))
+        queries = [f"{c} {r}" for c in common for r in rare]
+        want = [key(exhaustive.search("s1", q, 8)) for q in queries]
+        lite, pg = both(tmp_path / "exact", ledger, db, IndexConfig(prune_min_events=100))
+        assert [key(pg.search("s1", q, 8)) for q in queries] == want == [key(lite.search("s1", q, 8)) for q in queries]
+        lite.close()
+        lite, pg = both(tmp_path / "share", ledger, db, IndexConfig(prune_min_events=100, exact_prune=False, prune_share=0.05))
+        shared = [key(pg.search("s1", q, 8)) for q in queries]
+        assert shared == [key(lite.search("s1", q, 8)) for q in queries]
+        assert shared != want, "share pruning changed no answer: the corpus cannot tell the two apart"
+        lite.close()
+
     def test_explain_names_the_same_terms_and_figures(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
         fill(ledger, "s1")
         lite, pg = both(tmp_path, ledger, db)

@@ -31,6 +31,7 @@ from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET,
 from retrieval.indexing import Plan, plan_rows
 from retrieval.model import IndexUnavailable, SearchError, SearchResponse, check_k
 from retrieval.searcher import Searching, candidates_for, ranked_hits
+from retrieval.sql import MAX_SEQ
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, term_batches
 
 from . import sql
@@ -116,10 +117,15 @@ class PgIndex(Forgetting):
             num, last_seq = found
             if last_seq + 1 <= len(exclude) and set(range(last_seq + 1)) <= set(exclude):
                 return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
-            needs_df = len(q.terms) > MAX_QUERY_TERMS or last_seq + 1 >= cfg.prune_min_events
+            # as retrieval.searcher: a large session keeps every term when the exact bound is on (scan_rows's MaxScore
+            # proof makes the answer exhaustive's); share pruning drops the commonest only when it is off
+            large = last_seq + 1 >= cfg.prune_min_events
+            exact = large and cfg.exact_prune
+            needs_df = len(q.terms) > MAX_QUERY_TERMS or (large and not exact)
             df = self._term_df(conn, num, q.terms) if needs_df else {}
             batches = term_batches(
-                q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share, prune_min_events=cfg.prune_min_events
+                q.terms, df, n_events=last_seq + 1, prune_share=cfg.prune_share,
+                prune_min_events=MAX_SEQ + 2 if exact else cfg.prune_min_events,
             )
             scan: Scan | None = None
             used: list[str] = []
