@@ -5,11 +5,17 @@ Ask me first (issue 11), the same turn in two steps:
 when, score (a share of the best candidate's, 1.00 = best, as the app and `python -m retrieval search` show it),
 text — and prints `token: ct1.…` last; nothing is appended. `python -m chat answer DATA_DIR TOKEN [ID ...]` answers with
 only the approved memories (event ids or seqs; none is allowed); `--cancel` ends it with no turn at all.
+
+With $DATABASE_URL set, every step reads and writes PostgreSQL (the engine opens storage.stores.open_stores); DATA_DIR
+keeps the signing key and the receipt copy the last line names (DATA_DIR/receipt-copies/<session>/<id>.json), a file
+the visitor can keep and check with `python -m receipts verify RECEIPT --data DATA_DIR`. A server that cannot be
+reached is one error line naming it (never its password), exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+from contextlib import closing
 from typing import Any
 
 from ledger.cli_support import (
@@ -35,6 +41,7 @@ def _guarded(action: Any) -> int:
     from ledger import LedgerCorrupted
     from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
+    from storage import BackendError
 
     from .engine import InputError, TurnError
     from .shown import turn_error_text
@@ -44,7 +51,7 @@ def _guarded(action: Any) -> int:
         return result
     except CliError as exc:
         return fail(str(exc), exc.code)
-    except (InputError, KeyConfigError, RetrievalError) as exc:
+    except (InputError, KeyConfigError, RetrievalError, BackendError) as exc:
         return fail(str(exc), EXIT_USAGE)
     except (TurnError, LedgerCorrupted) as exc:
         return fail(turn_error_text(exc), EXIT_FAILED)  # a wrapped exception's class and message never shown
@@ -65,11 +72,15 @@ def _print_turn(turn: Any, k: int) -> None:
 
 
 def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
+    """The engine on DATA_DIR's stores (PostgreSQL when $DATABASE_URL is set); the caller closes it (`closing`)."""
     from receipts.keys import load_existing, new_key_note
+    from storage.cli_stores import database_for, quiet_pool
 
     from .engine import Engine
 
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
+    if database_for() is not None:  # a bad $DATABASE_URL is refused before DATA_DIR or a key is made
+        quiet_pool()
     had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
     make_data_dir(data)
     engine = Engine(data)
@@ -89,7 +100,8 @@ def _propose(argv: list[str]) -> int:
     def go() -> int:
         from retrieval.scoring import relative
 
-        p = _engine(args.data_dir, create=False, write=True).propose(args.session, args.message, args.k)
+        with closing(_engine(args.data_dir, create=False, write=True)) as engine:
+            p = engine.propose(args.session, args.message, args.k)
         shares = relative([c.score for c in p.candidates])  # the candidates are the hits, best first: Hit.relative
         for c, share in zip(p.candidates, shares, strict=True):
             print(f"#{c.rank}  seq {c.seq}  {c.event_id}  {c.role}  {c.ts}  score {share:.2f}  {c.text[:200]!r}")
@@ -114,14 +126,14 @@ def _answer(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     def go() -> int:
-        engine = _engine(args.data_dir, create=False, write=False)
-        if args.cancel:
-            if args.ids:
-                raise CliError("--cancel takes no ids")
-            engine.cancel(args.token, session=args.session)
-            print("cancelled: nothing was sent to the model and nothing was appended")
-            return EXIT_OK
-        turn = engine.answer(args.token, args.ids, session=args.session)
+        if args.cancel and args.ids:
+            raise CliError("--cancel takes no ids")
+        with closing(_engine(args.data_dir, create=False, write=False)) as engine:
+            if args.cancel:
+                engine.cancel(args.token, session=args.session)
+                print("cancelled: nothing was sent to the model and nothing was appended")
+                return EXIT_OK
+            turn = engine.answer(args.token, args.ids, session=args.session)
         _print_turn(turn, turn.body["k"])
         return EXIT_OK
 
@@ -151,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     args: argparse.Namespace = parser.parse_args(raw)
 
     def go() -> int:
-        turn = _engine(args.data_dir, create=args.create, write=True).turn(args.session, args.message, args.k)
+        with closing(_engine(args.data_dir, create=args.create, write=True)) as engine:
+            turn = engine.turn(args.session, args.message, args.k)
         _print_turn(turn, args.k)
         return EXIT_OK
 

@@ -1,7 +1,7 @@
 """Command line: `python -m ledger import|list|verify|repair|export|migrate ...` (a thin layer over the library).
 
-import, list and verify use PostgreSQL when their DATA argument is a postgresql:// URL or $DATABASE_URL
-is set (storage/pg/cli.py); export and migrate are PostgreSQL's own.
+import, list and verify (--since too) use PostgreSQL when their DATA argument is a postgresql:// URL or
+$DATABASE_URL is set (storage/pg/cli.py); export and migrate are PostgreSQL's own; repair refuses there in one line.
 """
 
 from __future__ import annotations
@@ -168,8 +168,9 @@ def _no_gc() -> Iterator[None]:
 MARK = {"pass": "ok  ", "fail": "FAIL", "not_verifiable": "n/a "}
 
 
-def cmd_verify_since(args: argparse.Namespace) -> int:
-    """Prove the session's ledger today extends a checkpoint kept earlier (receipts.checkpoints)."""
+def cmd_verify_since(args: argparse.Namespace, url: str | None = None) -> int:
+    """Prove the session's ledger today extends a checkpoint kept earlier (receipts.checkpoints); on PostgreSQL
+    (`url`) against the database's rows and latest checkpoint, DATA_DIR (when DATA is one) giving the own key."""
     from receipts.api import load_trust
     from receipts.checkpoints import MAX_CHECKPOINT_BYTES, MalformedCheckpoint, parse_checkpoint, prove_since
     from receipts.keys import KeyConfigError
@@ -187,9 +188,12 @@ def cmd_verify_since(args: argparse.Namespace) -> int:
             return fail(f"{path}: over the {MAX_CHECKPOINT_BYTES}-byte checkpoint limit")
         kept = parse_checkpoint(path.read_bytes(), source=str(path))
         trusted = load_trust(args.trust)
-        if not Ledger(data).exists(session):
+        if url is not None:
+            report = _prove_since_database(url, args.data_dir, session, kept, trusted, args.full)
+        elif not Ledger(data).exists(session):
             return fail(f"session {session}: no such session in {data}")
-        report = prove_since(data, session, kept, trusted, full=args.full)
+        else:
+            report = prove_since(data, session, kept, trusted, full=args.full)
     except (MalformedCheckpoint, KeyConfigError, EventError) as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -203,10 +207,39 @@ def cmd_verify_since(args: argparse.Namespace) -> int:
             print(f"  {MARK[c.status]}  {c.name}: {c.message}")
             if c.status == "fail" and (c.expected is not None or c.found is not None):
                 print(f"          expected {c.expected}\n          found    {c.found}")
-        if not trusted:
+        if not trusted and _is_url(args.data_dir):
+            print("note: no --trust key given and no data directory: the signatures could not be checked")
+        elif not trusted:
             print("note: no --trust key given: signatures were checked against the data directory's own key only (not independently trusted)")
         print(f"verdict: {report.verdict.upper()}: {report.message}")
     return EXIT_OK if report.ok else EXIT_BROKEN
+
+
+def _is_url(raw: str) -> bool:
+    from storage import is_database_url
+
+    return is_database_url(raw)
+
+
+def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: Any, full: bool) -> Any:
+    """prove_since over the database's rows (audited from a private copy) and its latest checkpoint."""
+    import tempfile
+    from contextlib import ExitStack
+
+    from ledger.cli_support import CliError
+    from receipts.checkpoints import prove_since
+    from storage.cli_stores import opened_stores
+    from storage.pg.ledger import PgLedger
+
+    with ExitStack() as stack:
+        # DATA a URL: no data directory, so no own key (an empty private folder stands in for one)
+        home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-no-data-"))) if _is_url(raw) else existing_data_dir(raw)
+        stores = stack.enter_context(opened_stores(home, url))
+        led = stores.ledger
+        assert isinstance(led, PgLedger)
+        if not led.exists(session):
+            raise CliError(f"session {session}: no such session in {stores.where}")
+        return prove_since(home, session, kept, trusted, full=full, source=led, read_latest=stores.receipts.latest_checkpoint)
 
 
 def _database_for(raw: str) -> str | None:
@@ -225,10 +258,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     url = _database_for(args.data_dir)
     if url is None:
         data = existing_data_dir(args.data_dir)
-    elif args.since is not None:
-        return fail("--since: not on PostgreSQL yet (verify --since reads the data directory's checkpoints)")
     if args.since is not None:
-        return cmd_verify_since(args)
+        return cmd_verify_since(args, url)
     if args.trust:
         return fail("--trust applies to --since CHECKPOINT_FILE")
     try:
@@ -302,6 +333,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     """Show a broken session's first break and what --truncate-at would do; with it, do it."""
+    if _database_for(args.data_dir) is not None:
+        from storage.cli_stores import not_yet
+
+        return fail(str(not_yet("repair", "a session's rows are not cut by this command; `python -m ledger verify` names the first break and `python -m ledger export` writes the session's JSONL")))
     data = existing_data_dir(args.data_dir)
     try:
         validate_session_id(args.session)

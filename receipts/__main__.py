@@ -1,11 +1,20 @@
-"""`python -m receipts verify RECEIPT ...`, `python -m receipts pubkey DATA_DIR`, `python -m receipts checkpoint DATA_DIR SESSION`."""
+"""`python -m receipts verify RECEIPT ...`, `python -m receipts pubkey DATA_DIR`, `python -m receipts checkpoint DATA_DIR SESSION`.
+
+With $DATABASE_URL set, `verify --data DATA_DIR` checks the receipt against the session's ledger in PostgreSQL (its
+rows audited from a private copy: receipts.ledger_copy; DATA_DIR still gives the deployment's own, untrusted key) and
+`checkpoint` prints the latest checkpoint the database keeps. An erasure certificate with --data is refused there for
+now, in one line. storage.pg is imported only then.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ledger.cli_support import (
     EXIT_FAILED,
@@ -18,7 +27,7 @@ from ledger.cli_support import (
     given_path,
     run,
 )
-from ledger.event import EventError
+from ledger.event import EventError, validate_session_id
 
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
@@ -78,6 +87,25 @@ def render_text(report: Report, *, rows: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _database() -> str | None:
+    """$DATABASE_URL when set (CliError for one that is not a PostgreSQL URL); None: the files."""
+    from storage.cli_stores import database_for
+
+    return database_for()
+
+
+@contextmanager
+def _ledger_source(data: str, url: str | None) -> Iterator[Any]:
+    """None on files (the ledger is in `data`); on PostgreSQL the database's ledger, open for the block."""
+    if url is None:
+        yield None
+        return
+    from storage.cli_stores import opened_stores
+
+    with opened_stores(data, url) as stores:
+        yield stores.ledger
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     expected = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
     path = given_path(args.receipt, what="receipt", expected=expected)
@@ -92,13 +120,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raw = path.read_bytes()
     except OSError as exc:
         return fail(f"{path}: {exc.strerror or exc}")
+    url = None
     if args.data is not None:
         existing_data_dir(args.data)
+        url = _database()
     if is_certificate(raw):  # an erasure certificate (docs/FORMAT.md §16): dispatch on payloadType
+        if url is not None:
+            from storage.cli_stores import not_yet
+
+            raise not_yet(
+                "verify --data of an erasure certificate",
+                "its ledger and leftover checks read a data directory's files; without --data its signatures are checked offline",
+            )
         return _verify_certificate(path, raw, args)
     try:
         trusted = load_trust(args.trust)
-        report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full)
+        parse_receipt(raw)  # a receipt first: nothing is asked of the database for input that is not one
+        with _ledger_source(args.data, url) as source:
+            report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full, source=source)
     except MalformedReceipt as exc:
         return fail(f"{path}: {exc}")
     except KeyConfigError as exc:
@@ -160,6 +199,9 @@ def cmd_pubkey(args: argparse.Namespace) -> int:
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     """Print the session's latest signed checkpoint (JSON), to publish or to keep for `ledger verify --since`."""
     data = existing_data_dir(args.data_dir)
+    url = _database()
+    if url is not None:
+        return _checkpoint_database(data, url, args.session)
     try:
         path = checkpoint_path(data, args.session)
         if not (path.parent / "events.jsonl").is_file():
@@ -173,6 +215,27 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
         return fail(f"{exc.filename or data}: {exc.strerror or exc}")
     if cp is None:
         return fail(f"session {args.session}: no signed checkpoint yet (one is signed after every append through the engine or an import with a signing key)")
+    return _print_checkpoint(cp)
+
+
+def _checkpoint_database(data: Path, url: str, session: str) -> int:
+    """`checkpoint` on PostgreSQL: the latest checkpoint the database keeps for the session."""
+    from storage.cli_stores import opened_stores
+
+    try:
+        validate_session_id(session)
+        with opened_stores(data, url) as stores:
+            if not stores.ledger.exists(session):
+                return fail(f"session {session}: no such session in {stores.where}")
+            cp = stores.receipts.latest_checkpoint(session)
+    except (MalformedCheckpoint, EventError) as exc:
+        return fail(str(exc))
+    if cp is None:
+        return fail(f"session {session}: no signed checkpoint yet (one is signed after every append through the engine)")
+    return _print_checkpoint(cp)
+
+
+def _print_checkpoint(cp: dict[str, Any]) -> int:
     print(json.dumps(cp, indent=2, sort_keys=True))
     b = cp["body"]
     print(f"session {b['session']}: {b['tree_size']} events, root {b['root'][:16]}…, signed by {cp['key_id']} at {b['issued_at']}", file=sys.stderr)

@@ -9,6 +9,7 @@ from pathlib import Path
 from .audit import Auditor
 from .body import parse_receipt
 from .keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, keys_dir, legacy_keys_dir, parse_public_key
+from .ledger_copy import LineSource, ledger_dir
 from .verify import Report, verify_receipt
 
 
@@ -50,6 +51,7 @@ def verify_bytes(
     trusted: Sequence[PublicKey] = (),
     data_dir: str | os.PathLike[str] | None = None,
     full: bool = False,
+    source: LineSource | None = None,
 ) -> Report:
     """Parse and verify a receipt. Raises MalformedReceipt for input that is not a receipt.
 
@@ -58,6 +60,9 @@ def verify_bytes(
     hands over a directory chose it): with no trusted key the signatures are
     checked against it for self-consistency only, those rows are
     "not_verifiable", and the verdict is never "verified".
+
+    `source`: the ledger is kept there (PostgreSQL's PgLedger), not in `data_dir`, which then only holds the
+    key; its lines are audited from a private copy (receipts.ledger_copy).
     """
     receipt = parse_receipt(raw)
     keys = list(trusted)
@@ -69,5 +74,5 @@ def verify_bytes(
             own = data_dir_key(data_dir)
         except (KeyConfigError, OSError, UnicodeDecodeError):
             own = None  # unreadable: the rows say no key was found
-    with Auditor(data_dir, full=full).facts(receipt.session) as facts:
+    with ledger_dir(data_dir, receipt.session, source) as where, Auditor(where, full=full).facts(receipt.session) as facts:
         return verify_receipt(receipt, keys, facts, untrusted=own)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from .audit import Auditor
 from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
 from .files import synced_tree
 from .keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
+from .ledger_copy import LineSource, ledger_dir
 from .merkle import ProofError, verify_consistency
 from .merkle_store import MerkleStore
 from .stores import MerkleTree
@@ -437,9 +438,12 @@ def _data_dir_public_key(data_dir: Path) -> PublicKey | None:
         return None
 
 
-def _read_latest(data: Path, session: str) -> dict[str, Any] | MalformedCheckpoint | None:
+LatestCheckpoint = Callable[[str], "dict[str, Any] | None"]  # a session's latest kept checkpoint (PgReceipts.latest_checkpoint)
+
+
+def _read_latest(data: Path, session: str, read: LatestCheckpoint | None = None) -> dict[str, Any] | MalformedCheckpoint | None:
     try:
-        return latest(data, session)
+        return latest(data, session) if read is None else read(session)
     except MalformedCheckpoint as exc:
         return exc
 
@@ -451,6 +455,8 @@ def prove_since(
     trusted: Sequence[PublicKey],
     *,
     full: bool = False,
+    source: LineSource | None = None,
+    read_latest: LatestCheckpoint | None = None,
 ) -> SinceReport:
     """Prove (or disprove) that the session's ledger today extends the kept checkpoint.
 
@@ -460,6 +466,9 @@ def prove_since(
     parse_checkpoint/check_checkpoint_shape. With no `trusted` key the
     signatures are checked against the data directory's own key, for
     self-consistency only, and the verdict is never "verified".
+
+    `source` and `read_latest`: the ledger and its checkpoints are kept there (PostgreSQL: the PgLedger, whose
+    lines are audited from a private copy, and PgReceipts.latest_checkpoint); `data_dir` then only holds the key.
     """
     validate_session_id(session)
     check_checkpoint_shape(kept)
@@ -474,9 +483,9 @@ def prove_since(
     # as events under no signature (nor its half-written last line as a torn
     # tail). A tampered ledger fails the same way each try.
     for attempt in range(ATTEMPTS):
-        before = _read_latest(data, session)
-        with Auditor(data, full=full).facts(session) as facts:
-            after = _read_latest(data, session)
+        before = _read_latest(data, session, read_latest)
+        with ledger_dir(data, session, source) as where, Auditor(where, full=full).facts(session) as facts:
+            after = _read_latest(data, session, read_latest)
             n = facts.verified
             current = next((c for c in (after, before) if isinstance(c, dict) and c["body"]["tree_size"] == n), after)
             report = check_since(session, kept, facts, current, trusted, own)

@@ -11,6 +11,10 @@ It leaves out a superseded statement too (FORMAT.md §19: a newer one replaced i
 question about now; `--history` shows it, labelled "[superseded by seq N]" (JSON: every hit carries
 `superseded_by`, the id of the statement that replaced it, or null, and `superseded_by_seq`).
 Control events are never results: the index holds no row for them.
+
+With $DATABASE_URL set, both commands read and write the PostgreSQL index and ledger instead (storage.stores, the
+same arguments; DATA_DIR must still exist: it is where the deployment keeps its key). storage.pg is imported only
+then, so the file path's start-up time is untouched.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def _data_dir(raw: str) -> Path:
 BAR_FROM_EVENTS = 20_000  # a search that must first index fewer new events than this shows no bar
 
 
-def _progress_bar(ledger: Ledger) -> Any:
+def _progress_bar(ledger: Any) -> Any:
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm
@@ -95,9 +99,10 @@ def _progress_bar(ledger: Ledger) -> Any:
     return tqdm(total=total, unit="ev", file=sys.stderr, desc="indexing")
 
 
-def _indexing_bar(index: Index, session: str) -> Any:
-    """A bar for the indexing a search must do first (the first search after an import), on a terminal only."""
-    if not sys.stderr.isatty():
+def _indexing_bar(index: Any, session: str) -> Any:
+    """A bar for the indexing a search must do first (the first search after an import), on a terminal only
+    (on files: PostgreSQL's index shows none)."""
+    if not sys.stderr.isatty() or not isinstance(index, Index):
         return None
     count = index.ledger.head(session)[0]
     with index.read() as conn:
@@ -110,8 +115,17 @@ def _indexing_bar(index: Index, session: str) -> Any:
     return tqdm(total=todo, unit="ev", file=sys.stderr, desc="indexing")
 
 
+def _database() -> str | None:
+    from storage.cli_stores import database_for
+
+    return database_for()
+
+
 def cmd_rebuild(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args.data_dir)
+    url = _database()
+    if url is not None:
+        return _rebuild_database(data_dir, url)
     ledger = Ledger(data_dir)
     started = time.perf_counter()
     index = Index(data_dir, ledger)
@@ -139,6 +153,34 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         f"rebuilt {index.path}: {sessions} sessions, {events} events in "
         f"{time.perf_counter() - started:.1f}s, {size / 1e6:.1f} MB"
     )
+    return 0
+
+
+def _rebuild_database(data_dir: Path, url: str) -> int:
+    """`rebuild` on PostgreSQL: the search tables emptied and every session indexed again from the ledger rows."""
+    from storage.cli_stores import opened_stores
+
+    started = time.perf_counter()
+    with opened_stores(data_dir, url) as stores:
+        bar = _progress_bar(stores.ledger)
+        counted = {"sessions": 0, "events": 0}
+
+        def progress(_session: str, n: int) -> None:
+            counted["events"] += n
+            if bar is not None:
+                bar.update(n)
+
+        try:
+            warnings = stores.index.rebuild(progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        for w in stores.index.warnings + warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        sessions = stores.ledger.sessions()
+        events = sum(stores.ledger.head(s)[0] for s in sessions)
+        where = stores.where
+    print(f"rebuilt the index in {where}: {len(sessions)} sessions, {events} events in {time.perf_counter() - started:.1f}s")
     return 0
 
 
@@ -206,10 +248,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     except EventError as exc:
         raise UsageError(str(exc)) from None
     data_dir = _data_dir(args.data_dir)
-    ledger = Ledger(data_dir, record_tails=False)  # searching only reads: no tail record written back either
-    if not ledger.exists(args.session):
-        raise UsageError(f"session {args.session}: no such session in {data_dir}")
-    ledger.head(args.session)  # raises LedgerCorrupted (exit 2) when the ledger does not verify
+    url = _database()
+    ledger = None
+    if url is None:
+        ledger = Ledger(data_dir, record_tails=False)  # searching only reads: no tail record written back either
+        if not ledger.exists(args.session):
+            raise UsageError(f"session {args.session}: no such session in {data_dir}")
+        ledger.head(args.session)  # raises LedgerCorrupted (exit 2) when the ledger does not verify
     queries: list[str] | None = None
     if args.queries is not None:
         try:
@@ -218,6 +263,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             why = describe_os_error(exc) if isinstance(exc, OSError) else f"{args.queries}: not UTF-8 text"
             raise UsageError(f"cannot read the queries: {why}; expected a text file, one query per line") from None
+    if ledger is None:
+        assert url is not None
+        return _search_database(args, data_dir, url, queries, k)
     scratch: tempfile.TemporaryDirectory[str] | None = None
     if os.path.lexists(data_dir / INDEX_FILE):
         index = Index(data_dir, ledger)
@@ -233,14 +281,24 @@ def cmd_search(args: argparse.Namespace) -> int:
             scratch.cleanup()
 
 
-def _revoked(index: Index, session: str) -> dict[int, int]:
+def _search_database(args: argparse.Namespace, data_dir: Path, url: str, queries: list[str] | None, k: int) -> int:
+    """`search` on PostgreSQL: the session must exist in the database; it is indexed up to its ledger first."""
+    from storage.cli_stores import opened_stores
+
+    with opened_stores(data_dir, url) as stores:
+        if not stores.ledger.exists(args.session):
+            raise UsageError(f"session {args.session}: no such session in {stores.where}")
+        return _search(args, stores.index, queries, k)
+
+
+def _revoked(index: Any, session: str) -> dict[int, int]:
     """revoked seq -> the control event that revoked it, derived from the ledger (FORMAT.md §17)."""
-    from control.revocation import revoked_seqs  # the edge only: control builds on this package, not the reverse
+    from control.revocation import current  # the edge only: control builds on this package, not the reverse
 
-    return revoked_seqs(index.ledger.data_dir, session, ledger=index.ledger)
+    return {s: r.control_seq for s, r in current(index.ledger, session).revoked.items()}
 
 
-def _superseded(index: Index, session: str) -> dict[int, tuple[int, str]]:
+def _superseded(index: Any, session: str) -> dict[int, tuple[int, str]]:
     """superseded seq -> (seq, id) of the statement that replaced it, derived from the ledger (FORMAT.md §19)."""
     from control.supersession import current_supersessions  # the edge only, as for _revoked
 
@@ -257,7 +315,7 @@ def _results(resp: SearchResponse, revoked: Mapping[int, int], superseded: Mappi
     return out
 
 
-def _search(args: argparse.Namespace, index: Index, queries: list[str] | None, k: int) -> int:
+def _search(args: argparse.Namespace, index: Any, queries: list[str] | None, k: int) -> int:
     bar = _indexing_bar(index, args.session)
     try:
         indexed = index.index_session(args.session, progress=None if bar is None else lambda _s, n: bar.update(n))
