@@ -8,7 +8,6 @@ PostgreSQL one, into one CliError line that names the server without its passwor
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ def database_for(raw: str | None = None, *, url_argument: bool = False) -> str |
 
 def quiet_pool() -> None:
     """The pool logs every failed connection attempt; a command line's one error line says what failed instead."""
+    import logging  # here: the file path of a command never pays for it
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
