@@ -29,6 +29,7 @@ from receipts import RedactError
 from receipts.body import MalformedReceipt
 from receipts.certificate import MalformedCertificate, is_certificate
 from receipts.verify import ERASED, Report
+from storage import BackendError
 
 from . import controls as ct
 from . import forget as fg
@@ -68,6 +69,9 @@ def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
             title="Refused" if not isinstance(exc, TurnError) else "Turn failed",
             print_exception=False,
         )
+    if isinstance(exc, BackendError):  # the database cannot be reached: say so (its message names the server: log only)
+        log.error("a request failed: the store cannot be used (%s at %s: %s)", type(exc).__name__, raised_at(exc), exc)
+        return gr.Error(STORE_UNAVAILABLE, title="Unavailable", print_exception=False)
     # The class and where it was raised (file, line, function: code, never data) — no message and no traceback
     # text: either could quote the visitor's question or a memory, and the log must never hold memory text.
     # The visitor reads a fixed sentence: the class is an internal name (issue 18), the log has it.
@@ -76,6 +80,7 @@ def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
 
 
 REQUEST_FAILED = "the request failed on the server; the details are in the server log"
+STORE_UNAVAILABLE = "the memory store cannot be reached right now; try again in a moment"
 
 
 def shown_text(exc: BaseException) -> str:
@@ -177,13 +182,15 @@ class UI:
         """Outputs: (chat history, input box, stamps, receipt download). The answer streams when the model does.
         With ask me first on (`consent`, or the session's setting on the server), `propose` handles the message
         instead and this changes nothing."""
-        if ct.asks_first(self.service, key, consent):
-            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
-            return
-        try:
-            self.service.check_turn(key, message, k)
+        try:  # reading the setting is inside the edge too: a database that cannot be reached is a message, not a traceback
+            asks = ct.asks_first(self.service, key, consent)
+            if not asks:
+                self.service.check_turn(key, message, k)
         except Exception as exc:  # noqa: BLE001 - the edge
             raise to_gr_error(exc) from None
+        if asks:
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return
         assert isinstance(message, str)
         base = list(history) if isinstance(history, list) else []
         asked = r.user_message(message)
