@@ -79,11 +79,20 @@ def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
     from .engine import Engine
 
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
-    if database_for() is not None:  # a bad $DATABASE_URL is refused before DATA_DIR or a key is made
+    stores = None
+    if database_for() is not None:  # the database first: a bad URL or no server leaves no new DATA_DIR or key
+        from storage.stores import open_stores
+
         quiet_pool()
-    had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
-    make_data_dir(data)
-    engine = Engine(data)
+        stores = open_stores(data)
+    try:
+        had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
+        make_data_dir(data)
+        engine = Engine(data, stores=stores)
+    except BaseException:
+        if stores is not None:
+            stores.close()
+        raise
     if not had_key:
         note(new_key_note(data, engine.key.key_id))  # the app says the same (webui.config.open_engine)
     return engine

@@ -191,7 +191,7 @@ class TestRefusals:
         for args in (("retrieval", "search", str(data), "s1", "x"), ("chat", str(data), "s1", "hello")):
             err = one_error_line(run(env, *args))
             assert "DATABASE_URL" in err and "hunter2" not in err
-        assert not (data / "keys").exists()  # the chat refused before making a key
+        assert not list(data.iterdir())  # the chat refused before making a key
 
     def test_an_unreachable_server_is_one_line_without_the_password_for_every_command(self, data: Path, tmp_path: Path) -> None:
         with socket.socket() as s:
@@ -202,7 +202,7 @@ class TestRefusals:
         commands = [
             ("retrieval", "search", str(data), "s1", "x"),
             ("retrieval", "rebuild", str(data)),
-            ("chat", str(data), "s1", "hello"),
+            ("chat", str(tmp_path / "new-data"), "s1", "hello"),
             ("receipts", "verify", str(receipt), "--data", str(data)),
             ("receipts", "checkpoint", str(data), "s1"),
             ("ledger", "verify", str(data), "s1", "--since", str(kept)),
@@ -215,3 +215,4 @@ class TestRefusals:
             out, err = p.communicate(timeout=TIMEOUT_S)
             line = one_error_line(subprocess.CompletedProcess(p.args, p.returncode, out, err))
             assert f"127.0.0.1:{port}" in line and "hunter2" not in line and "***" in line, (command, line)
+        assert not (tmp_path / "new-data").exists() and not list(data.iterdir())  # no DATA_DIR, key or copy was made
