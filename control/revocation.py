@@ -7,7 +7,13 @@ Revoke is not erasure: the words stay in the ledger, unused (forget destroys the
 
 `current(ledger, session)` is the state now, cached per session (in the process, and on disk in
 control-state.json: control.state_file) and brought up to date from the ledger's new events (the caller holds
-the turn lock when it needs the state not to move).
+the turn lock when it needs the state not to move). On PostgreSQL (a PgLedger) nothing is persisted: the state
+is derived from the session's role 'system' rows, which the server selects (storage.pg.control_rows: every
+control, supersession and erasure record, the only lines that change it), cached in the process and extended
+by the system rows appended since; control-state.json is the file backend's cache only.
+
+Every command takes an optional `stores=` (storage.stores.Stores, control.where): the turn lock, the checkpoint
+(receipts.file_backend.issue) and the ledger are then the stores', on files or PostgreSQL.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
@@ -30,14 +36,21 @@ from ledger.event import (
     is_erasure_record,
     validate_session_id,
 )
-from receipts import checkpoints, files
 from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
+from receipts.file_backend import issue
 from receipts.keys import SigningKey, load_or_create
 from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
 
 from . import state_file
 from .plan import PlanError, quoted
 from .state import ControlState, derive, erases_folded
+from .where import where
+
+if TYPE_CHECKING:
+    from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
+
+    from .where import AnyLedger
 
 
 class ControlError(PlanError):
@@ -90,23 +103,29 @@ _cache: dict[tuple[str, str], _Derived] = {}
 _cache_lock = threading.Lock()
 
 
-def current(ledger: Ledger, session: str, *, save: bool = False) -> ControlState:
+def current(ledger: AnyLedger, session: str, *, save: bool = False) -> ControlState:
     """The control state of `session` as its ledger holds it now (a copy: the caller may keep it).
 
     From this process's cache, else from the session's control-state.json (control.state_file), each extended by
     the lines appended since (a byte search of those lines only); else derived from the whole log. With `save`, a
     ledger opened with record_tails=True (a writer's) writes the file back when it is missing or behind: a command
     that appends says so (revoke, restore, supersede, rebuild); one that may refuse, or only reads (propose, a search,
-    an export), leaves the data directory as it found it. A reader's ledger never writes it."""
+    an export), leaves the data directory as it found it. A reader's ledger never writes it. On PostgreSQL `save`
+    changes nothing: the state is derived from the system rows (module docstring), never written."""
     count, head = ledger.head(session)
     if count == 0:
         return ControlState()
+    if not isinstance(ledger, Ledger):
+        return _current_from_rows(ledger, session, count, head)
     key = (os.path.realpath(ledger.data_dir), session)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None and cached.state.size == count and cached.state.head == head:
-        return cached.state.copy()
-    derived = _extended(ledger, session, cached, count, head) if cached is not None else None
+        if not (save and ledger.record_tails and cached.worth_saving()):
+            return cached.state.copy()
+        derived: _Derived | None = cached  # level with the ledger, but the file is missing or behind: written below
+    else:
+        derived = _extended(ledger, session, cached, count, head) if cached is not None else None
     if derived is None:
         disk = state_file.load(ledger.session_dir(session))
         if disk is not None:
@@ -123,6 +142,44 @@ def current(ledger: Ledger, session: str, *, save: bool = False) -> ControlState
     with _cache_lock:
         _cache[key] = _Derived(derived.state.copy(), derived.start, derived.end, derived.on_disk)
     return derived.state
+
+
+def _current_from_rows(ledger: PgLedger, session: str, count: int, head: str) -> ControlState:
+    """current() on PostgreSQL: the cached state extended by the system rows after it, else derived from them all."""
+    key = (f"postgresql:{ledger.db.shown}", session)
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None and cached.state.size == count and cached.state.head == head:
+        return cached.state.copy()
+    state = _rows_extended(ledger, session, cached.state, count, head) if cached is not None else None
+    if state is None:
+        state = _rows_folded(ledger, session, ControlState(), 0, count, head)
+        assert state is not None  # a fold from nothing has no folded record to erase
+    with _cache_lock:
+        _cache[key] = _Derived(state.copy(), 0, 0)
+    return state
+
+
+def _rows_extended(ledger: PgLedger, session: str, st: ControlState, count: int, head: str) -> ControlState | None:
+    """`st` brought up to `count` events, or None when its prefix is not the session's (the row at its size - 1
+    does not end the chain on its head) or an erasure record erased a record it folded."""
+    if not 0 < st.size <= count:
+        return None
+    (last,) = ledger.read_events(session, [st.size - 1])
+    if last.chain != st.head:
+        return None
+    return _rows_folded(ledger, session, st.copy(), st.size, count, head)
+
+
+def _rows_folded(ledger: PgLedger, session: str, state: ControlState, start: int, count: int, head: str) -> ControlState | None:
+    from storage.pg.control_rows import system_events  # psycopg only when a PostgreSQL ledger is in use
+
+    for ev in system_events(ledger, session, start, count):
+        if erases_folded(state, ev):
+            return None
+        state.apply(ev)
+    state.size, state.head = count, head  # the other lines change nothing but these
+    return state
 
 
 def _counts(state: ControlState) -> tuple[int, int, int]:
@@ -293,15 +350,17 @@ def _derive_scanned(ledger: Ledger, session: str, count: int, head: str) -> Cont
     return _derived_in_full(ledger, session, count, head).state
 
 
-def revoked_seqs(data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None) -> dict[int, int]:
+def revoked_seqs(
+    data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None, stores: Stores | None = None
+) -> dict[int, int]:
     """revoked seq -> the seq of the control event that revoked it (for labelling search results and the ledger view)."""
-    led = ledger if ledger is not None else Ledger(data_dir)
+    led = stores.ledger if stores is not None else (ledger if ledger is not None else Ledger(data_dir))
     if not led.exists(session):
         return {}
     return {s: r.control_seq for s, r in current(led, session).revoked.items()}
 
 
-def _target(led: Ledger, session: str, value: object, count: int) -> Event:
+def _target(led: AnyLedger, session: str, value: object, count: int) -> Event:
     """The event a revoke or restore names: a seq (int or decimal text) or an event id (evt_…)."""
     if isinstance(value, str) and value.startswith("evt_"):
         if not EVENT_ID_RE.fullmatch(value):
@@ -344,25 +403,27 @@ def _control(
     reason: str | None,
     ledger: Ledger | None,
     key: SigningKey | None,
+    stores: Stores | None,
 ) -> ControlResult:
     data = Path(data_dir)
-    led = ledger if ledger is not None else Ledger(data)
+    w = where(data, stores, ledger=ledger)
+    led = w.ledger
     try:
         validate_session_id(session)
     except EventError as exc:
         raise ControlError(str(exc)) from None
     if not led.exists(session):
-        raise ControlError(f"session {session}: no such session in {data}")
+        raise ControlError(f"session {session}: no such session in {w.shown}")
     if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_CONTROL_REASON):
         raise ControlError(f"reason: must be text of at most {MAX_CONTROL_REASON} characters")
     reason = reason.strip() or None if reason is not None else None
-    with files.session_turn_lock(data, session):
+    with w.backend.turn_lock(session):
         count, _head = led.head(session)
         ev = _target(led, session, seq, count)
         _check(session, ev, current(led, session), action, reason)
         k = key if key is not None else load_or_create(data)
         control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
-        checkpoints.issue(data, led, session, k)
+        issue(w.backend, led, session, k)
         current(led, session, save=True)  # folds it now and keeps control-state.json up to date
     return ControlResult(session, action, ev.seq, ev.id, control.seq, control.id, reason)
 
@@ -375,12 +436,14 @@ def revoke(
     *,
     ledger: Ledger | None = None,
     key: SigningKey | None = None,
+    stores: Stores | None = None,
 ) -> ControlResult:
     """Take the event at `seq` (or with id `evt_…`) out of retrieval from now on; the event is kept unchanged.
 
     Raises ControlError (one line, nothing appended) for an unknown session or seq, an erased event, an
-    erasure or control record, an event already revoked, or a reason that repeats a word of the event."""
-    return _control(REVOKE, data_dir, session, seq, reason, ledger, key)
+    erasure or control record, an event already revoked, or a reason that repeats a word of the event.
+    `stores`: the session's stores (storage.stores), on files or PostgreSQL; default the files in `data_dir`."""
+    return _control(REVOKE, data_dir, session, seq, reason, ledger, key, stores)
 
 
 def restore(
@@ -391,6 +454,7 @@ def restore(
     *,
     ledger: Ledger | None = None,
     key: SigningKey | None = None,
+    stores: Stores | None = None,
 ) -> ControlResult:
     """Bring a revoked event back into retrieval. ControlError as for `revoke` (and for an event not revoked)."""
-    return _control(RESTORE, data_dir, session, seq, reason, ledger, key)
+    return _control(RESTORE, data_dir, session, seq, reason, ledger, key, stores)

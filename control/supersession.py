@@ -6,7 +6,9 @@ rule) and an optional reason that quotes nothing; `correct` appends the visitor'
 event and then the record. The state is derived from the ledger (control.state, folded into the same cached
 state as revocations: `current_supersessions`), so a rebuilt index, another process or a restarted app see
 the same. Both take the session's turn lock and keep a signed checkpoint after the append, as a revoke does;
-`supersede_locked` is for a caller already holding the lock (a turn that runs the detector).
+`supersede_locked` is for a caller already holding the lock (a turn that runs the detector). Each takes an
+optional `stores=` (storage.stores, control.where): the ledger, index, turn lock and checkpoint are then the
+stores', on files or PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger import Event, Ledger
 from ledger.event import EventError, is_erasure_record, validate_session_id
-from receipts import checkpoints, files
 from receipts.decisions import MAX_CONTROL_REASON
+from receipts.file_backend import issue
 from receipts.keys import SigningKey, load_or_create
 from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from retrieval import Index
@@ -28,6 +30,12 @@ from retrieval import Index
 from .plan import quoted
 from .revocation import ControlError, _target, current
 from .supersession_state import Supersession, SupersessionState, shown_reason
+from .where import Where, where
+
+if TYPE_CHECKING:
+    from storage.stores import Stores
+
+    from .where import AnyLedger
 
 # chat.engine.MAX_MESSAGE_CHARS, not imported (chat imports control); tests/test_control_supersede.py checks they agree
 MAX_STATEMENT_CHARS = 8000
@@ -97,28 +105,30 @@ class HistoryEntry:
         }
 
 
-def current_supersessions(ledger: Ledger, session: str, *, save: bool = False) -> SupersessionState:
+def current_supersessions(ledger: AnyLedger, session: str, *, save: bool = False) -> SupersessionState:
     """The supersession state of `session` as its ledger holds it now (cached with the revocations; a copy).
     `save`: as for control.revocation.current."""
     return current(ledger, session, save=save).supersessions
 
 
-def superseded_seqs(data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None) -> dict[int, int]:
+def superseded_seqs(
+    data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None, stores: Stores | None = None
+) -> dict[int, int]:
     """superseded seq -> the seq that replaced it (for labelling search results and the ledger view)."""
-    led = ledger if ledger is not None else Ledger(data_dir)
+    led = stores.ledger if stores is not None else (ledger if ledger is not None else Ledger(data_dir))
     if not led.exists(session):
         return {}
     return {s: link.new_seq for s, link in current_supersessions(led, session).superseded.items()}
 
 
 # -- checks (the caller holds the session's turn lock) -------------------------------------------------------
-def _session(data: Path, led: Ledger, session: str) -> None:
+def _session(w: Where, session: str) -> None:
     try:
         validate_session_id(session)
     except EventError as exc:
         raise SupersedeError(str(exc)) from None
-    if not led.exists(session):
-        raise SupersedeError(f"session {session}: no such session in {data}")
+    if not w.ledger.exists(session):
+        raise SupersedeError(f"session {session}: no such session in {w.shown}")
 
 
 def _reason(reason: object) -> str | None:
@@ -127,7 +137,7 @@ def _reason(reason: object) -> str | None:
     return reason.strip() or None if isinstance(reason, str) else None
 
 
-def _statement(led: Ledger, session: str, value: object, count: int, what: str) -> Event:
+def _statement(led: AnyLedger, session: str, value: object, count: int, what: str) -> Event:
     try:
         ev = _target(led, session, value, count)
     except ControlError as exc:
@@ -150,7 +160,7 @@ def _check_reason(session: str, reason: str | None, events: list[tuple[int, str]
 
 
 def supersede_locked(
-    ledger: Ledger,
+    ledger: AnyLedger,
     session: str,
     new_seq: object,
     old_seq: object,
@@ -195,6 +205,7 @@ def supersede(
     checked_by: str | None = None,
     ledger: Ledger | None = None,
     key: SigningKey | None = None,
+    stores: Stores | None = None,
 ) -> SupersedeResult:
     """Record that the event at `new_seq` supersedes the older one at `old_seq` (a seq, or an id `evt_…`).
 
@@ -204,11 +215,12 @@ def supersede(
     holds now, to supersede instead), a `decided_by`/`checked_by` that is not 'visitor', 'rule:<name>' or
     'model:<id>' checked by 'rule:<name>', or a reason that repeats a word of either statement (the record is kept for good)."""
     data = Path(data_dir)
-    led = ledger if ledger is not None else Ledger(data)
-    _session(data, led, session)
-    with files.session_turn_lock(data, session):
+    w = where(data, stores, ledger=ledger)
+    led = w.ledger
+    _session(w, session)
+    with w.backend.turn_lock(session):
         result = supersede_locked(led, session, new_seq, old_seq, reason=reason, decided_by=decided_by, checked_by=checked_by)
-        checkpoints.issue(data, led, session, key if key is not None else load_or_create(data))
+        issue(w.backend, led, session, key if key is not None else load_or_create(data))
     return result
 
 
@@ -222,6 +234,7 @@ def correct(
     ledger: Ledger | None = None,
     index: Index | None = None,
     key: SigningKey | None = None,
+    stores: Stores | None = None,
 ) -> SupersedeResult:
     """"Correct this": append `new_text` as the visitor's user statement, then the record that it supersedes what
     holds now for the fact of the event at `old_seq` (decided by the visitor): that event, or when a later statement
@@ -229,14 +242,15 @@ def correct(
     index the new statement. SupersedeError as for `supersede`
     (nothing appended), and for an empty or over-long text."""
     data = Path(data_dir)
-    led = ledger if ledger is not None else (index.ledger if index is not None else Ledger(data))
-    _session(data, led, session)
+    w = where(data, stores, ledger=ledger, index=index)
+    led = w.ledger
+    _session(w, session)
     if not isinstance(new_text, str) or not new_text.strip():
         raise SupersedeError(f"session {session}: the new statement is empty; type what holds now")
     if len(new_text) > MAX_STATEMENT_CHARS:
         raise SupersedeError(f"session {session}: the new statement is {len(new_text)} characters, over the limit of {MAX_STATEMENT_CHARS}")
     reason = _reason(reason)
-    with files.session_turn_lock(data, session):
+    with w.backend.turn_lock(session):
         count, _head = led.head(session)
         named = _statement(led, session, old_seq, count, "be superseded")
         old = _live_statement(led, session, named)
@@ -248,18 +262,16 @@ def correct(
             raise SupersedeError(f"session {session}: the new statement cannot be recorded: {exc}") from None
         meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR, reason=reason)
         record = led.append(session, "system", SUPERSEDE_TEXT, meta)
-        checkpoints.issue(data, led, session, k)
+        issue(w.backend, led, session, k)
         current(led, session, save=True)  # folds the record now and keeps control-state.json up to date
-    idx = index if index is not None else Index(data, led)
     try:
-        idx.index_session(session, [new, record])
+        w.index().index_session(session, [new, record])
     finally:
-        if index is None:
-            idx.close()
+        w.close()  # the index, when this call opened it
     return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, VISITOR, None, reason, corrected=True, named_seq=None if old is named else named.seq)
 
 
-def _live_statement(led: Ledger, session: str, named: Event) -> Event:
+def _live_statement(led: AnyLedger, session: str, named: Event) -> Event:
     """What a correction of `named` replaces: the statement holding its fact now (`SupersessionState.live`), so a
     fact has one live statement after it. `named` itself while nothing replaced it, or when the one holding now
     is forgotten (no words of it are served; a record naming an erased event is refused)."""
@@ -270,12 +282,14 @@ def _live_statement(led: Ledger, session: str, named: Event) -> Event:
     return named if ev.erased else ev
 
 
-def history(data_dir: str | os.PathLike[str], session: str, seq: object, *, ledger: Ledger | None = None) -> list[HistoryEntry]:
+def history(
+    data_dir: str | os.PathLike[str], session: str, seq: object, *, ledger: Ledger | None = None, stores: Stores | None = None
+) -> list[HistoryEntry]:
     """All statements of the fact `seq` states (linked to it by supersessions, either way), oldest first, each
     with its state now. SupersedeError for an unknown session or seq, or a record (not a statement)."""
-    data = Path(data_dir)
-    led = ledger if ledger is not None else Ledger(data)
-    _session(data, led, session)
+    w = where(data_dir, stores, ledger=ledger)
+    led = w.ledger
+    _session(w, session)
     count, _head = led.head(session)
     try:
         target = _target(led, session, seq, count)
