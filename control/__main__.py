@@ -9,6 +9,11 @@ changed) for an unusable data directory, an unknown session, a bad seq, an event
 erasure record; 1 when the erasure began and stopped (an I/O error, a reader holding the index's old snapshot):
 the ledger changed and the journal stays, so the next forget finishes it. An erasure a crash interrupted is
 finished first (control.forget.recover).
+
+With DATABASE_URL set (postgresql://…) every command works on the PostgreSQL stores (storage.stores.pg_stores):
+DATA_DIR is then the folder that keeps the signing key, the erasure journals and the certificates, and must
+exist; a server that cannot be reached is one line, exit 2. Without it the commands work on the files in DATA_DIR
+as before (each opens its own handles there, the index only when a step needs it).
 """
 
 from __future__ import annotations
@@ -16,16 +21,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
+from storage import BackendError
 
 from .forget import describe, forget, forget_session, pending, recover, result_dict
 from .plan import PlanError
 from .revocation import restore, revoke
 from .supersession import HistoryEntry, history, supersede
+
+if TYPE_CHECKING:
+    from storage.stores import Stores
 
 EPILOG = (
     "Every assistant answer whose receipt cited an erased event is erased with it (--no-cascade: only the named "
@@ -44,25 +56,46 @@ def _data_dir(value: str) -> Path:
     return data
 
 
+@contextmanager
+def _opened(value: str) -> Iterator[tuple[Path, Stores | None]]:
+    """DATA_DIR and the stores a command uses: PostgreSQL's when DATABASE_URL names it (closed after), else None —
+    the files in DATA_DIR, which each command opens itself as it always did."""
+    from storage.cli_stores import database_for, opened_stores  # light: psycopg only when a URL is set
+
+    url = database_for()
+    if url is None:
+        yield _data_dir(value), None
+        return
+    data = Path(value)
+    if not value.strip() or not data.is_dir():
+        raise CliError(f"{value}: not a folder (with DATABASE_URL set, DATA_DIR is the folder of the signing key and erasure certificates)")
+    with opened_stores(data, url) as stores:
+        yield data, stores
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
-    data = _data_dir(args.data_dir)
     if args.all and args.seqs:
         return fail("give either SEQ ... or --all, not both")
     if not args.all and not args.seqs:
         return fail("say which events to forget: SEQ [SEQ ...], or --all for the whole session")
+    with _opened(args.data_dir) as (data, stores):
+        return _forget(args, data, stores)
+
+
+def _forget(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
     try:
-        recovered = recover(data)
+        recovered = recover(data, stores=stores)
         for path in recovered:
             print(f"finished an interrupted erasure: {path}", file=sys.stderr)
         if args.all:
-            result = forget_session(data, args.session)
+            result = forget_session(data, args.session, stores=stores)
         else:
-            result = forget(data, args.session, args.seqs, reason=args.reason, cascade=not args.no_cascade)
+            result = forget(data, args.session, args.seqs, reason=args.reason, cascade=not args.no_cascade, stores=stores)
     except PlanError as exc:
         return fail(str(exc))
     except KeyConfigError as exc:
         return fail(str(exc))
-    except (RetrievalError, OSError) as exc:
+    except (RetrievalError, OSError, BackendError) as exc:
         if any(p.name == f".pending-{args.session}.json" for p in pending(data)):  # the ledger changed: not exit 2
             return fail(f"{data}: the erasure began and stopped ({exc}); the next `python -m control forget` finishes it", EXIT_FAILED)
         return fail(f"{data}: the erasure stopped before anything changed ({exc})")
@@ -78,10 +111,14 @@ CONTROL_EPILOG = (
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    data = _data_dir(args.data_dir)
+    with _opened(args.data_dir) as (data, stores):
+        return _control(args, data, stores)
+
+
+def _control(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
     try:
         do = revoke if args.command == "revoke" else restore
-        result = do(data, args.session, args.seq, reason=args.reason)
+        result = do(data, args.session, args.seq, reason=args.reason, stores=stores)
     except (PlanError, KeyConfigError) as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -99,9 +136,13 @@ SUPERSEDE_EPILOG = (
 
 
 def cmd_supersede(args: argparse.Namespace) -> int:
-    data = _data_dir(args.data_dir)
+    with _opened(args.data_dir) as (data, stores):
+        return _supersede(args, data, stores)
+
+
+def _supersede(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
     try:
-        result = supersede(data, args.session, args.new_seq, args.old_seq, reason=args.reason)
+        result = supersede(data, args.session, args.new_seq, args.old_seq, reason=args.reason, stores=stores)
     except (PlanError, KeyConfigError) as exc:
         return fail(str(exc))
     except OSError as exc:
@@ -123,9 +164,13 @@ def history_line(row: HistoryEntry) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    data = _data_dir(args.data_dir)
+    with _opened(args.data_dir) as (data, stores):
+        return _history(args, data, stores)
+
+
+def _history(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
     try:
-        rows = history(data, args.session, args.seq)
+        rows = history(data, args.session, args.seq, stores=stores)
     except PlanError as exc:
         return fail(str(exc))
     except OSError as exc:
