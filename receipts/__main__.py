@@ -2,8 +2,8 @@
 
 With $DATABASE_URL set, `verify --data DATA_DIR` checks the receipt against the session's ledger in PostgreSQL (its
 rows audited from a private copy: receipts.ledger_copy; DATA_DIR still gives the deployment's own, untrusted key) and
-`checkpoint` prints the latest checkpoint the database keeps. An erasure certificate with --data is refused there for
-now, in one line. storage.pg is imported only then.
+`checkpoint` prints the latest checkpoint the database keeps; an erasure certificate with --data is checked against the
+database's rows and receipts the same way. storage.pg is imported only then.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ledger.event import EventError, validate_session_id
 
 from .api import load_trust, verify_bytes
 from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
-from .certificate import MalformedCertificate, is_certificate
+from .certificate import MalformedCertificate, is_certificate, parse_certificate
 from .certificate_check import render_text as render_certificate
 from .certificate_io import verify_certificate_bytes
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
@@ -95,15 +95,15 @@ def _database() -> str | None:
 
 
 @contextmanager
-def _ledger_source(data: str, url: str | None) -> Iterator[Any]:
-    """None on files (the ledger is in `data`); on PostgreSQL the database's ledger, open for the block."""
+def _database_stores(data: str, url: str | None) -> Iterator[Any]:
+    """None on files (the ledger and receipts are in `data`); on PostgreSQL the database's stores, open for the block."""
     if url is None:
         yield None
         return
     from storage.cli_stores import opened_stores
 
     with opened_stores(data, url) as stores:
-        yield stores.ledger
+        yield stores
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -125,18 +125,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         existing_data_dir(args.data)
         url = _database()
     if is_certificate(raw):  # an erasure certificate (docs/FORMAT.md §16): dispatch on payloadType
-        if url is not None:
-            from storage.cli_stores import not_yet
-
-            raise not_yet(
-                "verify --data of an erasure certificate",
-                "its ledger and leftover checks read a data directory's files; without --data its signatures are checked offline",
-            )
-        return _verify_certificate(path, raw, args)
+        return _verify_certificate(path, raw, args, url)
     try:
         trusted = load_trust(args.trust)
         parse_receipt(raw)  # a receipt first: nothing is asked of the database for input that is not one
-        with _ledger_source(args.data, url) as source:
+        with _database_stores(args.data, url) as stores:
+            source = None if stores is None else stores.ledger
             report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full, source=source)
     except MalformedReceipt as exc:
         return fail(f"{path}: {exc}")
@@ -149,9 +143,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_BY_VERDICT[report.verdict]
 
 
-def _verify_certificate(path: Path, raw: bytes, args: argparse.Namespace) -> int:
+def _verify_certificate(path: Path, raw: bytes, args: argparse.Namespace, url: str | None) -> int:
     try:
-        report = verify_certificate_bytes(raw, trusted=load_trust(args.trust), data_dir=args.data, full=args.full)
+        trusted = load_trust(args.trust)
+        parse_certificate(raw)  # a certificate first: nothing is asked of the database for input that is not one
+        with _database_stores(args.data, url) as stores:
+            source, receipts = (None, None) if stores is None else (stores.ledger, stores.receipts)
+            report = verify_certificate_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full, source=source, receipts=receipts)
     except MalformedCertificate as exc:
         return fail(f"{path}: {exc}")
     except KeyConfigError as exc:

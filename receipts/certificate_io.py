@@ -1,15 +1,20 @@
 """Verifying an erasure certificate, offline or against a data directory (I/O around receipts.certificate).
 
 The CLI (`python -m receipts verify CERT`), the app and MCP call `verify_certificate_bytes`.
-The ledger is read through the auditor (receipts.audit), never through a tree the producer stored.
+The ledger is read through the auditor (receipts.audit), never through a tree the producer stored. On PostgreSQL
+the caller passes the database's ledger (`source`: its rows audited from a private copy, receipts.ledger_copy) and
+receipts (`receipts`: the rows a deleted or erased session's words could remain in); DATA_DIR then gives the key
+and an interrupted erasure's journal.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 from . import files
 from .api import data_dir_key
@@ -18,6 +23,7 @@ from .body import MalformedReceipt, cited_events, parse_receipt
 from .certificate import parse_certificate
 from .certificate_check import CertificateReport, LedgerView, verify_certificate
 from .keys import KeyConfigError, PublicKey
+from .ledger_copy import LineSource, ledger_dir
 from .merkle import ProofError, verify_consistency
 from .verify import LedgerFacts, describe_audit
 
@@ -60,15 +66,41 @@ def _leftovers(data_dir: str | os.PathLike[str], session: str) -> str | None:
     return ", ".join(held) or None
 
 
-def _receipt_problems(data_dir: str | os.PathLike[str], session: str) -> Callable[[set[int], set[str]], list[str]]:
+class ReceiptReader(Protocol):
+    """Where a deployment keeps its receipts other than in files (storage.pg.receipts.PgReceipts)."""
+
+    def receipt_ids(self, session: str) -> list[str]: ...
+
+    def read_receipt(self, session: str, receipt_id: str) -> bytes: ...
+
+
+def _rows_left(receipts: ReceiptReader, session: str) -> str | None:
+    """What of a deleted session a receipt store still holds (its receipt rows), or None."""
+    n = len(receipts.receipt_ids(session))
+    return f"{n} receipt row{'' if n == 1 else 's'} of session {session}" if n else None
+
+
+def _stored(data_dir: str | os.PathLike[str], session: str, receipts: ReceiptReader | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    """(name, read its bytes) for each receipt the session has stored: its files, or its rows in `receipts`."""
+    if receipts is None:
+        for path in files.list_receipts(Path(data_dir), session):
+            yield path.name, partial(files.read_receipt_bytes, path)
+        return
+    for rid in receipts.receipt_ids(session):
+        yield rid, partial(receipts.read_receipt, session, rid)
+
+
+def _receipt_problems(
+    data_dir: str | os.PathLike[str], session: str, receipts: ReceiptReader | None = None
+) -> Callable[[set[int], set[str]], list[str]]:
     def problems(erased: set[int], withdrawn: set[str]) -> list[str]:
         out = []
-        for path in files.list_receipts(Path(data_dir), session):
+        for name, read in _stored(data_dir, session, receipts):
             try:
-                receipt = parse_receipt(files.read_receipt_bytes(path))
+                receipt = parse_receipt(read())
             except (MalformedReceipt, ValueError, OSError) as exc:
                 why = (exc.strerror or "unreadable") if isinstance(exc, OSError) else "not a well-formed receipt"
-                out.append(f"{path.name}: cannot be read ({why}), so it may still hold an erased text")
+                out.append(f"{name}: cannot be read ({why}), so it may still hold an erased text")
                 continue
             rid = receipt.receipt_id
             cited = {ev["seq"] for _name, ev in cited_events(receipt.signed_body)}
@@ -89,11 +121,14 @@ def verify_certificate_bytes(
     trusted: Sequence[PublicKey] = (),
     data_dir: str | os.PathLike[str] | None = None,
     full: bool = False,
+    source: LineSource | None = None,
+    receipts: ReceiptReader | None = None,
 ) -> CertificateReport:
     """Parse and verify a certificate. Raises MalformedCertificate for input that is not one.
 
     As for receipts (receipts.api.verify_bytes): only `trusted` keys are trusted; with `data_dir` and no
-    trusted key, the signatures are checked against the directory's own key for self-consistency only."""
+    trusted key, the signatures are checked against the directory's own key for self-consistency only.
+    `source` and `receipts`: the ledger and receipts are kept there (PostgreSQL), not in `data_dir`."""
     cert = parse_certificate(raw)
     keys = list(trusted)
     if data_dir is None:
@@ -105,7 +140,9 @@ def verify_certificate_bytes(
         except (KeyConfigError, OSError, UnicodeDecodeError):
             own = None
     foreign = _foreign(data_dir, str(cert.body["checkpoint"]["key_id"]))
-    left = _leftovers(data_dir, cert.session)
-    with Auditor(data_dir, full=full).facts(cert.session) as facts:
-        view = dataclasses.replace(_view(facts), foreign=foreign, leftovers=left, receipt_problems=_receipt_problems(data_dir, cert.session))
+    held = [_leftovers(data_dir, cert.session), None if receipts is None else _rows_left(receipts, cert.session)]
+    left = ", ".join(h for h in held if h) or None
+    problems = _receipt_problems(data_dir, cert.session, receipts)
+    with ledger_dir(data_dir, cert.session, source) as where, Auditor(where, full=full).facts(cert.session) as facts:
+        view = dataclasses.replace(_view(facts), foreign=foreign, leftovers=left, receipt_problems=problems)
         return verify_certificate(cert, keys, view, untrusted=own)

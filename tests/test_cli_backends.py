@@ -216,3 +216,41 @@ class TestRefusals:
             line = one_error_line(subprocess.CompletedProcess(p.args, p.returncode, out, err))
             assert f"127.0.0.1:{port}" in line and "hunter2" not in line and "***" in line, (command, line)
         assert not (tmp_path / "new-data").exists() and not list(data.iterdir())  # no DATA_DIR, key or copy was made
+
+
+class TestCertificates:
+    def test_an_erasure_certificate_made_on_the_database_verifies_against_it(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+        from control.forget import forget
+        from storage.stores import pg_stores
+
+        env = env_for(pg_url, tmp_path)
+        chat_turn(env, data, "erin", "my bank pin is 9931")
+        with pg_stores(pg_url, data) as stores:
+            done = forget(data, "erin", [0], stores=stores)
+        trusted = trust_file(env, data, tmp_path)
+        proc = run(env, "receipts", "verify", str(done.certificate_path), "--data", str(data), "--trust", str(trusted), "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert json.loads(proc.stdout)["verdict"] == "verified"
+
+    def test_a_deletion_certificate_fails_while_the_database_still_holds_the_sessions_receipts(
+        self, pg_url: str, data: Path, tmp_path: Path
+    ) -> None:
+        from control.forget import forget_session
+        from storage.stores import pg_stores
+
+        env = env_for(pg_url, tmp_path)
+        receipt = chat_turn(env, data, "fred", "my locker is 12")
+        kept = receipt.read_bytes()  # the visitor's copy (the deletion removes DATA_DIR's)
+        with pg_stores(pg_url, data) as stores:
+            done = forget_session(data, "fred", stores=stores)
+        trusted = trust_file(env, data, tmp_path)
+        args = ("receipts", "verify", str(done.certificate_path), "--data", str(data), "--trust", str(trusted), "--json")
+        proc = run(env, *args)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["verdict"] == "verified", proc.stdout + proc.stderr
+        assert not receipt.exists()
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # a receipt row put back: the session is not all gone
+            conn.execute("INSERT INTO receipts (receipt_id, session, envelope) VALUES (%s, 'fred', %s)", (receipt.stem, kept))
+        failed = run(env, *args)
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        rows = {c["name"]: c for c in json.loads(failed.stdout)["checks"]}
+        assert rows["ledger.deleted"]["status"] == "fail" and "receipt row" in rows["ledger.deleted"]["message"], rows["ledger.deleted"]
