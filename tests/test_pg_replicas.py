@@ -298,6 +298,7 @@ def test_the_database_killed_mid_turns_loses_no_acknowledged_turn_and_the_app_an
         assert app.proc.poll() is None, "the app kept running"
         log = app.log_text()
     failed = [o for o in traffic.outcomes if not o.ok]
+    print(f"{len(traffic.outcomes)} turns, {len(failed)} failed: {sorted({str(error_text(o.error or '')) for o in failed})}")
     unclear = [o.error for o in failed if o.error is None or error_text(o.error) not in CLEAR_ERRORS]
     assert unclear == [], "a failed turn is told in words"
     assert "Traceback" not in log
