@@ -17,7 +17,8 @@ random turns, a random LoCoMo speaker; seeded), and measures:
                 MATCH ... ORDER BY bm25 LIMIT 8 on the raw table
   cli search    `python -m retrieval search DATA s QUESTION` in a fresh process, minus the same interpreter
                 importing the same modules (`python -c "import retrieval.cli"`): what a CLI user waits beyond
-                start-up, p50 / p95 over --cli-runs
+                start-up, p50 / p95 over --cli-runs; before them a writer saves the control state once, as the
+                app or any turn leaves it (control_first_ms: that derivation)
   turn          Engine.turn with the offline stand-in (no Groq key): retrieval, prompt, the answer and question
                 appended with fsync, the receipt signed with its Merkle proofs and written; p50 / p95 after one
                 warm-up turn;  raw: the raw search, two ~600-byte lines appended with an fsync each, and a
@@ -152,6 +153,20 @@ def child_ms(args: list[str]) -> float:
     return (time.perf_counter() - t) * 1000
 
 
+def save_control_state(data: Path) -> float | None:
+    """Milliseconds a writer's first derivation of the control state took (it saves control-state.json), in a fresh
+    process; None for code without control.revocation.current(save=...)."""
+    code = (
+        "import sys, time\nfrom ledger import Ledger\nfrom control.revocation import current\n"
+        "led = Ledger(sys.argv[1])\nt = time.perf_counter()\n"
+        "try:\n    current(led, sys.argv[2], save=True)\nexcept TypeError:\n    sys.exit(3)\n"
+        "print((time.perf_counter() - t) * 1000)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (os.environ.get("PYTHONPATH"), str(ROOT)) if x))
+    done = subprocess.run([sys.executable, "-c", code, str(data), SESSION], capture_output=True, text=True, cwd="/", env=env)
+    return float(done.stdout) if done.returncode == 0 else None
+
+
 # -- one size --------------------------------------------------------------------------------------------------------
 def measure(root: Path, n: int, corpus: tuple[list[str], list[str], list[str]], args: argparse.Namespace) -> dict[str, Any]:
     from chat.engine import Engine
@@ -206,6 +221,11 @@ def measure(root: Path, n: int, corpus: tuple[list[str], list[str], list[str]], 
     r["raw_search_p50"], r["raw_search_p95"] = pct(base, 0.5), pct(base, 0.95)
     idx.close()
 
+    # a writer (the app starting, a turn, a revoke) derives the control state once and saves it
+    # (control/state_file.py), as after any turn; the CLI's reader then folds only what is newer. Without it every
+    # CLI process scans the whole log for control records (at 1M: 1.25 / 2.33 s p50 / p95 beyond start-up,
+    # 2026-12-05 08:10 UTC). Code from before the control state file derives nothing here.
+    r["control_first_ms"] = save_control_state(data)
     cli = [child_ms(["-m", "retrieval", "search", str(data), SESSION, q]) for q in qs[: args.cli_runs]]
     start = [child_ms(["-c", "import retrieval.cli"]) for _ in range(args.cli_runs)]
     floor = statistics.median(start)
@@ -248,7 +268,8 @@ def measure(root: Path, n: int, corpus: tuple[list[str], list[str], list[str]], 
 
 # -- report ----------------------------------------------------------------------------------------------------------
 def table(doc: dict[str, Any]) -> str:
-    out = [f"{doc['label']}: {doc['machine']}; load average at start {doc['load']}", ""]
+    at = f" (commit {doc['commit']})" if doc.get("commit") else ""
+    out = [f"{doc['label']}{at}: {doc['machine']}; load average at start {doc['load']}", ""]
     out.append("| events | import ev/s (raw) | verify ev/s (raw) | index s (raw) | search p50 / p95 ms (raw) | CLI search beyond start-up p50 / p95 ms | turn p50 / p95 ms (raw) |")
     out.append("|---:|---:|---:|---:|---:|---:|---:|")
     for r in doc["rows"]:
@@ -309,6 +330,17 @@ def plot(docs: list[dict[str, Any]]) -> list[Path]:
     return written
 
 
+def commit() -> str | None:
+    """The project's commit the run measured (PYTHONPATH's tree when it names one), '+' when the tree has changes."""
+    tree = next((Path(x) for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x), ROOT)
+    try:
+        head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty.strip() else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -343,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     os.environ["MRE_CACHE_DIR"] = str(root / "audit-cache")
     corpus = locomo()
-    doc: dict[str, Any] = {"label": args.label, "machine": machine_line(), "load": os.getloadavg(), "rows": []}
+    doc: dict[str, Any] = {"label": args.label, "machine": machine_line(), "load": os.getloadavg(), "commit": commit(), "rows": []}
     result = args.out / f"growth-{args.label}.json"
     for n in (int(x) for x in args.sizes.split(",")):
         t = time.perf_counter()
