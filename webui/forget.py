@@ -23,7 +23,6 @@ from control.forget import ForgetResult
 from control.plan import Plan, PlanError
 from ledger import Event
 from receipts import certificate as cert
-from receipts import files
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
 
 from .bundles import is_export_copy
@@ -81,7 +80,7 @@ def ask(service: Service, key: object, seqs: Sequence[object]) -> Asked:
     led = service.engine.ledger
     if not led.exists(session):
         raise PlanError("this session has nothing to forget yet")
-    plan = cf.preview(service.data_dir, session, list(seqs), ledger=led)
+    plan = cf.preview(service.data_dir, session, list(seqs), stores=service.engine.stores)
     events = led.read_events(session, plan.erase)
     return Asked(Pending(EVENTS, session, plan.named, plan.erase), plan, events, 0, 0)
 
@@ -93,7 +92,7 @@ def ask_session(service: Service, key: object) -> Asked:
     count = led.head(session)[0] if led.exists(session) else 0
     if count == 0:
         raise PlanError("this session holds no events: there is nothing to forget")
-    return Asked(Pending(SESSION, session), None, [], count, len(files.list_receipts(service.data_dir, session)))
+    return Asked(Pending(SESSION, session), None, [], count, len(_receipt_ids(service, session)))
 
 
 def confirm(service: Service, key: object, pending: object, reason: object = "") -> Done:
@@ -107,7 +106,7 @@ def confirm(service: Service, key: object, pending: object, reason: object = "")
     if pending.scope == SESSION:
         ids = _receipt_ids(service, session)
         result = cf.forget_session(
-            service.data_dir, session, ledger=eng.ledger, index=eng.index, key=eng.key, copies=service.cache_dirs
+            service.data_dir, session, stores=eng.stores, key=eng.key, copies=service.cache_dirs
         )
         return _done(service, result, ids, whole=True)
     now = ask(service, key, pending.named)
@@ -119,8 +118,7 @@ def confirm(service: Service, key: object, pending: object, reason: object = "")
         session,
         pending.named,
         reason=why or None,
-        ledger=eng.ledger,
-        index=eng.index,
+        stores=eng.stores,
         key=eng.key,
         copies=service.cache_dirs,
     )
@@ -144,8 +142,7 @@ def forget_event(service: Service, key: object, event_id: object, reason: object
         session,
         [event_id.strip()],
         reason=(reason or "").strip() or None,
-        ledger=eng.ledger,
-        index=eng.index,
+        stores=eng.stores,
         key=eng.key,
         copies=service.cache_dirs,
     )
@@ -154,7 +151,7 @@ def forget_event(service: Service, key: object, event_id: object, reason: object
 
 
 def _receipt_ids(service: Service, session: str) -> list[str]:
-    return [p.stem for p in files.list_receipts(service.data_dir, session)]
+    return service.engine.backend.receipt_ids(session)
 
 
 def _done(service: Service, result: ForgetResult, receipt_ids: Iterable[str], *, whole: bool) -> Done:
@@ -212,7 +209,7 @@ def recover(service: Service) -> list[Path]:
     deleting the copies of its receipts under `service.cache_dirs` — call it once webui.layout.build has added Gradio's
     cache there. (A crashed process's own download folder is removed whole by webui.downloads.Downloads.)"""
     eng = service.engine
-    written = cf.recover(service.data_dir, ledger=eng.ledger, index=eng.index, key=eng.key, copies=service.cache_dirs)
+    written = cf.recover(service.data_dir, stores=eng.stores, key=eng.key, copies=service.cache_dirs)
     for path in written:
         log.warning("an erasure interrupted by a crash was finished at start-up: certificate %s", os.fspath(path))
     return written
