@@ -82,9 +82,9 @@ def _result(r: ControlResult) -> dict[str, Any]:
 
 def revoke_memory(engine: Any, session: str, event_id: str, reason: str = "") -> dict[str, Any]:
     """Take one memory out of retrieval from now on (a control event in the ledger); its words are kept, unused."""
-    return _result(revoke(engine.data_dir, session, event_id, reason or None, ledger=engine.ledger, key=engine.key))
+    return _result(revoke(engine.data_dir, session, event_id, reason or None, key=engine.key, stores=engine.stores))
 
 
 def restore_memory(engine: Any, session: str, event_id: str, reason: str = "") -> dict[str, Any]:
     """Bring a revoked memory back into retrieval (another control event)."""
-    return _result(restore(engine.data_dir, session, event_id, reason or None, ledger=engine.ledger, key=engine.key))
+    return _result(restore(engine.data_dir, session, event_id, reason or None, key=engine.key, stores=engine.stores))

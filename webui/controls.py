@@ -115,11 +115,11 @@ def revoke(service: Service, key: object, seq: object, reason: object = None) ->
     """Take a memory of the key's session out of retrieval (a control event). ControlError: nothing appended."""
     session = service.session(key)
     eng = service.engine
-    return _revoke(eng.data_dir, session, _seq(seq, "revoke"), _reason(reason), ledger=eng.ledger, key=eng.key)
+    return _revoke(eng.data_dir, session, _seq(seq, "revoke"), _reason(reason), key=eng.key, stores=eng.stores)
 
 
 def restore(service: Service, key: object, seq: object, reason: object = None) -> ControlResult:
     """Bring a revoked memory of the key's session back into retrieval. ControlError: nothing appended."""
     session = service.session(key)
     eng = service.engine
-    return _restore(eng.data_dir, session, _seq(seq, "restore"), _reason(reason), ledger=eng.ledger, key=eng.key)
+    return _restore(eng.data_dir, session, _seq(seq, "restore"), _reason(reason), key=eng.key, stores=eng.stores)

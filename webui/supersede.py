@@ -40,11 +40,11 @@ def correct(service: Service, key: object, seq: object, new_text: object, reason
     if text is None:
         raise ControlError("correct this: type the statement that holds now in the box beside the button")
     return _correct(
-        eng.data_dir, session, target, text, reason=_text(reason, "reason"), ledger=eng.ledger, index=eng.index, key=eng.key
+        eng.data_dir, session, target, text, reason=_text(reason, "reason"), key=eng.key, stores=eng.stores
     )
 
 
 def history(service: Service, key: object, seq: object) -> list[HistoryEntry]:
     """Every statement of the fact the memory at `seq` (or id) states, oldest first, each with its state now."""
     session = service.session(key)
-    return _history(service.data_dir, session, _seq(seq, "history"), ledger=service.engine.ledger)
+    return _history(service.data_dir, session, _seq(seq, "history"), stores=service.engine.stores)
