@@ -1,7 +1,8 @@
 """Command line: `python -m ledger import|list|verify|repair|export|migrate ...` (a thin layer over the library).
 
-import, list and verify (--since too) use PostgreSQL when their DATA argument is a postgresql:// URL or
-$DATABASE_URL is set (storage/pg/cli.py); export and migrate are PostgreSQL's own; repair refuses there in one line.
+import (signing a checkpoint with DATA_DIR's key), list and verify (--since too) use PostgreSQL when their DATA
+argument is a postgresql:// URL or $DATABASE_URL is set (storage/pg/cli.py); export and migrate are PostgreSQL's own;
+repair refuses there in one line.
 """
 
 from __future__ import annotations
@@ -57,6 +58,20 @@ def _import_signer(data_dir: Path) -> tuple[Any, str]:
     return key, "" if key is not None else f"no checkpoint signed (no signing key for {data_dir})"
 
 
+def _database_signer(raw: str) -> tuple[Any, str]:
+    """The key an import into the database signs with: DATA_DIR's (or RECEIPT_SIGNING_KEY's), and why none;
+    with DATA the database's URL itself there is no folder, so only the variable's."""
+    if not _is_url(raw):
+        return _import_signer(Path(raw))
+    import os
+
+    from receipts.keys import ENV_VAR, parse_private_key
+    from storage.pg.cli import UNSIGNED
+
+    value = os.environ.get(ENV_VAR)
+    return (None, UNSIGNED) if value is None else (parse_private_key(value, source=ENV_VAR), "")
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     expected = "expected a JSONL file of messages"
     src = given_path(args.file, what="import file", expected=expected)
@@ -66,7 +81,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     if url is not None:
         from storage.pg import cli as pg_cli
 
-        return pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"))
+        try:
+            key, unsigned = _database_signer(args.data_dir)
+        except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
+            return fail(f"{exc}; nothing was imported")
+        return pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"), key=key, unsigned=unsigned)
     data = writable_data_dir(args.data_dir, create=args.create)
     try:
         validate_session_id(args.session)

@@ -254,3 +254,30 @@ class TestCertificates:
         assert failed.returncode == 1, failed.stdout + failed.stderr
         rows = {c["name"]: c for c in json.loads(failed.stdout)["checks"]}
         assert rows["ledger.deleted"]["status"] == "fail" and "receipt row" in rows["ledger.deleted"]["message"], rows["ledger.deleted"]
+
+
+class TestImport:
+    def test_an_import_into_the_database_signs_a_checkpoint_with_the_data_dirs_key(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+        from receipts.keys import load_or_create
+
+        key = load_or_create(data)
+        env = env_for(pg_url, tmp_path)
+        src = tmp_path / "in.jsonl"
+        src.write_text("".join(json.dumps({"role": "user", "text": f"fact {i}"}) + "\n" for i in range(3)))
+        proc = run(env, "ledger", "import", str(data), "gina", str(src))
+        assert proc.returncode == 0, proc.stderr
+        assert f"signed checkpoint of 3 events by {key.key_id}" in proc.stdout
+        cp = run(env, "receipts", "checkpoint", str(data), "gina")
+        assert cp.returncode == 0 and json.loads(cp.stdout)["body"]["tree_size"] == 3, cp.stderr
+        kept = tmp_path / "kept.json"
+        kept.write_text(cp.stdout)
+        since = run(env, "ledger", "verify", str(data), "gina", "--since", str(kept), "--trust", str(trust_file(env, data, tmp_path)))
+        assert since.returncode == 0 and "verdict: VERIFIED" in since.stdout, since.stdout + since.stderr
+
+    def test_an_import_into_the_database_without_a_key_says_no_checkpoint_was_signed(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+        src = tmp_path / "in.jsonl"
+        src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
+        proc = run(env_for(pg_url, tmp_path), "ledger", "import", str(data), "hank", str(src))
+        assert proc.returncode == 0, proc.stderr
+        assert "imported 1 event into session hank" in proc.stdout and "no checkpoint signed (no signing key" in proc.stdout
+        assert not list(data.iterdir())  # no key was made

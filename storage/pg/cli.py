@@ -11,8 +11,8 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,15 @@ def list_rows(url: str, progress: Callable[[int], Any]) -> list[SessionSummary]:
                 bar.close()
 
 
-def cmd_import(url: str, args: argparse.Namespace, src: Path, lines: Iterator[bytes], progress: Any) -> int:
-    """Import into the database: every line validated first, then one transaction (COPY)."""
+UNSIGNED = "no checkpoint signed (no signing key: DATA is the database's URL and RECEIPT_SIGNING_KEY is not set)"
+
+
+def cmd_import(
+    url: str, args: argparse.Namespace, src: Path, lines: Iterator[bytes], progress: Any, *, key: Any = None, unsigned: str = UNSIGNED
+) -> int:
+    """Import into the database: every line validated first, then one transaction (COPY). With a signing `key`,
+    the duplicate check, the append and a checkpoint over the session run under the session's turn lock (as a
+    turn's do), and the checkpoint is kept as the latest; without one, `unsigned` says why none was signed."""
     try:
         validate_session_id(args.session)
     except EventError as exc:
@@ -111,16 +118,33 @@ def cmd_import(url: str, args: argparse.Namespace, src: Path, lines: Iterator[by
                 progress.close()
         digest = staged.sha256
         assert digest is not None
-        if not args.allow_duplicates and (seen := led.previous_import(args.session, digest)):
-            return fail(already_imported(src, seen, args.session))
-        events = importer.commit(led, staged)
-        led.record_import(args.session, digest, events, src.name)
-    n = len(events)
-    print(
-        f"imported {n} event{'' if n == 1 else 's'} into session {args.session} (seq {events[0].seq}..{events[-1].seq}), "
-        f"head {events[-1].chain[:16]}; no checkpoint signed (checkpoints on PostgreSQL: not by this command yet)"
-    )
+        with ExitStack() as stack:
+            backend = None
+            if key is not None:
+                from .receipts import PgReceipts
+
+                backend = stack.enter_context(PgReceipts(led.db))
+                stack.enter_context(backend.turn_lock(args.session))  # no turn signs in between
+            if not args.allow_duplicates and (seen := led.previous_import(args.session, digest)):
+                return fail(already_imported(src, seen, args.session))
+            events = importer.commit(led, staged)
+            led.record_import(args.session, digest, events, src.name)
+            if backend is not None:
+                from receipts.file_backend import issue
+
+                try:
+                    cp = issue(backend, led, args.session, key)
+                except (OSError, ValueError) as exc:
+                    print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
+                    return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_FAILED)
+                unsigned = f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
+    print(f"{_imported(events, args.session)} (seq {events[0].seq}..{events[-1].seq}), head {events[-1].chain[:16]}; {unsigned}")
     return EXIT_OK
+
+
+def _imported(events: Sequence[Any], session: str) -> str:
+    n = len(events)
+    return f"imported {n} event{'' if n == 1 else 's'} into session {session}"
 
 
 def cmd_export(args: argparse.Namespace) -> int:
