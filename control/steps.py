@@ -431,7 +431,8 @@ def delete_session(w: Where, session: str) -> tuple[str, ...]:
     earlier that went too (scrub_index_copies). The caller holds the turn lock.
 
     On PostgreSQL: the session's rows (PgLedger.delete_session), its receipts, cites, tree and checkpoint
-    (PgReceipts.forget_session), its index rows (purge_session), each table VACUUMed after."""
+    (PgReceipts.forget_session), its index rows (purge_session), its consent proposals and settings rows, each
+    of the ledger's, index's and receipts' tables VACUUMed after."""
     data = w.data
     copies = scrub_index_copies(data) if w.on_files else ()  # before the purge, which would only unlink them
     if w.on_files:
@@ -449,6 +450,13 @@ def delete_session(w: Where, session: str) -> tuple[str, ...]:
     (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
     for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
         path.unlink(missing_ok=True)
+    if not w.on_files and w.stores is not None:  # on PostgreSQL they are rows, and so are the session's settings
+        from chat.consent import proposal_store  # here: chat builds on control, not the reverse
+
+        from .settings import forget_settings
+
+        proposal_store(w.stores).forget_session(session)
+        forget_settings(w.stores, session)
     return copies
 
 

@@ -47,6 +47,7 @@ class Where:
     _index: AnyIndex | None = None
     _rows: ReceiptRows | None = None
     _opened: bool = field(default=False, repr=False)
+    stores: Stores | None = None  # the stores given (None: the files in `data`, opened here)
 
     @property
     def on_files(self) -> bool:
@@ -109,7 +110,7 @@ def where(
             raise ValueError("control: pass either stores= or ledger=, not a ledger other than the stores' own")
         if index is not None and index is not stores.index:
             raise ValueError("control: pass either stores= or index=, not an index other than the stores' own")
-        return Where(data, stores.kind, stores.ledger, stores.receipts, stores.index, stores.rows)
+        return Where(data, stores.kind, stores.ledger, stores.receipts, stores.index, stores.rows, stores=stores)
     led: object = ledger if ledger is not None else (index.ledger if index is not None else Ledger(data))
     if not isinstance(led, Ledger):
         raise ValueError("control: a PostgreSQL ledger comes with its stores: pass stores= (storage.stores.open_stores)")

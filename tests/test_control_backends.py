@@ -23,6 +23,7 @@ from control import forget as cf
 from control import revocation, steps
 from control.plan import PlanError
 from control.revocation import ControlError, current, restore, revoke
+from control.settings import get_consent, set_consent
 from control.state import derive
 from control.supersession import correct, history, supersede
 from receipts.api import verify_bytes
@@ -143,8 +144,10 @@ class TestForget:
 
     def test_forgetting_the_whole_session_leaves_nothing_of_it_but_a_certificate(self, dep: Deployment) -> None:
         marked_session(dep.engine)
+        set_consent(dep.stores, S, True)
         result = cf.forget_session(dep.data, S, stores=dep.stores, key=dep.engine.key)
         assert not dep.stores.ledger.exists(S)
+        assert get_consent(dep.stores, S) is False  # its settings went with it (a row on PostgreSQL)
         assert dep.stores.receipts.receipt_ids(S) == [] and dep.stores.receipts.latest_checkpoint(S) is None
         assert dep.stores.receipts.pending_cites(S) == []
         assert result.certificate_path.is_file() and len(result.withdrawn) == 3
