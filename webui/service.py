@@ -236,7 +236,16 @@ class Service:
             mode = MODE_NO_LEDGER
         else:
             mode, data_dir = MODE_LEDGER, self.data_dir
-        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir), mode, None
+        source, _receipts, _latest = self._database()
+        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir, source=source), mode, None
+
+    def _database(self) -> tuple[Any, Any, Any]:
+        """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited
+        from a private copy, receipts.ledger_copy), the receipts and the latest checkpoint; (None, None, None) on files."""
+        stores = self.engine.stores
+        if stores.kind == "files":
+            return None, None, None
+        return stores.ledger, stores.receipts, stores.receipts.latest_checkpoint
 
     def verify_certificate(self, raw: bytes, key: object = None) -> tuple[Certificate, CertificateReport, str]:
         """Verify an erasure certificate; against this data directory only when it is about the caller's own
@@ -244,8 +253,9 @@ class Service:
         cert = parse_certificate(raw)
         own = session_id(key) if is_session_key(key) else None
         mine = own is not None and cert.session == own
+        source, receipts, _latest = self._database()
         report = verify_certificate_bytes(
-            raw, trusted=[self.engine.key.public_key], data_dir=self.data_dir if mine else None
+            raw, trusted=[self.engine.key.public_key], data_dir=self.data_dir if mine else None, source=source, receipts=receipts
         )
         return cert, report, MODE_LEDGER if mine else MODE_OTHER_SESSION
 
@@ -269,8 +279,9 @@ class Service:
             if kept is not None and kept["key_id"] != self.key_id:
                 return self._key_changed(session, kept, note)
             trusted = [self.engine.key.public_key]
+            source, _receipts, latest = self._database()
             if kept is not None:
-                report = checkpoints.prove_since(self.data_dir, session, kept, trusted)
+                report = checkpoints.prove_since(self.data_dir, session, kept, trusted, source=source, read_latest=latest)
                 if not h.bad_kept_signature(report):
                     return h.from_report(session, kept, report, note)
                 note = "the checkpoint kept in this browser does not carry a valid signature by this app's key: ignored"
@@ -287,7 +298,7 @@ class Service:
                     )
                 return h.HistoryCheck(session, h.EMPTY, "", note=note)
             return h.first_look(
-                session, current, checkpoints.prove_since(self.data_dir, session, current, trusted), note
+                session, current, checkpoints.prove_since(self.data_dir, session, current, trusted, source=source, read_latest=latest), note
             )
         except (OSError, LedgerCorrupted) as exc:  # the check could not run: say so, never an error page
             log.warning("session %s: the kept checkpoint could not be checked (%s)", session, type(exc).__name__)
