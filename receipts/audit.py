@@ -199,9 +199,11 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
 
 
 class Auditor:
-    def __init__(self, data_dir: str | os.PathLike[str], *, full: bool = False) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, full: bool = False, fresh: str | None = None) -> None:
+        """`fresh`: why this ledger is always walked from genesis (a fresh copy: receipts.ledger_copy), for the notes."""
         self.data_dir = Path(data_dir)
         self.full = full
+        self.fresh = fresh
 
     @contextmanager
     def _locked(self, adir: Path) -> Iterator[None]:
@@ -343,7 +345,7 @@ class Auditor:
         size = os.fstat(fd).st_size
         state, unused = (None, None) if self.full else self._load_state(adir)
         if state is None:
-            why = reason or ("--full: re-walked from genesis" if self.full else unused or "no audit cache")
+            why = reason or self.fresh or ("--full: re-walked from genesis" if self.full else unused or "no audit cache")
             return self._walk(session, fd, adir, size, ChunkLog(), ErasureState(), (), _Walk({}, reason=why))
         chunks: list[Chunk] = state["chunks"]
         found = rehash(fd, chunks)

@@ -22,6 +22,8 @@ from ledger.fsmode import open_private
 
 from .audit import forget_cache
 
+COPIED = "a private copy of the database's rows, walked whole"  # the audit note's reason (Auditor(fresh=...))
+
 
 class LineSource(Protocol):
     """A ledger that can hand over a session's stored lines (storage.pg.ledger.PgLedger)."""
@@ -29,6 +31,11 @@ class LineSource(Protocol):
     def exists(self, session: str) -> bool: ...
 
     def snapshot_lines(self, session: str) -> AbstractContextManager[Iterator[bytes]]: ...
+
+
+def fresh(source: LineSource | None) -> str | None:
+    """What an Auditor over `ledger_dir(..., source)` says of its walk from genesis (None: the data directory's own)."""
+    return None if source is None else COPIED
 
 
 @contextmanager
@@ -63,4 +70,4 @@ def ledger_dir(data_dir: str | os.PathLike[str], session: str, source: LineSourc
         yield tmp
 
 
-__all__ = ["LineSource", "copied", "ledger_dir"]
+__all__ = ["COPIED", "LineSource", "copied", "fresh", "ledger_dir"]

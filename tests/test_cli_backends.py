@@ -130,6 +130,7 @@ class TestTurnAndReceipt:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         report = json.loads(proc.stdout)
         assert report["verdict"] == "verified" and report["mode"] == "ledger" and report["failed"] == 0
+        assert any("a private copy of the database's rows" in c["message"] for c in report["checks"])  # how it was read
         assert not (data / "sessions").exists()  # the ledger is the database's: nothing of it in DATA_DIR
 
     def test_a_changed_row_in_the_database_fails_the_receipt_it_cites(self, pg_url: str, data: Path, tmp_path: Path) -> None:
