@@ -19,6 +19,17 @@ The steps themselves are in control.steps. The auditor's cache and the producer'
 erasure does not change (the strong property test greps them); the auditor
 re-hashes the changed bytes on its next verdict.
 
+On PostgreSQL (`stores=` from storage.stores) the same steps run on rows: PgLedger.erase rewrites the lines and
+appends the records in one transaction, the index forgets (storage.pg.index_forget), receipts are rewritten or
+deleted; the ledger's, the index's and the receipt tables are VACUUMed. No live row, receipt or receipt copy in
+DATA_DIR holds the words after it (tests/test_control_backends.py). What PostgreSQL keeps — measured on a
+throwaway cluster after a forget and CHECKPOINT: VACUUM marks the old row versions' space free without zeroing
+it, so the relation files of events, search_events (and its GIN index), search_terms, search_df and a TOAST
+table still held the erased word's bytes, as did a WAL segment; `VACUUM FULL` on those tables (a rewrite under
+an ACCESS EXCLUSIVE lock: every session waits for it) left none outside WAL. WAL segments until recycled,
+archived WAL, base backups and replicas are the operator's to expire. The journal and the certificate are kept
+in DATA_DIR on either backend.
+
 `forget_session` deletes a whole session (as Engine.forget does) and leaves a
 certificate holding only hashes: the final checkpoint and counts. `preview` says
 what `forget` would do; `recover` finishes what a crash interrupted, download copies included.

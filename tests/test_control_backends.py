@@ -30,7 +30,7 @@ from receipts.api import verify_bytes
 from receipts.verify import WITHHELD
 from storage.stores import Stores, file_stores, pg_stores
 
-from .forget_support import MARKER, NEEDLES, marked_session
+from .forget_support import MARKER, NEEDLES, files_with_marker, marked_session
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
@@ -89,6 +89,7 @@ class TestForget:
     def test_a_forgotten_memory_is_erased_its_receipts_redacted_and_still_verifying(self, dep: Deployment) -> None:
         mem, _turns = marked_session(dep.engine)
         before = dep.stores.receipts.receipt_ids(S)
+        assert files_with_marker(dep.data)  # the receipts (on PostgreSQL their copies in DATA_DIR) quote it now
         result = cf.forget(dep.data, S, [mem], stores=dep.stores, key=dep.engine.key)
         report = dep.stores.ledger.verify(S)
         assert report.ok and mem in report.erased and set(result.erased) <= set(report.erased)
@@ -98,6 +99,7 @@ class TestForget:
             offline = verify_bytes(raw, trusted=[dep.engine.key.public_key])
             assert offline.verdict == "verified" and any(c.status == WITHHELD for c in offline.checks), rid
         assert _stored_bytes_with_marker(dep) == []
+        assert files_with_marker(dep.data) == []  # on PostgreSQL: the receipt copies a visitor keeps were redacted too
         for q in (MARKER, "locker code word"):
             assert not set(_hits(dep, q)) & set(result.erased)
         cp = dep.stores.receipts.latest_checkpoint(S)
