@@ -74,6 +74,21 @@ class TestSearch:
         assert hits[0]["seq"] == 0 and "quokka" in hits[0]["text"]
         assert not (data / "index.sqlite").exists()  # the database's index was used, no file one
 
+    def test_search_leaves_out_a_memory_revoked_in_the_database_unless_asked(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+        from control.revocation import revoke
+        from storage.stores import pg_stores
+
+        with pg_stores(pg_url, data) as stores:
+            stores.ledger.append_many("s1", [Message("user", "the quokka is called Pip", {}), Message("user", "a quokka named Max", {})])
+            revoke(data, "s1", 0, stores=stores)
+        env = env_for(pg_url, tmp_path)
+        plain = run(env, "retrieval", "search", str(data), "s1", "quokka", "--json")
+        assert plain.returncode == 0, plain.stderr
+        assert [h["seq"] for h in json.loads(plain.stdout)["results"]] == [1]
+        shown = run(env, "retrieval", "search", str(data), "s1", "quokka", "--json", "--include-revoked")
+        by_seq = {h["seq"]: h["revoked_by"] for h in json.loads(shown.stdout)["results"]}
+        assert by_seq == {0: 2, 1: None}, shown.stdout
+
     def test_search_of_a_session_the_database_does_not_hold_is_one_line(self, pg_url: str, data: Path, tmp_path: Path) -> None:
         err = one_error_line(run(env_for(pg_url, tmp_path), "retrieval", "search", str(data), "nobody", "x"))
         assert "session nobody: no such session in postgresql://" in err
