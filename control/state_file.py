@@ -13,6 +13,9 @@ full derivation, as without the file. It holds seqs, ids, and the reasons the co
 hold in the ledger (which never quote a memory: control.plan.quoted); no memory text.
 
 Line 1: canonical-enough JSON of the state (orjson, sorted keys); line 2: its sha256, hex.
+
+The file backend's only: on PostgreSQL no such file is written; control.revocation derives the state from the
+session's role 'system' rows, which the server selects, and caches it in the process.
 """
 
 from __future__ import annotations
