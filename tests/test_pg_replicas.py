@@ -191,6 +191,38 @@ def test_two_replicas_answering_one_session_at_once_make_one_chain_with_each_tur
     assert asked == set(done)
 
 
+@pytest.mark.pg
+def test_first_searches_of_more_sessions_than_the_pool_has_connections_do_not_wait_on_each_other(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's first turn searches before its message is indexed, so the search indexes the session first. That
+    once ran inside the search's pooled connection and took more: 16 first turns at once on a pool of 8 (the app under
+    50 visitors) each held one and waited for another until the pool's timeout, and turns failed."""
+    from storage.pg import connect
+
+    monkeypatch.setattr(connect, "POOL_TIMEOUT_S", 10.0)  # a deadlock shows as errors after 10 s, not 30
+    sessions = [f"first-{i}" for i in range(6)]
+    with pg_stores(pg_url, tmp_path, pool_size=2) as stores:
+        for s in sessions:
+            stores.ledger.append(s, "user", f"the {s} notebook is on the kitchen shelf")
+        start, errors, hits = threading.Barrier(len(sessions)), [], {}
+
+        def search(session: str) -> None:
+            start.wait()
+            try:
+                hits[session] = [h.seq for h in stores.index.search(session, "where is the notebook", 5).results]
+            except Exception as exc:  # noqa: BLE001 - collected and asserted empty
+                errors.append(f"{session}: {type(exc).__name__}: {exc}"[:200])
+
+        threads = [threading.Thread(target=search, args=(s,)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    assert errors == []
+    assert hits == {s: [0] for s in sessions}
+
+
 # -- the database killed in the middle of turns -------------------------------------------------------------------
 @pytest.fixture
 def own_server() -> Iterator[pg_support.Server]:

@@ -100,19 +100,29 @@ class PgIndex(Forgetting):
             return SearchResponse(session, query, k, [], q.reason)
         return self._search(session, q, k, exclude, explain)
 
-    def _session_row(self, conn: psycopg.Connection[Any], session: str) -> tuple[int, int] | None:
+    @staticmethod
+    def _session_row(conn: psycopg.Connection[Any], session: str) -> tuple[int, int] | None:
         row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
-        if row is None and self.ledger.exists(session):
-            conn.commit()  # index on a connection of its own; read it back in a new transaction
-            self.index_session(session)
-            row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
         return None if row is None else (int(row[0]), int(row[1]))
 
     def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
+        found = self._search_indexed(session, q, k, exclude, explain)
+        if found is None and self.ledger.exists(session):
+            # Not indexed yet (a session's first turn searches before its first message is indexed): index it with no
+            # connection held here. Indexing takes connections of its own; holding one meanwhile, as many first
+            # searches at once as the pool has connections waited on each other until the pool's timeout.
+            self.index_session(session)
+            found = self._search_indexed(session, q, k, exclude, explain)
+        return found if found is not None else SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
+
+    def _search_indexed(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse | None:
+        """The search over the session's index rows; None when the session has none."""
         cfg = self.config
         with self.db.connection() as conn:
             found = self._session_row(conn, session)
-            if found is None or found[1] < 0:
+            if found is None:
+                return None
+            if found[1] < 0:
                 return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
             num, last_seq = found
             if last_seq + 1 <= len(exclude) and set(range(last_seq + 1)) <= set(exclude):
