@@ -136,9 +136,13 @@ class Engine:
         self.backend = stores.receipts  # receipts, the producer's trees, .cites records, checkpoints; the turn lock
         self.rows = stores.rows  # the derived receipts / receipt_cites rows
         self.cites = Cites(self.stores)  # which answers may quote a revoked memory
-        if stores.kind == "files":
-            self._restore_receipt_rows()  # index.sqlite's rows are derived from the receipt files; on PostgreSQL they are the record
-        self.key = key if key is not None else load_or_create(self.data_dir)
+        try:
+            if stores.kind == "files":
+                self._restore_receipt_rows()  # index.sqlite's rows are derived from the receipt files; on PostgreSQL they are the record
+            self.key = key if key is not None else load_or_create(self.data_dir)
+        except BaseException:
+            stores.close()  # a PostgreSQL pool opened for nothing
+            raise
         self.llm = llm if llm is not None else LLM()
         self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = self._store_receipt
         self.clock: Callable[[], float] = time.time  # consent tokens' expiry (tests move it)

@@ -46,11 +46,12 @@ def opened_stores(data_dir: str | os.PathLike[str], url: str) -> Iterator[Stores
     """The PostgreSQL stores at `url` (DATA_DIR keeps the key and receipt copies), closed after.
 
     A BackendError while opening or using them (no server, a lost connection) becomes a CliError."""
+    from .pg.cli import CONNECT_TIMEOUT_S
     from .stores import pg_stores
 
     quiet_pool()
     try:
-        stores = pg_stores(url, data_dir)
+        stores = pg_stores(url, data_dir, timeout=CONNECT_TIMEOUT_S)
     except BackendError as exc:
         raise CliError(str(exc)) from None
     try:

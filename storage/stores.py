@@ -81,8 +81,11 @@ def file_stores(data_dir: str | os.PathLike[str], *, index: Index | None = None,
     return Stores("files", data, index.ledger, index, FileBackend(data), IndexRows(index))
 
 
-def pg_stores(url: str, data_dir: str | os.PathLike[str], *, config: IndexConfig | None = None, pool_size: int = 8) -> Stores:
-    """Everything in the PostgreSQL database at `url`; `data_dir` keeps the signing key and receipt copies."""
+def pg_stores(
+    url: str, data_dir: str | os.PathLike[str], *, config: IndexConfig | None = None, pool_size: int = 8, timeout: float | None = None
+) -> Stores:
+    """Everything in the PostgreSQL database at `url`; `data_dir` keeps the signing key and receipt copies.
+    `timeout`: seconds to wait for the server before BackendError (storage.pg.connect's default when None)."""
     if not is_database_url(url):
         raise BackendError(f"DATABASE_URL: must start with postgresql:// (got {redact(url)!r})")
     from storage.pg.connect import Database
@@ -91,7 +94,7 @@ def pg_stores(url: str, data_dir: str | os.PathLike[str], *, config: IndexConfig
     from storage.pg.receipts import PgReceipts
 
     data = Path(data_dir)
-    db = Database(url, max_size=pool_size)
+    db = Database(url, max_size=pool_size) if timeout is None else Database(url, max_size=pool_size, timeout=timeout)
     try:
         ledger = PgLedger(db, data)
         index = PgIndex(db, ledger, config=config)
@@ -103,13 +106,18 @@ def pg_stores(url: str, data_dir: str | os.PathLike[str], *, config: IndexConfig
 
 
 def open_stores(
-    data_dir: str | os.PathLike[str], url: str | None = None, *, config: IndexConfig | None = None, environ: dict[str, str] | None = None
+    data_dir: str | os.PathLike[str],
+    url: str | None = None,
+    *,
+    config: IndexConfig | None = None,
+    environ: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> Stores:
     """PostgreSQL when `url` (or $DATABASE_URL) names it, else the files in `data_dir`. BackendError when the URL is
     not a PostgreSQL one or the server cannot be reached (the message names it without the password)."""
     chosen = url if url is not None else database_url(environ)
     if chosen:
-        return pg_stores(chosen, data_dir, config=config)
+        return pg_stores(chosen, data_dir, config=config, timeout=timeout)
     return file_stores(data_dir, config=config)
 
 
