@@ -184,10 +184,29 @@ def stop(server: Server) -> None:
             proc.wait(timeout=10)
 
 
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc; empty where there is no /proc)."""
+    found = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid:
+            found.append(int(d.name))
+    return found
+
+
 def kill(server: Server) -> None:
-    """SIGKILL the postmaster and every backend (its process group): a crash, not a shutdown."""
+    """SIGKILL the postmaster and every process it started: a crash, not a shutdown. Each backend and auxiliary
+    process calls setsid, so they are not in the postmaster's process group: they are found by parent pid."""
+    pid = server.process.pid
+    children = _children(pid)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.process.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
     server.process.wait(timeout=30)
 
 
