@@ -22,9 +22,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from control.state import quoting_answers
-from control.steps import ANSWER_SEARCH
+from control.steps import unreceipted
 from receipts.body import parse_receipt
-from receipts.stores import PendingCites
 from storage.stores import Stores
 
 log = logging.getLogger("chat")
@@ -93,24 +92,6 @@ class Cites:
                         log.warning("%s: not read into receipt_cites (%s)", receipt_id, type(exc).__name__)  # an error may quote a field
                         continue
                     self.add_receipt(session, receipt.receipt_id, receipt.signed_body)
-            for receipt_id, answer, cited in self.left_behind(session):
-                self.record(session, receipt_id, answer, cited)
+            for c in unreceipted(self.stores.data_dir, session, self.ledger, backend=self.backend):
+                self.record(session, c.receipt_id, c.response_seq, [s for s, name in c.cited.items() if name != "response"])
             self._complete.add(session)
-
-    def left_behind(self, session: str) -> list[tuple[str, int, list[int]]]:
-        """(receipt id, answer seq, cited seqs) of each turn whose answer was appended but whose receipt was never
-        stored, from the `.cites` records it left (a turn stopped before appending its answer quotes nothing)."""
-        pending: list[PendingCites] = self.backend.pending_cites(session)
-        if not pending:
-            return []
-        stored = set(self.backend.receipt_ids(session))
-        count, _head = self.ledger.head(session)
-        out = []
-        for p in pending:
-            if p.receipt_id in stored:
-                continue
-            seqs = range(p.question_seq + 1, min(count, p.question_seq + 1 + ANSWER_SEARCH))
-            answer = next((ev for ev in self.ledger.read_events(session, seqs) if ev.role == "assistant" and ev.meta.get("receipt_id") == p.receipt_id), None)
-            if answer is not None:
-                out.append((p.receipt_id, answer.seq, [p.question_seq, *p.memory_seqs]))
-        return out
