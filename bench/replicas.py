@@ -14,7 +14,7 @@ receipts.api.verify_bytes with the key's public half).
 Raw baselines in the same run: Engine.turn in-process from as many threads, on PostgreSQL and on files.
 
 CPU per turn is measured from /proc (utime+stime before and after each row) for the app processes, the
-PostgreSQL server (the postmaster, its live backends and the children it reaped) and this process (the load
+PostgreSQL server (the postmaster, its live children found by parent pid, and the children it reaped) and this process (the load
 generator), so the table says which of them the two cores went to: the ceiling a row can reach is
 cores / (CPU seconds per turn). Without --database-url a throwaway server is started (tests/pg_support.py:
 initdb in /tmp, default settings: fsync on) and stopped.
@@ -30,6 +30,7 @@ import random
 import resource
 import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -288,22 +289,22 @@ def cpu_of(pid: int) -> float:
     return sum(int(x) for x in f[11:15]) / CLK_TCK
 
 
-def cpu_of_group(pgid: int) -> float:
-    """CPU seconds of every live process in a process group (the postmaster started with setsid and its backends),
-    plus what the leader reaped from children that exited."""
+def cpu_of_server(postmaster: int) -> float:
+    """CPU seconds of a PostgreSQL server: the postmaster, its live children (each backend calls setsid, so they are
+    not in its process group: found by parent pid) and what the postmaster reaped from children that exited."""
     total = 0.0
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
+        pid = int(d.name)
         try:
-            f = _stat(int(d.name))
+            f = _stat(pid)
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-        if int(f[2]) != pgid:
-            continue
-        own = sum(int(x) for x in f[11:13])
-        reaped = sum(int(x) for x in f[13:15]) if int(d.name) == pgid else 0
-        total += (own + reaped) / CLK_TCK
+        if pid == postmaster:
+            total += sum(int(x) for x in f[11:15]) / CLK_TCK
+        elif int(f[1]) == postmaster:
+            total += sum(int(x) for x in f[11:13]) / CLK_TCK
     return total
 
 
@@ -326,14 +327,14 @@ class Cpu:
 
 
 @contextlib.contextmanager
-def cpu_meter(app_pids: Sequence[int], pg_pgid: int | None) -> Iterator[Cpu]:
+def cpu_meter(app_pids: Sequence[int], pg_pid: int | None) -> Iterator[Cpu]:
     cpu = Cpu()
     a0 = sum(cpu_of(p) for p in app_pids)
-    p0 = cpu_of_group(pg_pgid) if pg_pgid is not None else 0.0
+    p0 = cpu_of_server(pg_pid) if pg_pid is not None else 0.0
     c0 = cpu_self()
     yield cpu
     cpu.app = sum(cpu_of(p) for p in app_pids) - a0
-    cpu.postgres = (cpu_of_group(pg_pgid) if pg_pgid is not None else 0.0) - p0
+    cpu.postgres = (cpu_of_server(pg_pid) if pg_pid is not None else 0.0) - p0
     cpu.client = cpu_self() - c0
 
 
@@ -374,7 +375,7 @@ HEADER = (
 
 
 def app_row(
-    n: int, tmp: Path, people: list[Visitor], turns: int, *, url: str | None, key: str, concurrency: int, pg_pgid: int | None
+    n: int, tmp: Path, people: list[Visitor], turns: int, *, url: str | None, key: str, concurrency: int, pg_pid: int | None
 ) -> Row:
     from receipts.keys import parse_private_key
     from storage.stores import open_stores
@@ -383,7 +384,7 @@ def app_row(
     root.mkdir()
     label = f"app: plain HTTP → /chat, {n} replica{'s' if n > 1 else ''}"
     with running_replicas(n, root, database_url=url, signing_key=key, concurrency=concurrency) as reps:
-        with cpu_meter([r.proc.pid for r in reps], pg_pgid) as cpu:
+        with cpu_meter([r.proc.pid for r in reps], pg_pid) as cpu:
             res, router = routed_run(label, [r.url for r in reps], people, turns)
     trusted = parse_private_key(key, source="bench").public_key
     forks: list[str] = []
@@ -397,7 +398,7 @@ def app_row(
     return Row(res, "PostgreSQL" if url else "files", str(n), cpu, forks, served)
 
 
-def raw_row(tmp: Path, people: list[Visitor], turns: int, *, url: str | None, key: str, pg_pgid: int | None) -> Row:
+def raw_row(tmp: Path, people: list[Visitor], turns: int, *, url: str | None, key: str, pg_pid: int | None) -> Row:
     from chat.engine import Engine
     from chat.llm import LLM
     from receipts.keys import parse_private_key
@@ -414,7 +415,7 @@ def raw_row(tmp: Path, people: list[Visitor], turns: int, *, url: str | None, ke
         return turn.answer + json.dumps(turn.body["memories"], ensure_ascii=False)
 
     try:
-        with cpu_meter([], pg_pgid) as cpu:
+        with cpu_meter([], pg_pid) as cpu:
             res = run_parallel("raw: Engine.turn in-process, same threads", people, turns, one)
         forks: list[str] = []
         acked = acknowledged(res, people, turns)
@@ -428,7 +429,7 @@ def raw_row(tmp: Path, people: list[Visitor], turns: int, *, url: str | None, ke
 
 @contextlib.contextmanager
 def database(url: str | None) -> Iterator[tuple[Any, int | None]]:
-    """(a function giving a fresh database URL per row, the server's process group or None when it is not ours)."""
+    """(a function giving a fresh database URL per row, the postmaster's pid or None when the server is not ours)."""
     if url:
         yield (lambda: url), None
         return
@@ -447,22 +448,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--database-url", default=None, help="an existing database for every row (default: a throwaway server, a fresh database per row)")
     ap.add_argument("--rows", default="pg1,pg3,files1,rawpg,rawfiles", help="which rows, in order")
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a TERM stops the replicas and the server on the way out
     os.environ.pop("GROQ_API_KEY", None)
     key = secrets.token_hex(32)  # one RECEIPT_SIGNING_KEY for every replica (the 32-byte seed as hex)
     rows: list[Row] = []
     start_load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp, database(args.database_url) as (fresh, pgid):
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp, database(args.database_url) as (fresh, server_pid):
         tmpd = Path(tmp)
         os.environ.setdefault("MRE_CACHE_DIR", str(tmpd / "audit-cache"))  # the verifier's cache, not ~/.cache
         for name in args.rows.split(","):
             people = visitors(args.clients)
             if name.startswith("raw"):
                 url = fresh() if name == "rawpg" else None
-                rows.append(raw_row(tmpd, people, args.turns, url=url, key=key, pg_pgid=pgid if url else None))
+                rows.append(raw_row(tmpd, people, args.turns, url=url, key=key, pg_pid=server_pid if url else None))
             else:
                 n = int(name[-1])
                 url = fresh() if name.startswith("pg") else None
-                rows.append(app_row(n, tmpd, people, args.turns, url=url, key=key, concurrency=args.concurrency, pg_pgid=pgid if url else None))
+                rows.append(app_row(n, tmpd, people, args.turns, url=url, key=key, concurrency=args.concurrency, pg_pid=server_pid if url else None))
             print(f"# done: {name} ({rows[-1].result.wall:.1f} s)", file=sys.stderr, flush=True)
     print(f"Replicas: {args.clients} concurrent visitors × {args.turns} turns, offline stand-in, each replica --concurrency {args.concurrency}, every turn to a random replica")
     print(machine_line() + f"; load average {start_load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
