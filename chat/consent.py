@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
-from ledger.fsmode import open_private, private_dir
+from ledger.fsmode import fsync_dir, open_private, private_dir
 from receipts.file_backend import issue as issue_checkpoint
 from retrieval.model import Hit, SearchError, check_k
 
@@ -163,21 +163,28 @@ class Store:
         self.folder = data_dir / "proposals"
 
     def secret(self) -> bytes:
+        """Made whole in a temporary file and linked into place (link fails if the name exists), so processes making it
+        together agree on one, and none ever reads a half-written one."""
         path = self.folder / "secret"
         private_dir(self.folder)
-        try:
-            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        except FileExistsError:
-            raw = path.read_bytes()
-            if len(raw) != 32:
-                raise TurnError(f"{path}: not a consent secret (expected 32 bytes); remove it to make a new one") from None
-            return raw
-        raw = os.urandom(32)
-        try:
-            os.write(fd, raw)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if not path.exists():
+            tmp = self.folder / f".secret.{os.getpid()}.{os.urandom(8).hex()}.tmp"
+            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                os.write(fd, os.urandom(32))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # atomic: exactly one maker's bytes become the secret
+                fsync_dir(self.folder)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+            finally:
+                tmp.unlink(missing_ok=True)
+        raw = path.read_bytes()
+        if len(raw) != 32:
+            raise TurnError(f"{path}: not a consent secret (expected 32 bytes); remove it to make a new one")
         return raw
 
     def _find(self, nonce: str, suffix: str) -> Path | None:
