@@ -106,6 +106,24 @@ def _chunks(path: Path, limit: int) -> Iterator[bytes]:
             yield b
 
 
+def session_stores(
+    stack: ExitStack, data: Path, stores: Stores | None, session: str
+) -> tuple[Ledger | PgLedger, ReceiptBackend]:
+    """The session's ledger and receipt backend: those of `stores`, or by default the file ledger (closed with `stack`)
+    and the receipt files in `data` — only those, no index is opened. BundleError when the session is not there."""
+    if stores is None:
+        file_ledger = Ledger(data)
+        stack.callback(file_ledger.close)
+        ledger: Ledger | PgLedger = file_ledger
+        backend: ReceiptBackend = FileBackend(data)
+        where = str(data)
+    else:
+        ledger, backend, where = stores.ledger, stores.receipts, stores.where
+    if not ledger.exists(session):
+        raise BundleError(f"session {session}: no such session in {where}")
+    return ledger, backend
+
+
 def export_session(
     data_dir: str | os.PathLike[str],
     session: str,
@@ -132,16 +150,7 @@ def export_session(
     when = now_ts() if exported_at is None else exported_at
     date_time = _zip_time(when)
     with ExitStack() as stack:
-        if stores is None:
-            file_ledger = Ledger(data)
-            stack.callback(file_ledger.close)
-            ledger: Ledger | PgLedger = file_ledger
-            backend: ReceiptBackend = FileBackend(data)
-            where = str(data)
-        else:
-            ledger, backend, where = stores.ledger, stores.receipts, stores.where
-        if not ledger.exists(session):
-            raise BundleError(f"session {session}: no such session in {where}")
+        ledger, backend = session_stores(stack, data, stores, session)
         signer = key if key is not None else load_or_create(data)
         out_path = Path(out)
         tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.partial")

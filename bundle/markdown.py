@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from control.revocation import current
-from control.state import ControlState, derive
+from control.state import ControlState
 from ledger import Event, Ledger
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import replace_durable
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.decisions import control_of_record
-from receipts.file_backend import FileBackend
 from receipts.stores import ReceiptBackend
 from receipts.supersessions import supersession_of_record
 
+from .export import session_stores
 from .format import BundleError
 
 if TYPE_CHECKING:
@@ -78,11 +78,9 @@ def _cited(backend: ReceiptBackend, session: str, receipt_id: object) -> list[di
 
 
 def _state(ledger: Ledger | PgLedger, session: str) -> ControlState:
-    """The session's control state now: the file ledger's persisted one (control.revocation.current), or derived
-    from the events (PostgreSQL keeps no control-state file)."""
-    if isinstance(ledger, Ledger):
-        return current(ledger, session)
-    return derive(ledger.events(session))
+    """The session's control state now (control.revocation.current: the file ledger's persisted one, or on
+    PostgreSQL the one folded from its system rows)."""
+    return current(ledger, session)
 
 
 def render_markdown(data_dir: str | os.PathLike[str], session: str, *, stores: Stores | None = None) -> tuple[str, int]:
@@ -94,16 +92,7 @@ def render_markdown(data_dir: str | os.PathLike[str], session: str, *, stores: S
     except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
         raise BundleError(str(exc)) from None
     with ExitStack() as stack:
-        if stores is None:
-            file_ledger = Ledger(data)
-            stack.callback(file_ledger.close)
-            ledger: Ledger | PgLedger = file_ledger
-            backend: ReceiptBackend = FileBackend(data)
-            where = str(data)
-        else:
-            ledger, backend, where = stores.ledger, stores.receipts, stores.where
-        if not ledger.exists(session):
-            raise BundleError(f"session {session}: no such session in {where}")
+        ledger, backend = session_stores(stack, data, stores, session)
         state = _state(ledger, session)
         sup = state.supersessions
         out = [f"# Session {session}", "", "Exported from the Memory Receipt Engine. Each answer lists the memories its receipt cited "
