@@ -16,19 +16,21 @@ repair keeps the verified prefix and moves everything from a chosen line on asid
 A crash between 2 and 3 leaves the ledger as it was (and a copy of its tail); between 3 and 4, a ledger
 that verifies without the note (the cut file says what happened). Derived data — the index rows, the
 producer's Merkle tree, the auditor's cache, the signed checkpoint — is the caller's to refresh
-(`python -m ledger repair` does).
+(`python -m ledger repair` does). storage/pg/repair.py does the same on PostgreSQL with the pure pieces here
+(check_seq, check_cut, check_prefix, cut_name, repair_note, write_cut).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import tailrecord
-from .event import make_event, now_ts
+from .event import Event, make_event, now_ts
 from .fsmode import open_private
 from .store import EVENTS_FILE, Ledger, _fsync_dir, _random_ids, _write_all
 from .verify import Break, SessionReport, read_chunks, split_lines, verify_stream
@@ -119,27 +121,68 @@ def diagnose(ledger: Ledger, session: str, progress: Any = None) -> Diagnosis:
     return Diagnosis(session, report, lines, size, seq, lines - seq, size - offset)
 
 
-def _copy_tail(src: Path, offset: int, dest: Path) -> tuple[int, int, str]:
-    """Copy src[offset:] to a new file `dest` (exclusive, 0600, fsynced); (lines, bytes, sha256 hex)."""
+def write_cut(dest: Path, chunks: Iterable[bytes]) -> tuple[int, int, str]:
+    """Write `chunks` to a new file `dest` (exclusive, 0600, fsynced, folder fsynced); (lines, bytes, sha256 hex).
+
+    The cut's copy on either backend: the file backend's tail of events.jsonl, PostgreSQL's cut rows as JSONL."""
     h = hashlib.sha256()
     nbytes = newlines = 0
     last = b""
     fd = open_private(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        with open(src, "rb") as f:
-            f.seek(offset)
-            while chunk := f.read(COPY_BYTES):
-                _write_all(fd, chunk)
-                h.update(chunk)
-                nbytes += len(chunk)
-                newlines += chunk.count(b"\n")
-                last = chunk[-1:]
+        for chunk in chunks:
+            _write_all(fd, chunk)
+            h.update(chunk)
+            nbytes += len(chunk)
+            newlines += chunk.count(b"\n")
+            last = chunk[-1:] if chunk else last
         os.fsync(fd)
     finally:
         os.close(fd)
     _fsync_dir(dest.parent)
     lines = newlines + (1 if nbytes and last != b"\n" else 0)
     return lines, nbytes, h.hexdigest()
+
+
+def _copy_tail(src: Path, offset: int, dest: Path) -> tuple[int, int, str]:
+    """Copy src[offset:] to a new file `dest` (write_cut); (lines, bytes, sha256 hex)."""
+    with open(src, "rb") as f:
+        f.seek(offset)
+        return write_cut(dest, iter(lambda: f.read(COPY_BYTES), b""))
+
+
+def check_seq(seq: object) -> int:
+    """--truncate-at's value, refused (RepairRefused) unless it is a seq (pure)."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise RepairRefused(f"--truncate-at {seq!r}: expected a seq, an integer ≥ 0")
+    return seq
+
+
+def check_cut(session: str, seq: int, report: SessionReport) -> Break:
+    """The ledger's first break, refused (RepairRefused) when it has none or `seq` is past it (pure)."""
+    brk = report.brk
+    if brk is None:
+        raise RepairRefused(
+            f"session {session}: the ledger verifies ({report.events} events); repair only moves aside the tail of a broken one"
+        )
+    if seq > brk.line - 1:
+        raise RepairRefused(
+            f"--truncate-at {seq}: past the first break (line {brk.line}, {brk.kind}); "
+            f"the largest seq to cut from is {brk.line - 1}"
+        )
+    return brk
+
+
+def check_prefix(seq: int, prefix: SessionReport) -> None:
+    """Refused (RepairRefused) unless the lines before `seq`, walked as a whole ledger, verify (pure)."""
+    if not prefix.ok or prefix.events != seq:
+        why = prefix.brk.message if prefix.brk is not None else f"{prefix.events} events"
+        raise RepairRefused(f"--truncate-at {seq}: the ledger before seq {seq} does not verify on its own ({why}); cut from an earlier seq")
+
+
+def cut_name(seq: int, ts: str) -> str:
+    """The name of the copy of a cut from `seq` made at `ts`: `events.jsonl.cut-<seq>-<utc>` (pure)."""
+    return f"{CUT_PREFIX}{seq}-{ts.replace(':', '')}"
 
 
 def repair_text(cut_from_seq: int, lines: int, nbytes: int, sha256: str, name: str, broke: Break) -> str:
@@ -151,56 +194,48 @@ def repair_text(cut_from_seq: int, lines: int, nbytes: int, sha256: str, name: s
     )
 
 
+def repair_note(session: str, seq: int, prev: str, lines: int, nbytes: int, sha256: str, name: str, broke: Break) -> Event:
+    """The `system` event recording a cut from `seq` (chained from `prev`, the prefix's head, hex); fresh id and salt."""
+    meta = {"repair": {"v": 1, "cut_from_seq": seq, "lines": lines, "sha256": sha256, "file": name}}
+    salts, ids = _random_ids(1)
+    return make_event(
+        session=session,
+        seq=seq,
+        prev=bytes.fromhex(prev),
+        role="system",
+        text=repair_text(seq, lines, nbytes, sha256, name, broke),
+        meta=meta,
+        ts=now_ts(),
+        event_id=ids[0],
+        salt=salts[0],
+    )
+
+
 def truncate_at(ledger: Ledger, session: str, seq: int) -> Cut:
     """Move the ledger's lines from seq `seq` on aside and record the cut (see the module docstring).
 
     Raises RepairRefused (nothing changed) when the ledger verifies, when `seq` is past the first
     break, or when the prefix before `seq` does not verify on its own.
     """
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-        raise RepairRefused(f"--truncate-at {seq!r}: expected a seq, an integer ≥ 0")
+    check_seq(seq)
     if not ledger.exists(session):
         raise RepairRefused(f"session {session}: no such session")
     # The writers' lock: no append (from the app, an import, another repair) runs while the file changes.
     with ledger._locked(session, create=False) as sdir:  # the store's own lock, reused on purpose
         path = sdir / EVENTS_FILE
-        report = ledger.verify(session)
-        brk = report.brk
-        if brk is None:
-            raise RepairRefused(
-                f"session {session}: the ledger verifies ({report.events} events); repair only moves aside the tail of a broken one"
-            )
-        if seq > brk.line - 1:
-            raise RepairRefused(
-                f"--truncate-at {seq}: past the first break (line {brk.line}, {brk.kind}); "
-                f"the largest seq to cut from is {brk.line - 1}"
-            )
+        brk = check_cut(session, seq, ledger.verify(session))
         offset, _lines = _line_offsets(path, seq)
         with open(path, "rb") as f:
             prefix = verify_stream(session, read_chunks(f, offset))
-        if not prefix.ok or prefix.events != seq:
-            why = prefix.brk.message if prefix.brk is not None else f"{prefix.events} events"
-            raise RepairRefused(f"--truncate-at {seq}: the ledger before seq {seq} does not verify on its own ({why}); cut from an earlier seq")
-        name = f"{CUT_PREFIX}{seq}-{now_ts().replace(':', '')}"
+        check_prefix(seq, prefix)
+        name = cut_name(seq, now_ts())
         lines, nbytes, digest = _copy_tail(path, offset, sdir / name)
         tailrecord.remove(sdir)  # it describes the file before the cut: the next open walks and records anew
         with open(path, "r+b") as f:
             f.truncate(offset)
             f.flush()
             os.fsync(f.fileno())
-        meta = {"repair": {"v": 1, "cut_from_seq": seq, "lines": lines, "sha256": digest, "file": name}}
-        salts, ids = _random_ids(1)
-        note = make_event(
-            session=session,
-            seq=seq,
-            prev=bytes.fromhex(prefix.head),
-            role="system",
-            text=repair_text(seq, lines, nbytes, digest, name, brk),
-            meta=meta,
-            ts=now_ts(),
-            event_id=ids[0],
-            salt=salts[0],
-        )
+        note = repair_note(session, seq, prefix.head, lines, nbytes, digest, name, brk)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
             _write_all(fd, note.to_line())
