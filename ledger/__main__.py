@@ -1,8 +1,8 @@
 """Command line: `python -m ledger import|list|verify|repair|export|migrate ...` (a thin layer over the library).
 
-import (signing a checkpoint with DATA_DIR's key), list and verify (--since too) use PostgreSQL when their DATA
-argument is a postgresql:// URL or $DATABASE_URL is set (storage/pg/cli.py); export and migrate are PostgreSQL's own;
-repair refuses there in one line.
+import (signing a checkpoint with DATA_DIR's key), list, verify (--since too) and repair use PostgreSQL when their
+DATA argument is a postgresql:// URL or $DATABASE_URL is set (storage/pg/cli.py, storage/pg/repair.py); export and
+migrate are PostgreSQL's own.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from .event import Event, EventError, validate_session_id
 from .imports import ImportRecordError, already_imported, previous_import, record_import
 from .listing import list_sessions
 from .messages import ImportError_
-from .repair import CUT_PREFIX, Cut, RepairRefused, diagnose, truncate_at
+from .repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
 from .store import Ledger, LedgerCorrupted
-from .verify import erased_words
+from .verify import SessionReport, erased_words
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -352,10 +352,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     """Show a broken session's first break and what --truncate-at would do; with it, do it."""
-    if _database_for(args.data_dir) is not None:
-        from storage.cli_stores import not_yet
-
-        return fail(str(not_yet("repair", "a session's rows are not cut by this command; `python -m ledger verify` names the first break and `python -m ledger export` writes the session's JSONL")))
+    url = _database_for(args.data_dir)
+    if url is not None:
+        return _repair_database(url, args)
     data = existing_data_dir(args.data_dir)
     try:
         validate_session_id(args.session)
@@ -365,28 +364,87 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if not ledger.exists(args.session):
         return fail(f"session {args.session}: no such session in {data}")
     if args.truncate_at is None:
-        return _show_repair(data, ledger, args)
+        with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
+            d = diagnose(ledger, args.session, progress)
+        return _show_repair(d, str(data), args, "beside the ledger")
     try:
         cut, refreshed = _repair(data, ledger, args.session, args.truncate_at)
     except RepairRefused as exc:
         return fail(f"{exc}; nothing was changed")
     with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
         after = ledger.verify(args.session, progress=progress)
+    return _show_cut(cut, after, refreshed, args, "")
+
+
+def _repair_database(url: str, args: argparse.Namespace) -> int:
+    """cmd_repair on PostgreSQL (storage/pg/repair.py): the cut rows are kept in `ledger_cuts`, with a copy in
+    DATA_DIR/sessions/SESSION/ when DATA is a folder (none when it is the database's URL)."""
+    import tempfile
+    from contextlib import ExitStack
+
+    from storage import redact
+    from storage.cli_stores import opened_stores
+    from storage.pg import repair as pg_repair
+    from storage.pg.ledger import PgLedger
+
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        return fail(str(exc))
+    with ExitStack() as stack:
+        given = not _is_url(args.data_dir)
+        # DATA a URL: no data directory (no copy of the cut, the key only from RECEIPT_SIGNING_KEY)
+        home = existing_data_dir(args.data_dir) if given else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-no-data-")))
+        shown = str(home) if given else redact(url)
+        stores = stack.enter_context(opened_stores(home, url))
+        led = stores.ledger
+        assert isinstance(led, PgLedger)
+        if not led.exists(args.session):
+            return fail(f"session {args.session}: no such session in {stores.where}")
+        if args.truncate_at is None:
+            bar = _bar("verifying")(led.size_bytes(args.session))
+            try:
+                d = pg_repair.diagnose(led, args.session, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+            where = "in the database's ledger_cuts" + (f" (a copy in {home / 'sessions' / args.session})" if given else "")
+            return _show_repair(d, shown, args, where)
+        try:
+            key, unsigned = _database_signer(args.data_dir)
+        except ValueError as exc:  # a key that cannot be used: the repair still happens, unsigned, and says so
+            key, unsigned = None, f"no checkpoint signed ({exc})"
+        copy_dir = home / "sessions" / args.session if given else None
+        try:
+            cut, refreshed = pg_repair.repair(stores, args.session, args.truncate_at, key, unsigned, copy_dir=copy_dir)
+        except RepairRefused as exc:
+            return fail(f"{exc}; nothing was changed")
+        bar = _bar("verifying")(led.size_bytes(args.session))
+        try:
+            after = led.verify(args.session, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
+    kept = f"the database's ledger_cuts row {cut.path.name}" + (f" and a copy in {cut.path}" if given else "")
+    return _show_cut(cut, after, refreshed, args, kept)
+
+
+def _show_cut(cut: Cut, after: SessionReport, refreshed: list[str], args: argparse.Namespace, kept: str) -> int:
+    """What a repair did (`kept`: where the cut went when it is not the file Cut.path names), and the verdict after."""
     if args.json:
         print(json.dumps({**cut.to_dict(), "verified": after.ok, "refreshed": refreshed}, indent=2))
     else:
         print(
             f"session {args.session}: moved {cut.lines} line{'' if cut.lines == 1 else 's'} from line {cut.cut_from_seq + 1} "
-            f"(seq {cut.cut_from_seq}) on, {cut.nbytes} bytes, sha256 {cut.sha256[:16]}…, to {cut.path} (kept; never deleted)"
+            f"(seq {cut.cut_from_seq}) on, {cut.nbytes} bytes, sha256 {cut.sha256[:16]}…, to {kept or cut.path} (kept; never deleted)"
         )
         print(f"appended system event seq {cut.note_seq} recording the cut; " + ("; ".join(refreshed) or "nothing derived to refresh"))
         print(f"{'ok' if after.ok else 'BROKEN'}  {args.session}: {after.events} events, head {after.head[:16]}")
     return EXIT_OK if after.ok else EXIT_BROKEN
 
 
-def _show_repair(data: Path, ledger: Ledger, args: argparse.Namespace) -> int:
-    with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
-        d = diagnose(ledger, args.session, progress)
+def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) -> int:
+    """The first break and what --truncate-at would do (`where`: where the cut would go, after its name)."""
     if args.json:
         print(json.dumps(d.to_dict(), indent=2))
         return EXIT_OK if d.report.ok else EXIT_BROKEN
@@ -402,7 +460,7 @@ def _show_repair(data: Path, ledger: Ledger, args: argparse.Namespace) -> int:
     print(f"  the ledger has {d.lines} line{'' if d.lines == 1 else 's'}; {kept}")
     print(
         f"  `python -m ledger repair {data} {args.session} --truncate-at {seq}` would move lines {seq + 1}–{d.lines} "
-        f"({d.cut_lines} line{'' if d.cut_lines == 1 else 's'}, {d.cut_bytes} bytes) to {CUT_PREFIX}{seq}-<utc time> beside the ledger "
+        f"({d.cut_lines} line{'' if d.cut_lines == 1 else 's'}, {d.cut_bytes} bytes) to {CUT_PREFIX}{seq}-<utc time> {where} "
         f"(kept, never deleted) and append a system event at seq {seq} saying what was cut, so the chain verifies again "
         f"with {seq + 1} events (a smaller SEQ cuts more); receipts citing seq {seq} or later will then fail their ledger checks"
     )

@@ -137,11 +137,12 @@ class IndexRows:
             files.forget_rows(db, session, receipt_ids)
 
 
-def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey) -> dict[str, Any]:
+def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
     """Sign a checkpoint over the session as it is now and keep it as the latest, on any ReceiptBackend.
 
     The caller holds backend.turn_lock(session) and has just appended (receipts.checkpoints.issue is the
-    file backend's, by path)."""
+    file backend's, by path). `allow_shrink`: a repair cut the ledger, so the smaller tree's checkpoint replaces
+    a larger one (backend.keep_checkpoint's)."""
     count, head = ledger.head(session)
     if count == 0:
         raise ValueError(f"session {session}: no events to sign a checkpoint over")
@@ -152,7 +153,7 @@ def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: Signin
         cp = sign_checkpoint(session=session, tree_size=count, root=tree.root(count), chain_head=head, issued_at=now_ts(), key=key)
     finally:
         tree.close()
-    backend.keep_checkpoint(session, cp)
+    backend.keep_checkpoint(session, cp, allow_shrink=allow_shrink)
     return cp
 
 

@@ -198,9 +198,9 @@ class TestTurnAndReceipt:
 
 
 class TestRefusals:
-    def test_repair_on_the_database_is_refused_in_one_line(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+    def test_repair_of_a_session_the_database_does_not_hold_is_one_line_naming_it(self, pg_url: str, data: Path, tmp_path: Path) -> None:
         err = one_error_line(run(env_for(pg_url, tmp_path), "ledger", "repair", str(data), "s1"))
-        assert "repair: not available on PostgreSQL yet" in err
+        assert "session s1: no such session in postgresql://" in err  # repair works there now (tests/test_ledger_repair_pg.py)
 
     def test_a_database_url_that_is_not_postgresql_is_one_line_naming_it_without_the_password(self, data: Path, tmp_path: Path) -> None:
         env = env_for("mysql://me:hunter2@localhost/db", tmp_path)

@@ -375,14 +375,7 @@ class PgLedger:
         del parallel
         with self._snapshot(session) as ((size, head), lines):
             report = verify_stream(session, _chunks(lines, progress))
-        if report.ok and (report.events, report.head) != (size, head):
-            n = report.events
-            brk = Break(
-                n + 1, n, SEQ_GAP, f"{size} events, head {head}", f"{n} events, head {report.head}",
-                f"line {n + 1}: the rows end at seq {n - 1} but the session's tail records {size} events",
-            )
-            return SessionReport(session, False, n, report.head, brk, erased=report.erased)
-        return report
+        return against_tail(report, size, head)
 
     # -- erasure -----------------------------------------------------------
     def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
@@ -447,13 +440,28 @@ class PgLedger:
         return datetime.fromisoformat(str(orjson.loads(bytes(row[0]))["ts"]).replace("Z", "+00:00")).timestamp()
 
     def vacuum(self) -> None:
-        """VACUUM the events table (old row versions made unreachable); on an autocommit connection."""
+        """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); on an
+        autocommit connection."""
         with self.db.connection() as conn:
             conn.autocommit = True
             try:
                 conn.execute(sql.LEDGER_VACUUM)
+                conn.execute(sql.LEDGER_CUTS_VACUUM)
             finally:
                 conn.autocommit = False
+
+
+def against_tail(report: SessionReport, size: int, head: str) -> SessionReport:
+    """A walk's report held against the session's tail, (size, head) as its `sessions` row records them (pure):
+    rows that end short of it (which a walk alone cannot see) are a seq_gap at the first missing seq."""
+    if report.ok and (report.events, report.head) != (size, head):
+        n = report.events
+        brk = Break(
+            n + 1, n, SEQ_GAP, f"{size} events, head {head}", f"{n} events, head {report.head}",
+            f"line {n + 1}: the rows end at seq {n - 1} but the session's tail records {size} events",
+        )
+        return SessionReport(report.session, False, n, report.head, brk, erased=report.erased)
+    return report
 
 
 def _chunks(lines: Iterator[bytes], progress: Any, size: int = 1 << 20) -> Iterator[bytes]:
@@ -474,4 +482,4 @@ def _chunks(lines: Iterator[bytes], progress: Any, size: int = 1 << 20) -> Itera
         yield b"".join(buf)
 
 
-__all__ = ["PgLedger", "block_rows"]
+__all__ = ["PgLedger", "against_tail", "block_rows"]

@@ -584,3 +584,42 @@ BUNDLE_CREATE_SCHEMA = "CREATE SCHEMA {}"  # psycopg.sql.Identifier of the schem
 BUNDLE_DROP_SCHEMA = "DROP SCHEMA IF EXISTS {} CASCADE"
 BUNDLE_MEMBER_ADD = "INSERT INTO bundle_members (name, data) VALUES (%s, %s)"
 BUNDLE_MEMBERS = "SELECT name, data FROM bundle_members WHERE starts_with(name, %s) ORDER BY name"
+
+# -- the tails `python -m ledger repair` cut (storage/pg/repair.py; README "A corrupted line in the middle") ---------
+# A repair deletes a broken session's rows from a seq on, in the transaction that keeps them here: `data` is those
+# rows byte for byte as the JSONL file would hold them (each line and its newline, in seq order), `sha256` its digest
+# (hex) and `name` the file name the repair's note event records (`events.jsonl.cut-<seq>-<utc>`, as on files). This
+# row is the record; a copy under DATA_DIR/sessions/<session>/ is for a person to open. Kept until the session is
+# deleted (ON DELETE CASCADE with its `sessions` row; PgLedger.vacuum then VACUUMs this table too).
+LEDGER_CUTS_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS ledger_cuts (
+        session      text   NOT NULL REFERENCES sessions (session) ON DELETE CASCADE,
+        cut_from_seq bigint NOT NULL,
+        made_at      text   NOT NULL,
+        name         text   NOT NULL,
+        data         bytea  NOT NULL,
+        sha256       text   NOT NULL,
+        PRIMARY KEY (session, name)
+    )
+    """,
+]
+SCHEMA.extend(LEDGER_CUTS_SCHEMA)
+# (session, from seq): the rows a cut there moves aside, and their bytes as JSONL
+LEDGER_CUT_SIZE = "SELECT count(*), coalesce(sum(octet_length(line) + 1), 0) FROM events WHERE session = %s AND seq >= %s"
+LEDGER_LINES_BEFORE = "SELECT line FROM events WHERE session = %s AND seq < %s ORDER BY seq"
+LEDGER_LINES_SINCE = "SELECT line FROM events WHERE session = %s AND seq >= %s ORDER BY seq"
+# the cut rows kept in one statement, their bytes joined on the server (no round trip of the data); returns what it
+# kept, which the caller compares with what it streamed into the note (and the copy)
+LEDGER_CUT_KEEP = """
+WITH cut AS (
+    SELECT coalesce(string_agg(line || decode('0a', 'hex'), ''::bytea ORDER BY seq), ''::bytea) AS data
+    FROM events WHERE session = %(session)s AND seq >= %(seq)s
+)
+INSERT INTO ledger_cuts (session, cut_from_seq, made_at, name, data, sha256)
+SELECT %(session)s, %(seq)s, %(made_at)s, %(name)s, data, encode(sha256(data), 'hex') FROM cut
+RETURNING octet_length(data), sha256
+"""
+LEDGER_CUT_DELETE = "DELETE FROM events WHERE session = %s AND seq >= %s"
+LEDGER_CUTS = "SELECT cut_from_seq, made_at, name, data, sha256 FROM ledger_cuts WHERE session = %s ORDER BY made_at, name"
+LEDGER_CUTS_VACUUM = "VACUUM ledger_cuts"
