@@ -20,7 +20,6 @@ from . import BackendError, database_url, is_database_url
 if TYPE_CHECKING:
     from .stores import Stores
 
-NOT_YET = "not available on PostgreSQL yet"
 
 
 def database_for(raw: str | None = None, *, url_argument: bool = False) -> str | None:
@@ -62,9 +61,4 @@ def opened_stores(data_dir: str | os.PathLike[str], url: str) -> Iterator[Stores
         stores.close()
 
 
-def not_yet(what: str, instead: str) -> CliError:
-    """The one line a command prints for what it cannot do on PostgreSQL yet."""
-    return CliError(f"{what}: {NOT_YET} ({instead})")
-
-
-__all__ = ["NOT_YET", "database_for", "not_yet", "opened_stores", "quiet_pool"]
+__all__ = ["database_for", "opened_stores", "quiet_pool"]
