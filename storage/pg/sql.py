@@ -110,7 +110,9 @@ IMPORTS_FORGET = """
 DELETE FROM ledger_imports WHERE session = %s
 AND EXISTS (SELECT 1 FROM unnest(%s::bigint[]) AS s (seq) WHERE s.seq BETWEEN first_seq AND last_seq)
 """
-LEDGER_SYSTEM_LINES_AFTER = "SELECT line FROM events WHERE session = %s AND seq > %s AND role = 'system' ORDER BY seq"
+LEDGER_SYSTEM_LINES_AFTER = (  # by the line's own bytes, not the role column (outside the chain: see CONTROL_SYSTEM_LINES)
+    "SELECT line FROM events WHERE session = %s AND seq > %s AND position('\"role\":\"system\"'::bytea in line) > 0 ORDER BY seq"
+)
 LEDGER_APPEND = (
     "SELECT r_size, r_head, r_appended FROM mre_append(%s::text, %s::bigint, %s::text, %s::text,"
     " %s::bigint[], %s::bytea[], %s::text[], %s::text[], %s::text[])"
@@ -533,10 +535,13 @@ SETTINGS_DELETE_SESSION = "DELETE FROM session_settings WHERE session = %(sessio
 # The lines that can change a session's control state: control events, supersession and erasure records are
 # all role 'system' (receipts.decisions.control_of, receipts.supersessions.supersession_of, ledger erasure);
 # any other line only moves size and head. Read server-side over the (session, seq) key, few rows returned.
-# (params: session, from seq, to seq exclusive)
-CONTROL_SYSTEM_LINES = """
+# Chosen by the line's own bytes, never the `role` column: the column is outside the chain, so an edit to it would
+# pass every verification; in a canonical line `"role":"system"` with bare quotes can only be the role member (a
+# quote inside a string is escaped). (params: session, from seq, to seq exclusive)
+SYSTEM_ROLE_IN_LINE = "position('\"role\":\"system\"'::bytea in line) > 0"
+CONTROL_SYSTEM_LINES = f"""
 SELECT seq, line FROM events
-WHERE session = %s AND seq >= %s AND seq < %s AND role = 'system'
+WHERE session = %s AND seq >= %s AND seq < %s AND {SYSTEM_ROLE_IN_LINE}
 ORDER BY seq
 """
 
