@@ -24,7 +24,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -431,13 +430,12 @@ class PgLedger:
         return True
 
     def last_written(self, session: str) -> float | None:
-        """When the session's last event was appended (its `ts`, Unix seconds), or None when it has none."""
+        """When the session was last written (Unix seconds, the server's clock: not an event's `ts`, which an import
+        keeps from its file), or None when there is no such session."""
         validate_session_id(session)
         with self.db.connection() as conn:
-            row = conn.execute(sql.LEDGER_LAST_LINE, (session,)).fetchone()
-        if row is None:
-            return None
-        return datetime.fromisoformat(str(orjson.loads(bytes(row[0]))["ts"]).replace("Z", "+00:00")).timestamp()
+            row = conn.execute(sql.LEDGER_WRITTEN, (session,)).fetchone()
+        return None if row is None else float(row[0])
 
     def vacuum(self) -> None:
         """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); on an

@@ -73,11 +73,14 @@ LEDGER_SCHEMA = [
         INSERT INTO events (session, seq, line, role, digest, chain)
             SELECT p_session, u.seq, u.line, u.role, u.digest, u.chain
             FROM unnest(p_seqs, p_lines, p_roles, p_digests, p_chains) AS u (seq, line, role, digest, chain);
-        UPDATE sessions SET size = p_size + cardinality(p_seqs), head = p_new_head WHERE session = p_session;
+        UPDATE sessions SET size = p_size + cardinality(p_seqs), head = p_new_head, updated_at = now() WHERE session = p_session;
         RETURN QUERY SELECT p_size + cardinality(p_seqs), p_new_head, true;
     END
     $$
     """,
+    # when the session was last written, by the server's clock (retention's idle check: an event's own `ts` may be
+    # an imported file's, years old, or in the future); added to databases made before it
+    "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now()",
 ]
 # What `python -m ledger import` remembers of the files it imported (ledger/imports.py's records): outside
 # the chain, a guard against importing a file twice. An erasure deletes the records whose range it reaches.
@@ -121,7 +124,8 @@ LEDGER_NEW_SESSION = "INSERT INTO sessions (session, size, head) VALUES (%s, 0, 
 # the writer's lock: held until the transaction ends, so one writer at a time appends to a session
 LEDGER_LOCK_SESSION = "SELECT size, head FROM sessions WHERE session = %s FOR UPDATE"
 LEDGER_TAIL = "SELECT size, head FROM sessions WHERE session = %s"
-LEDGER_ADVANCE = "UPDATE sessions SET size = %s, head = %s WHERE session = %s"
+LEDGER_ADVANCE = "UPDATE sessions SET size = %s, head = %s, updated_at = now() WHERE session = %s"
+LEDGER_WRITTEN = "SELECT extract(epoch FROM updated_at)::float8 FROM sessions WHERE session = %s"
 LEDGER_COPY_EVENTS = "COPY events (session, seq, line, role, digest, chain) FROM STDIN (FORMAT BINARY)"
 LEDGER_COPY_TYPES = ("text", "int8", "bytea", "text", "text", "text")
 LEDGER_SESSIONS = 'SELECT session FROM sessions ORDER BY session COLLATE "C"'
