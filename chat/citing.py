@@ -74,7 +74,7 @@ class Cites:
         return int(getattr(self.index, "generation", 0)) if self.stores.kind == "files" else 0
 
     def _make_whole(self, session: str) -> None:
-        """Once per session and process: add the `.cites` records turns left behind; and when the index file was
+        """Once per session and process on files, on every call on PostgreSQL: add the `.cites` records turns left behind; and when the index file was
         opened anew since the engine started (moved aside, replaced: its derived tables are empty), the session's
         receipt files again."""
         generation = self._generation_now()
@@ -94,4 +94,6 @@ class Cites:
                     self.add_receipt(session, receipt.receipt_id, receipt.signed_body)
             for c in unreceipted(self.stores.data_dir, session, self.ledger, backend=self.backend):
                 self.record(session, c.receipt_id, c.response_seq, [s for s, name in c.cited.items() if name != "response"])
-            self._complete.add(session)
+            if self.stores.kind == "files":
+                self._complete.add(session)  # one process writes these files' turns; on PostgreSQL another replica's
+                # turn may leave a record at any time, so its pending rows are read again on every call (one query)

@@ -199,6 +199,8 @@ class Engine:
                 for path in (sdir, self.data_dir / "merkle" / session):
                     shutil.rmtree(path, ignore_errors=True)
             else:
+                # the search rows first: should this fail, the session is still there and a retry deletes it all
+                cast("PgIndex", self.index).drop_session(session)
                 cast("PgLedger", self.ledger).delete_session(session)
                 shutil.rmtree(sdir, ignore_errors=True)  # settings or caches a file-backed past left here
             self.backend.forget_session(session)
@@ -214,7 +216,6 @@ class Engine:
         if self.stores.kind == "files":
             self.index.catch_up()
         else:
-            cast("PgIndex", self.index).drop_session(session)
             cast("PgReceipts", self.backend).vacuum()
         return True
 
@@ -260,7 +261,11 @@ class Engine:
         receipt_id = "rcpt_" + os.urandom(16).hex()
         try:
             with self.backend.turn_lock(session):
+                # again under the lock: the switch may have been turned on (on any replica) while this turn waited
+                refuse_direct_turn(self.stores, session)
                 return self._turn(session, message, k, receipt_id, on_delta)
+        except SettingsError as exc:
+            raise InputError(str(exc)) from None
         except EventError as exc:
             raise InputError(str(exc)) from None
 
