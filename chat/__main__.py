@@ -84,7 +84,7 @@ def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
         from storage.stores import open_stores
 
         quiet_pool()
-        stores = open_stores(data)
+        stores = open_stores(data, receipt_copies=True)  # `receipt: <path>` names a file this visitor keeps
     try:
         had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
         make_data_dir(data)

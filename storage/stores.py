@@ -4,7 +4,8 @@ and checkpoints) and the derived receipt rows — on files in DATA_DIR, or on Po
 Every entry point (the app, MCP, the chat / retrieval / receipts / control / bundle commands) opens its stores here
 and hands them on; the code below them never asks which backend it has, except through `Stores.kind` where a
 backend really differs (what erasure can promise, where a receipt copy is kept). On PostgreSQL, DATA_DIR keeps only
-the signing key and caches: receipt copies for a visitor to keep (`receipt-copies/`), nothing that is the record.
+the signing key (and, for `python -m chat`, the receipt copies its visitor keeps: `receipt-copies/`), nothing that is
+the record.
 """
 
 from __future__ import annotations
@@ -82,10 +83,19 @@ def file_stores(data_dir: str | os.PathLike[str], *, index: Index | None = None,
 
 
 def pg_stores(
-    url: str, data_dir: str | os.PathLike[str], *, config: IndexConfig | None = None, pool_size: int = 8, timeout: float | None = None
+    url: str,
+    data_dir: str | os.PathLike[str],
+    *,
+    config: IndexConfig | None = None,
+    pool_size: int = 8,
+    timeout: float | None = None,
+    receipt_copies: bool = False,
 ) -> Stores:
-    """Everything in the PostgreSQL database at `url`; `data_dir` keeps the signing key and receipt copies.
-    `timeout`: seconds to wait for the server before BackendError (storage.pg.connect's default when None)."""
+    """Everything in the PostgreSQL database at `url`; `data_dir` keeps the signing key.
+    `timeout`: seconds to wait for the server before BackendError (storage.pg.connect's default when None).
+    `receipt_copies`: also write each receipt this process issues to DATA_DIR/receipt-copies/<session>/<id>.json, for
+    a command line that prints `receipt: <path>` to its one visitor. The app does not: a copy on one replica's disk is
+    out of reach of a forget that runs on another (its visitors download receipts from the rows)."""
     if not is_database_url(url):
         raise BackendError(f"DATABASE_URL: must start with postgresql:// (got {redact(url)!r})")
     from storage.pg.connect import Database
@@ -98,7 +108,7 @@ def pg_stores(
     try:
         ledger = PgLedger(db, data)
         index = PgIndex(db, ledger, config=config)
-        backend = PgReceipts(db, copies=data / RECEIPT_COPIES)
+        backend = PgReceipts(db, copies=data / RECEIPT_COPIES, write_copies=receipt_copies)
     except BaseException:
         db.close()
         raise
@@ -112,12 +122,13 @@ def open_stores(
     config: IndexConfig | None = None,
     environ: dict[str, str] | None = None,
     timeout: float | None = None,
+    receipt_copies: bool = False,
 ) -> Stores:
     """PostgreSQL when `url` (or $DATABASE_URL) names it, else the files in `data_dir`. BackendError when the URL is
     not a PostgreSQL one or the server cannot be reached (the message names it without the password)."""
     chosen = url if url is not None else database_url(environ)
     if chosen:
-        return pg_stores(chosen, data_dir, config=config, timeout=timeout)
+        return pg_stores(chosen, data_dir, config=config, timeout=timeout, receipt_copies=receipt_copies)
     return file_stores(data_dir, config=config)
 
 

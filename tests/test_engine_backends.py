@@ -30,7 +30,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     def open_engine() -> Engine:
         data = tmp_path / f"replica-{len(engines)}"  # each replica its own DATA_DIR (keys, caches); one key for all
         data.mkdir(exist_ok=True)
-        stores = file_stores(key_dir) if url is None else pg_stores(url, data)
+        stores = file_stores(key_dir) if url is None else pg_stores(url, data, receipt_copies=True)
         first = engines[0].key if engines else None
         eng = Engine(stores.data_dir, stores=stores, llm=LLM(api_key=""), key=first)
         engines.append(eng)

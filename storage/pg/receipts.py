@@ -68,10 +68,11 @@ class PgReceipts:
     """Receipts, trees and checkpoints of every session in one PostgreSQL database. Safe for many threads."""
 
     def __init__(
-        self, db: Database, *, copies: str | os.PathLike[str] | None = None, lock_connections: int = LOCK_CONNECTIONS, lock_wait: float = LOCK_WAIT_S
+        self, db: Database, *, copies: str | os.PathLike[str] | None = None, write_copies: bool = True, lock_connections: int = LOCK_CONNECTIONS, lock_wait: float = LOCK_WAIT_S
     ) -> None:
         self.db = db
         self.copies = None if copies is None else Path(copies)
+        self.write_copies = write_copies  # False: only keep the copies already there in step (redact, delete)
         self.lock_connections = lock_connections
         self.lock_wait = lock_wait
         self._guard = threading.Lock()
@@ -182,7 +183,7 @@ class PgReceipts:
             cur = conn.execute(sql.RECEIPT_INSERT, (receipt_id, session, data))
             if cur.rowcount != 1:
                 raise ValueError(f"receipt id {receipt_id} is already used by another session")
-        if self.copies is None:
+        if self.copies is None or not self.write_copies:
             return f"postgresql:receipts/{session}/{receipt_id}"
         return str(self._copy(session, receipt_id, data))
 
