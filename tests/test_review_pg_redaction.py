@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.xfail(reason="reviewer finding 2 (password forms other than user:pw@, libpq's percent errors): not fixed yet", strict=False)
-
 from storage import redact
+
+pytestmark = pytest.mark.xfail(reason="reviewer finding 2 (password forms other than user:pw@, libpq's percent errors): not fixed yet", strict=False)
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "hunter2pw"
