@@ -55,7 +55,7 @@ def dep(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
         stores = file_stores(data)
     else:
         url = request.getfixturevalue("pg_url")
-        stores = pg_stores(url, data, pool_size=4)
+        stores = pg_stores(url, data, pool_size=4, receipt_copies=True)  # as python -m chat: copies a forget must redact
     eng = Engine(data, llm=LLM(api_key=""), stores=stores)
     try:
         yield Deployment(request.param, data, stores, eng, url)
