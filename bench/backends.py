@@ -16,20 +16,19 @@ but its `events`/`sessions` rows of sessions named bench-*, and a table bench_ra
 from __future__ import annotations
 
 import argparse
-import contextlib
 import multiprocessing as mp
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from bench._machine import machine_line  # noqa: E402
+from bench.common import pg_database  # noqa: E402
 
 LINE = b'{"role":"user","text":"' + b"x" * 370 + b'"}\n'
 KINDS = ("file", "pg", "file raw", "pg raw")
@@ -95,15 +94,6 @@ def measure(kind: str, target: str, writers: int, appends: int, tag: str) -> flo
     return each * writers / (last - t0)
 
 
-@contextlib.contextmanager
-def database(url: str | None) -> Iterator[str]:
-    if url:
-        yield url
-        return
-    from tests import pg_support
-
-    with pg_support.started_server() as server:
-        yield pg_support.fresh_database(server)
 
 
 def main() -> None:
@@ -117,7 +107,7 @@ def main() -> None:
     print(machine_line())
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     runs: dict[tuple[str, int], list[float]] = {}
-    with database(args.database_url) as url, tempfile.TemporaryDirectory(prefix="mre-bench-") as tmp:
+    with pg_database(args.database_url) as url, tempfile.TemporaryDirectory(prefix="mre-bench-") as tmp:
         import psycopg
 
         from storage.pg.connect import Database

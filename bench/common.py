@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -130,3 +131,15 @@ def machine() -> str:
     from bench._machine import machine_line
 
     return machine_line()
+
+
+@contextlib.contextmanager
+def pg_database(url: str | None) -> Iterator[str]:
+    """`url`, or a fresh database on a throwaway server (tests/pg_support.py) for as long as the block runs."""
+    if url:
+        yield url
+        return
+    from tests import pg_support
+
+    with pg_support.started_server() as server:
+        yield pg_support.fresh_database(server)

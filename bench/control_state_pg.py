@@ -13,33 +13,21 @@ start, the middle, the end); the states are checked equal. Without --database-ur
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from bench._machine import machine_line  # noqa: E402
+from bench.common import pg_database  # noqa: E402
 from control import revocation  # noqa: E402
 from control.revocation import current, revoke  # noqa: E402
 from control.state import derive  # noqa: E402
 from ledger import Message  # noqa: E402
 from storage.stores import pg_stores  # noqa: E402
-
-
-@contextlib.contextmanager
-def database(url: str | None) -> Iterator[str]:
-    if url:
-        yield url
-        return
-    from tests import pg_support
-
-    with pg_support.started_server() as server:
-        yield pg_support.fresh_database(server)
 
 
 def _ms(f: object) -> tuple[float, object]:
@@ -55,7 +43,7 @@ def main() -> None:
     args = ap.parse_args()
     n, session = args.events, f"bench-control-{os.getpid()}"
     print(machine_line())
-    with database(args.database_url) as url, tempfile.TemporaryDirectory() as d, pg_stores(url, Path(d)) as st:
+    with pg_database(args.database_url) as url, tempfile.TemporaryDirectory() as d, pg_stores(url, Path(d)) as st:
         led = st.ledger
         for i in range(0, n, 10_000):
             led.append_many(session, [Message("user" if j % 2 == 0 else "assistant", f"message {j} about things {j % 97}", {}) for j in range(i, min(n, i + 10_000))])

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: the repository root first (bench/ would shadow packages)
     sys.path[0] = str(Path(__file__).resolve().parents[1])
@@ -242,25 +243,41 @@ def sse_run(url: str, people: list[Visitor], turns: int, *, page_sessions: bool 
         call: dict[str, object] = {"data": [v.message(t), [], 8, v.key, False]}
         if page_sessions:
             call["session_hash"] = hashes[v.index]
-        event_id = (
-            h.post(f"{url}gradio_api/call/chat", json=call)
-            .raise_for_status()
-            .json()["event_id"]
-        )
-        event = None
-        with h.stream("GET", f"{url}gradio_api/call/chat/{event_id}") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("event:"):
-                    event = line[6:].strip()
-                elif line.startswith("data:") and event in ("complete", "error"):
-                    if event == "error":
-                        raise RuntimeError(f"the app refused the turn: {line[5:].strip()[:200]}")
-                    history, _box, stamps, _download = json.loads(line[5:])
-                    return json.dumps(history, ensure_ascii=False) + str(stamps)
-        raise RuntimeError("the event stream ended without a result")
+        try:
+            return shown(sse_turn(h, url, call))
+        except TurnRefused as exc:
+            raise RuntimeError(f"the app refused the turn: {str(exc)[:200]}") from None
 
     label = "app: plain HTTP → /chat (Gradio call API + SSE)" + ("" if page_sessions else ", a new Gradio session per call")
     return run_parallel(label, people, turns, one)
+
+
+# -- the light HTTP client, one turn to one app (or replica) ---------------------------------------
+class TurnRefused(RuntimeError):
+    """The app answered the turn with an error event; the message is what the visitor was shown."""
+
+
+def sse_turn(http: Any, url: str, call: dict[str, Any]) -> list[Any]:
+    """POST /gradio_api/call/chat to `url`, then read its event stream from the same replica (the event id is that
+    replica's); the outputs of the complete event, or TurnRefused with the error event's data."""
+    event_id = http.post(f"{url}gradio_api/call/chat", json=call).raise_for_status().json()["event_id"]
+    event = None
+    with http.stream("GET", f"{url}gradio_api/call/chat/{event_id}") as stream:
+        for line in stream.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event in ("complete", "error"):
+                if event == "error":
+                    raise TurnRefused(line[5:].strip())
+                outputs: list[Any] = json.loads(line[5:])
+                return outputs
+    raise RuntimeError("the event stream ended without a result")
+
+
+def shown(outputs: list[Any]) -> str:
+    """What a visitor was shown for a completed turn: the chat history and the stamps."""
+    history, _box, stamps, _download = outputs
+    return json.dumps(history, ensure_ascii=False) + str(stamps)
 
 
 # -- the raw baseline -----------------------------------------------------------------

@@ -52,6 +52,8 @@ from bench.load import (  # noqa: E402
     free_port,
     leaks_in,
     run_parallel,
+    shown,
+    sse_turn,
     visitors,
     wait_ready,
 )
@@ -126,34 +128,6 @@ def running_replicas(n: int, root: Path, **kw: Any) -> Iterator[list[Replica]]:
         yield replicas
     finally:
         stop_replicas(replicas)
-
-
-# -- the light HTTP client, one turn to one replica ---------------------------------------
-class TurnRefused(RuntimeError):
-    """The app answered the turn with an error event; the message is what the visitor was shown."""
-
-
-def sse_turn(http: Any, url: str, call: dict[str, Any]) -> list[Any]:
-    """POST /gradio_api/call/chat to `url`, then read its event stream from the same replica (the event id is that
-    replica's); the outputs of the complete event, or TurnRefused with the error event's data."""
-    event_id = http.post(f"{url}gradio_api/call/chat", json=call).raise_for_status().json()["event_id"]
-    event = None
-    with http.stream("GET", f"{url}gradio_api/call/chat/{event_id}") as stream:
-        for line in stream.iter_lines():
-            if line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:") and event in ("complete", "error"):
-                if event == "error":
-                    raise TurnRefused(line[5:].strip())
-                outputs: list[Any] = json.loads(line[5:])
-                return outputs
-    raise RuntimeError("the event stream ended without a result")
-
-
-def shown(outputs: list[Any]) -> str:
-    """What a visitor was shown for a completed turn: the chat history and the stamps."""
-    history, _box, stamps, _download = outputs
-    return json.dumps(history, ensure_ascii=False) + str(stamps)
 
 
 @dataclass

@@ -47,16 +47,7 @@ def pg_server() -> Iterator[Any]:
     """One throwaway PostgreSQL cluster for the whole run (tests/pg_support.py); skips (fails under CI=true) without one."""
     from tests import pg_support
 
-    try:
-        cm = pg_support.started_server()
-        server = cm.__enter__()
-    except pg_support.NoServer as exc:
-        pg_support.skip_or_fail(str(exc))
-        return
-    try:
-        yield server
-    finally:
-        cm.__exit__(None, None, None)
+    yield from pg_support.server_or_skip()
 
 
 @pytest.fixture

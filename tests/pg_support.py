@@ -230,6 +230,21 @@ def restart(server: Server) -> None:
     _wait_ready(server, server.root / "server.log")
 
 
+def server_or_skip() -> Iterator[Server]:
+    """A fixture's body: a throwaway server for as long as the fixture lives; skips (fails under CI=true) when none
+    can be started."""
+    try:
+        cm = started_server()
+        server = cm.__enter__()
+    except NoServer as exc:
+        skip_or_fail(str(exc))
+        return
+    try:
+        yield server
+    finally:
+        cm.__exit__(None, None, None)
+
+
 def skip_or_fail(why: str) -> None:
     """One clear line: skip locally, fail under CI=true."""
     if os.environ.get("CI") == "true":

@@ -28,16 +28,14 @@ from typing import Any
 import gradio as gr
 import pytest
 
-from bench.load import Visitor, visitors
+from bench.load import TurnRefused, Visitor, sse_turn, visitors
 from bench.replicas import (
     Replica,
-    TurnRefused,
     acknowledged,
     check_chain,
     check_receipts,
     routed_run,
     running_replicas,
-    sse_turn,
 )
 from chat.engine import Engine, TurnError
 from chat.llm import LLM
@@ -226,16 +224,7 @@ def test_first_searches_of_more_sessions_than_the_pool_has_connections_do_not_wa
 @pytest.fixture
 def own_server() -> Iterator[pg_support.Server]:
     """A server of this test's own (it is SIGKILLed), not the run's shared one."""
-    try:
-        cm = pg_support.started_server()
-        server = cm.__enter__()
-    except pg_support.NoServer as exc:
-        pg_support.skip_or_fail(str(exc))
-        return
-    try:
-        yield server
-    finally:
-        cm.__exit__(None, None, None)
+    yield from pg_support.server_or_skip()
 
 
 @dataclass
