@@ -254,14 +254,11 @@ class Engine:
             k = check_k(k)
         except SearchError as exc:
             raise InputError(str(exc)) from None
-        try:  # "ask me first" on: only propose / answer may hand memories to the model (control.settings)
-            refuse_direct_turn(self.stores, session)
-        except SettingsError as exc:
-            raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
         try:
             with self.backend.turn_lock(session):
-                # again under the lock: the switch may have been turned on (on any replica) while this turn waited
+                # "ask me first" on: only propose / answer may hand memories to the model (control.settings). Read
+                # under the lock: the switch may have been turned on (on any replica) while this turn waited for it
                 refuse_direct_turn(self.stores, session)
                 return self._turn(session, message, k, receipt_id, on_delta)
         except SettingsError as exc:

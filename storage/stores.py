@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import BackendError, database_url, is_database_url, redact
 
@@ -132,9 +132,4 @@ def open_stores(
     return file_stores(data_dir, config=config)
 
 
-def describe(stores: Stores) -> dict[str, Any]:
-    """What a status line shows: the backend and where it is."""
-    return {"backend": stores.kind, "where": stores.where}
-
-
-__all__ = ["RECEIPT_COPIES", "Stores", "describe", "file_stores", "open_stores", "pg_stores"]
+__all__ = ["RECEIPT_COPIES", "Stores", "file_stores", "open_stores", "pg_stores"]
