@@ -9,7 +9,7 @@ from pathlib import Path
 from .audit import Auditor
 from .body import parse_receipt
 from .keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, keys_dir, legacy_keys_dir, parse_public_key
-from .ledger_copy import LineSource, fresh, ledger_dir
+from .ledger_copy import LineSource, ledger_dir
 from .verify import Report, verify_receipt
 
 
@@ -74,5 +74,5 @@ def verify_bytes(
             own = data_dir_key(data_dir)
         except (KeyConfigError, OSError, UnicodeDecodeError):
             own = None  # unreadable: the rows say no key was found
-    with ledger_dir(data_dir, receipt.session, source) as where, Auditor(where, full=full, fresh=fresh(source)).facts(receipt.session) as facts:
+    with ledger_dir(data_dir, receipt.session, source) as where, Auditor.of(where, full=full).facts(receipt.session) as facts:
         return verify_receipt(receipt, keys, facts, untrusted=own)

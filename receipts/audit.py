@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ledger.canonical import CanonicalError, loads_strict
 from ledger.chunks import Chunk, ChunkLog, check_contiguous, rehash
@@ -66,7 +66,14 @@ STATE_FILE = "state.json"
 OFFSETS_FILE = "offsets.bin"
 MERKLE_DIR = "merkle"
 LOCK_FILE = "lock"
-_locks: dict[str, threading.Lock] = {}
+
+@dataclass(slots=True)
+class _Held:
+    lock: threading.Lock
+    users: int = 0  # threads holding or waiting for it: the entry goes when the last one leaves
+
+
+_locks: dict[str, _Held] = {}  # per cache folder; a copy's folder is new for each check, so entries are refcounted
 _locks_guard = threading.Lock()
 
 
@@ -198,31 +205,77 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
     return bytes(out)
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerAt:
+    """Where an Auditor reads a session's ledger: `data_dir`'s file and the verifier's cache, or (receipts.ledger_copy)
+    a copy already open (`ledger`, a descriptor) with its cache in the check's own folder (`cache`)."""
+
+    data_dir: str | os.PathLike[str]
+    ledger: int | None = None
+    cache: Path | None = None
+    fresh: str | None = None  # why it is always walked from genesis (Auditor(fresh=...))
+
+
 class Auditor:
-    def __init__(self, data_dir: str | os.PathLike[str], *, full: bool = False, fresh: str | None = None) -> None:
-        """`fresh`: why this ledger is always walked from genesis (a fresh copy: receipts.ledger_copy), for the notes."""
+    @classmethod
+    def of(cls, where: LedgerAt, *, full: bool = False) -> Self:
+        """An auditor of the ledger `where` says (receipts.ledger_copy.ledger_dir)."""
+        return cls(where.data_dir, full=full, fresh=where.fresh, ledger=where.ledger, cache=where.cache)
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        full: bool = False,
+        fresh: str | None = None,
+        ledger: int | None = None,
+        cache: Path | None = None,
+    ) -> None:
+        """`fresh`: why this ledger is always walked from genesis (a fresh copy: receipts.ledger_copy), for the notes.
+        `ledger`: the session's ledger already open (a copy with no name on disk: receipts.ledger_copy), read
+        through a duplicate of the descriptor (the caller keeps and closes its own) instead of `data_dir`'s file.
+        `cache`: the folder (of this user, private) to keep the audit cache in instead of `cache_dir(data_dir, ...)`."""
         self.data_dir = Path(data_dir)
         self.full = full
         self.fresh = fresh
+        self.ledger = ledger
+        self.cache = cache
 
     @contextmanager
     def _locked(self, adir: Path) -> Iterator[None]:
+        key = str(adir)
         with _locks_guard:
-            tlock = _locks.setdefault(str(adir), threading.Lock())
-        with tlock:
-            fd = _open_own(adir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)
+            held = _locks.setdefault(key, _Held(threading.Lock()))
+            held.users += 1
+        try:
+            with held.lock:
+                fd = _open_own(adir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    yield
+                finally:
+                    os.close(fd)
+        finally:
+            with _locks_guard:
+                held.users -= 1
+                if held.users == 0:
+                    del _locks[key]
+
+    def _open(self, session: str) -> int:
+        if self.ledger is None:
+            return _open_ledger(self.data_dir, session)
+        fd = os.dup(self.ledger)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LedgerUnreadable(f"the ledger of {session} handed to the auditor is not a regular file; refused")
+        return fd
 
     @contextmanager
     def facts(self, session: str) -> Iterator[LedgerFacts]:
         """What the ledger says, valid inside the `with` block (it holds the audit tree open and locked)."""
         validate_session_id(session)
         try:
-            fd = _open_ledger(self.data_dir, session)
+            fd = self._open(session)
         except FileNotFoundError:
             yield LedgerFacts(session, False, 0, None, _none, _none, _none)
             return
@@ -230,9 +283,9 @@ class Auditor:
             yield LedgerFacts(session, True, 0, None, _none, _none, _none, problem=str(exc))
             return
         try:
-            adir = cache_dir(self.data_dir, session)
+            adir = cache_dir(self.data_dir, session) if self.cache is None else self.cache
             try:
-                _secure_tree(cache_root(), adir)
+                _secure_tree(cache_root() if self.cache is None else self.cache.parent, adir)
             except OSError as exc:  # the cache cannot be used: walk in a throw-away folder instead
                 with tempfile.TemporaryDirectory(prefix="mre-audit-") as tmp:
                     _own_dir(Path(tmp) / MERKLE_DIR)
@@ -588,4 +641,4 @@ def _none(*_args: int) -> Any:
     raise LookupError("the session has no readable ledger")
 
 
-__all__ = ["Auditor", "LedgerUnreadable", "cache_dir", "cache_root", "forget_cache"]
+__all__ = ["Auditor", "LedgerAt", "LedgerUnreadable", "cache_dir", "cache_root", "forget_cache"]

@@ -23,7 +23,7 @@ from .body import MalformedReceipt, cited_events, parse_receipt
 from .certificate import parse_certificate
 from .certificate_check import CertificateReport, LedgerView, verify_certificate
 from .keys import KeyConfigError, PublicKey
-from .ledger_copy import LineSource, fresh, ledger_dir
+from .ledger_copy import LineSource, ledger_dir
 from .merkle import ProofError, verify_consistency
 from .verify import LedgerFacts, describe_audit
 
@@ -143,6 +143,6 @@ def verify_certificate_bytes(
     held = [_leftovers(data_dir, cert.session), None if receipts is None else _rows_left(receipts, cert.session)]
     left = ", ".join(h for h in held if h) or None
     problems = _receipt_problems(data_dir, cert.session, receipts)
-    with ledger_dir(data_dir, cert.session, source) as where, Auditor(where, full=full, fresh=fresh(source)).facts(cert.session) as facts:
+    with ledger_dir(data_dir, cert.session, source) as where, Auditor.of(where, full=full).facts(cert.session) as facts:
         view = dataclasses.replace(_view(facts), foreign=foreign, leftovers=left, receipt_problems=problems)
         return verify_certificate(cert, keys, view, untrusted=own)

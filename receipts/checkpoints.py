@@ -39,7 +39,7 @@ from .audit import Auditor
 from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
 from .files import synced_tree
 from .keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
-from .ledger_copy import LineSource, fresh, ledger_dir
+from .ledger_copy import LineSource, ledger_dir
 from .merkle import ProofError, verify_consistency
 from .merkle_store import MerkleStore
 from .stores import MerkleTree
@@ -484,7 +484,7 @@ def prove_since(
     # tail). A tampered ledger fails the same way each try.
     for attempt in range(ATTEMPTS):
         before = _read_latest(data, session, read_latest)
-        with ledger_dir(data, session, source) as where, Auditor(where, full=full, fresh=fresh(source)).facts(session) as facts:
+        with ledger_dir(data, session, source) as where, Auditor.of(where, full=full).facts(session) as facts:
             after = _read_latest(data, session, read_latest)
             n = facts.verified
             current = next((c for c in (after, before) if isinstance(c, dict) and c["body"]["tree_size"] == n), after)

@@ -1,4 +1,7 @@
-"""Review (issue 14): what a check against the database leaves behind (receipts.ledger_copy, receipts.audit).
+"""Review (issue 14; fixed: the copy has no name on disk — the auditor reads it through its open descriptor, so
+the kernel frees it when the process ends, however it ends — its audit cache lives in the check's own folder, removed
+after (a dead check's by the next one), and the lock table's entries are refcounted). As found: what a check against
+the database leaves behind (receipts.ledger_copy, receipts.audit).
 
 - Each check copies the session's rows into a fresh mkdtemp folder; receipts.audit keys its cache folder and its
   in-process lock table by that folder's real path, so every check adds one `_locks` entry (never removed) and one
@@ -25,8 +28,6 @@ from receipts.api import verify_bytes
 from storage.stores import pg_stores
 
 from .forget_support import files_with_marker, marked_session
-
-pytestmark = pytest.mark.xfail(reason="reviewer finding 7 (verify's temporary copy and lock entries left behind): not fixed yet", strict=False)
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"

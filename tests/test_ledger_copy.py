@@ -1,0 +1,178 @@
+"""receipts.ledger_copy: a check through a private copy of a ledger's lines leaves nothing behind, even killed.
+
+The source here is a files ledger read line by line (the PostgreSQL one is tests/test_review_pg_verify_leftovers.py):
+the copy, its cache and the lock table are the same code whatever hands the lines over.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from receipts import audit
+from receipts.api import verify_bytes
+from receipts.audit import Auditor
+from receipts.keys import PublicKey
+from receipts.ledger_copy import COPIED, OWNER, PREFIX, ledger_dir, sweep_stale_copies
+
+from .forget_support import MARKER, engine, files_with_marker, marked_session
+
+ROOT = Path(__file__).resolve().parents[1]
+S = "alice"
+
+
+class FileLines:
+    """A LineSource over a data directory's own ledger files."""
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+
+    def exists(self, session: str) -> bool:
+        return (self.data / "sessions" / session / "events.jsonl").exists()
+
+    @contextmanager
+    def snapshot_lines(self, session: str) -> Iterator[Iterator[bytes]]:
+        raw = (self.data / "sessions" / session / "events.jsonl").read_bytes()
+        yield iter(raw.splitlines(keepends=True))
+
+
+@pytest.fixture
+def tmpdir_(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A system temporary folder of the test's own (tempfile caches the one it found first)."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("MRE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp
+
+
+@pytest.fixture
+def marked(tmp_path: Path) -> tuple[Path, bytes, PublicKey]:
+    data = tmp_path / "data"
+    eng = engine(data)
+    _mem, turns = marked_session(eng, S)
+    return data, turns[0].receipt_path.read_bytes(), eng.key.public_key
+
+
+def test_a_receipt_checked_through_a_copy_verifies_and_says_it_walked_a_copy(tmpdir_: Path, marked: tuple[Path, bytes, PublicKey]) -> None:
+    data, raw, key = marked
+    report = verify_bytes(raw, trusted=[key], data_dir=data, source=FileLines(data))
+    assert report.verdict == "verified"
+    assert COPIED in repr(report)
+
+
+def test_the_copy_has_no_name_on_disk_while_it_is_audited(tmpdir_: Path, marked: tuple[Path, bytes, PublicKey]) -> None:
+    data, _raw, _key = marked
+    lines = (data / "sessions" / S / "events.jsonl").read_bytes().count(b"\n")
+    with ledger_dir(data, S, FileLines(data)) as where, Auditor.of(where).facts(S) as facts:
+        assert (facts.exists, facts.verified, facts.first_break) == (True, lines, None)
+        assert files_with_marker(tmpdir_) == [], "the copy of the memories has a name under $TMPDIR"
+        assert where.ledger is not None and MARKER.encode() in os.pread(where.ledger, 1 << 20, 0)
+
+
+def test_a_session_the_source_lacks_is_no_such_session(tmpdir_: Path, marked: tuple[Path, bytes, PublicKey]) -> None:
+    data, _raw, _key = marked
+    with ledger_dir(data, "bob", FileLines(data)) as where, Auditor.of(where).facts("bob") as facts:
+        assert (facts.exists, facts.verified, where.ledger) == (False, 0, None)
+
+
+def test_checks_through_copies_leave_no_folder_cache_or_lock_entry(tmpdir_: Path, tmp_path: Path, marked: tuple[Path, bytes, PublicKey]) -> None:
+    data, raw, key = marked
+    locks_before = len(audit._locks)
+    for _ in range(4):
+        assert verify_bytes(raw, trusted=[key], data_dir=data, source=FileLines(data)).verdict == "verified"
+    cache = tmp_path / "cache"
+    left = (sorted(os.listdir(tmpdir_)), sorted(cache.rglob("*")) if cache.exists() else [], len(audit._locks) - locks_before)
+    assert left == ([], [], 0)
+
+
+def test_an_audit_lock_entry_lives_only_while_a_check_uses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MRE_CACHE_DIR", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    marked_session(engine(data), S)
+    before = len(audit._locks)
+    with Auditor(data).facts(S):
+        during = len(audit._locks) - before
+    assert (during, len(audit._locks) - before) == (1, 0)
+
+
+KILLED_IN_A_COPY = """
+import os, signal, sys
+from contextlib import contextmanager
+from pathlib import Path
+from receipts.audit import Auditor
+from receipts.keys import PublicKey
+from receipts.ledger_copy import ledger_dir
+
+class FileLines:
+    def exists(self, session):
+        return True
+    @contextmanager
+    def snapshot_lines(self, session):
+        yield iter(Path(sys.argv[1]).read_bytes().splitlines(keepends=True))
+
+with ledger_dir(sys.argv[2], "alice", FileLines()) as where, Auditor.of(where).facts("alice") as facts:
+    assert facts.verified > 0
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _killed_check(tmpdir_: Path, data: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmpdir_), "MRE_CACHE_DIR": str(tmpdir_.parent / "cache")}
+    r = subprocess.run([sys.executable, "-c", KILLED_IN_A_COPY, str(data / "sessions" / S / "events.jsonl"), str(data)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == -9, r.stderr
+
+
+def test_a_check_killed_inside_its_copy_leaves_no_word_on_disk(tmpdir_: Path, marked: tuple[Path, bytes, PublicKey]) -> None:
+    data, _raw, _key = marked
+    _killed_check(tmpdir_, data)
+    assert files_with_marker(tmpdir_, tmpdir_.parent / "cache") == []
+
+
+def test_the_next_check_removes_the_folder_of_a_check_that_was_killed(tmpdir_: Path, marked: tuple[Path, bytes, PublicKey]) -> None:
+    data, raw, key = marked
+    _killed_check(tmpdir_, data)
+    assert [n.startswith(PREFIX) for n in os.listdir(tmpdir_)] == [True]
+    assert verify_bytes(raw, trusted=[key], data_dir=data, source=FileLines(data)).verdict == "verified"
+    assert os.listdir(tmpdir_) == []
+
+
+def test_the_sweep_keeps_a_live_checks_folder_and_one_being_made(tmp_path: Path) -> None:
+    live, making, dead = (tmp_path / f"{PREFIX}{name}" for name in ("live", "making", "dead"))
+    for folder in (live, making, dead):
+        folder.mkdir(mode=0o700)
+    (dead / OWNER).touch()
+    fd = os.open(live / OWNER, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        removed = sweep_stale_copies(tmp_path)
+        kept = sorted(os.listdir(tmp_path))
+    finally:
+        os.close(fd)
+    assert (removed, kept) == ([dead], [live.name, making.name])
+
+
+def test_the_sweep_removes_a_folder_left_without_an_owner_long_ago(tmp_path: Path) -> None:
+    old = tmp_path / f"{PREFIX}old"
+    old.mkdir(mode=0o700)
+    os.utime(old, (0, 0))
+    assert (sweep_stale_copies(tmp_path), os.listdir(tmp_path)) == ([old], [])
+
+
+def test_the_sweep_follows_no_symlink_and_leaves_other_names(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / OWNER).touch()
+    (tmp_path / f"{PREFIX}link").symlink_to(target)
+    (tmp_path / "mre-audit-other").mkdir()
+    assert sweep_stale_copies(tmp_path) == []
+    assert sorted(os.listdir(tmp_path)) == ["elsewhere", f"{PREFIX}link", "mre-audit-other"]
