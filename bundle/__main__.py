@@ -20,8 +20,8 @@ from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_
 from receipts.api import load_trust
 from receipts.keys import KeyConfigError
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
-from storage import BackendError, database_url
-from storage.stores import Stores, open_stores
+from storage.cli_stores import database_for, opened_stores
+from storage.stores import Stores
 
 from .export import export_session
 from .format import BundleError
@@ -54,18 +54,14 @@ def render(report: BundleReport) -> str:
 
 @contextmanager
 def _stores(data: Path) -> Iterator[Stores | None]:
-    """The data directory's stores: PostgreSQL when DATABASE_URL is set (storage.stores.open_stores), else its files.
+    """The data directory's stores: PostgreSQL when DATABASE_URL is set (storage.cli_stores.opened_stores: one line when it cannot be used), else its files.
     On files nothing is opened beyond what the commands open themselves (None: their default)."""
-    try:
-        url = database_url()
-        stores = open_stores(data, url) if url else None
-    except BackendError as exc:
-        raise CliError(str(exc)) from None
-    try:
+    url = database_for()
+    if not url:
+        yield None
+        return
+    with opened_stores(data, url) as stores:
         yield stores
-    finally:
-        if stores is not None:
-            stores.close()
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -263,9 +263,9 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
 
 def _database_for(raw: str) -> str | None:
     """The PostgreSQL database a DATA argument names (a postgresql:// URL, or $DATABASE_URL when set); None: files."""
-    from storage.pg.cli import database_for
+    from storage.cli_stores import database_for
 
-    return database_for(raw)
+    return database_for(raw, url_argument=True)
 
 
 def _bar(desc: str) -> Any:

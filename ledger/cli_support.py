@@ -64,10 +64,21 @@ def given_path(raw: str, *, what: str, expected: str) -> Path:
     return Path(raw)
 
 
+def _not_a_url(raw: str) -> None:
+    """Refuse a URL given where a data directory is expected, naming it without its password."""
+    if "://" in raw:
+        from storage import redact  # light: no database driver is imported
+
+        raise CliError(
+            f"{redact(raw)}: a URL, not a data directory (a database is named by a postgresql:// URL)"
+        )
+
+
 def existing_data_dir(raw: str) -> Path:
     """The data directory a reading command uses: it must exist. Nothing is created."""
     path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
     if not path.exists():
+        _not_a_url(raw)
         raise CliError(f"{raw}: no such data directory (nothing was created)")
     if not path.is_dir():
         raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
@@ -85,6 +96,7 @@ def writable_data_dir(raw: str, *, create: bool) -> Path:
         return path
     if os.path.lexists(path):
         raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
+    _not_a_url(raw)
     parent = path.parent
     if os.path.lexists(parent) and not parent.is_dir():
         raise CliError(f"{raw}: {parent} is not a directory; {EXPECTED_DATA_DIR}")

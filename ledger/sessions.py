@@ -188,7 +188,8 @@ class Sessions:
             pass
 
     def _ensure_session_dir(self, sdir: Path) -> None:
-        if sdir.is_dir():
+        # the log too: another process (or Ledger) may have made the folder and not yet its log, or crashed between
+        if (sdir / EVENTS_FILE).is_file():
             return
         new_parents = [p for p in (self.data_dir, self.sessions_dir) if not p.is_dir()]
         private_dir(sdir)

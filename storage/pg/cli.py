@@ -1,6 +1,6 @@
 """`python -m ledger` against PostgreSQL: export, migrate, and the database side of verify, list and import.
 
-ledger/__main__.py decides which backend a command uses (`database_for`): a DATA argument that is a
+ledger/__main__.py decides which backend a command uses (storage.cli_stores.database_for): a DATA argument that is a
 postgresql:// URL, or $DATABASE_URL when set. These functions print what the file commands print;
 a server that cannot be reached is one `error:` line naming it (never the password), exit 2.
 """
@@ -8,7 +8,6 @@ a server that cannot be reached is one `error:` line naming it (never the passwo
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -24,22 +23,13 @@ from ledger.imports import already_imported
 from ledger.listing import SessionSummary, last_ts
 from ledger.messages import ImportError_
 from ledger.verify import SessionReport
-from storage import BackendError, database_url, is_database_url, redact
+from storage import BackendError, is_database_url, redact
+from storage.cli_stores import quiet_pool
 
 from .connect import Database
 from .ledger import PgLedger
 
 CONNECT_TIMEOUT_S = 5  # a command line waits this long for an unreachable server
-
-
-def database_for(raw: str) -> str | None:
-    """The database a command's DATA argument names: the argument when it is a URL, else $DATABASE_URL, else None."""
-    if is_database_url(raw):
-        return raw
-    try:
-        return database_url()
-    except BackendError as exc:
-        raise CliError(str(exc)) from None
 
 
 @contextmanager
@@ -48,7 +38,7 @@ def opened(url: str) -> Iterator[PgLedger]:
 
     The pool's own log of each failed attempt is silenced: the one error line says what failed.
     """
-    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    quiet_pool()
     try:
         db = Database(url, max_size=2, timeout=CONNECT_TIMEOUT_S)
     except BackendError as exc:
@@ -150,7 +140,7 @@ def _imported(events: Sequence[Any], session: str) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a session's JSONL from the database: the bytes the file backend would hold."""
     if not is_database_url(args.database_url):
-        return fail(f"{args.database_url!r}: expected a postgresql:// URL (DATABASE_URL)")
+        return fail(f"{redact(args.database_url)!r}: expected a postgresql:// URL (DATABASE_URL)")
     try:
         validate_session_id(args.session)
     except EventError as exc:
@@ -195,7 +185,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
 
     data = existing_data_dir(args.data_dir)
     if not is_database_url(args.database_url):
-        return fail(f"{args.database_url!r}: expected a postgresql:// URL (DATABASE_URL)")
+        return fail(f"{redact(args.database_url)!r}: expected a postgresql:// URL (DATABASE_URL)")
     from ledger import Ledger
 
     files = Ledger(data, record_tails=False)
@@ -243,4 +233,4 @@ def _print_migrated(done: list[Any]) -> None:
     sys.stdout.flush()
 
 
-__all__ = ["cmd_export", "cmd_import", "cmd_migrate", "database_for", "list_rows", "opened", "verify_reports"]
+__all__ = ["cmd_export", "cmd_import", "cmd_migrate", "list_rows", "opened", "verify_reports"]

@@ -9,6 +9,7 @@ a BackendError whose message names the server (never the password) and the cause
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from storage import BackendError, redact
+from storage import BackendError, redact, scrub
 
 from . import sql
 
@@ -31,12 +32,37 @@ POOL_TIMEOUT_S = 30.0
 RECHECK_AFTER_S = 1.0
 
 
+class _Scrubbed(logging.Filter):
+    """Takes every open Database's password, in each form libpq may quote it, out of psycopg's and the pool's log
+    lines (the pool logs each failed connection attempt with libpq's message, which can quote a badly encoded one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.urls:
+            text = record.getMessage()
+            clean = text
+            for url in list(self.urls):
+                clean = scrub(clean, url)
+            if clean != text:
+                record.msg, record.args = clean, None
+        return True
+
+
+_SCRUBBED = _Scrubbed()
+for _name in ("psycopg", "psycopg.pool"):
+    logging.getLogger(_name).addFilter(_SCRUBBED)
+
+
 class Database:
     """One PostgreSQL database: a pool of connections and the schema in it. Safe for many threads."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = CONNECT_TIMEOUT_S) -> None:
         self.url = url
         self.shown = redact(url)
+        _SCRUBBED.urls.add(url)
         self._closed = False
         self._lock = threading.Lock()
         self._back: dict[int, float] = {}  # id(connection) -> when it was last handed back to the pool
@@ -78,22 +104,49 @@ class Database:
             with psycopg.connect(self.url, connect_timeout=3):
                 return "the server answers now"
         except psycopg.Error as exc:
-            return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return self._said(exc)
+
+    def _said(self, exc: BaseException) -> str:
+        """The first line of a psycopg error, without the password in any form."""
+        text = str(exc).strip()
+        return scrub(text.splitlines()[0], self.url) if text else type(exc).__name__
+
+    def _version(self, conn: psycopg.Connection[Any]) -> int | None:
+        """The schema version the database records, None when it has none; BackendError when newer than ours."""
+        if conn.execute(sql.HAS_META_TABLE).fetchone() == (None,):
+            return None
+        row = conn.execute(sql.GET_SCHEMA_VERSION).fetchone()
+        found = int(row[0]) if row else None
+        if found is not None and found > sql.SCHEMA_VERSION:
+            raise BackendError(
+                f"PostgreSQL at {self.shown}: schema version {found} is newer than this code's {sql.SCHEMA_VERSION}; "
+                "upgrade the app before using this database"
+            )
+        return found
 
     def ensure_schema(self) -> None:
-        with self.transaction() as conn:
-            conn.execute(sql.TAKE_SCHEMA_LOCK, (sql.SCHEMA_LOCK,))
-            conn.execute(sql.META_TABLE)
-            row = conn.execute(sql.GET_SCHEMA_VERSION).fetchone()
-            found = int(row[0]) if row else None
-            if found is not None and found > sql.SCHEMA_VERSION:
-                raise BackendError(
-                    f"PostgreSQL at {self.shown}: schema version {found} is newer than this code's {sql.SCHEMA_VERSION}; "
-                    "upgrade the app before using this database"
-                )
-            for ddl in sql.SCHEMA:
-                conn.execute(ddl)
-            conn.execute(sql.SET_SCHEMA_VERSION, (str(sql.SCHEMA_VERSION),))
+        """Create or complete the schema unless the database already records this version: then nothing is written,
+        so a role that may only read and write the tables (not make them) can use a database made by its owner."""
+        try:
+            with self.transaction() as conn:
+                if self._version(conn) == sql.SCHEMA_VERSION:
+                    return
+            with self.transaction() as conn:
+                conn.execute(sql.TAKE_SCHEMA_LOCK, (sql.SCHEMA_LOCK,))
+                conn.execute(sql.META_TABLE)
+                if self._version(conn) == sql.SCHEMA_VERSION:  # another process made it while we waited
+                    return
+                for ddl in sql.SCHEMA:
+                    conn.execute(ddl)
+                conn.execute(sql.SET_SCHEMA_VERSION, (str(sql.SCHEMA_VERSION),))
+        except BackendError as exc:
+            if not isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                raise
+            raise BackendError(
+                f"PostgreSQL at {self.shown}: {self._said(exc.__cause__)} — this role cannot make the tables (schema version "
+                f"{sql.SCHEMA_VERSION}); start the app or any command once with the database owner's role, or grant this "
+                "role the right to make tables in the schema"
+            ) from None
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -104,7 +157,9 @@ class Database:
         except PoolTimeout as exc:
             raise BackendError(f"PostgreSQL at {self.shown}: no connection free or reachable within {POOL_TIMEOUT_S:.0f} s") from exc
         except psycopg.OperationalError as exc:
-            raise BackendError(f"PostgreSQL at {self.shown}: {str(exc).strip() or type(exc).__name__}") from exc
+            raise BackendError(f"PostgreSQL at {self.shown}: {self._said(exc)}") from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise BackendError(f"PostgreSQL at {self.shown}: {self._said(exc)} (the role lacks a privilege)") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -117,7 +172,7 @@ class Database:
             if self._closed:
                 return
             self._closed = True
-        self.pool.close()
+        self.pool.close()  # its URL stays in _SCRUBBED: the pool's threads may still log while they stop
 
     def __enter__(self) -> Database:
         return self

@@ -7,7 +7,9 @@ database holding a newer version is refused rather than written to. Statements u
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+# 2: the tables added while 1 was current (imports, consent, settings, bundle imports, ledger cuts) are part of it; from
+# 2 on a start whose database records this version runs no DDL (a role that cannot make tables can use it)
+SCHEMA_VERSION = 2
 SCHEMA_LOCK = 0x6D72655F736368  # pg_advisory_xact_lock key held while the schema is created ("mre_sch")
 
 META_TABLE = """
@@ -16,6 +18,7 @@ CREATE TABLE IF NOT EXISTS mre_meta (
     value text NOT NULL
 )
 """
+HAS_META_TABLE = "SELECT to_regclass('mre_meta')"
 GET_SCHEMA_VERSION = "SELECT value FROM mre_meta WHERE key = 'schema_version'"
 SET_SCHEMA_VERSION = """
 INSERT INTO mre_meta (key, value) VALUES ('schema_version', %s)

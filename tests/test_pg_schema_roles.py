@@ -1,0 +1,166 @@
+"""The PostgreSQL schema's version, the roles that may use a database, and the password in log lines.
+
+A start whose database records this code's schema version writes nothing (so a role that may only read and write
+the tables can use a database its owner made, and a read-only one can verify it); an older version is completed
+and recorded; a newer one is refused before anything is written. The pool's own log lines never carry the password,
+in whatever form libpq quotes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from chat.engine import Engine
+from chat.llm import LLM
+from storage import BackendError, redact, scrub
+from storage.pg import sql
+from storage.pg.connect import Database
+from storage.stores import pg_stores
+
+ROOT = Path(__file__).resolve().parents[1]
+S = "alice"
+
+
+def _role(admin_url: str, *grants: str) -> str:
+    """A new login role with `grants` (statements with {role}); its URL on the same database."""
+    role = f"r_{secrets.token_hex(4)}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        for g in grants:
+            admin.execute(g.format(role=role))
+    return admin_url.replace("://mre@", f"://{role}@")
+
+
+def _cli(url: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def _version(url: str) -> str | None:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql.GET_SCHEMA_VERSION).fetchone()
+    return None if row is None else str(row[0])
+
+
+@pytest.mark.pg
+def test_a_read_only_role_verifies_the_ledger_and_a_receipt_of_a_database_its_owner_made(tmp_path: Path, pg_url: str) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with pg_stores(pg_url, data, pool_size=2) as stores:
+        eng = Engine(data, llm=LLM(api_key=""), stores=stores)
+        eng.remember(S, "I keep bees on the roof")
+        turn = eng.turn(S, "Where do I keep bees?")
+        rfile = tmp_path / "r.json"
+        rfile.write_bytes(stores.receipts.read_receipt(S, turn.receipt_id))
+    reader = _role(pg_url, "GRANT USAGE ON SCHEMA public TO {role}", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    led = _cli(reader, "ledger", "verify", reader, S, cwd=tmp_path)
+    assert led.returncode == 0, led.stdout + led.stderr
+    key = _cli(reader, "receipts", "pubkey", str(data), cwd=tmp_path)
+    assert key.returncode == 0, key.stderr
+    (tmp_path / "trusted.pub").write_text(key.stdout)
+    rec = _cli(reader, "receipts", "verify", str(rfile), "--data", str(data), "--trust", str(tmp_path / "trusted.pub"), cwd=tmp_path)
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    assert "verdict: VERIFIED" in rec.stdout
+
+
+@pytest.mark.pg
+def test_a_read_only_role_that_tries_to_write_gets_one_line_not_a_traceback(tmp_path: Path, pg_url: str) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with pg_stores(pg_url, data, pool_size=2) as stores:
+        Engine(data, llm=LLM(api_key=""), stores=stores).remember(S, "I keep bees on the roof")
+    reader = _role(pg_url, "GRANT USAGE ON SCHEMA public TO {role}", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"role": "user", "text": "a line to import"}\n')
+    r = _cli(reader, "ledger", "import", reader, "bob", str(src), cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "Traceback" not in out, out
+    assert "permission denied" in out and "PostgreSQL at" in out, out
+
+
+@pytest.mark.pg
+def test_an_older_schema_version_is_completed_and_recorded(pg_url: str) -> None:
+    with Database(pg_url, max_size=1) as db, db.transaction() as conn:
+        conn.execute("DROP TABLE ledger_cuts")
+        conn.execute(sql.SET_SCHEMA_VERSION, ("1",))
+    with Database(pg_url, max_size=1) as db, db.transaction() as conn:
+        assert conn.execute("SELECT to_regclass('ledger_cuts')").fetchone() != (None,)
+    assert _version(pg_url) == str(sql.SCHEMA_VERSION)
+
+
+@pytest.mark.pg
+def test_a_current_schema_is_not_touched_on_start(pg_url: str) -> None:
+    Database(pg_url, max_size=1).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE ledger_cuts")  # a start that ran the DDL would make it again
+    Database(pg_url, max_size=1).close()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT to_regclass('ledger_cuts')").fetchone() == (None,)
+
+
+@pytest.mark.pg
+def test_a_newer_schema_version_is_refused_and_left_as_it_was(pg_url: str) -> None:
+    Database(pg_url, max_size=1).close()
+    newer = str(sql.SCHEMA_VERSION + 1)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(sql.SET_SCHEMA_VERSION, (newer,))
+    with pytest.raises(BackendError, match=f"schema version {newer} is newer than this code's {sql.SCHEMA_VERSION}"):
+        Database(pg_url, max_size=1)
+    assert _version(pg_url) == newer
+
+
+@pytest.mark.pg
+def test_a_role_without_the_right_to_make_tables_is_told_so_in_one_line(pg_url: str) -> None:
+    plain = _role(pg_url)  # PostgreSQL 15: PUBLIC may not make tables in schema public
+    with pytest.raises(BackendError) as got:
+        Database(plain, max_size=1)
+    msg = str(got.value)
+    assert "\n" not in msg and "permission denied for schema public" in msg and "cannot make the tables" in msg
+
+
+SECRET = "hunter2pw"
+
+
+def test_the_pool_log_never_carries_a_password_libpq_quotes(caplog: pytest.LogCaptureFixture) -> None:
+    url = f"postgresql://u:pa%ss{SECRET}@127.0.0.1:1/db"
+    with caplog.at_level(logging.WARNING, logger="psycopg.pool"), pytest.raises(BackendError) as got:
+        Database(url, max_size=1, timeout=1)
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")]
+    assert logged, "the pool logged no failed attempt: nothing was checked"
+    assert any("invalid percent-encoded token" in m for m in logged)
+    assert all(SECRET not in m for m in logged), logged
+    assert SECRET not in str(got.value) and "invalid percent-encoded token" in str(got.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://u:{SECRET}@h/db",
+        f"postgresql://u@h/db?password={SECRET}",
+        f"postgresql://u@h/db?sslmode=disable&pass%77ord={SECRET}&application_name=x",
+        f"postgresql://u@h/db?PASSWORD={SECRET}",
+        f"host=h user=u password={SECRET} dbname=db",
+        f"host=h user=u password='{SECRET} x' dbname=db",
+    ],
+)
+def test_redact_hides_the_password_in_each_form_libpq_accepts(url: str) -> None:
+    shown = redact(url)
+    assert SECRET not in shown and "***" in shown
+
+
+def test_redact_keeps_the_rest_of_the_url() -> None:
+    assert redact("postgresql://u:pw@h:5/db?sslmode=disable&password=x") == "postgresql://u:***@h:5/db?sslmode=disable&password=***"
+    assert redact("postgresql://h/db") == "postgresql://h/db"
+
+
+def test_scrub_takes_the_percent_decoded_password_out_of_a_message_too() -> None:
+    url = "postgresql://u:s%40cret@h/db"
+    assert scrub('password authentication failed: "s@cret" or s%40cret', url) == 'password authentication failed: "***" or ***'
