@@ -26,15 +26,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from control.revocation import current as current_controls
-from control.settings import SettingsError, forget_settings, refuse_direct_turn
+from control.settings import SettingsError, refuse_direct_turn
 from control.state import Revocation
+from control.steps import delete_session
 from control.supersession_state import Supersession
+from control.where import where
 from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts
 from receipts import body as rbody
 from receipts import checkpoints, files
-from receipts.audit import forget_cache
 from receipts.file_backend import issue as issue_checkpoint
 from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
@@ -48,9 +49,7 @@ from .llm import LLM, Completion
 from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
 
 if TYPE_CHECKING:
-    from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
-    from storage.pg.receipts import PgReceipts
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
@@ -176,47 +175,27 @@ class Engine:
         consent.cancel(self, token, session=session)
 
     def forget(self, session: str, *, idle_before: float | None = None) -> bool:
-        """Delete a session: its ledger, receipts, Merkle tree, checkpoint, audit cache and index rows.
+        """Delete a session: its ledger, receipts, Merkle tree, checkpoint, audit cache, index rows, consent
+        proposals and settings (control.steps.delete_session, the one implementation, which
+        control.forget.forget_session also runs; on PostgreSQL the search rows go first, so a failure there leaves
+        the session whole and a retry deletes it all), under the session's turn lock.
 
         With `idle_before` (a Unix time), only if its ledger was last written
-        before then — checked under the session's turn lock, so a turn that is
+        before then — checked under that lock, so a turn that is
         running or just finished is never deleted. Returns whether it was deleted.
         On PostgreSQL the rows are deleted and the tables VACUUMed (storage.pg: what the server still keeps).
         """
-        import shutil
-
         from ledger.event import validate_session_id
 
         validate_session_id(session)
-        sdir = self.data_dir / "sessions" / session
+        w = where(self.data_dir, self.stores)
         with self.backend.turn_lock(session):
             if idle_before is not None:
                 written = self.last_written(session)
                 if written is None or written >= idle_before:
                     return False
-            self.ledger.forget(session)
-            if self.stores.kind == "files":
-                for path in (sdir, self.data_dir / "merkle" / session):
-                    shutil.rmtree(path, ignore_errors=True)
-            else:
-                # the search rows first: should this fail, the session is still there and a retry deletes it all
-                cast("PgIndex", self.index).drop_session(session)
-                cast("PgLedger", self.ledger).delete_session(session)
-                shutil.rmtree(sdir, ignore_errors=True)  # settings or caches a file-backed past left here
-            self.backend.forget_session(session)
-            forget_cache(self.data_dir, session)  # the verifier's audit cache lives outside the data directory
-            self.rows.forget_rows(session)  # a new session of the same name must not inherit what these turns cited
-            self.cites.forget(session)
-            (self.data_dir / "merkle" / f"{session}.lock").unlink(missing_ok=True)
-            from .consent import proposal_store
-
-            proposal_store(self.stores).forget_session(session)  # its consent proposals (chat.consent)
-            if self.stores.kind != "files":
-                forget_settings(self.stores, session)  # on files they went with the session folder
-        if self.stores.kind == "files":
-            self.index.catch_up()
-        else:
-            cast("PgReceipts", self.backend).vacuum()
+            delete_session(w, session)
+            self.cites.forget(session)  # this process's note that the session's cites were read whole
         return True
 
     def last_written(self, session: str) -> float | None:

@@ -41,6 +41,7 @@ from .plan import Citation, Plan, Slot
 from .where import Where
 
 if TYPE_CHECKING:
+    from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
 
     from .where import AnyLedger
@@ -428,26 +429,31 @@ def finish(
 
 def delete_session(w: Where, session: str) -> tuple[str, ...]:
     """Everything of the session we own, gone (idempotent); returns the names of the index copies moved aside
-    earlier that went too (scrub_index_copies). The caller holds the turn lock.
+    earlier that went too (scrub_index_copies). The caller holds the turn lock. The one implementation of a
+    session's deletion: control.forget.forget_session, recover and Engine.forget (retention) all run it.
 
-    On PostgreSQL: the session's rows (PgLedger.delete_session), its receipts, cites, tree and checkpoint
-    (PgReceipts.forget_session), its index rows (purge_session), its consent proposals and settings rows, each
-    of the ledger's, index's and receipts' tables VACUUMed after."""
+    On PostgreSQL: its search rows first (PgIndex.drop_session: should that fail, the session is still whole and
+    a retry deletes it all; after the ledger, nothing would drop them but a rebuild, and searches would still
+    return their words), then the session's rows (PgLedger.delete_session), its receipts, cites, tree and
+    checkpoint (PgReceipts.forget_session), its consent proposals and settings rows, each of the ledger's,
+    index's and receipts' tables VACUUMed after."""
     data = w.data
     copies = scrub_index_copies(data) if w.on_files else ()  # before the purge, which would only unlink them
     if w.on_files:
         w.files_ledger().forget(session)
     else:
+        cast("PgIndex", w.index()).drop_session(session)
         cast("PgLedger", w.ledger).delete_session(session)
     for path in (data / "sessions" / session, data / "merkle" / session):
         shutil.rmtree(path, ignore_errors=True)  # on PostgreSQL: settings or caches a file-backed past left there
     w.backend.forget_session(session)
     forget_cache(data, session)
     w.rows().forget_rows(session)  # a new session of the same name must not inherit what these turns cited
-    idx = w.index()
-    purged(lambda: idx.purge_session(session))
+    if w.on_files:
+        idx = w.index()
+        purged(lambda: idx.purge_session(session))  # on files after the ledger: the purge refuses a session it holds
     w.vacuum_receipts()
-    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file, as Engine.forget removes it
+    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file (receipts.files)
     for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
         path.unlink(missing_ok=True)
     if not w.on_files and w.stores is not None:  # on PostgreSQL they are rows, and so are the session's settings

@@ -15,6 +15,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
+from control.forget import forget_session, recover
 from storage import BackendError
 from storage.stores import pg_stores
 
@@ -39,5 +40,29 @@ def test_a_forget_whose_index_drop_fails_keeps_the_session_whole_and_a_retry_lea
         assert stores.ledger.exists(S)
         assert eng.forget(S) is True and not stores.ledger.exists(S)
         again = Engine(tmp_path, llm=LLM(api_key=""), stores=stores)  # a restart, or another replica
+        texts = [h.text for h in again.index.search(S, "passport number", 8).results]
+        assert texts == [], f"the deleted session still answers searches: {texts}"
+
+
+@pytest.mark.pg
+def test_a_forget_session_whose_index_drop_fails_keeps_the_session_whole_and_recover_leaves_nothing_searchable(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """control.forget.forget_session runs the same deletion (control.steps.delete_session): the search rows go
+    first there too, and the journal it leaves lets recover finish what the failure stopped."""
+    with pg_stores(pg_url, tmp_path, pool_size=2) as stores:
+        eng = Engine(tmp_path, llm=LLM(api_key=""), stores=stores)
+        eng.remember(S, "My passport number is Q9371X and it expires next spring")
+        eng.turn(S, "What is my passport number?")
+
+        def lost(_session: str) -> None:
+            raise BackendError("PostgreSQL at …: server closed the connection unexpectedly")
+
+        monkeypatch.setattr(stores.index, "drop_session", lost)
+        with pytest.raises(BackendError):
+            forget_session(tmp_path, S, key=eng.key, stores=stores)
+        monkeypatch.undo()
+        assert stores.ledger.exists(S) and stores.receipts.receipt_ids(S) != []
+        assert len(recover(tmp_path, key=eng.key, stores=stores)) == 1
+        assert not stores.ledger.exists(S)
+        again = Engine(tmp_path, llm=LLM(api_key=""), stores=stores)
         texts = [h.text for h in again.index.search(S, "passport number", 8).results]
         assert texts == [], f"the deleted session still answers searches: {texts}"
