@@ -13,7 +13,8 @@ Several app replicas sharing one database see the same receipts and the same lat
 - the turn lock is a transaction-scoped advisory lock (released by rollback or a lost connection: a crashed
   replica never leaves a session locked), held on a pool of its own so that turns holding locks never starve
   their own writes of connections, behind a per-process lock per session so that threads of one process
-  waiting for the same session hold no connection while they wait.
+  waiting for the same session hold no connection while they wait (SessionLocks: kept only while held or
+  waited for).
 
 `copies`: a folder (a cache) where each receipt written is also put as a file, for a CLI that prints
 `receipt: <path>` and a visitor who keeps the file; the database row stays the record.
@@ -64,6 +65,47 @@ def check_receipt_id(receipt_id: str) -> str:
     return receipt_id
 
 
+class _Entry:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0  # threads holding or waiting for `lock`
+
+
+class SessionLocks:
+    """A lock per session for the threads of one process, kept only while a thread holds or waits for it: a
+    long-running app that serves a new session id on every visit does not keep one entry per id it ever saw.
+
+    An entry is removed (under the guard) only when no thread holds or waits for it, and a thread counts itself
+    in before it waits: so two threads of one session always wait on the same lock, as with a lock kept forever."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+
+    def __len__(self) -> int:
+        """Sessions whose lock a thread holds or waits for now."""
+        with self._guard:
+            return len(self._entries)
+
+    @contextmanager
+    def held(self, session: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._entries.get(session)
+            if entry is None:
+                entry = self._entries[session] = _Entry()
+            entry.users += 1
+        try:
+            with entry.lock:
+                yield
+        finally:
+            with self._guard:
+                entry.users -= 1
+                if entry.users == 0:
+                    del self._entries[session]
+
+
 class PgReceipts:
     """Receipts, trees and checkpoints of every session in one PostgreSQL database. Safe for many threads."""
 
@@ -76,7 +118,7 @@ class PgReceipts:
         self.lock_connections = lock_connections
         self.lock_wait = lock_wait
         self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks = SessionLocks()  # this process's threads, per session
         self._lock_pool: ConnectionPool | None = None  # opened by the first turn_lock
         self._closed = False
 
@@ -108,9 +150,7 @@ class PgReceipts:
         process waiting for the same session wait on a local lock and hold no connection. Released by rollback
         when the turn ends (it wrote nothing on that connection), or by the server when the connection is lost."""
         validate_session_id(session)
-        with self._guard:
-            local = self._locks.setdefault(session, threading.Lock())
-        with local, ExitStack() as stack:
+        with self._locks.held(session), ExitStack() as stack:
             try:
                 conn = stack.enter_context(self._pool().connection())
                 conn.execute(sql.TURN_LOCK_NO_IDLE_TIMEOUT)
