@@ -37,6 +37,7 @@ from ledger.event import now_ts
 from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
+from storage import BackendError
 
 from .format import BundleError
 from .read import Opened
@@ -205,7 +206,9 @@ def import_opened(stores: Stores, opened: Opened, origin: Origin) -> tuple[Origi
     try:
         with _database(stores).transaction() as conn:
             conn.execute(pgsql.SQL(sql.BUNDLE_CREATE_SCHEMA).format(pgsql.Identifier(schema)))
-    except psycopg.errors.InsufficientPrivilege:
+    except BackendError as exc:  # the pool's connection() makes a refused privilege a BackendError
+        if not isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+            raise
         raise BundleError(
             f"PostgreSQL at {stores.where}: an import needs a schema of its own, and this role may not create one "
             "(GRANT CREATE ON DATABASE … TO it); nothing was imported"
