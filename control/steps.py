@@ -434,7 +434,8 @@ def delete_session(w: Where, session: str) -> tuple[str, ...]:
 
     On PostgreSQL: its search rows first (PgIndex.drop_session: should that fail, the session is still whole and
     a retry deletes it all; after the ledger, nothing would drop them but a rebuild, and searches would still
-    return their words), then the session's rows (PgLedger.delete_session), its receipts, cites, tree and
+    return their words), then the session's rows (PgLedger.delete_session), its search rows again (a search elsewhere
+    may have indexed them in between), its receipts, cites, tree and
     checkpoint (PgReceipts.forget_session), its consent proposals and settings rows, each of the ledger's,
     index's and receipts' tables VACUUMed after."""
     data = w.data
@@ -444,6 +445,9 @@ def delete_session(w: Where, session: str) -> tuple[str, ...]:
     else:
         cast("PgIndex", w.index()).drop_session(session)
         cast("PgLedger", w.ledger).delete_session(session)
+        # again: a search on another replica (the Manual Search tab takes no turn lock) may have indexed the session
+        # from its rows between the two; now the ledger is gone, nothing can index it again
+        cast("PgIndex", w.index()).drop_session(session)
     for path in (data / "sessions" / session, data / "merkle" / session):
         shutil.rmtree(path, ignore_errors=True)  # on PostgreSQL: settings or caches a file-backed past left there
     w.backend.forget_session(session)
