@@ -39,7 +39,6 @@ import os
 import shutil
 import stat
 import tempfile
-import threading
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from ledger.chunks import Chunk, ChunkLog, check_contiguous, rehash
 from ledger.erasures import ErasureState
 from ledger.event import GENESIS, validate_session_id
 from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
+from ledger.locks import KeyedLocks
 from ledger.resync import resync
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
 
@@ -67,14 +67,7 @@ OFFSETS_FILE = "offsets.bin"
 MERKLE_DIR = "merkle"
 LOCK_FILE = "lock"
 
-@dataclass(slots=True)
-class _Held:
-    lock: threading.Lock
-    users: int = 0  # threads holding or waiting for it: the entry goes when the last one leaves
-
-
-_locks: dict[str, _Held] = {}  # per cache folder; a copy's folder is new for each check, so entries are refcounted
-_locks_guard = threading.Lock()
+_locks = KeyedLocks()  # per cache folder; a copy's folder is new for each check, so an entry lives only while used
 
 
 def cache_root() -> Path:
@@ -243,23 +236,13 @@ class Auditor:
 
     @contextmanager
     def _locked(self, adir: Path) -> Iterator[None]:
-        key = str(adir)
-        with _locks_guard:
-            held = _locks.setdefault(key, _Held(threading.Lock()))
-            held.users += 1
-        try:
-            with held.lock:
-                fd = _open_own(adir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    yield
-                finally:
-                    os.close(fd)
-        finally:
-            with _locks_guard:
-                held.users -= 1
-                if held.users == 0:
-                    del _locks[key]
+        with _locks.held(str(adir)):
+            fd = _open_own(adir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
 
     def _open(self, session: str) -> int:
         if self.ledger is None:

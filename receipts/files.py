@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Protocol
 
 from ledger.event import validate_session_id
 from ledger.fsmode import open_private, private_dir, replace_durable
+from ledger.locks import KeyedLocks
 
 from .body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
 from .merkle import leaf_hash
@@ -94,8 +94,7 @@ def forget_rows(db: Sql, session: str, receipt_ids: Sequence[str] | None = None)
         db.execute(f"DELETE FROM receipts WHERE receipt_id IN ({marks})", part)
         db.execute(f"DELETE FROM receipt_cites WHERE session = ? AND receipt_id IN ({marks})", [session, *part])
 
-_locks: dict[str, threading.Lock] = {}
-_guard = threading.Lock()
+_locks = KeyedLocks()  # per (data dir, session), while a turn holds or waits for it
 
 
 def receipt_path(data_dir: Path, session: str, receipt_id: str) -> Path:
@@ -184,9 +183,7 @@ def list_receipts(data_dir: Path, session: str) -> list[Path]:
 def session_turn_lock(data_dir: Path, session: str) -> Iterator[None]:
     """Serialise turns of one session across threads and processes."""
     validate_session_id(session)
-    with _guard:
-        tlock = _locks.setdefault(f"{data_dir}:{session}", threading.Lock())
-    with tlock:
+    with _locks.held(f"{data_dir}:{session}"):
         folder = data_dir / "merkle"
         private_dir(folder)
         fd = open_private(folder / f"{session}.lock", os.O_RDWR | os.O_CREAT)

@@ -1,4 +1,4 @@
-"""PgReceipts' per-process session locks (storage.pg.receipts.SessionLocks): an entry lives only while a thread
+"""PgReceipts' per-process session locks (ledger.locks.KeyedLocks): an entry lives only while a thread
 holds or waits for it, so a long-running app keeps none for the sessions it served, and the locking is what it was
 with a lock kept forever — one holder per session at a time, other sessions not held up."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from storage.pg.receipts import SessionLocks
+from ledger.locks import KeyedLocks
 
 RID = "rcpt_" + "a" * 32
 
@@ -25,16 +25,16 @@ def _until(check: Any, timeout: float = 10.0) -> bool:
     return False
 
 
-class TestSessionLocks:
+class TestKeyedLocks:
     def test_no_entry_is_kept_after_many_sessions_held_one_after_another(self) -> None:
-        locks = SessionLocks()
+        locks = KeyedLocks()
         for n in range(1000):
             with locks.held(f"s{n}"):
                 assert len(locks) == 1
         assert len(locks) == 0
 
     def test_a_holder_that_raises_leaves_no_entry_and_the_lock_free(self) -> None:
-        locks = SessionLocks()
+        locks = KeyedLocks()
         with pytest.raises(RuntimeError), locks.held("s1"):
             raise RuntimeError("the model failed")
         assert len(locks) == 0
@@ -50,7 +50,7 @@ class TestSessionLocks:
         assert got.is_set() and len(locks) == 0
 
     def test_a_waiter_keeps_the_entry_and_gets_the_lock_only_after_the_holder(self) -> None:
-        locks = SessionLocks()
+        locks = KeyedLocks()
         waiting, got = threading.Event(), threading.Event()
 
         def second() -> None:
@@ -69,7 +69,7 @@ class TestSessionLocks:
         assert got.is_set() and len(locks) == 0
 
     def test_another_session_is_not_held_up(self) -> None:
-        locks = SessionLocks()
+        locks = KeyedLocks()
         got = threading.Event()
 
         def other() -> None:
@@ -87,7 +87,7 @@ class TestSessionLocks:
     def test_threads_of_one_session_never_hold_it_together_while_entries_come_and_go(self) -> None:
         """Many threads over a few sessions, each entry removed whenever no one holds or waits for it: never two
         holders of one session at once."""
-        locks = SessionLocks()
+        locks = KeyedLocks()
         inside = {f"s{n}": 0 for n in range(3)}
         overlaps: list[str] = []
         guard = threading.Lock()
@@ -141,7 +141,7 @@ class TestPgReceiptsTurnLocks:
         with store.turn_lock("s1"):
             t = threading.Thread(target=second)
             t.start()
-            assert _until(lambda: store._locks._entries["s1"].users == 2), "the second turn never came to wait"
+            assert _until(lambda: store._locks.users("s1") == 2), "the second turn never came to wait"
             time.sleep(0.2)
             assert not got.is_set(), "a second turn of the session ran while the first held its lock"
         t.join(timeout=30)

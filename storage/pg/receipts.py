@@ -13,7 +13,7 @@ Several app replicas sharing one database see the same receipts and the same lat
 - the turn lock is a transaction-scoped advisory lock (released by rollback or a lost connection: a crashed
   replica never leaves a session locked), held on a pool of its own so that turns holding locks never starve
   their own writes of connections, behind a per-process lock per session so that threads of one process
-  waiting for the same session hold no connection while they wait (SessionLocks: kept only while held or
+  waiting for the same session hold no connection while they wait (ledger.locks.KeyedLocks: kept only while held or
   waited for).
 
 `copies`: a folder (a cache) where each receipt written is also put as a file, for a CLI that prints
@@ -35,6 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ledger.event import validate_session_id
 from ledger.fsmode import private_dir, replace_durable
+from ledger.locks import KeyedLocks
 from receipts.body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE, dump_file
 from receipts.checkpoints import (
     MAX_CHECKPOINT_BYTES,
@@ -65,47 +66,6 @@ def check_receipt_id(receipt_id: str) -> str:
     return receipt_id
 
 
-class _Entry:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.users = 0  # threads holding or waiting for `lock`
-
-
-class SessionLocks:
-    """A lock per session for the threads of one process, kept only while a thread holds or waits for it: a
-    long-running app that serves a new session id on every visit does not keep one entry per id it ever saw.
-
-    An entry is removed (under the guard) only when no thread holds or waits for it, and a thread counts itself
-    in before it waits: so two threads of one session always wait on the same lock, as with a lock kept forever."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._entries: dict[str, _Entry] = {}
-
-    def __len__(self) -> int:
-        """Sessions whose lock a thread holds or waits for now."""
-        with self._guard:
-            return len(self._entries)
-
-    @contextmanager
-    def held(self, session: str) -> Iterator[None]:
-        with self._guard:
-            entry = self._entries.get(session)
-            if entry is None:
-                entry = self._entries[session] = _Entry()
-            entry.users += 1
-        try:
-            with entry.lock:
-                yield
-        finally:
-            with self._guard:
-                entry.users -= 1
-                if entry.users == 0:
-                    del self._entries[session]
-
-
 class PgReceipts:
     """Receipts, trees and checkpoints of every session in one PostgreSQL database. Safe for many threads."""
 
@@ -118,7 +78,7 @@ class PgReceipts:
         self.lock_connections = lock_connections
         self.lock_wait = lock_wait
         self._guard = threading.Lock()
-        self._locks = SessionLocks()  # this process's threads, per session
+        self._locks = KeyedLocks()  # this process's threads, per session
         self._lock_pool: ConnectionPool | None = None  # opened by the first turn_lock
         self._closed = False
 
