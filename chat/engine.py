@@ -434,19 +434,26 @@ class Engine:
             # the checkpoint after this append: the one the receipt carries, kept as the latest
             checkpoint = checkpoints.sign_tree(session, store, asst_ev.chain, self.key)
             self.backend.keep_checkpoint(session, checkpoint)
+            cited_states, left_states = states if states is not None else ([], [])
+            proof = store.inclusion_proofs(  # every event the receipt proves, in one read of the tree
+                [user_ev.seq, *(ev.seq for ev in memories), asst_ev.seq,
+                 *(ev.seq for ev in (consent.proposed if consent is not None else ())),
+                 *(rec.seq for *_, rec in cited_states), *(rec.seq for *_, rec in left_states),
+                 *(ctl.seq for _, ctl in excluded or ())],
+                tree_size,
+            ).__getitem__
             part = None
             if consent is not None:
                 part = rbody.consent_part(
-                    proposed=[(ev, store.inclusion_proof(ev.seq, tree_size)) for ev in consent.proposed],
+                    proposed=[(ev, proof(ev.seq)) for ev in consent.proposed],
                     approved=[ev.seq for ev in memories],
                     proposed_at=consent.proposed_at,
                 )
             states_member = None
             if states is not None:
-                cited, left = states
                 states_member = states_part(
-                    superseded=[(rank, seq, eid, rec, store.inclusion_proof(rec.seq, tree_size)) for rank, seq, eid, rec in cited],
-                    excluded=[(seq, eid, rec, store.inclusion_proof(rec.seq, tree_size)) for seq, eid, rec in left],
+                    superseded=[(rank, seq, eid, rec, proof(rec.seq)) for rank, seq, eid, rec in cited_states],
+                    excluded=[(seq, eid, rec, proof(rec.seq)) for seq, eid, rec in left_states],
                 )
             body = rbody.build_body(
                 receipt_id=receipt_id,
@@ -455,10 +462,10 @@ class Engine:
                 k=k,
                 retrieval=RETRIEVAL,
                 query=user_ev,
-                query_proof=store.inclusion_proof(user_ev.seq, tree_size),
-                memories=[(ev, store.inclusion_proof(ev.seq, tree_size)) for ev in memories],
+                query_proof=proof(user_ev.seq),
+                memories=[(ev, proof(ev.seq)) for ev in memories],
                 response=asst_ev,
-                response_proof=store.inclusion_proof(asst_ev.seq, tree_size),
+                response_proof=proof(asst_ev.seq),
                 provider=completion.provider,
                 model=completion.model,
                 fallback_reason=completion.fallback_reason,
@@ -466,7 +473,7 @@ class Engine:
                 prompt_sha256=p_hash,
                 checkpoint=checkpoint,
                 receipt_format=self.receipt_format,
-                exclusions=[(r.seq, r.event_id, ctl, store.inclusion_proof(ctl.seq, tree_size)) for r, ctl in excluded or ()],
+                exclusions=[(r.seq, r.event_id, ctl, proof(ctl.seq)) for r, ctl in excluded or ()],
                 consent=part,
                 states=states_member,
             )

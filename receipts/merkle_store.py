@@ -196,6 +196,10 @@ class MerkleStore:
             siblings.reverse()
             return siblings
 
+    def inclusion_proofs(self, indexes: Iterable[int], n: int) -> dict[int, list[bytes]]:
+        """inclusion_proof(i, n) of each index (the PostgreSQL store reads them all in one query)."""
+        return {i: self.inclusion_proof(i, n) for i in dict.fromkeys(indexes)}
+
     def consistency_proof(self, m: int, n: int | None = None) -> list[bytes]:
         """RFC 9162 2.1.4.1 PROOF(m, D[n]); O(log n) node reads. Requires 0 < m <= n."""
         with self._lock:

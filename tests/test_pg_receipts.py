@@ -169,6 +169,24 @@ class TestPgMerkle:
                     assert tree.consistency_proof(m, n) == ref.consistency_proof(m, n), (m, n)
             assert [tree.leaf_hash(i) for i in range(37)] == [ref.leaf_hash(i) for i in range(37)]
 
+    def test_proofs_read_together_equal_each_proof_read_alone_on_both_stores(self, db: Any, tmp_path: Path) -> None:
+        from storage.pg.merkle import PgMerkleStore
+
+        leaves = _leaves(37)
+        tree = PgMerkleStore(db, "s1")
+        tree.extend(leaves)
+        rnd = random.Random(5)
+        with _file_tree(tmp_path, leaves) as ref:
+            for n in (1, 2, 7, 16, 33, 37):
+                wanted = [rnd.randrange(n) for _ in range(9)] + [n - 1, 0, n - 1]  # repeats are answered once
+                together = tree.inclusion_proofs(wanted, n)
+                assert set(together) == set(wanted)
+                assert together == {i: ref.inclusion_proof(i, n) for i in wanted} == ref.inclusion_proofs(wanted, n), n
+            with pytest.raises(ValueError, match=r"inclusion_proofs: index out of range"):
+                tree.inclusion_proofs([0, 37], 37)
+            with pytest.raises(ValueError, match=r"inclusion_proofs: tree size out of range"):
+                tree.inclusion_proofs([0], 38)
+
     def test_the_rfc6962_leaves_give_the_known_roots_and_the_vectors_proofs(self, db: Any) -> None:
         from storage.pg.merkle import PgMerkleStore
 

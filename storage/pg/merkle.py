@@ -153,6 +153,17 @@ class PgMerkleStore:
             self._require_index("inclusion_proof", index, n)
             return self._hashes(conn, inclusion_ranges(index, n), size)
 
+    def inclusion_proofs(self, indexes: Iterable[int], n: int) -> dict[int, list[bytes]]:
+        """inclusion_proof(i, n) of each index, every node read in one query (a receipt proves ten or more events)."""
+        wanted = list(dict.fromkeys(indexes))
+        with self._reading() as (conn, size):
+            n = self._require_size("inclusion_proofs", n, size)
+            for index in wanted:
+                self._require_index("inclusion_proofs", index, n)
+            ranges = {index: inclusion_ranges(index, n) for index in wanted}
+            got = self._fetch(conn, nodes_of([r for rs in ranges.values() for r in rs]), size)
+        return {index: [fold([got[p] for p in subtree_nodes(lo, hi)]) for lo, hi in rs] for index, rs in ranges.items()}
+
     def consistency_proof(self, m: int, n: int | None = None) -> list[bytes]:
         """RFC 9162 2.1.4.1 PROOF(m, D[n]); O(log n) nodes in one query. Requires 0 < m <= n."""
         with self._reading() as (conn, size):
