@@ -299,15 +299,16 @@ class PgLedger:
         """The events at the given seqs (in the order asked); IndexError for a seq the session does not hold."""
         wanted = list(seqs)
         validate_session_id(session)
-        with self.db.transaction() as conn:
-            row = conn.execute(sql.LEDGER_TAIL, (session,)).fetchone()
-            if row is None:
-                raise _no_session(session)
-            size = int(row[0])
-            for seq in wanted:
-                if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < size:
-                    raise IndexError(f"session {session}: no event at seq {seq!r} (it holds {size})")
-            found = {int(s): bytes(line) for s, line in conn.execute(sql.LEDGER_LINES_AT, (session, sorted(set(wanted))))}
+        asked = sorted({seq for seq in wanted if type(seq) is int and 0 <= seq < 1 << 62})  # the others: IndexError below
+        with self.db.transaction() as conn:  # the size and the rows in one statement, so from one snapshot
+            rows = conn.execute(sql.LEDGER_SIZE_AND_LINES_AT, (asked, session)).fetchall()
+        if not rows:
+            raise _no_session(session)
+        size = int(rows[0][0])
+        for seq in wanted:
+            if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < size:
+                raise IndexError(f"session {session}: no event at seq {seq!r} (it holds {size})")
+        found = {int(s): bytes(line) for _size, s, line in rows if s is not None}
         out = []
         for seq in wanted:
             line = found.get(seq)

@@ -134,6 +134,12 @@ LEDGER_COPY_TYPES = ("text", "int8", "bytea", "text", "text", "text")
 LEDGER_SESSIONS = 'SELECT session FROM sessions ORDER BY session COLLATE "C"'
 LEDGER_LINES_FROM = "SELECT seq, line FROM events WHERE session = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
 LEDGER_LINES_AT = "SELECT seq, line FROM events WHERE session = %s AND seq = ANY(%s)"
+# (seqs, session): the session's size on every row, with each asked seq's line (one row of NULLs when none is held;
+# no row when there is no such session)
+LEDGER_SIZE_AND_LINES_AT = (
+    "SELECT s.size, e.seq, e.line FROM sessions s"
+    " LEFT JOIN events e ON e.session = s.session AND e.seq = ANY(%s::bigint[]) WHERE s.session = %s"
+)
 LEDGER_BYTES = "SELECT coalesce(sum(octet_length(line) + 1), 0) FROM events WHERE session = %s"
 LEDGER_LAST_LINE = "SELECT line FROM events WHERE session = %s ORDER BY seq DESC LIMIT 1"
 LEDGER_ALL_LINES = "SELECT line FROM events WHERE session = %s ORDER BY seq"
