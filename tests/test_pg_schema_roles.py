@@ -51,7 +51,7 @@ def _version(url: str) -> str | None:
 
 
 @pytest.mark.pg
-def test_a_read_only_role_verifies_the_ledger_and_a_receipt_of_a_database_its_owner_made(tmp_path: Path, pg_url: str) -> None:
+def test_a_read_only_role_lists_exports_and_verifies_a_database_its_owner_made(tmp_path: Path, pg_url: str) -> None:
     data = tmp_path / "data"
     data.mkdir()
     with pg_stores(pg_url, data, pool_size=2) as stores:
@@ -63,6 +63,10 @@ def test_a_read_only_role_verifies_the_ledger_and_a_receipt_of_a_database_its_ow
     reader = _role(pg_url, "GRANT USAGE ON SCHEMA public TO {role}", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
     led = _cli(reader, "ledger", "verify", reader, S, cwd=tmp_path)
     assert led.returncode == 0, led.stdout + led.stderr
+    listed = _cli(reader, "ledger", "list", reader, cwd=tmp_path)
+    assert listed.returncode == 0 and S in listed.stdout, listed.stdout + listed.stderr
+    exported = _cli(reader, "ledger", "export", reader, S, cwd=tmp_path)
+    assert exported.returncode == 0 and exported.stdout.count("\n") == 3, exported.stderr  # the memory, question, answer
     key = _cli(reader, "receipts", "pubkey", str(data), cwd=tmp_path)
     assert key.returncode == 0, key.stderr
     (tmp_path / "trusted.pub").write_text(key.stdout)
