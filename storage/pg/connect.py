@@ -104,9 +104,9 @@ class Database:
             with psycopg.connect(self.url, connect_timeout=3):
                 return "the server answers now"
         except psycopg.Error as exc:
-            return self._said(exc)
+            return self.said(exc)
 
-    def _said(self, exc: BaseException) -> str:
+    def said(self, exc: BaseException) -> str:
         """The first line of a psycopg error, without the password in any form."""
         text = str(exc).strip()
         return scrub(text.splitlines()[0], self.url) if text else type(exc).__name__
@@ -143,7 +143,7 @@ class Database:
             if not isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
                 raise
             raise BackendError(
-                f"PostgreSQL at {self.shown}: {self._said(exc.__cause__)} — this role cannot make the tables (schema version "
+                f"PostgreSQL at {self.shown}: {self.said(exc.__cause__)} — this role cannot make the tables (schema version "
                 f"{sql.SCHEMA_VERSION}); start the app or any command once with the database owner's role, or grant this "
                 "role the right to make tables in the schema"
             ) from None
@@ -157,9 +157,9 @@ class Database:
         except PoolTimeout as exc:
             raise BackendError(f"PostgreSQL at {self.shown}: no connection free or reachable within {POOL_TIMEOUT_S:.0f} s") from exc
         except psycopg.OperationalError as exc:
-            raise BackendError(f"PostgreSQL at {self.shown}: {self._said(exc)}") from exc
+            raise BackendError(f"PostgreSQL at {self.shown}: {self.said(exc)}") from exc
         except psycopg.errors.InsufficientPrivilege as exc:
-            raise BackendError(f"PostgreSQL at {self.shown}: {self._said(exc)} (the role lacks a privilege)") from exc
+            raise BackendError(f"PostgreSQL at {self.shown}: {self.said(exc)} (the role lacks a privilege)") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:

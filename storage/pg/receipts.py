@@ -118,7 +118,7 @@ class PgReceipts:
             except PoolTimeout as exc:
                 raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: no connection for its turn lock within {self.lock_wait:.0f} s") from exc
             except psycopg.OperationalError as exc:
-                raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: turn lock: {str(exc).strip() or type(exc).__name__}") from exc
+                raise BackendError(f"PostgreSQL at {self.db.shown}: session {session}: turn lock: {self.db.said(exc)}") from exc
             try:
                 yield
             finally:
