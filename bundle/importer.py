@@ -8,7 +8,7 @@ local id on this server; `origin.json` there keeps the bundle's session id, sign
 bundle file's sha256 and the verdict. Its receipts verify afterwards against that folder, under the signing key
 the bundle carried (kept in `bundle-keys/` as the key trusted for that session). The staging folder is renamed
 into place in one step, so a crash leaves either nothing or the whole import (a leftover `.staging-*` is removed
-by the next import). Importing the same ledger again (same session id, signer, event count and chain head) is
+by the next import: its owner lock is free, bundle.verify.staged). Importing the same ledger again (same session id, signer, event count and chain head) is
 reported as a duplicate and changes nothing.
 
 On PostgreSQL (`stores=` of kind "postgresql", storage.stores) the same checks run on the same staging folder, and
@@ -21,13 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ledger import Ledger
 from ledger.event import EventError, now_ts, validate_session_id
@@ -38,13 +35,13 @@ from .format import BundleError
 from .verify import BundleReport, staged, verify_opened
 
 if TYPE_CHECKING:
+    from receipts.ledger_copy import LineSource
     from receipts.verify import Report
     from storage.stores import Stores
 
 IMPORTED = "imported"
 ORIGIN = "origin.json"
 STAGING_PREFIX = ".staging-"
-STALE_STAGING_SECONDS = 3600
 
 
 class ImportRefused(BundleError):
@@ -142,28 +139,18 @@ def verify_imported_receipt(
     """Verify receipt bytes against the imported session `local` under the keys its bundle carried (trusted_keys).
 
     On files against its folder, as `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does. On
-    PostgreSQL the import's stored lines are written out as a data directory in a private temporary folder under
-    `DATA_DIR/imported/` (swept like a staging folder if a crash leaves it) and verified there: the same checks
-    over the same bytes, at the cost of one copy of the ledger per call."""
+    PostgreSQL from the import schema's stored lines, as any check against the database's rows is
+    (receipts.ledger_copy: a copy with no name on disk, its audit cache in a private folder removed after): the
+    same checks over the same bytes, at the cost of one copy of the ledger per call."""
     from receipts.api import verify_bytes
-    from receipts.audit import forget_cache
 
     keys = trusted_keys(data_dir, local, stores=stores)
     if stores is None or not _on_database(stores):
         return verify_bytes(raw, trusted=keys, data_dir=imported_dir(data_dir, local))
-    from .pg_import import write_ledger
+    from .pg_import import import_stores
 
-    root = imported_root(data_dir)
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
-    try:
-        session = write_ledger(stores, validate_session_id(local), tmp)
-        try:
-            return verify_bytes(raw, trusted=keys, data_dir=tmp)
-        finally:
-            forget_cache(tmp, session)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with import_stores(stores, validate_session_id(local)) as opened:
+        return verify_bytes(raw, trusted=keys, data_dir=imported_root(data_dir), source=cast("LineSource", opened.ledger))
 
 
 DATA_DIR_MARKS = ("sessions", "keys", "index.sqlite", IMPORTED, "erasures", "receipts")
@@ -197,16 +184,6 @@ def _free_local(origin: str, chain_head: str, taken: Callable[[str], bool]) -> s
     raise BundleError(f"no free local session id for {origin}")
 
 
-def _sweep_staging(root: Path) -> None:
-    now = time.time()
-    for p in root.glob(STAGING_PREFIX + "*"):
-        try:
-            if now - p.stat().st_mtime > STALE_STAGING_SECONDS:
-                shutil.rmtree(p, ignore_errors=True)
-        except OSError:
-            continue
-
-
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -233,8 +210,7 @@ def import_bundle(
         except EventError as exc:
             raise BundleError(f"--as: {exc}") from None
     root = imported_root(data)
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _sweep_staging(root)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)  # staged() removes the staging folders of dead imports there
     if stores is not None and _on_database(stores):
         return _import_into_database(stores, root, Path(path), as_session, trusted, allow_untrusted)
     with staged(path, under=root, prefix=STAGING_PREFIX) as opened:

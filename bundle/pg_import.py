@@ -12,8 +12,9 @@ are all written first; a schema with no row (a crash) is dropped by a later impo
 same ledger imported twice (same session, signer, events, chain head) is a duplicate — also when two imports
 race: the row's unique key decides, and the loser's schema is dropped.
 
-The bundle is still extracted and verified in a staging folder under `DATA_DIR/imported/` (removed afterwards):
-DATA_DIR keeps nothing of an import but that transient copy.
+The bundle is still extracted and verified in a staging folder under `DATA_DIR/imported/` (removed afterwards, or,
+if the import was killed, by the next import: bundle.verify.staged): DATA_DIR keeps nothing of an import but that
+transient copy.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import secrets
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .importer import Origin
 
 log = logging.getLogger("bundle")
-STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (importer.STALE_STAGING_SECONDS)
+STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
 _SCHEMA_RE = re.compile(r"mre_import_(\d{10})_[0-9a-f]{8}")
 
 
@@ -124,20 +124,6 @@ def import_stores(stores: Stores, local: str) -> Iterator[Stores]:
         raise BundleError(f"imported session {local}: no such import in {stores.where}")
     with _schema_stores(stores, found[1]) as opened:
         yield opened
-
-
-def write_ledger(stores: Stores, local: str, data_dir: Path) -> str:
-    """Write the imported session's stored lines as `data_dir/sessions/<S>/events.jsonl` (what the verifier reads,
-    byte for byte what the bundle carried); its session id S."""
-    found = _find(stores, local)
-    if found is None:
-        raise BundleError(f"imported session {local}: no such import in {stores.where}")
-    origin, schema = found
-    folder = data_dir / "sessions" / origin.session
-    folder.mkdir(parents=True, exist_ok=True)
-    with _schema_stores(stores, schema) as opened, open(folder / "events.jsonl", "xb") as f:
-        cast("PgLedger", opened.ledger).export(origin.session, f)
-    return origin.session
 
 
 def import_keys(stores: Stores, local: str) -> list[PublicKey]:
@@ -299,5 +285,4 @@ __all__ = [
     "same_ledger",
     "schema_url",
     "sweep",
-    "write_ledger",
 ]

@@ -10,13 +10,18 @@ manifest is reported in `Opened.mismatches` (the verifier's `members.hashes` row
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import stat
 import struct
+import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -58,6 +63,32 @@ class Opened:
     extra: list[str] = field(default_factory=list)  # members in the zip the manifest does not list
     missing: list[str] = field(default_factory=list)  # members the manifest lists that the zip lacks
     bytes_read: int = 0
+    # open_bundle(unnamed=True): the members that hold a session's words (WORDS) are in files with no name on disk,
+    # so a process killed while it checks them leaves none of them behind: the ledger (`ledger`, a descriptor for
+    # receipts.audit.Auditor) and the receipts and certificates, one after another in `packed` at `unnamed_at`.
+    ledger: int | None = None
+    unnamed_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # member name: (offset, size) in `packed`
+    _files: list[IO[bytes]] = field(default_factory=list, repr=False)
+
+    def words(self, folder: str, pattern: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """(file name, read its bytes) of each member of `folder` ("receipts" or "certificates") whose file name
+        matches `pattern`, by name: from the staging folder, or from the nameless file holding them."""
+        if not self._files:
+            where = _target(self.data, self.manifest.session, f"{folder}/x").parent
+            paths = sorted(where.glob(pattern)) if where.is_dir() else []
+            return [(p.name, p.read_bytes) for p in paths]
+        names = sorted(n.split("/", 1)[1] for n in self.unnamed_at if n.startswith(folder + "/"))
+        return [(n, partial(self._read_unnamed, f"{folder}/{n}")) for n in names if fnmatch.fnmatchcase(n, pattern)]
+
+    def _read_unnamed(self, name: str) -> bytes:
+        offset, size = self.unnamed_at[name]
+        return os.pread(self._files[-1].fileno(), size, offset) if size else b""
+
+    def close(self) -> None:
+        """Close the nameless files (the kernel frees them): after this, `ledger` and `words` read nothing."""
+        for f in self._files:
+            f.close()
+        self._files.clear()
 
 
 def _check_directory(infos: list[zipfile.ZipInfo]) -> None:
@@ -132,8 +163,13 @@ def _target(data: Path, session: str, name: str) -> Path:
     return {"receipts": sdir / "receipts", "certificates": data / "erasures", "keys": data / "bundle-keys"}[folder] / base
 
 
-def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str]) -> Opened:
-    """Check and extract the bundle at `path` into the empty folder `staging` (BundleError when refused)."""
+WORDS = ("receipts/", "certificates/")  # with LEDGER_NAME: the members that quote what a session said
+
+
+def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str], *, unnamed: bool = False) -> Opened:
+    """Check and extract the bundle at `path` into the empty folder `staging` (BundleError when refused).
+    `unnamed`: the ledger, receipts and certificates go into files with no name on disk (Opened.ledger, .words),
+    the caller closes them (Opened.close); the checkpoint and the keys are extracted as files all the same."""
     p = Path(path)
     try:
         st = os.stat(p, follow_symlinks=False)
@@ -165,34 +201,55 @@ def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str]) -
         opened = Opened(p, Path(staging), env, manifest, [], extra=sorted(present - listed), missing=sorted(listed - present))
         if opened.extra or opened.missing:
             return opened  # the verifier's manifest.members row names them; nothing is extracted
-        for m in manifest.members:
-            info = by_name[m.name]
-            if info.file_size != m.size:
-                opened.mismatches.append(f"{m.name}: the zip declares {info.file_size:,} bytes, the manifest {m.size:,}")
-                continue
-            out = _target(opened.data, manifest.session, m.name)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            h = hashlib.sha256()
-            n = 0
-            try:
-                with z.open(info) as r, open(out, "xb") as w:
-                    while True:
-                        b = r.read(min(CHUNK, m.size + 1 - n))
-                        if not b:
-                            break
-                        n += len(b)
-                        if n > m.size:
-                            raise BundleError(f"member {m.name!r}: more bytes than the {m.size:,} declared")
-                        h.update(b)
-                        w.write(b)
-            except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:  # a CRC error, a truncated entry, corrupt deflate data
-                raise BundleError(f"member {m.name!r}: unreadable ({exc})") from None
-            opened.bytes_read += n
-            if n != m.size or h.hexdigest() != m.sha256:
-                opened.mismatches.append(f"{m.name}: sha256 {h.hexdigest()[:16]}… ({n:,} bytes), the manifest says {m.sha256[:16]}… ({m.size:,})")
-            if m.name.startswith("keys/"):
-                try:
-                    opened.keys.append(parse_public_key(out.read_text("utf-8"), source=m.name))
-                except (KeyConfigError, UnicodeDecodeError, ValueError) as exc:
-                    raise BundleError(f"member {m.name!r}: not a public key ({exc})") from None
+        try:
+            _extract(z, by_name, opened, unnamed)
+        except BaseException:
+            opened.close()
+            raise
     return opened
+
+
+def _extract(z: zipfile.ZipFile, by_name: dict[str, zipfile.ZipInfo], opened: Opened, unnamed: bool) -> None:
+    manifest = opened.manifest
+    if unnamed:  # made before the first byte of a member is written, so no word ever has a name on disk
+        opened.data.mkdir(mode=0o700, parents=True, exist_ok=True)
+        opened._files.append(tempfile.TemporaryFile(dir=opened.data))  # the ledger
+        opened._files.append(tempfile.TemporaryFile(dir=opened.data))  # receipts and certificates, packed
+        opened.ledger = opened._files[0].fileno()
+    for m in manifest.members:
+        info = by_name[m.name]
+        if info.file_size != m.size:
+            opened.mismatches.append(f"{m.name}: the zip declares {info.file_size:,} bytes, the manifest {m.size:,}")
+            continue
+        out = _target(opened.data, manifest.session, m.name)
+        out.parent.mkdir(parents=True, exist_ok=True)  # also when unnamed: the folders are what they would be
+        sink = None
+        if unnamed and (m.name == LEDGER_NAME or m.name.startswith(WORDS)):
+            sink = opened._files[0 if m.name == LEDGER_NAME else 1]
+        start = 0 if sink is None else sink.seek(0, os.SEEK_END)
+        h = hashlib.sha256()
+        n = 0
+        try:
+            with z.open(info) as r, open(out, "xb") if sink is None else nullcontext(sink) as w:
+                while True:
+                    b = r.read(min(CHUNK, m.size + 1 - n))
+                    if not b:
+                        break
+                    n += len(b)
+                    if n > m.size:
+                        raise BundleError(f"member {m.name!r}: more bytes than the {m.size:,} declared")
+                    h.update(b)
+                    w.write(b)
+                w.flush()
+        except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:  # a CRC error, a truncated entry, corrupt deflate data
+            raise BundleError(f"member {m.name!r}: unreadable ({exc})") from None
+        if sink is not None and m.name != LEDGER_NAME:
+            opened.unnamed_at[m.name] = (start, n)
+        opened.bytes_read += n
+        if n != m.size or h.hexdigest() != m.sha256:
+            opened.mismatches.append(f"{m.name}: sha256 {h.hexdigest()[:16]}… ({n:,} bytes), the manifest says {m.sha256[:16]}… ({m.size:,})")
+        if m.name.startswith("keys/"):
+            try:
+                opened.keys.append(parse_public_key(out.read_text("utf-8"), source=m.name))
+            except (KeyConfigError, UnicodeDecodeError, ValueError) as exc:
+                raise BundleError(f"member {m.name!r}: not a public key ({exc})") from None

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from receipts.audit import Auditor, forget_cache
+from receipts.audit import Auditor, LedgerAt
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.certificate_check import verify_certificate
@@ -35,6 +32,7 @@ from receipts.certificate_io import _leftovers, _receipt_problems, _view
 from receipts.checkpoints import MalformedCheckpoint, check_since, parse_checkpoint
 from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
+from receipts.ledger_copy import CACHE, owned_folder
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
 
 from .format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
@@ -151,16 +149,16 @@ def _checkpoint(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[
 
 
 def _receipts(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
-    folder = opened.data / "sessions" / opened.manifest.session / "receipts"
-    for path in sorted(folder.glob("rcpt_*.json")) if folder.is_dir() else []:
-        name = f"receipt {path.stem}"
+    for file_name, read in opened.words("receipts", "rcpt_*.json"):
+        stem = file_name.removesuffix(".json")
+        name = f"receipt {stem}"
         try:
-            receipt = parse_receipt(path.read_bytes())
+            receipt = parse_receipt(read())
         except (MalformedReceipt, ValueError) as exc:
             r.add(name, False, f"not a well-formed receipt: {exc}", "a receipt", "malformed")
             continue
-        if receipt.receipt_id != path.stem or receipt.session != opened.manifest.session:
-            r.add(name, False, "the file's name or session is not the receipt's own", f"{path.stem} of {opened.manifest.session}", f"{receipt.receipt_id} of {receipt.session}")
+        if receipt.receipt_id != stem or receipt.session != opened.manifest.session:
+            r.add(name, False, "the file's name or session is not the receipt's own", f"{stem} of {opened.manifest.session}", f"{receipt.receipt_id} of {receipt.session}")
             continue
         own = None if trusted else next((k for k in opened.keys), None)
         report = verify_receipt(receipt, list(trusted), facts, untrusted=own)
@@ -175,13 +173,13 @@ def _receipts(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[Pu
 
 
 def _certificates(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
-    folder = opened.data / "erasures"
     session = opened.manifest.session
     view = _view(facts)
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        name = f"certificate {path.name}"
+    receipts = None if opened.ledger is None else _Unnamed(opened)
+    for file_name, read in opened.words("certificates", "*.json"):
+        name = f"certificate {file_name}"
         try:
-            cert = parse_certificate(path.read_bytes())
+            cert = parse_certificate(read())
         except (MalformedCertificate, ValueError) as exc:
             r.add(name, False, f"not a well-formed certificate: {exc}", "a certificate", "malformed")
             continue
@@ -190,7 +188,7 @@ def _certificates(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequenc
             continue
         signer = str(cert.body["checkpoint"]["key_id"])
         foreign = None if any(k.key_id == signer for k in opened.keys) else f"signed by {signer}, a key the bundle does not carry"
-        v = dataclasses.replace(view, foreign=foreign, leftovers=_leftovers(opened.data, session), receipt_problems=_receipt_problems(opened.data, session))
+        v = dataclasses.replace(view, foreign=foreign, leftovers=_leftovers(opened.data, session), receipt_problems=_receipt_problems(opened.data, session, receipts))
         own = None if trusted else next((k for k in opened.keys if k.key_id == signer), None)
         report = verify_certificate(cert, list(trusted), v, untrusted=own)
         if report.verdict == "failed":
@@ -203,7 +201,8 @@ def _certificates(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequenc
 
 
 def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleReport:
-    """The checks over a bundle `bundle.read.open_bundle` accepted (pure over the extracted staging folder)."""
+    """The checks over a bundle `bundle.read.open_bundle` accepted (over its staging folder and, when opened
+    `unnamed`, its nameless files); nothing of the walk is kept after (its audit cache is in a folder of its own)."""
     r = _Rows()
     m = opened.manifest
     r.add("bundle.structure", True, f"a zip of {len(m.members) + 1} members: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
@@ -220,29 +219,49 @@ def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleRe
     if opened.extra or opened.missing or opened.mismatches:
         r.na("ledger.chain", "not checked: the members are not the ones the manifest signed")
         return BundleReport(str(opened.path), m.session, m.events, tuple(r.rows))
-    auditor = Auditor(opened.data, full=True)
-    try:
-        with auditor.facts(m.session) as facts:
-            if _ledger(r, facts, opened):
-                _checkpoint(r, opened, facts, trusted)
-                _receipts(r, opened, facts, trusted)
-                _certificates(r, opened, facts, trusted)
-    finally:
-        forget_cache(opened.data, m.session)
+    # The audit cache (digests and offsets) goes in a private folder of this check, never the verifier's cache: a
+    # staging folder is new each time, so a cache kept under its name would only pile up (one folder per bundle).
+    with owned_folder() as scratch, Auditor.of(LedgerAt(opened.data, ledger=opened.ledger, cache=scratch / CACHE), full=True).facts(m.session) as facts:
+        if _ledger(r, facts, opened):
+            _checkpoint(r, opened, facts, trusted)
+            _receipts(r, opened, facts, trusted)
+            _certificates(r, opened, facts, trusted)
     return BundleReport(str(opened.path), m.session, m.events, tuple(r.rows))
 
 
+class _Unnamed:
+    """The receipts an unnamed Opened holds, as receipts.certificate_io reads a store's (ReceiptReader)."""
+
+    def __init__(self, opened: Opened) -> None:
+        self.read: dict[str, Callable[[], bytes]] = {n.removesuffix(".json"): f for n, f in opened.words("receipts", "rcpt_*.json")}
+
+    def receipt_ids(self, session: str) -> list[str]:
+        return list(self.read)
+
+    def read_receipt(self, session: str, receipt_id: str) -> bytes:
+        return self.read[receipt_id]()
+
+
+STAGING_PREFIX = "mre-bundle-"
+
+
 @contextmanager
-def staged(path: str | os.PathLike[str], *, under: str | os.PathLike[str] | None = None, prefix: str = "bundle-") -> Iterator[Opened]:
-    """Open the bundle at `path` into a private temporary folder (under `under` if given), removed afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=under))
-    try:
-        yield open_bundle(path, tmp / "data")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def staged(
+    path: str | os.PathLike[str], *, under: str | os.PathLike[str] | None = None, prefix: str = STAGING_PREFIX, unnamed: bool = False
+) -> Iterator[Opened]:
+    """Open the bundle at `path` into `<under>/<prefix>…/data` (`under`: the system's temporary folder by default),
+    a private folder removed afterwards. Its owner lock is held meanwhile, so a folder whose process died (SIGKILL)
+    is removed by the next staging of the same `prefix` there (receipts.ledger_copy.owned_folder). `unnamed`: the
+    members holding the session's words have no name on disk (bundle.read.open_bundle), so such a folder holds none."""
+    with owned_folder(prefix, under) as tmp:
+        opened = open_bundle(path, tmp / "data", unnamed=unnamed)
+        try:
+            yield opened
+        finally:
+            opened.close()
 
 
 def verify_file(path: str | os.PathLike[str], trusted: Sequence[PublicKey] = ()) -> BundleReport:
-    """Check the bundle at `path` (BundleError if its structure is refused)."""
-    with staged(path) as opened:
+    """Check the bundle at `path` (BundleError if its structure is refused), its words never named on disk."""
+    with staged(path, unnamed=True) as opened:
         return verify_opened(opened, trusted)

@@ -61,21 +61,30 @@ class Copy:
 def copied(source: LineSource, session: str) -> Iterator[Copy]:
     """`session`'s ledger as `source` stores it now, in a file with no name on disk; the folder removed after."""
     validate_session_id(session)
-    sweep_stale_copies()
-    tmp = Path(tempfile.mkdtemp(prefix=PREFIX))
+    with owned_folder() as tmp:
+        if not source.exists(session):
+            yield Copy(tmp, None)
+            return
+        with tempfile.TemporaryFile(dir=tmp, buffering=1 << 20) as out:
+            with source.snapshot_lines(session) as lines:
+                for line in lines:
+                    out.write(line)
+            out.flush()
+            yield Copy(tmp, out.fileno())
+
+
+@contextmanager
+def owned_folder(prefix: str = PREFIX, under: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """A new private folder (mkdtemp: 0700) named `prefix…` in `under` (the system's temporary folder by default),
+    its OWNER file flocked while in use and the folder removed after; the folders of `prefix` there whose owner died
+    are removed first (`sweep_stale_copies`). Also bundle.verify's staging folders."""
+    sweep_stale_copies(under, prefix)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=under))
     try:
         owner = open_private(tmp / OWNER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
         try:
             fcntl.flock(owner, fcntl.LOCK_EX)
-            if not source.exists(session):
-                yield Copy(tmp, None)
-                return
-            with tempfile.TemporaryFile(dir=tmp, buffering=1 << 20) as out:
-                with source.snapshot_lines(session) as lines:
-                    for line in lines:
-                        out.write(line)
-                out.flush()
-                yield Copy(tmp, out.fileno())
+            yield tmp
         finally:
             os.close(owner)
     finally:
@@ -93,13 +102,13 @@ def ledger_dir(data_dir: str | os.PathLike[str], session: str, source: LineSourc
         yield LedgerAt(copy.folder, ledger=copy.ledger, cache=copy.folder / CACHE, fresh=COPIED)
 
 
-def sweep_stale_copies(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Remove the folders of checks that died (`PREFIX*` folders of this user in `root`, the system's temporary folder
+def sweep_stale_copies(root: str | os.PathLike[str] | None = None, prefix: str = PREFIX) -> list[Path]:
+    """Remove the folders of checks that died (`prefix*` folders of this user in `root`, the system's temporary folder
     by default, whose owner lock no process holds); returns what it removed. A live check's folder is never touched."""
     base = Path(tempfile.gettempdir() if root is None else root)
     removed: list[Path] = []
     try:
-        names = [n for n in os.listdir(base) if n.startswith(PREFIX)]
+        names = [n for n in os.listdir(base) if n.startswith(prefix)]
     except OSError:
         return removed
     for name in names:
@@ -132,4 +141,4 @@ def _abandoned(folder: Path, mtime: float) -> bool:
     return True
 
 
-__all__ = ["COPIED", "Copy", "LineSource", "copied", "ledger_dir", "sweep_stale_copies"]
+__all__ = ["COPIED", "Copy", "LineSource", "copied", "ledger_dir", "owned_folder", "sweep_stale_copies"]
