@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 ENV_VAR = "DATABASE_URL"
 SCHEMES = ("postgresql://", "postgres://")
-_PASSWORD_KV = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+SECRET_KEYS = frozenset({"password", "sslpassword"})  # libpq's parameters that hold a secret
+_SECRET_KV = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
 
 
 class BackendError(RuntimeError):
@@ -41,56 +42,80 @@ def is_database_url(text: str) -> bool:
     return text.startswith(SCHEMES)
 
 
-def _query_parts(query: str) -> list[tuple[str, str, str]]:
-    """A URI query's `key=value` parts as (raw key, decoded key, raw value)."""
+def _query_parts(query: str) -> list[tuple[str, str, str | None]]:
+    """A URI query's `key=value` parts as (raw key, decoded lower-case key, raw value or None without '=')."""
     from urllib.parse import unquote
 
-    parts = []
+    parts: list[tuple[str, str, str | None]] = []
     for part in query.split("&"):
-        key, _, value = part.partition("=")
-        parts.append((key, unquote(key).strip().lower(), value))
+        key, eq, value = part.partition("=")
+        parts.append((key, unquote(key).strip().lower(), value if eq else None))
     return parts
 
 
-def redact(url: str) -> str:
-    """The URL with any password replaced by ***, for messages and logs.
+def _split_uri(url: str) -> tuple[str, str | None, str, str | None] | None:
+    """(scheme, userinfo or None, host/dbname, query or None) as libpq reads a URI, None for a key=value string.
 
-    Both places libpq takes one from a URI: the userinfo (`user:PASSWORD@host`) and the query parameter
-    (`?password=…`, its name percent-encoded or not), and in a `key=value` conninfo string `password=…`.
-    """
+    libpq looks for the userinfo's '@' before anything else, up to the first '@' or '/': so `u:pa?ss@host` is user u
+    with password `pa?ss`; the query is what follows the first '?' after that."""
     scheme, sep, rest = url.partition("://")
     if not sep:
-        return _PASSWORD_KV.sub(r"\g<1>***", url)
+        return None
+    end = 0
+    while end < len(rest) and rest[end] not in "@/":
+        end += 1
+    creds = None
+    if end < len(rest) and rest[end] == "@":
+        creds, rest = rest[:end], rest[end + 1 :]
     base, q, query = rest.partition("?")
-    if "@" in base:
-        creds, at, host = base.rpartition("@")
+    return scheme, creds, base, query if q else None
+
+
+def redact(url: str) -> str:
+    """The URL with every secret replaced by ***, for messages and logs.
+
+    Every place libpq takes one from: the userinfo (`user:PASSWORD@host`, read as libpq reads it), the query
+    parameters `password` and `sslpassword` (their names percent-encoded or not), and in a `key=value` conninfo
+    string the same two keywords (a value ends at whitespace, or is quoted).
+    """
+    parts = _split_uri(url)
+    if parts is None:
+        return _SECRET_KV.sub(r"\g<1>***", url)
+    scheme, creds, base, query = parts
+    shown = f"{scheme}://"
+    if creds is not None:
         user, colon, _ = creds.partition(":")
-        base = f"{user}{':***' if colon else ''}{at}{host}"
-    if q:
-        query = "&".join(f"{raw}=***" if name == "password" else (f"{raw}={value}" if "=" in part else raw)
-                         for (raw, name, value), part in zip(_query_parts(query), query.split("&"), strict=True))
-    return f"{scheme}://{base}{q}{query}"
+        shown += f"{user}{':***' if colon else ''}@"
+    shown += base
+    if query is not None:
+        shown += "?" + "&".join(
+            raw if value is None else f"{raw}={'***' if name in SECRET_KEYS else value}"
+            for raw, name, value in _query_parts(query)
+        )
+    return shown
 
 
 def secrets_in(url: str) -> list[str]:
-    """Every form in which `url`'s password could appear in a message: as written and percent-decoded."""
+    """Every form in which `url`'s secrets could appear in a message: as written and percent-decoded, longest first."""
     from urllib.parse import unquote
 
     found: list[str] = []
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        base, _, query = rest.partition("?")
-        if "@" in base:
-            creds = base.rpartition("@")[0]
-            user, colon, pw = creds.partition(":")
-            if colon:
-                found.append(pw)
-        found += [value for _raw, name, value in _query_parts(query) if name == "password"]
+    parts = _split_uri(url)
+    if parts is None:
+        for m in _SECRET_KV.finditer(url):
+            value = m.group(2)
+            if value.startswith("'") and value.endswith("'") and len(value) >= 2:
+                found += [value, value[1:-1], re.sub(r"\\(.)", r"\1", value[1:-1])]
+            else:
+                found.append(value)
     else:
-        found += [m.group(2).strip("'") for m in _PASSWORD_KV.finditer(url)]
-    forms = {f for pw in found if pw for f in (pw, unquote(pw), unquote(pw, errors="replace"))}
-    # the longest first, so a form inside another is not left half replaced
-    return sorted((f for f in forms if len(f) >= 1), key=len, reverse=True)
+        _scheme, creds, _base, query = parts
+        if creds is not None and ":" in creds:
+            found.append(creds.partition(":")[2])
+        if query is not None:
+            found += [value for _raw, name, value in _query_parts(query) if name in SECRET_KEYS and value is not None]
+    forms = {g for pw in found if pw for f in (pw, unquote(pw), unquote(pw, errors="replace")) for g in (f, f.strip())}
+    return sorted((f for f in forms if f), key=len, reverse=True)  # a form inside another is not left half replaced
 
 
 def scrub(message: str, url: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import secrets
 import subprocess
 import sys
@@ -168,3 +169,37 @@ def test_redact_keeps_the_rest_of_the_url() -> None:
 def test_scrub_takes_the_percent_decoded_password_out_of_a_message_too() -> None:
     url = "postgresql://u:s%40cret@h/db"
     assert scrub('password authentication failed: "s@cret" or s%40cret', url) == 'password authentication failed: "***" or ***'
+
+
+def test_redact_hides_every_generated_password_libpq_would_read_from_the_url() -> None:
+    """Generated attack: passwords of awkward characters, in the userinfo (raw or percent-encoded) and as the
+    password / sslpassword parameters; whatever libpq (psycopg.conninfo) reads as the secret never shows."""
+    from urllib.parse import quote
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    rnd = random.Random(14)
+    alphabet = "abcXYZ019?&=:%#+ ;'\\@/"
+    checked = 0
+    for _ in range(400):
+        pw = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(4, 12)))
+        form = rnd.randrange(4)
+        if form == 0:
+            url = f"postgresql://u:{pw}@h:5432/db?sslmode=disable"
+        elif form == 1:
+            url = f"postgresql://u:{quote(pw, safe='')}@h/db"
+        elif form == 2:
+            url = f"postgresql://u@h/db?application_name=x&{rnd.choice(['password', 'sslpassword', 'pass%77ord'])}={quote(pw, safe='')}"
+        else:
+            url = "host=h user=u password='" + pw.replace("\\", "\\\\").replace("'", "\\'") + "' dbname=db"
+        try:
+            info = conninfo_to_dict(url)
+        except (psycopg.Error, UnicodeDecodeError):
+            continue  # libpq refuses it, or it is not UTF-8: nothing is read as a password (scrub still hides the raw forms)
+        secret = info.get("password") or info.get("sslpassword")
+        if not secret or len(secret) < 4:
+            continue
+        checked += 1
+        assert secret not in redact(url), (url, secret)
+        assert secret not in scrub(f"failed for {url}: {secret!r}", url), (url, secret)
+    assert checked > 200, f"only {checked} generated URLs were read by libpq: the test checked too little"
