@@ -81,9 +81,12 @@ def owned_folder(prefix: str = PREFIX, under: str | os.PathLike[str] | None = No
     sweep_stale_copies(under, prefix)
     tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=under))
     try:
-        owner = open_private(tmp / OWNER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+        # never visible unlocked: made and flocked under another name, then renamed to OWNER (a sweep between the
+        # two sees no OWNER yet, which it leaves alone for UNOWNED_GRACE_S)
+        owner = open_private(tmp / (OWNER + ".new"), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
         try:
             fcntl.flock(owner, fcntl.LOCK_EX)
+            os.rename(tmp / (OWNER + ".new"), tmp / OWNER)
             yield tmp
         finally:
             os.close(owner)

@@ -23,8 +23,6 @@ import pytest
 
 import receipts.ledger_copy as ledger_copy
 
-pytestmark = pytest.mark.xfail(reason="reviewer finding: sweep_stale_copies can remove a live check's folder", strict=False)
-
 
 def test_a_sweep_between_owner_creation_and_its_lock_leaves_the_live_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_flock = fcntl.flock
