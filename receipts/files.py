@@ -185,10 +185,25 @@ def session_turn_lock(data_dir: Path, session: str) -> Iterator[None]:
     validate_session_id(session)
     with _locks.held(f"{data_dir}:{session}"):
         folder = data_dir / "merkle"
-        private_dir(folder)
-        fd = open_private(folder / f"{session}.lock", os.O_RDWR | os.O_CREAT)
+        path = folder / f"{session}.lock"
+        while True:
+            private_dir(folder)
+            fd = open_private(path, os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+            # a session's deletion unlinks its lock file while holding it: a process that was waiting on the old file
+            # must not go on while the next one locks a new file at the same path — take the lock again on the path's file
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
