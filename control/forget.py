@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ledger import Event, Ledger
 from ledger.canonical import loads_strict
-from ledger.event import EVENT_ID_RE, EventError, now_ts, validate_session_id
+from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
 from ledger.store import EraseError
 from receipts import certificate as cert
 from receipts.body import sign_checkpoint
@@ -393,7 +393,14 @@ def _forget_session_in(
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
         write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
         jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name, "receipts": receipt_ids})
-        scrubbed = delete_session(w, session)
+        try:
+            scrubbed = delete_session(w, session, (count, head), idle_before)
+        except SessionMoved as exc:  # an import appended after the count was read: the certificate would not cover it
+            unlink_durable(jpath)
+            path.unlink(missing_ok=True)
+            if idle_before is not None:
+                return None  # written just now: not idle any more
+            raise PlanError(f"{exc}; forget the session again") from None
         gone = purge_copies(copies, receipt_ids, session=session, whole_session=True)
         unlink_durable(jpath)
     return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone, quarantine_removed=scrubbed)

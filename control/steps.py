@@ -427,7 +427,9 @@ def finish(
     return Finished(path, envelope, redacted, withdrawn, dropped, scrubbed)
 
 
-def delete_session(w: Where, session: str) -> tuple[str, ...]:
+def delete_session(
+    w: Where, session: str, expect: tuple[int, str] | None = None, written_before: float | None = None
+) -> tuple[str, ...]:
     """Everything of the session we own, gone (idempotent); returns the names of the index copies moved aside
     earlier that went too (scrub_index_copies). The caller holds the turn lock. The one implementation of a
     session's deletion: control.forget.forget_session, recover and Engine.forget (retention) all run it.
@@ -437,14 +439,19 @@ def delete_session(w: Where, session: str) -> tuple[str, ...]:
     return their words), then the session's rows (PgLedger.delete_session), its search rows again (a search elsewhere
     may have indexed them in between), its receipts, cites, tree and
     checkpoint (PgReceipts.forget_session), its consent proposals and settings rows, each of the ledger's,
-    index's and receipts' tables VACUUMed after."""
+    index's and receipts' tables VACUUMed after.
+
+    `expect` (size, head) and `written_before` (retention's cutoff), on PostgreSQL: delete only that history, only if
+    still idle; SessionMoved (nothing of the ledger deleted) when a writer that takes no turn lock (an import) wrote
+    meanwhile. On files every writer is expected to take the
+    turn lock."""
     data = w.data
     copies = scrub_index_copies(data) if w.on_files else ()  # before the purge, which would only unlink them
     if w.on_files:
         w.files_ledger().forget(session)
     else:
         cast("PgIndex", w.index()).drop_session(session)
-        cast("PgLedger", w.ledger).delete_session(session)
+        cast("PgLedger", w.ledger).delete_session(session, expect, written_before)  # SessionMoved: nothing deleted (the rows reindex)
         # again: a search on another replica (the Manual Search tab takes no turn lock) may have indexed the session
         # from its rows between the two; now the ledger is gone, nothing can index it again
         cast("PgIndex", w.index()).drop_session(session)

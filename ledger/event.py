@@ -42,6 +42,10 @@ ERASED_KEYS = ("v", "session", "seq", "id", "role", "ts", "commit", "digest", "p
 ERASURE_VERSION = 1  # of the erasure record's meta["erasure"] object
 
 
+class SessionMoved(RuntimeError):
+    """A session held other events than expected when a deletion meant to remove exactly those: nothing was deleted."""
+
+
 class EventError(ValueError):
     """An event (or its input) is not acceptable; the message says which field and why."""
 

@@ -31,8 +31,6 @@ from chat.llm import LLM
 from storage.stores import pg_stores
 from webui.retention import forget_if_idle
 
-pytestmark = pytest.mark.xfail(reason="reviewer finding: retention deletes an event imported after its idle check", strict=False)
-
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
 
@@ -50,7 +48,7 @@ def test_an_import_after_the_idle_check_is_not_deleted_by_retention(tmp_path: Pa
         imported: list[subprocess.CompletedProcess[str]] = []
 
         def checked_then_imported(w: Any, session: str) -> float | None:
-            written = real(w, session)  # the idle check's answer: idle (the cutoff below is in the future)
+            written = real(w, session)  # the idle check's answer: idle (the old memory was written before the cutoff)
             env = {**os.environ, "DATABASE_URL": pg_url, "PYTHONPATH": str(ROOT)}
             env.pop("RECEIPT_SIGNING_KEY", None)
             imported.append(subprocess.run(
@@ -60,6 +58,38 @@ def test_an_import_after_the_idle_check_is_not_deleted_by_retention(tmp_path: Pa
             return written
 
         monkeypatch.setattr(control_forget, "_last_written", checked_then_imported)
-        forget_if_idle(engine, S, time.time() + 3600)
+        time.sleep(0.2)
+        cutoff = time.time()  # after the old memory, before the import: idle when checked, written when deleted
+        time.sleep(0.2)
+        forget_if_idle(engine, S, cutoff)
         assert imported and imported[0].returncode == 0, imported[0].stderr if imported else "no import ran"
         assert engine.ledger.exists(S), "retention deleted the session with the event imported after its idle check"
+
+
+@pytest.mark.pg
+def test_a_forget_whose_session_grew_after_its_count_deletes_nothing_and_leaves_no_certificate(tmp_path: Path, pg_url: str) -> None:
+    """The same window for an explicit forget: an append that lands after the certificate's count was read makes
+    the deletion refuse (the certificate would not cover it) — one PlanError line, the session whole, no journal."""
+    from control.forget import forget_session, pending
+    from control.plan import PlanError
+    from storage.pg.receipts import PgReceipts
+
+    data = tmp_path / "data"
+    data.mkdir()
+    with pg_stores(pg_url, data, pool_size=2) as stores:
+        engine = Engine(data, llm=LLM(api_key=""), stores=stores)
+        engine.remember(S, "an old memory")
+        real_ids = PgReceipts.receipt_ids
+
+        def counted_then_appended(self: PgReceipts, session: str) -> list[str]:
+            stores.ledger.append(session, "user", "appended after the count")  # as an import in another process
+            return real_ids(self, session)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(PgReceipts, "receipt_ids", counted_then_appended)
+            with pytest.raises(PlanError, match="holds 2 events now, not the 1"):
+                forget_session(data, S, key=engine.key, stores=stores)
+        assert stores.ledger.head(S)[0] == 2
+        assert pending(data) == [] and not list((data / "erasures").glob("erasure-*.json"))
+        forget_session(data, S, key=engine.key, stores=stores)  # asked again, it deletes both
+        assert not stores.ledger.exists(S)

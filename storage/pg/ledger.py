@@ -35,7 +35,16 @@ from ledger.appending import Appended, append_messages
 from ledger.bulk import Block, chain
 from ledger.erasing import EraseError, Erasure, check_erase_args, plan_erasure
 from ledger.erasures import ErasureState
-from ledger.event import GENESIS, ROLES, Event, event_from_dict, is_erasure_record, now_ts, validate_session_id
+from ledger.event import (
+    GENESIS,
+    ROLES,
+    Event,
+    SessionMoved,
+    event_from_dict,
+    is_erasure_record,
+    now_ts,
+    validate_session_id,
+)
 from ledger.importer import Imported
 from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
@@ -416,13 +425,26 @@ class PgLedger:
         )
         return Erasure(gone, records[-1], records)
 
-    def delete_session(self, session: str) -> bool:
+    def delete_session(self, session: str, expect: tuple[int, str] | None = None, written_before: float | None = None) -> bool:
         """Delete a session whole (its events, import records and tail) in one transaction, then VACUUM the
-        events table. False when there was no such session. The caller holds the session's turn lock."""
+        events table. False when there was no such session. The caller holds the session's turn lock.
+
+        `expect` (size, head): delete only that history; `written_before` (Unix seconds): only if last written before
+        then (retention). Both are read under the session's row lock in the same transaction, so a writer that takes
+        no turn lock (an import) cannot slip in between: SessionMoved, nothing deleted, when either does not hold."""
         validate_session_id(session)
         with self.db.transaction() as conn:
-            if conn.execute(sql.LEDGER_LOCK_SESSION, (session,)).fetchone() is None:
+            row = conn.execute(sql.LEDGER_LOCK_SESSION_WRITTEN, (session,)).fetchone()
+            if row is None:
                 return False
+            size, head, written = int(row[0]), str(row[1]), float(row[2])
+            if expect is not None and (size, head) != (expect[0], expect[1]):
+                raise SessionMoved(
+                    f"session {session}: it holds {size} events now, not the {expect[0]} this deletion was planned for "
+                    "(another writer appended); nothing was deleted"
+                )
+            if written_before is not None and written >= written_before:
+                raise SessionMoved(f"session {session}: written again after the idle check; nothing was deleted")
             for statement in sql.LEDGER_DELETE_SESSION:
                 conn.execute(statement, (session,))
         with self._guard:

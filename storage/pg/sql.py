@@ -127,6 +127,7 @@ LEDGER_NEW_SESSION = "INSERT INTO sessions (session, size, head) VALUES (%s, 0, 
 # the writer's lock: held until the transaction ends, so one writer at a time appends to a session
 LEDGER_LOCK_SESSION = "SELECT size, head FROM sessions WHERE session = %s FOR UPDATE"
 LEDGER_TAIL = "SELECT size, head FROM sessions WHERE session = %s"
+LEDGER_LOCK_SESSION_WRITTEN = "SELECT size, head, extract(epoch FROM updated_at)::float8 FROM sessions WHERE session = %s FOR UPDATE"
 LEDGER_ADVANCE = "UPDATE sessions SET size = %s, head = %s, updated_at = now() WHERE session = %s"
 LEDGER_WRITTEN = "SELECT extract(epoch FROM updated_at)::float8 FROM sessions WHERE session = %s"
 LEDGER_COPY_EVENTS = "COPY events (session, seq, line, role, digest, chain) FROM STDIN (FORMAT BINARY)"
