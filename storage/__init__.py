@@ -53,6 +53,22 @@ def _query_parts(query: str) -> list[tuple[str, str, str | None]]:
     return parts
 
 
+def _conservative(url: str) -> tuple[str, str | None, str, str | None] | None:
+    """_split_uri, but with the userinfo taken up to the LAST '@' when a ':' comes before it: a password with an
+    unencoded '/' or '@' (base64 has '/') is not one to libpq, yet it is still a secret. May hide more than the
+    password (a query value holding ':' and '@'), never less."""
+    parts = _split_uri(url)
+    if parts is None:
+        return None
+    scheme, creds, base, query = parts
+    rest = url.partition("://")[2]
+    at = rest.rfind("@")
+    if at < 0 or ":" not in rest[:at] or (creds is not None and len(creds) >= at):
+        return parts
+    base, q, query2 = rest[at + 1 :].partition("?")
+    return scheme, rest[:at], base, query2 if q else None
+
+
 def _split_uri(url: str) -> tuple[str, str | None, str, str | None] | None:
     """(scheme, userinfo or None, host/dbname, query or None) as libpq reads a URI, None for a key=value string.
 
@@ -78,7 +94,7 @@ def redact(url: str) -> str:
     parameters `password` and `sslpassword` (their names percent-encoded or not), and in a `key=value` conninfo
     string the same two keywords (a value ends at whitespace, or is quoted).
     """
-    parts = _split_uri(url)
+    parts = _conservative(url)
     if parts is None:
         return _SECRET_KV.sub(r"\g<1>***", url)
     scheme, creds, base, query = parts
@@ -109,11 +125,11 @@ def secrets_in(url: str) -> list[str]:
             else:
                 found.append(value)
     else:
-        _scheme, creds, _base, query = parts
-        if creds is not None and ":" in creds:
-            found.append(creds.partition(":")[2])
-        if query is not None:
-            found += [value for _raw, name, value in _query_parts(query) if name in SECRET_KEYS and value is not None]
+        for _scheme, creds, _base, query in (parts, _conservative(url) or parts):  # libpq's reading, and the wider one
+            if creds is not None and ":" in creds:
+                found.append(creds.partition(":")[2])
+            if query is not None:
+                found += [value for _raw, name, value in _query_parts(query) if name in SECRET_KEYS and value is not None]
     forms = {g for pw in found if pw for f in (pw, unquote(pw), unquote(pw, errors="replace")) for g in (f, f.strip())}
     return sorted((f for f in forms if f), key=len, reverse=True)  # a form inside another is not left half replaced
 
