@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run
+from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 from storage import BackendError
@@ -52,7 +52,7 @@ def _data_dir(value: str) -> Path:
     """The DATA_DIR argument, refused in one line (exit 2) unless it is a data directory the app or chat wrote."""
     data = Path(value)
     if not value.strip() or not (data / "sessions").is_dir():
-        raise CliError(f"{value}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
+        raise CliError(f"{shown_arg(value)}: not a data directory (expected the DATA_DIR the app or `python -m chat` writes)")
     return data
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -64,21 +65,29 @@ def given_path(raw: str, *, what: str, expected: str) -> Path:
     return Path(raw)
 
 
-def _not_a_url(raw: str) -> None:
-    """Refuse a URL given where a data directory is expected, naming it without its password."""
-    if "://" in raw:
-        from storage import redact  # light: no database driver is imported
+_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")  # a scheme; Path() folds its '//' to '/'
 
-        raise CliError(
-            f"{redact(raw)}: a URL, not a data directory (a database is named by a postgresql:// URL)"
-        )
+
+def shown_arg(raw: str) -> str:
+    """A command-line argument as messages may show it: a URL (or a URL folded by Path) without its password."""
+    if not _URL_LIKE.match(raw):
+        return raw
+    from storage import redact  # light: no database driver is imported
+
+    return redact(raw if "://" in raw else raw.replace(":/", "://", 1))
+
+
+def refuse_url(raw: str) -> None:
+    """Refuse a URL given where a data directory is expected, naming it without its password."""
+    if _URL_LIKE.match(raw):
+        raise CliError(f"{shown_arg(raw)}: a URL, not a data directory (a database is named by a postgresql:// URL in DATABASE_URL)")
 
 
 def existing_data_dir(raw: str) -> Path:
     """The data directory a reading command uses: it must exist. Nothing is created."""
     path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
     if not path.exists():
-        _not_a_url(raw)
+        refuse_url(raw)
         raise CliError(f"{raw}: no such data directory (nothing was created)")
     if not path.is_dir():
         raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
@@ -96,7 +105,7 @@ def writable_data_dir(raw: str, *, create: bool) -> Path:
         return path
     if os.path.lexists(path):
         raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
-    _not_a_url(raw)
+    refuse_url(raw)
     parent = path.parent
     if os.path.lexists(parent) and not parent.is_dir():
         raise CliError(f"{raw}: {parent} is not a directory; {EXPECTED_DATA_DIR}")

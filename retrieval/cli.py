@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
-from ledger.cli_support import EXPECTED_DATA_DIR, CliError, describe_os_error, entry_point, given_path
+from ledger.cli_support import EXPECTED_DATA_DIR, CliError, describe_os_error, entry_point, given_path, shown_arg
 
 from .db import INDEX_FILE, Index
 from .explain import explain_lines
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _data_dir(raw: str) -> Path:
     path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
     if not path.is_dir():
-        raise UsageError(f"{raw}: not a directory")
+        raise UsageError(f"{shown_arg(raw)}: not a directory")
     return path
 
 

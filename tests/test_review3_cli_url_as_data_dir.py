@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.xfail(reason="reviewer finding: retrieval/control CLIs echo a URL's password given as DATA_DIR", strict=False)
-
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "Sekr1tPw"
 URL = f"postgresql://u:{SECRET}@127.0.0.1:1/db"
