@@ -117,6 +117,15 @@ class TestSameAsSqlite:
                 assert key(pg.search("s1", q, k)) == key(lite.search("s1", q, k)), (q, k)
         lite.close()
 
+    def test_a_query_of_more_terms_than_one_batch_gives_the_same_hits(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
+        """Past MAX_QUERY_TERMS the terms are cut in batches: their row counts are read batch by batch."""
+        fill(ledger, "s1")
+        lite, pg = both(tmp_path, ledger, db)
+        filler = " ".join(f"zq{i}x" for i in range(40))
+        for q in (f"{filler} Mochi garden", f"Lisbon {filler} release glass", filler):
+            assert key(pg.search("s1", q, 5)) == key(lite.search("s1", q, 5)), q
+        lite.close()
+
     def test_exclusions_give_the_same_hits(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
         fill(ledger, "s1")
         lite, pg = both(tmp_path, ledger, db)
@@ -170,6 +179,10 @@ class TestSameAsSqlite:
                 assert key(pg.search("s1", q, k, exclude)) == key(lite.search("s1", q, k, exclude)), (q, k)
                 statements[before:] = [len(statements) - before]
         assert 1 in statements and max(statements) >= 2, "pruning was never proved, or never failed: the corpus tests nothing"
+        monkeypatch.setattr(search_rows, "MAX_SETS", 0)  # no sets of terms: the second statement reads every row it may need
+        for q in queries:
+            for k, exclude in ((1, []), (8, []), (3, list(range(0, 600, 3)))):
+                assert key(pg.search("s1", q, k, exclude)) == key(lite.search("s1", q, k, exclude)), (q, k)
         lite.close()
 
     def test_a_large_session_keeps_every_term_under_the_exact_bound_as_sqlite_does(
@@ -303,6 +316,25 @@ class TestScoping:
         assert {h.session for h in pg.search("bob", "kayak mochi", 50).results} == {"bob"}
         assert pg.search("carol", "kayak", 5).reason == "session carol: no events indexed"
 
+    def test_a_search_never_returns_another_sessions_rows_even_when_their_lexemes_match(
+        self, ledger: Ledger, db: Database
+    ) -> None:
+        """The session-prefixed lexemes scope a search; the statement checks the session too. Bob's rows are given
+        Alice's lexemes (as a bug in writing them would): Alice's search still shows only Alice's rows."""
+        fill(ledger, "alice", CORPUS + [("user", "my kayak is red")])
+        fill(ledger, "bob", [("user", "kayak kayak kayak")] * 30)
+        pg = PgIndex(db, ledger)
+        pg.catch_up()
+        want = [key(pg.search("alice", q, 50)) for q in ("kayak", "kayak garden Mochi")]
+        with db.transaction() as conn:
+            conn.execute(
+                "UPDATE search_events SET lex = lex || array_to_tsvector(ARRAY[a.num || '_kayak', a.num || '_garden'])"
+                " FROM search_sessions AS a, search_sessions AS b"
+                " WHERE a.session = 'alice' AND b.session = 'bob' AND search_events.num = b.num"
+            )
+        assert [key(pg.search("alice", q, 50)) for q in ("kayak", "kayak garden Mochi")] == want
+        assert {h.text for h in pg.search("alice", "kayak", 50).results} <= {t for _, t in CORPUS + [("user", "my kayak is red")]}
+
     def test_a_sessions_ranking_does_not_depend_on_other_sessions(
         self, tmp_path: Path, ledger: Ledger, db: Database
     ) -> None:
@@ -378,3 +410,60 @@ class TestForgetting:
         assert rows(db, "s2") == len(CORPUS)
         with db.connection() as conn:
             assert conn.execute("SELECT count(*) FROM search_sessions WHERE session = 's1'").fetchone() == (0,)
+
+
+class TestPruningSets:
+    """search_rows.covers: the sets of terms a row must hold one of to reach a score (pure; no server)."""
+
+    BOUND = {"a": 5.0, "b": 3.0, "c": 2.0, "d": 1.0}
+
+    @pytest.mark.parametrize(
+        ("need", "expected"),
+        [
+            (5.0, [("a",), ("b", "c")]),
+            (6.0, [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c", "d")]),
+            (11.0, [("a", "b", "c", "d")]),
+            (11.5, []),
+            (0.0, [("a",), ("b",), ("c",), ("d",)]),
+        ],
+    )
+    def test_sets_for_a_score(self, need: float, expected: list[tuple[str, ...]]) -> None:
+        from storage.pg.search_rows import covers
+
+        assert sorted(covers(["a", "b", "c", "d"], self.BOUND, need, 64) or []) == sorted(expected)
+
+    def test_every_subset_reaching_the_score_holds_a_set(self) -> None:
+        from itertools import combinations
+
+        from storage.pg.search_rows import covers
+
+        rng = random.Random(3)
+        for _ in range(200):
+            terms = [f"t{i}" for i in range(rng.randint(1, 8))]
+            bound = {t: rng.choice([0.5, 1.0, 1.5, rng.uniform(0.1, 6.0)]) for t in terms}
+            terms.sort(key=lambda t: -bound[t])
+            need = rng.uniform(0.0, sum(bound.values()) + 1.0)
+            sets = covers(terms, bound, need, 10_000)
+            assert sets is not None
+            for n in range(1, len(terms) + 1):
+                for sub in combinations(terms, n):
+                    reaches = sum(bound[t] for t in sub) >= need
+                    assert reaches == any(set(s) <= set(sub) for s in sets), (bound, need, sub, sets)
+
+    def test_too_many_sets_is_none(self) -> None:
+        from storage.pg.search_rows import covers
+
+        terms = [f"t{i}" for i in range(12)]
+        assert covers(terms, dict.fromkeys(terms, 1.0), 6.0, 64) is None
+        assert covers(terms, dict.fromkeys(terms, 1.0), 1.0, 64) is not None
+
+    def test_the_rank_statement_checks_the_session_and_skips_what_it_need_not(self) -> None:
+        from storage.pg.sql import search_rank_sql
+
+        plain = search_rank_sql(2, [0, 1], exclude=False)
+        assert "num = %(num)s" in plain and "ALL(" not in plain and "%(seen)s" not in plain
+        both_ = search_rank_sql(2, [1], exclude=True, seen=True)
+        assert "seq <> ALL(%(exclude)s::bigint[])" in both_ and "NOT lex @@ %(seen)s::tsquery" in both_
+        with pytest.raises(ValueError):
+            search_rank_sql(1, [1])
+

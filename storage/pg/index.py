@@ -19,6 +19,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any, Protocol
 
@@ -37,8 +38,8 @@ from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, o
 from . import sql
 from .connect import Database
 from .index_forget import Forgetting
-from .search_rows import Scan, explained, scan_rows
-from .terms import key, packed_counts, term_counts, tsvector_literal, unpack
+from .search_rows import Scan, Stats, explained, scan_rows
+from .terms import key, packed_counts, phrase_terms, term_counts, tsvector_literal, unpack
 
 log = logging.getLogger("storage.pg")
 Progress = Callable[[str, int], None]
@@ -65,6 +66,19 @@ def _counts_of(texts: Sequence[Counter[str]], i: int, before: int, after: int) -
     for c in list(texts[max(0, i - before) : i]) + list(texts[i + 1 : i + 1 + after]):
         out.update(c)
     return out
+
+
+@contextmanager
+def _autocommit(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """A search's statements each in a transaction of its own: no BEGIN and COMMIT round trips. Nothing is lost: in
+    a READ COMMITTED transaction every statement takes a new snapshot anyway. The pool's connections are handed out
+    with autocommit off, so it is set back (a connection left busy or broken is discarded by the pool)."""
+    conn.autocommit = True
+    try:
+        yield
+    finally:
+        if conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            conn.autocommit = False
 
 
 class PgIndex(Forgetting):
@@ -100,11 +114,6 @@ class PgIndex(Forgetting):
             return SearchResponse(session, query, k, [], q.reason)
         return self._search(session, q, k, exclude, explain)
 
-    @staticmethod
-    def _session_row(conn: psycopg.Connection[Any], session: str) -> tuple[int, int] | None:
-        row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
-        return None if row is None else (int(row[0]), int(row[1]))
-
     def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
         found = self._search_indexed(session, q, k, exclude, explain)
         if found is None and self.ledger.exists(session):
@@ -118,15 +127,22 @@ class PgIndex(Forgetting):
     def _search_indexed(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse | None:
         """The search over the session's index rows; None when the session has none."""
         cfg = self.config
-        with self.db.connection() as conn:
-            found = self._session_row(conn, session)
+        # The lexemes the query's one batch will score (a query of more terms is cut in batches by their document
+        # frequency, read below: scan_rows reads those batches' row counts itself), so that one statement reads the
+        # session's row, its statistics and their row counts (a phrase FTS5 splits is read by search_rows._scan_all).
+        few = len(q.terms) <= MAX_QUERY_TERMS
+        lex = sorted({ph[0] for t in q.terms if len(ph := phrase_terms(t)) == 1}) if few else []
+        with self.db.connection() as conn, _autocommit(conn):
+            found = conn.execute(sql.SEARCH_OPEN, (lex, session)).fetchone()
             if found is None:
                 return None
-            if found[1] < 0:
+            num, last_seq = int(found[0]), int(found[1])
+            if last_seq < 0:
                 return SearchResponse(session, q.text, k, [], f"session {session}: no events indexed")
-            num, last_seq = found
             if last_seq + 1 <= len(exclude) and set(range(last_seq + 1)) <= set(exclude):
                 return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
+            held = dict(zip(found[4] or [], map(int, found[5] or []), strict=True))
+            stats = Stats(int(found[2]), int(found[3]), held, frozenset(lex))
             # as retrieval.searcher: a large session keeps every term when the exact bound is on (scan_rows's MaxScore
             # proof makes the answer exhaustive's); share pruning drops the commonest only when it is off
             large = last_seq + 1 >= cfg.prune_min_events
@@ -140,7 +156,7 @@ class PgIndex(Forgetting):
             scan: Scan | None = None
             used: list[str] = []
             for used in batches:
-                scan = scan_rows(conn, num, used, set(exclude), candidates_for(k), cfg)
+                scan = scan_rows(conn, num, used, set(exclude), candidates_for(k), cfg, stats)
                 if scan.rows:
                     break
             match = or_query(used)

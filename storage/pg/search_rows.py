@@ -11,10 +11,18 @@ retrieval.sql.search_sql, so retrieval.searcher.ranked_hits ranks them with the 
 Pruning (MaxScore): a term's share of a row's bm25 is below idf * (k1 + 1), whatever the row. The
 statement first scores only the rows holding one of the rarest terms (enough of them to fill
 `limit`); if the `limit`-th of those scores at least the bounds of the other terms added up, no row
-holding only the others can rank among the `limit`, and the answer is exact. Otherwise more of the
-next rarest terms join (up to twice the rows, and never more than that score, which more rows can
-only raise, says suffice) and the statement runs again, until the proof holds: exact again. A term that FTS5 would split in several (a phrase) is scored row by row
-in Python (_scan_all), without pruning.
+holding only the others can rank among the `limit`, and the answer is exact. Otherwise a row holding
+none of those terms can rank only if the bounds of the terms it holds reach that score: `covers`
+lists the sets of terms that do (the first terms, best bound first, whose bounds reach it), and one
+more statement scores the rows that hold all of one set and none of the terms scored already (the
+GIN index finds them: an OR of ANDs), which proves the answer, exact again. Past MAX_SETS sets it
+scores every unscored row of the terms the score says suffice instead. A term that FTS5 would split
+in several (a phrase) is scored row by row in Python (_scan_all), without pruning.
+
+A search's round trips: sql.SEARCH_OPEN (the session, its statistics and its terms' row counts, read
+by storage/pg/index.py), then one rank statement, two when pruning needs the second (each returns
+the kept rows' columns for the hit as well); no transaction (each statement has a snapshot of its own,
+as in a READ COMMITTED transaction).
 """
 
 from __future__ import annotations
@@ -31,13 +39,15 @@ from retrieval.model import Candidate, Hit
 from retrieval.text import fold
 
 from . import sql
-from .terms import K1, bm25, idf, phrase_freq, phrase_terms, tsquery_literal, unpack
+from .terms import K1, bm25, idf, phrase_freq, phrase_terms, tsquery_literal, tsquery_of_sets, unpack
 
 _WORD = re.compile(r"[^\W_]+")
 SLACK = 16  # rows the statement returns beyond `limit`: its sums may differ from FTS5's in the last bit
-GROWTH = 0.0  # pruning: each new statement scores up to this many times the rows of the last (0: all it must)
+MAX_SETS = 64  # pruning: the second statement's tsquery holds at most this many sets of terms (else every row)
+MARGIN = 1e-9  # pruning: a set's bounds must reach the limit-th score less this share (the sums' rounding differs)
 FIRST = 3.0  # pruning: the first statement scores the rarest terms' rows until FIRST * (limit + excluded + SLACK)
 Counts = list[tuple[int, int]]  # per query term: (count in the text, count in the context)
+Ranked = tuple[float, int, int, Counts, tuple[Any, ...]]  # exact bm25, seq, tokens, counts, sql.SEARCH_RANK_DETAILS
 
 
 @dataclass(slots=True)
@@ -65,23 +75,42 @@ def _phrase_counts(cells: tuple[Any, ...], col: dict[str, int], phrases: list[tu
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """What a search reads of its session before any row (sql.SEARCH_OPEN, one statement with the session's row):
+    bm25's N and the tokens of every row (avgdl), and how many rows hold each asked lexeme (absent: none)."""
+
+    n_rows: int
+    n_tokens: int
+    held: dict[str, int]
+    asked: frozenset[str]  # the lexemes `held` answers for (scan_rows reads the others' counts itself)
+
+
 def scan_rows(
-    conn: psycopg.Connection[Any], num: int, terms: list[str], exclude: set[int], limit: int, cfg: IndexConfig
+    conn: psycopg.Connection[Any],
+    num: int,
+    terms: list[str],
+    exclude: set[int],
+    limit: int,
+    cfg: IndexConfig,
+    stats: Stats,
 ) -> Scan:
-    """The `limit` best rows of session `num` for an OR of `terms`, not in `exclude`."""
+    """The `limit` best rows of session `num` for an OR of `terms`, not in `exclude`, by `stats` (what a phrase
+    FTS5 splits needs is read by _scan_all)."""
     phrases = [phrase_terms(t) for t in terms]
     if any(len(ph) != 1 for ph in phrases):
         return _scan_all(conn, num, terms, exclude, limit, cfg)
     scan = Scan(terms=list(terms), phrases=phrases, matching=[0] * len(phrases))
-    stats = conn.execute(sql.SEARCH_STATS, (num,)).fetchone()
-    if stats is None or int(stats[0]) <= 0:
+    if stats.n_rows <= 0:
         return scan
-    n_rows, n_tokens = int(stats[0]), int(stats[1])
+    n_rows, n_tokens = stats.n_rows, stats.n_tokens
     scan.n_rows = n_rows
     lex = sorted({ph[0] for ph in phrases})
-    held = {str(t): int(n) for t, n in conn.execute(sql.SEARCH_DF, (num, lex)).fetchall()}
-    scan.matching = [held.get(ph[0], 0) for ph in phrases]
-    present = [t for t in lex if held.get(t, 0) > 0]
+    held = {t: stats.held.get(t, 0) for t in lex}
+    if missing := [t for t in lex if t not in stats.asked]:
+        held.update({str(t): int(n) for t, n in conn.execute(sql.SEARCH_DF, (num, missing)).fetchall()})
+    scan.matching = [held[ph[0]] for ph in phrases]
+    present = [t for t in lex if held[t] > 0]
     if not present:
         return scan
     idfs = [idf(n_rows, m) for m in scan.matching]
@@ -100,30 +129,34 @@ def scan_rows(
     rest = [0.0] * (len(order) + 1)
     for m in range(len(order) - 1, -1, -1):
         rest[m] = rest[m + 1] + bound[order[m]]
+    ranked: list[Ranked] = []
+    seen: str | None = None  # the rows scored already, as a tsquery (a row holding one of its terms was scored whole)
+    query = tsquery_literal(num, essential)
     while True:
         scan.statements += 1
-        ranked = _ranked(conn, num, present, essential, phrases, idfs, exclude, limit, avgdl, cfg)
+        new = _ranked(conn, num, present, query, seen, phrases, idfs, exclude, limit, avgdl, cfg)
+        ranked = sorted(ranked + new, key=lambda x: (x[0], x[1]))[: limit + SLACK]
         # the limit-th score so far; holding more terms' rows can only raise it
         theta = -ranked[limit - 1][0] if len(ranked) >= limit else 0.0
+        if seen is not None:
+            break  # the statement scored every unscored row that could reach the limit-th score (covers below)
         safe = next(m for m in range(len(essential), len(order) + 1) if rest[m] <= theta)
         if safe == len(essential):
             break  # no row holding only the other terms can rank among the `limit`
-        # `safe` terms prove the answer for sure; fewer may (their rows raise the limit-th score):
-        # try the next rarest terms up to twice the rows scored so far, never beyond `safe`
-        rows = GROWTH * sum(held[t] for t in essential) if GROWTH > 0 else float("inf")
-        m = len(essential) + 1
-        while m < safe and sum(held[t] for t in order[:m]) < rows:
-            m += 1
-        essential = order[:m]
-    details = {int(d[0]): d for d in conn.execute(sql.SEARCH_HITS, (num, [r[1] for r in ranked[:limit]])).fetchall()}
-    for score, seq, ntok, pc in ranked[:limit]:
-        d = details.get(seq)
-        if d is None:  # forgotten between the statements
-            continue
+        # A row holding none of `essential` scores at most the bounds of the terms it holds added up: only rows holding
+        # one of the sets of the other terms whose bounds reach the limit-th score can rank among the `limit`. The GIN
+        # index finds just those (an OR of ANDs), so one more statement proves the answer, reading no row it can skip.
+        sets = covers(order[len(essential) :], bound, theta * (1.0 - MARGIN), MAX_SETS)
+        seen = tsquery_literal(num, essential)
+        if sets is None:  # too many sets: every row holding one of the terms `safe` needs (that proves it too)
+            query = tsquery_literal(num, order[len(essential) : safe])
+        else:
+            query = tsquery_of_sets(num, sets)
+    for score, seq, ntok, pc, d in ranked[:limit]:
         own = bm25([phrase_freq(t, 0, 1.0, 0.0) for t, _ in pc], idfs, ntok, avgdl)
         scan.rows.append((
-            seq, d[1], d[2], d[3], bytes(d[4]).decode("utf-8", "surrogatepass"), bytes(d[5]),
-            d[6], d[7], score, float(d[8]), own, float(d[9]),
+            seq, d[0], d[1], d[2], bytes(d[3]).decode("utf-8", "surrogatepass"), bytes(d[4]),
+            d[5], d[6], score, float(d[7]), own, float(d[8]),
         ))  # fmt: skip
         scan.counts[seq] = pc
     return scan
@@ -133,32 +166,61 @@ def _ranked(
     conn: psycopg.Connection[Any],
     num: int,
     present: list[str],
-    essential: list[str],
+    query: str,
+    seen: str | None,
     phrases: list[tuple[str, ...]],
     idfs: list[float],
     exclude: set[int],
     limit: int,
     avgdl: float,
     cfg: IndexConfig,
-) -> list[tuple[float, int, int, Counts]]:
-    """The best rows holding one of `essential` by exact bm25 (bm25, seq, tokens, counts), at most limit + SLACK."""
+) -> list[Ranked]:
+    """The best rows matching the tsquery `query` and not `seen` by exact bm25, at most limit + SLACK."""
     col = {t: j for j, t in enumerate(present)}
     scored = [(i, col[ph[0]]) for i, ph in enumerate(phrases) if ph[0] in col]
     params: dict[str, Any] = {f"t{j}": t for j, t in enumerate(present)}
     params.update({f"w{k}": idfs[i] for k, (i, _) in enumerate(scored)})
     params.update(
-        q=tsquery_literal(num, essential), tw=cfg.text_weight, cw=cfg.context_weight, avgdl=avgdl,
-        exclude=sorted(exclude), limit=limit + SLACK,
+        num=num, q=query, tw=cfg.text_weight, cw=cfg.context_weight, avgdl=avgdl, limit=limit + SLACK,
     )  # fmt: skip
-    rows = conn.execute(sql.search_rank_sql(len(present), [j for _, j in scored]), params).fetchall()
-    out = []
+    if seen is not None:
+        params["seen"] = seen
+    if exclude:
+        params["exclude"] = sorted(exclude)
+    statement = sql.search_rank_sql(len(present), [j for _, j in scored], exclude=bool(exclude), seen=seen is not None)
+    rows = conn.execute(statement, params).fetchall()
+    out: list[Ranked] = []
     tw, cw = cfg.text_weight, cfg.context_weight
+    n = len(present)
     for r in rows:
-        cells = r[2:]
+        cells = r[2 : 2 + n]
         pc: Counts = [unpack(int(cells[col[ph[0]]])) if ph[0] in col and cells[col[ph[0]]] is not None else (0, 0)
                       for ph in phrases]  # fmt: skip
-        out.append((bm25([phrase_freq(t, c, tw, cw) for t, c in pc], idfs, int(r[1]), avgdl), int(r[0]), int(r[1]), pc))
+        score = bm25([phrase_freq(t, c, tw, cw) for t, c in pc], idfs, int(r[1]), avgdl)
+        out.append((score, int(r[0]), int(r[1]), pc, tuple(r[2 + n :])))
     out.sort(key=lambda x: (x[0], x[1]))
+    return out
+
+
+def covers(terms: list[str], bound: dict[str, float], need: float, cap: int) -> list[tuple[str, ...]] | None:
+    """Sets of `terms` such that any set whose bounds add up to `need` or more holds one of them; None past `cap`
+    sets (or steps). `terms` best bound first: each set is the first terms, in that order, whose bounds reach `need`."""
+    rest = [0.0] * (len(terms) + 1)
+    for i in range(len(terms) - 1, -1, -1):
+        rest[i] = rest[i + 1] + bound[terms[i]]
+    out: list[tuple[str, ...]] = []
+    steps = 0
+    stack: list[tuple[int, tuple[str, ...], float]] = [(0, (), 0.0)]
+    while stack:
+        i, chosen, total = stack.pop()
+        steps += 1
+        if len(out) > cap or steps > 64 * cap:
+            return None
+        if chosen and total >= need:
+            out.append(chosen)
+        elif i < len(terms) and total + rest[i] >= need:
+            stack.append((i + 1, chosen, total))  # without terms[i]
+            stack.append((i + 1, (*chosen, terms[i]), total + bound[terms[i]]))  # with it (explored first)
     return out
 
 

@@ -240,6 +240,11 @@ SEARCH_ROWS_BEFORE = (
 )
 SEARCH_ROWS_AFTER = "SELECT seq, text FROM search_events WHERE num = %s AND seq > %s ORDER BY seq LIMIT %s"
 SEARCH_STATS = "SELECT n_rows, n_tokens FROM search_sessions WHERE num = %s"
+SEARCH_OPEN = (  # params (terms text[], session): a search's first (and usually only other) statement
+    "SELECT s.num, s.last_seq, s.n_rows, s.n_tokens, d.terms, d.ns FROM search_sessions AS s"
+    " LEFT JOIN LATERAL (SELECT array_agg(term) AS terms, array_agg(n) AS ns FROM search_df"
+    " WHERE num = s.num AND term = ANY(%s::text[])) AS d ON true WHERE s.session = %s"
+)
 SEARCH_HITS = (
     "SELECT seq, event_id, role, ts, text, meta, digest, chain, collapse, novelty"
     " FROM search_events WHERE num = %s AND seq = ANY(%s)"
@@ -277,16 +282,25 @@ SEARCH_DF = "SELECT term, n FROM search_df WHERE num = %s AND term = ANY(%s)"
 SEARCH_DROP_DF = "DELETE FROM search_df WHERE num = %s"
 
 
-def search_rank_sql(n_lexemes: int, phrases: list[int]) -> str:
+SEARCH_RANK_DETAILS = ("event_id", "role", "ts", "text", "meta", "digest", "chain", "collapse", "novelty")
+
+
+def search_rank_sql(n_lexemes: int, phrases: list[int], *, exclude: bool = True, seen: bool = False) -> str:
     """The best rows of one session for an OR of terms, ranked by FTS5's bm25 computed in the statement.
 
     Lexeme j is parameter %(tJ)s; `phrases` lists each query phrase's lexeme index, in the query's
-    order; phrase i's idf is %(wI)s. Other params: %(q)s the tsquery (which rows to score),
-    %(tw)s / %(cw)s the column weights, %(avgdl)s, %(exclude)s (seqs, bigint[]), %(limit)s.
-    Columns: seq, n_text + n_context, then each lexeme's packed count (NULL when absent).
-    The score repeats fts5Bm25Function's arithmetic, except that a phrase's frequency is
-    count * weight rather than weight added count times: the kept rows' bm25 is computed again
-    exactly by the caller (storage/pg/terms.py), which is why it asks for a few rows more.
+    order; phrase i's idf is %(wI)s. Other params: %(num)s the session, %(q)s the tsquery (which rows
+    to score), %(tw)s / %(cw)s the column weights, %(avgdl)s, %(limit)s; with `exclude`, %(exclude)s
+    (seqs, bigint[]: left out when there are none, so no row pays for an empty `<> ALL`); with `seen`,
+    %(seen)s a tsquery whose rows an earlier statement scored already (left out here).
+    Columns: seq, n_text + n_context, each lexeme's packed count (NULL when absent), then
+    SEARCH_RANK_DETAILS (what the hit shows: read here for the kept rows only, no second statement).
+    The rows come in no particular order. The score repeats fts5Bm25Function's arithmetic, except that
+    a phrase's frequency is count * weight rather than weight added count times: the kept rows' bm25 is
+    computed again exactly by the caller (storage/pg/terms.py), which is why it asks for a few rows more.
+    `num = %(num)s` is applied above the GIN scan (not ANDed with the primary key's bitmap, which would
+    read every row id of the session): the session-prefixed lexemes already scope the rows; it makes
+    sure of it.
     """
     if isinstance(n_lexemes, bool) or not isinstance(n_lexemes, int) or n_lexemes < 1:
         raise ValueError(f"n_lexemes {n_lexemes!r}: must be a positive integer")
@@ -299,13 +313,22 @@ def search_rank_sql(n_lexemes: int, phrases: list[int]) -> str:
         for j in range(n_lexemes)
     )
     score = " + ".join(f"%(w{i})s::float8 * ((f{j} * 2.2::float8) / (f{j} + k))" for i, j in enumerate(phrases))
+    where = "lex @@ %(q)s::tsquery"
+    if seen:
+        where += " AND NOT lex @@ %(seen)s::tsquery"
+    if exclude:
+        where += " AND seq <> ALL(%(exclude)s::bigint[])"
+    rcs = ", ".join(f"r.c{j}" for j in range(n_lexemes))
+    details = ", ".join(f"e.{c}" for c in SEARCH_RANK_DETAILS)
     return (
+        f"SELECT r.seq, r.d, {rcs}, {details} FROM ("
         f"SELECT seq, d, {cs} FROM ("
         f"SELECT seq, d, {cs}, {freqs},"
         " 1.2::float8 * (1 - 0.75::float8 + 0.75::float8 * d / %(avgdl)s::float8) AS k FROM ("
-        f"SELECT seq, n_text + n_context AS d, {counts} FROM search_events"
-        " WHERE lex @@ %(q)s::tsquery AND seq <> ALL(%(exclude)s::bigint[]) OFFSET 0) AS m OFFSET 0) AS f"
-        f" ORDER BY {score} DESC, seq LIMIT %(limit)s"
+        f"SELECT num, seq, n_text + n_context AS d, {counts} FROM search_events"
+        f" WHERE {where} OFFSET 0) AS m WHERE num = %(num)s OFFSET 0) AS f"
+        f" ORDER BY {score} DESC, seq LIMIT %(limit)s) AS r"
+        " JOIN search_events AS e ON e.num = %(num)s AND e.seq = r.seq"
     )
 
 

@@ -100,6 +100,11 @@ def tsquery_literal(num: int, terms: Sequence[str]) -> str:
     return " | ".join(_quoted(lexeme(num, t)) for t in sorted(set(terms)))
 
 
+def tsquery_of_sets(num: int, sets: Sequence[Sequence[str]]) -> str:
+    """The text form of a tsquery matching the rows that hold every term of at least one of `sets`."""
+    return " | ".join("(" + " & ".join(_quoted(lexeme(num, t)) for t in sorted(set(ts))) + ")" for ts in sets)
+
+
 def idf(n_rows: int, n_matching: int) -> float:
     """FTS5's: log((N - n + 0.5) / (n + 0.5)), never below IDF_FLOOR."""
     value = math.log((n_rows - n_matching + 0.5) / (n_matching + 0.5))
