@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -22,6 +22,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from storage import BackendError, redact, scrub
 
 from . import sql
+
+log = logging.getLogger("storage.pg")
 
 CONNECT_TIMEOUT_S = 10
 POOL_TIMEOUT_S = 30.0
@@ -166,6 +168,36 @@ class Database:
         """One transaction: committed when the block ends, rolled back if it raises."""
         with self.connection() as conn, conn.transaction():
             yield conn
+
+    def vacuum(self, statements: Sequence[str]) -> list[str]:
+        """Run VACUUM statements on an autocommit connection; return the tables PostgreSQL skipped.
+
+        Only a table's owner (or a superuser) may VACUUM it: for any other role PostgreSQL skips the table with a
+        WARNING notice and no error, and the old row versions an erasure left — the erased words — stay until
+        autovacuum or the owner's VACUUM. That is logged here (WARNING, naming the tables), never silent."""
+        skipped: list[str] = []
+
+        def notice(diag: psycopg.errors.Diagnostic) -> None:
+            text = diag.message_primary or ""
+            if diag.severity_nonlocalized == "WARNING" and "skipping" in text:
+                skipped.append(text)
+
+        with self.connection() as conn:
+            conn.autocommit = True
+            conn.add_notice_handler(notice)
+            try:
+                for statement in statements:
+                    conn.execute(statement)
+            finally:
+                conn.remove_notice_handler(notice)
+                conn.autocommit = False
+        if skipped:
+            log.warning(
+                "PostgreSQL at %s: VACUUM skipped (%s): this role does not own the tables, so the old row versions of "
+                "what was just erased or deleted stay until autovacuum or the owner's VACUUM (docs/BACKENDS.md, Roles)",
+                self.shown, "; ".join(skipped),
+            )
+        return skipped
 
     def close(self) -> None:
         with self._lock:

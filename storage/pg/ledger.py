@@ -460,16 +460,10 @@ class PgLedger:
             row = conn.execute(sql.LEDGER_WRITTEN, (session,)).fetchone()
         return None if row is None else float(row[0])
 
-    def vacuum(self) -> None:
-        """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); on an
-        autocommit connection."""
-        with self.db.connection() as conn:
-            conn.autocommit = True
-            try:
-                conn.execute(sql.LEDGER_VACUUM)
-                conn.execute(sql.LEDGER_CUTS_VACUUM)
-            finally:
-                conn.autocommit = False
+    def vacuum(self) -> list[str]:
+        """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); the tables
+        PostgreSQL skipped (a role that does not own them: logged, see Database.vacuum)."""
+        return self.db.vacuum([sql.LEDGER_VACUUM, sql.LEDGER_CUTS_VACUUM])
 
 
 def against_tail(report: SessionReport, size: int, head: str) -> SessionReport:

@@ -302,16 +302,10 @@ class PgReceipts:
 
             shutil.rmtree(self.copies / session, ignore_errors=True)
 
-    def vacuum(self) -> None:
+    def vacuum(self) -> list[str]:
         """VACUUM the receipt tables (after an erasure or a deletion: the old row versions hold the words until
-        then). Needs a connection outside a transaction."""
-        with self.db.connection() as conn:
-            conn.autocommit = True
-            try:
-                for statement in sql.RECEIPTS_VACUUM:
-                    conn.execute(statement)
-            finally:
-                conn.autocommit = False
+        then); the tables PostgreSQL skipped (see Database.vacuum)."""
+        return self.db.vacuum(sql.RECEIPTS_VACUUM)
 
     # -- the derived rows (receipts.stores.ReceiptRows) --------------------------------------------
     def record_row(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None:
