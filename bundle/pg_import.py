@@ -27,10 +27,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql as pgsql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ledger import Ledger
 from ledger.event import now_ts
@@ -55,15 +55,12 @@ _SCHEMA_RE = re.compile(r"mre_import_(\d{10})_[0-9a-f]{8}")
 
 
 def schema_url(url: str, schema: str) -> str:
-    """`url` with libpq `options` setting search_path to `schema` alone (added to any options it has)."""
+    """`url` as a libpq key=value string with `options` setting search_path to `schema` alone (added to any
+    options it has). Read by libpq's own parser, so a query value keeps its '+' and its percent-escapes."""
     if not _SCHEMA_RE.fullmatch(schema):
         raise ValueError(f"schema {schema!r}: not an import schema name")
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    options = " ".join(v for k, v in query if k == "options")
-    query = [(k, v) for k, v in query if k != "options"]
-    query.append(("options", f"{options} -c search_path={schema}".strip()))
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+    options = str(conninfo_to_dict(url).get("options") or "")
+    return make_conninfo(url, options=f"{options} -c search_path={schema}".strip())
 
 
 def _database(stores: Stores) -> Database:

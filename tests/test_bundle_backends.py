@@ -296,6 +296,12 @@ class TestPostgresqlImports:
         with pytest.raises(ValueError, match="not an import schema"):
             pg_import.schema_url("postgresql://u@h/db", "public; DROP TABLE events")
 
+    def test_the_schema_url_keeps_a_query_password_with_plus_and_escapes_as_libpq_reads_it(self) -> None:
+        url = "postgresql://u@h:5432/db?password=a%2Bb+c%20d&options=-c%20work_mem%3D4MB"
+        info = psycopg.conninfo.conninfo_to_dict(pg_import.schema_url(url, "mre_import_1700000000_00ff00ff"))
+        assert info["password"] == psycopg.conninfo.conninfo_to_dict(url)["password"] == "a+b+c d"
+        assert info["options"] == "-c work_mem=4MB -c search_path=mre_import_1700000000_00ff00ff"
+
 
 @pytest.mark.pg
 class TestCli:
