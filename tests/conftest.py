@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,3 +57,13 @@ def pg_url(pg_server: Any) -> str:
     from tests import pg_support
 
     return pg_support.fresh_database(pg_server)
+
+
+@pytest.fixture
+def tmpdir_(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A system temporary folder of the test's own (tempfile caches the one it found first), and a cache root."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("MRE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,16 +27,6 @@ from .forget_support import MARKER, engine, files_with_marker, marked_session
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
-
-
-@pytest.fixture
-def tmpdir_(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A system temporary folder of the test's own (tempfile caches the one it found first), and a cache root."""
-    tmp = tmp_path / "tmpdir"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("MRE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import fcntl
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,16 +41,6 @@ class FileLines:
     def snapshot_lines(self, session: str) -> Iterator[Iterator[bytes]]:
         raw = (self.data / "sessions" / session / "events.jsonl").read_bytes()
         yield iter(raw.splitlines(keepends=True))
-
-
-@pytest.fixture
-def tmpdir_(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A system temporary folder of the test's own (tempfile caches the one it found first)."""
-    tmp = tmp_path / "tmpdir"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("MRE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp
 
 
 @pytest.fixture

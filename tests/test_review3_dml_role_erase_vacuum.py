@@ -53,16 +53,22 @@ def _erase_as(url: str, data: Path) -> None:
         stores.ledger.erase(S, [0])
 
 
-@pytest.mark.pg
-def test_an_erasure_by_a_role_that_may_not_vacuum_says_so_and_the_owners_vacuum_finishes_it(
-    tmp_path: Path, pg_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def _remembered(tmp_path: Path, pg_url: str) -> Path:
+    """A data directory whose session S holds the words to erase and one line after them, on `pg_url`."""
     data = tmp_path / "data"
     data.mkdir()
     with pg_stores(pg_url, data, pool_size=2) as stores:
         eng = Engine(data, llm=LLM(api_key=""), stores=stores)
         eng.remember(S, WORDS.decode())
         eng.remember(S, "another line")
+    return data
+
+
+@pytest.mark.pg
+def test_an_erasure_by_a_role_that_may_not_vacuum_says_so_and_the_owners_vacuum_finishes_it(
+    tmp_path: Path, pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = _remembered(tmp_path, pg_url)
     app_role = _role(
         pg_url,
         "GRANT USAGE ON SCHEMA public TO {role}",
@@ -79,11 +85,6 @@ def test_an_erasure_by_a_role_that_may_not_vacuum_says_so_and_the_owners_vacuum_
 
 @pytest.mark.pg
 def test_an_erasure_by_the_owner_leaves_no_tuple_with_the_words(tmp_path: Path, pg_url: str) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    with pg_stores(pg_url, data, pool_size=2) as stores:
-        eng = Engine(data, llm=LLM(api_key=""), stores=stores)
-        eng.remember(S, WORDS.decode())
-        eng.remember(S, "another line")
+    data = _remembered(tmp_path, pg_url)
     _erase_as(pg_url, data)
     assert not _words_in_a_tuple(pg_url)
