@@ -384,7 +384,7 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 memories = [ev for ev in proposed if ev.seq in {c["seq"] for c in chosen}]
                 hits = [_hit(sess, c, ev) for c, ev in zip(chosen, memories, strict=True)]
                 excluded = [state.revoked[s] for s in pending["excluded"] if s in state.revoked]
-                consent = Consent(proposed, pending["proposed_at"])
+                consent = Consent(proposed, pending["proposed_at"], frozenset(c["seq"] for c in chosen))
                 return engine._complete(sess, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, consent)
             except TurnError:
                 raise

@@ -47,6 +47,7 @@ from storage.stores import Stores, file_stores, open_stores
 from .citing import Cites
 from .llm import LLM, Completion
 from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+from .withheld import check_handed, model_view, withheld
 
 if TYPE_CHECKING:
     from storage.pg.ledger import PgLedger
@@ -66,10 +67,12 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Consent:
-    """A person's decision on a proposal (chat.consent): the events proposed, best first, and when."""
+    """A person's decision on a proposal (chat.consent): the events proposed, best first, when, and the seqs the
+    person approved (only those may reach the model; chat.withheld)."""
 
     proposed: list[Event]
     proposed_at: str
+    approved: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,8 @@ class Engine:
     def detect_changes(self, ev: Event) -> int:
         """Under the turn lock, right after the user event `ev` was appended: the supersession records it makes
         (chat.supersede; docs/RETRIEVAL.md). The caller keeps its checkpoint after. Returns how many."""
-        return len(record_supersessions(self.ledger, self.index, self.llm, ev))
+        view = model_view(self.stores, self.cites, ev.session)  # what a model may be shown (chat.withheld)
+        return len(record_supersessions(self.ledger, self.index, self.llm, ev, view))
 
     def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
         check_message(message)
@@ -306,7 +310,7 @@ class Engine:
         if not state.revoked and not superseded:
             hits = list(self.index.search(session, message, k, exclude_seqs=also).results)
             return Retrieved(self._with_newest(session, message, k, hits, also, past), [], [])
-        why = {**self.cites.quoting(session, state.revoked), **state.revoked} if state.revoked else {}
+        why = withheld(self.cites, session, state)  # the one rule every model call takes its texts through
         echoes = self.cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
         left = [*also, *why, *dead, *echoes]
         resp = self.index.search(session, message, k, exclude_seqs=left)
@@ -375,6 +379,8 @@ class Engine:
         records = {ev.seq: ev for ev in self.ledger.read_events(session, sorted({x.record_seq for x in [*marked.values(), *left]}))}
         marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}
         template = TEMPLATE_V2 if marks else TEMPLATE_V1
+        # the last guard before the model: nothing the visitor withheld, nothing a person did not approve
+        check_handed(model_view(self.stores, self.cites, session), memories, approved=consent.approved if consent is not None else None)
         # 3. the prompt
         messages = build_messages(template, message, [ev.to_dict() for ev in memories], marks)
         p_hash = prompt_hash(messages)

@@ -28,6 +28,7 @@ from retrieval import Index
 from retrieval.model import Hit
 
 from .llm import LLM
+from .withheld import ModelView
 
 if TYPE_CHECKING:
     from storage.pg.index import PgIndex
@@ -79,36 +80,46 @@ def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
     return [*kept, replace(newest, rank=len(kept) + 1, newest=True)]
 
 
-def _shortlist(index: Index | PgIndex, ev: Event) -> list[Statement]:
+def _shortlist(ledger: Ledger | PgLedger, index: Index | PgIndex, ev: Event, view: ModelView) -> list[Statement]:
+    """Earlier user statements of the attributes `ev` states, as the ledger holds them: never one the visitor
+    withheld (chat.withheld: revoked, or an answer that may quote one) nor an erased one — a withheld statement is
+    out of play, so nothing decides it is superseded and no model is shown it."""
     query = shortlist_query(ev.text)
     if query is None:
         return []
-    hits = index.search(ev.session, query, SHORTLIST_K, exclude_seqs=[ev.seq]).results
-    return [Statement(h.event_id, h.seq, h.session, h.text) for h in hits if h.role == "user" and h.seq < ev.seq]
+    hits = index.search(ev.session, query, SHORTLIST_K, exclude_seqs=[ev.seq, *view.withheld]).results
+    seqs = [h.seq for h in hits if h.role == "user" and h.seq < ev.seq and h.seq not in view.withheld]
+    events = ledger.read_events(ev.session, seqs) if seqs else []
+    return [Statement(e.id, e.seq, e.session, e.text) for e in events if not e.erased and e.role == "user"]
 
 
-def decide(llm: LLM, ev: Event, shortlist: list[Statement]) -> tuple[list[Proposal], str | None, str | None]:
+def decide(llm: LLM, ev: Event, shortlist: list[Statement], view: ModelView) -> tuple[list[Proposal], str | None, str | None]:
     """(proposals, decided_by, checked_by): the model's accepted proposals when it gave a verdict, else the
-    detector's (decided_by None: each proposal's own rule decided)."""
+    detector's (decided_by None: each proposal's own rule decided). The model is asked only when the view lets a
+    model see earlier statements at all (not with ask me first on: the local rules decide, and send nothing)."""
     if not shortlist:
         return [], None, None
-    if llm.configured:
-        verdict = propose_with_model(llm, ev, shortlist, timeout=MODEL_TIMEOUT)
+    if llm.configured and view.proposer_may_run:
+        shown = [s for s in shortlist if view.may_see(s.seq)]  # the rule, applied again where the texts leave
+        verdict = propose_with_model(llm, ev, shown, timeout=MODEL_TIMEOUT)
         if verdict.decided_by is not None:
             return list(verdict.accepted), verdict.decided_by, verdict.checked_by
     return detect(ev.text, [(s.seq, s.text) for s in shortlist], new_seq=ev.seq), None, None
 
 
-def record_supersessions(ledger: Ledger | PgLedger, index: Index | PgIndex, llm: LLM, ev: Event) -> list[SupersedeResult]:
+def record_supersessions(
+    ledger: Ledger | PgLedger, index: Index | PgIndex, llm: LLM, ev: Event, view: ModelView
+) -> list[SupersedeResult]:
     """Append the supersession records the new user event `ev` makes (the caller holds the turn lock and keeps
-    the checkpoint). Best effort: a failure is logged by class (never text) and the turn goes on — a missed
-    change can be corrected by hand (Correct this), and a turn must not fail for want of one."""
+    the checkpoint; `view` is chat.withheld's rule for the session, read under that lock). Best effort: a failure
+    is logged by class (never text) and the turn goes on — a missed change can be corrected by hand (Correct
+    this), and a turn must not fail for want of one."""
     if ev.role != "user":
         return []
     done: list[SupersedeResult] = []
     try:
-        shortlist = _shortlist(index, ev)
-        proposals, decided_by, checked_by = decide(llm, ev, shortlist)
+        shortlist = _shortlist(ledger, index, ev, view)
+        proposals, decided_by, checked_by = decide(llm, ev, shortlist, view)
         texts = {s.seq: s.text for s in shortlist}
         seen: set[int] = set()
         for p in proposals:

@@ -22,6 +22,11 @@ subject or values (the model is not asked for them: fewer fields, fewer places f
 `subject`, `old_value` and `new_value` are ""; its `reason` is the model's one-line reason. `agreed`
 lists the older seqs the deterministic detector proposes too.
 
+Code accepts only what the rules allow (issue 28): a proposal that passed every check on its ids is accepted only
+when the rules read the two statements as the same attribute of the same subject
+(control.supersede_rules.same_fact) — the model may judge that a value changed, never which fact a statement is
+about. Any other is not recorded: it goes to `suggested`, for a person to confirm or not (Correct this).
+
 `decided_by` is None whenever the model did not decide -- no key (no request is made), nothing to
 compare, a provider failure, or a reply that is not the JSON asked for -- and `failure` says which
 (FAILURES). The caller then falls back to control.supersede_rules.detect alone. Nothing here raises
@@ -42,7 +47,7 @@ import httpx
 from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
 
 from .supersede_reply import ReplyRefused, json_type, one_line, parse_reply
-from .supersede_rules import MAX_READ_CHARS, Proposal, detect, readable
+from .supersede_rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +122,9 @@ class ModelVerdict:
     detail: str = ""  # one line for logs: never memory text, never the model's or the server's words
     agreed: tuple[int, ...] = ()  # older seqs of accepted proposals that the detector proposes too
     checked_by: str = field(default=ACCEPTOR_RULE)
+    # proposals that passed every check on ids but that the rules do not read as the same subject and attribute
+    # (control.supersede_rules.same_fact): never recorded as supersessions; a person may confirm one (Correct this)
+    suggested: tuple[Proposal, ...] = ()
 
     def __bool__(self) -> bool:
         raise TypeError("ModelVerdict has no truth value: test .decided_by or .accepted")
@@ -285,6 +293,7 @@ def accept(
         return ModelVerdict(decided_by=None, refused=(refusal,), failure=BAD_REPLY, detail=f"the model's reply is refused: {exc}")
     rule = MODEL_PREFIX + model
     accepted: list[Proposal] = []
+    suggested: list[Proposal] = []
     refused: list[Refusal] = []
     taken: dict[int, int] = {}  # older seq -> item that took it
     for i, item in enumerate(items):
@@ -299,15 +308,18 @@ def accept(
             refused.append(Refusal(i, str(exc)))
             continue
         taken[older.seq] = i
-        accepted.append(Proposal(new_seq=new.seq, older_seq=older.seq, rule=rule, subject="", attribute=attribute,
-                                 old_value="", new_value="", reason=reason))
+        proposal = Proposal(new_seq=new.seq, older_seq=older.seq, rule=rule, subject="", attribute=attribute,
+                            old_value="", new_value="", reason=reason)
+        # code accepts only what the rules allow: the same subject and attribute in both statements
+        (accepted if same_fact(new.text, older.text) is not None else suggested).append(proposal)
     agreed = {p.older_seq for p in detect(new.text, [(e.seq, e.text) for e in shortlist if e.id in shown], new_seq=new.seq)}
     return ModelVerdict(
         decided_by=rule,
         accepted=tuple(accepted),
         refused=tuple(refused),
-        detail=f"{len(items)} proposed, {len(accepted)} accepted, {len(refused)} refused",
+        detail=f"{len(items)} proposed, {len(accepted)} accepted, {len(suggested)} left to a person, {len(refused)} refused",
         agreed=tuple(p.older_seq for p in accepted if p.older_seq in agreed),
+        suggested=tuple(suggested),
     )
 
 

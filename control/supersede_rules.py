@@ -217,6 +217,32 @@ def detect(new_text: str, earlier: Sequence[tuple[int, str]], *, new_seq: int) -
     return [out[s] for s in sorted(out)]
 
 
+def same_fact(new_text: str, older_text: str) -> tuple[str, str] | None:
+    """(subject, attribute) when the rules read both statements as stating the same attribute of the same subject —
+    a claim of the older one that a claim of the new one states again (any value, or that it no longer holds), or
+    that a value the new one says was left behind reaches — else None. This is the bar a model's supersession
+    proposal must pass to be recorded (control.supersede_model.accept): the model may judge that the value changed,
+    never which fact it is about. Either text over MAX_READ_CHARS: None."""
+    if not readable(new_text) or not readable(older_text):
+        return None
+    new, old = read(new_text), read(older_text)
+    fired, _ = compare(new, old)
+    if fired is not None:  # what the rules would propose themselves
+        return fired[1].subject, fired[1].attribute
+    for o in old.claims:
+        if o.bounded:
+            continue
+        for n in new.claims:
+            if not n.bounded and n.attribute == o.attribute and _same_subject(n.subject, o.subject):
+                return o.subject, o.attribute
+        for lv in new.leavings:
+            if lv.bounded or not _leaving_reaches(lv.subject, o.subject) or not same_value(lv.old, o.value):
+                continue
+            if not lv.attributes or o.attribute in lv.attributes:
+                return o.subject, o.attribute
+    return None
+
+
 def explain(new_text: str, older_text: str) -> str:
     """One line: the rule that fires for this pair, or why none does (for tests, the CLI and a person)."""
     for which, text in (("new", new_text), ("older", older_text)):

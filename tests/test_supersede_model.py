@@ -181,13 +181,14 @@ class TestAccepted:
 
     def test_good_proposals_are_kept_and_bad_ones_refused_in_one_reply(self) -> None:
         v = judge(reply(item(older_id=OTHER_SESSION.id), item(), item(older_id=PORT.id, attribute="port")))
-        assert [p.older_seq for p in v.accepted] == [LEEDS.seq, PORT.seq]
+        assert [p.older_seq for p in v.accepted] == [LEEDS.seq]
+        assert [p.older_seq for p in v.suggested] == [PORT.seq]  # a move is not a port change: left to a person
         assert reasons(v) == [f"item 0: older event {OTHER_SESSION.id} is from another session"]
 
     def test_agreed_lists_the_accepted_pairs_the_detector_also_proposes(self) -> None:
         v = judge(reply(item(), item(older_id=PORT.id, attribute="port")))
-        assert len(v.accepted) == 2
-        assert v.agreed == (LEEDS.seq,)  # the detector reads a move, not a port change
+        assert len(v.accepted) == 1 and len(v.suggested) == 1  # the rules read a move, not a port change
+        assert v.agreed == (LEEDS.seq,)
 
     def test_the_verdict_has_no_truth_value(self) -> None:
         with pytest.raises(TypeError, match="no truth value"):
