@@ -29,6 +29,7 @@ from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
 from control.state import Revocation
 from control.steps import delete_session
+from control.suggestions import keep_suggestions
 from control.supersession_state import Supersession
 from control.where import where
 from ledger import Event
@@ -229,7 +230,11 @@ class Engine:
         """Under the turn lock, right after the user event `ev` was appended: the supersession records it makes
         (chat.supersede; docs/RETRIEVAL.md). The caller keeps its checkpoint after. Returns how many."""
         view = model_view(self.stores, self.cites, ev.session)  # what a model may be shown (chat.withheld)
-        return len(record_supersessions(self.ledger, self.index, self.llm, ev, view))
+        return len(record_supersessions(self.ledger, self.index, self.llm, ev, view, self._keep_suggestions))
+
+    def _keep_suggestions(self, session: str, pairs: list[tuple[int, str, int, str]], suggested_by: str) -> None:
+        """A model's proposals the rules did not confirm: kept for a person to confirm or not (control.suggestions)."""
+        keep_suggestions(self.stores, session, pairs, suggested_by)
 
     def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
         check_message(message)

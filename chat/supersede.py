@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from control.supersede_asked import answers, asked
@@ -93,25 +94,38 @@ def _shortlist(ledger: Ledger | PgLedger, index: Index | PgIndex, ev: Event, vie
     return [Statement(e.id, e.seq, e.session, e.text) for e in events if not e.erased and e.role == "user"]
 
 
-def decide(llm: LLM, ev: Event, shortlist: list[Statement], view: ModelView) -> tuple[list[Proposal], str | None, str | None]:
-    """(proposals, decided_by, checked_by): the model's accepted proposals when it gave a verdict, else the
-    detector's (decided_by None: each proposal's own rule decided). The model is asked only when the view lets a
-    model see earlier statements at all (not with ask me first on: the local rules decide, and send nothing)."""
+def decide(llm: LLM, ev: Event, shortlist: list[Statement], view: ModelView) -> Decision:
+    """The model's accepted proposals when it gave a verdict (and what it proposed that the rules did not confirm:
+    `suggested`), else the detector's (decided_by None: each proposal's own rule decided). The model is asked only
+    when the view lets a model see earlier statements at all (not with ask me first on: the local rules decide, and
+    send nothing)."""
     if not shortlist:
-        return [], None, None
+        return Decision([], None, None)
     if llm.configured and view.proposer_may_run:
         shown = [s for s in shortlist if view.may_see(s.seq)]  # the rule, applied again where the texts leave
         verdict = propose_with_model(llm, ev, shown, timeout=MODEL_TIMEOUT)
         if verdict.decided_by is not None:
-            return list(verdict.accepted), verdict.decided_by, verdict.checked_by
-    return detect(ev.text, [(s.seq, s.text) for s in shortlist], new_seq=ev.seq), None, None
+            return Decision(list(verdict.accepted), verdict.decided_by, verdict.checked_by, list(verdict.suggested))
+    return Decision(detect(ev.text, [(s.seq, s.text) for s in shortlist], new_seq=ev.seq), None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    proposals: list[Proposal]
+    decided_by: str | None
+    checked_by: str | None
+    suggested: list[Proposal] = field(default_factory=list)  # the model's, not confirmed by the rules: for a person
+
+
+Keep = Callable[[str, list[tuple[int, str, int, str]], str], None]  # (session, [(new, new_id, older, older_id)], by)
 
 
 def record_supersessions(
-    ledger: Ledger | PgLedger, index: Index | PgIndex, llm: LLM, ev: Event, view: ModelView
+    ledger: Ledger | PgLedger, index: Index | PgIndex, llm: LLM, ev: Event, view: ModelView, keep: Keep | None = None
 ) -> list[SupersedeResult]:
     """Append the supersession records the new user event `ev` makes (the caller holds the turn lock and keeps
-    the checkpoint; `view` is chat.withheld's rule for the session, read under that lock). Best effort: a failure
+    the checkpoint; `view` is chat.withheld's rule for the session, read under that lock). What the model proposed
+    and the rules did not confirm goes to `keep` (control.suggestions), never to the ledger. Best effort: a failure
     is logged by class (never text) and the turn goes on — a missed change can be corrected by hand (Correct
     this), and a turn must not fail for want of one."""
     if ev.role != "user":
@@ -119,8 +133,12 @@ def record_supersessions(
     done: list[SupersedeResult] = []
     try:
         shortlist = _shortlist(ledger, index, ev, view)
-        proposals, decided_by, checked_by = decide(llm, ev, shortlist, view)
+        decision = decide(llm, ev, shortlist, view)
+        proposals, decided_by, checked_by = decision.proposals, decision.decided_by, decision.checked_by
         texts = {s.seq: s.text for s in shortlist}
+        ids = {s.seq: s.id for s in shortlist}
+        if decision.suggested and keep is not None and decided_by is not None:
+            keep(ev.session, [(ev.seq, ev.id, p.older_seq, ids[p.older_seq]) for p in decision.suggested if p.older_seq in ids], decided_by)
         seen: set[int] = set()
         for p in proposals:
             if p.older_seq in seen or p.older_seq not in texts:

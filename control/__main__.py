@@ -2,7 +2,8 @@
 `python -m control forget DATA_DIR SESSION --all`, and (issue 11)
 `python -m control revoke DATA_DIR SESSION SEQ [--reason TEXT]` / `python -m control restore DATA_DIR SESSION SEQ`,
 and (issue 12) `python -m control supersede DATA_DIR SESSION NEW_SEQ OLD_SEQ [--reason TEXT]` /
-`python -m control history DATA_DIR SESSION SEQ [--json]`.
+`python -m control history DATA_DIR SESSION SEQ [--json]`, and (issue 28)
+`python -m control suggestions DATA_DIR SESSION [--json]`: what a model proposed and the rules did not confirm.
 
 Prints what was erased and, as its last line, `certificate: <path>`. Exit 0 when done; 2 (one line, nothing
 changed) for an unusable data directory, an unknown session, a bad seq, an event already erased or an
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
+from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 from storage import BackendError
@@ -34,6 +36,8 @@ from storage import BackendError
 from .forget import describe, forget, forget_session, pending, recover, result_dict
 from .plan import PlanError
 from .revocation import restore, revoke
+from .settings import SettingsError
+from .suggestions import open_suggestions
 from .supersession import HistoryEntry, history, supersede
 
 if TYPE_CHECKING:
@@ -184,6 +188,41 @@ def _history(args: argparse.Namespace, data: Path, stores: Stores | None) -> int
     return EXIT_OK
 
 
+def cmd_suggestions(args: argparse.Namespace) -> int:
+    with _opened(args.data_dir) as (data, stores):
+        return _suggestions(args, data, stores)
+
+
+def _suggestions(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
+    from storage.stores import file_stores
+
+    try:
+        validate_session_id(args.session)
+    except EventError as exc:
+        return fail(str(exc))
+    own = stores is None
+    st = file_stores(data) if stores is None else stores
+    try:
+        count, _head = st.ledger.head(args.session)
+        if count == 0:
+            return fail(f"session {args.session}: no such session")
+        items = open_suggestions(st, args.session)
+    except (PlanError, SettingsError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"session {args.session}: the suggestions cannot be read ({exc.strerror or exc})")
+    finally:
+        if own:
+            st.close()
+    if args.json:
+        print(json.dumps([x.to_dict() for x in items], indent=2))
+        return EXIT_OK
+    print(f"session {args.session}: {len(items)} open suggestion(s); confirm one with `python -m control supersede DATA_DIR {args.session} NEW OLD`")
+    for x in items:
+        print(x.line())
+    return EXIT_OK
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it, supersede it with a newer statement.")
@@ -217,6 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("seq", metavar="SEQ", help="any statement of the fact: its seq (or its id, evt_…)")
     h.add_argument("--json", action="store_true", help="print the statements as JSON")
     h.set_defaults(func=cmd_history)
+    g = sub.add_parser(
+        "suggestions",
+        help="supersessions a model proposed that the rules did not confirm (nothing recorded): confirm one with supersede",
+        epilog=SUPERSEDE_EPILOG,
+    )
+    g.add_argument("data_dir", metavar="DATA_DIR")
+    g.add_argument("session", metavar="SESSION")
+    g.add_argument("--json", action="store_true", help="print the suggestions as JSON")
+    g.set_defaults(func=cmd_suggestions)
     args = parser.parse_args(argv)
     return run(args.func, args)
 

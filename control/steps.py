@@ -471,9 +471,11 @@ def delete_session(
         from chat.consent import proposal_store  # here: chat builds on control, not the reverse
 
         from .settings import forget_settings
+        from .suggestions import forget_suggestions
 
         proposal_store(w.stores).forget_session(session)
         forget_settings(w.stores, session)
+        forget_suggestions(w.stores, session)
     return copies
 
 

@@ -610,7 +610,8 @@ class UI:
     @edge
     def memory_history(self, key: object, seq: object) -> str:
         """The memory's history: every statement of its fact, oldest first (a Markdown table)."""
-        return rs.history_markdown(sp.history(self.service, key, seq))
+        entries = sp.history(self.service, key, seq)
+        return rs.history_markdown(entries, sp.suggestions(self.service, key, entries))
 
     @edge
     def turn_tools(self, key: object) -> tuple[Any, ...]:

@@ -303,11 +303,12 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             event_id: the memory's id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
 
         Returns:
-            JSON: session_id and history, oldest first, each with seq, id, role, ts, text (null once forgotten), state, erased, revoked, superseded_by (seq), superseded_by_id, supersedes, decided_by, record_seq, reason, shown_reason and live_seq (the statement that holds now).
+            JSON: session_id and history, oldest first, each with seq, id, role, ts, text (null once forgotten), state, erased, revoked, superseded_by (seq), superseded_by_id, supersedes, decided_by, record_seq, reason, shown_reason and live_seq (the statement that holds now); and suggestions: supersessions a model proposed about these statements that the rules did not confirm, so nothing was recorded (new_seq, new_id, older_seq, older_id, suggested_by, at) — confirm one with correct_memory if it holds.
         """
         session = _plain(lambda: service.session(session_key))
         entries = _plain(lambda: sp.history(service, session_key, event_id))
-        return _dumps({"session_id": session, "history": [e.to_dict() for e in entries]})
+        suggested = _plain(lambda: sp.suggestions(service, session_key, entries))
+        return _dumps({"session_id": session, "history": [e.to_dict() for e in entries], "suggestions": [x.to_dict() for x in suggested]})
 
     def correct_memory(session_key: str, event_id: str, new_text: str, reason: str = "") -> str:
         """Correct a memory: new_text is stored as the person's new statement and supersedes the memory (decided by

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from control.suggestions import Suggestion
 from control.supersession import HistoryEntry, SupersedeResult
 
 from .render import FORGOTTEN, short_ts
@@ -70,8 +71,16 @@ def history_row(e: HistoryEntry) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def history_markdown(entries: Sequence[HistoryEntry]) -> str:
-    """A memory's history: every statement of its fact, oldest first, with its state, when, who decided and why."""
+def suggestion_line(x: Suggestion) -> str:
+    return (
+        f"💡 {md(x.suggested_by, 80)} suggested that seq {x.new_seq} supersedes seq {x.older_seq}; the rules did not read "
+        f"them as the same fact, so nothing was recorded. If it holds, pick seq {x.older_seq} and use Correct this."
+    )
+
+
+def history_markdown(entries: Sequence[HistoryEntry], suggested: Sequence[Suggestion] = ()) -> str:
+    """A memory's history: every statement of its fact, oldest first, with its state, when, who decided and why;
+    then any open suggestion a model made about them (control.suggestions), for the person to confirm or not."""
     if not entries:
         return "_No statement to show._"
     live = sorted({e.live_seq for e in entries if e.live_seq >= 0})
@@ -83,4 +92,6 @@ def history_markdown(entries: Sequence[HistoryEntry]) -> str:
         head = f"**History of this fact:** {n} statements, oldest first. Holds now: {now}."
     lines = [head, "", "| " + " | ".join(HISTORY_HEADERS) + " |", "|" + "---|" * len(HISTORY_HEADERS)]
     lines.extend(history_row(e) for e in entries)
+    if suggested:
+        lines.extend(["", *(f"- {suggestion_line(x)}" for x in suggested)])
     return "\n".join(lines)

@@ -8,6 +8,7 @@ ControlError: one line, nothing appended), which the page shows as a toast and a
 from __future__ import annotations
 
 from control.revocation import ControlError
+from control.suggestions import Suggestion, open_suggestions
 from control.supersession import HistoryEntry, SupersedeResult
 from control.supersession import correct as _correct
 from control.supersession import history as _history
@@ -42,6 +43,13 @@ def correct(service: Service, key: object, seq: object, new_text: object, reason
     return _correct(
         eng.data_dir, session, target, text, reason=_text(reason, "reason"), key=eng.key, stores=eng.stores
     )
+
+
+def suggestions(service: Service, key: object, entries: list[HistoryEntry]) -> list[Suggestion]:
+    """The open suggestions (control.suggestions) that name any statement of these history entries."""
+    session = service.session(key)
+    seqs = {e.seq for e in entries}
+    return [x for x in open_suggestions(service.engine.stores, session) if x.new_seq in seqs or x.older_seq in seqs]
 
 
 def history(service: Service, key: object, seq: object) -> list[HistoryEntry]:

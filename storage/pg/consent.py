@@ -116,4 +116,34 @@ class PgSettings:
             conn.execute(sql.SETTINGS_DELETE_SESSION, {"session": session})
 
 
-__all__ = ["PgProposals", "PgSettings"]
+class PgSuggestions:
+    """control.suggestions on PostgreSQL: one `supersession_suggestions` row per suggested pair."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __repr__(self) -> str:
+        return f"PgSuggestions({self.db.shown!r})"
+
+    def add(self, session: str, items: list[Any]) -> None:
+        with self.db.transaction() as conn:
+            for x in items:
+                conn.execute(sql.SUGGESTION_ADD, (session, x.new_seq, x.older_seq, x.new_id, x.older_id, x.suggested_by, x.at))
+
+    def all(self, session: str) -> list[Any]:
+        from control.suggestions import Suggestion  # the value type is the caller's
+
+        with self.db.transaction() as conn:
+            rows = conn.execute(sql.SUGGESTION_ALL, (session,)).fetchall()
+        return [Suggestion(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
+
+    def drop(self, session: str, new_seq: int, older_seq: int) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(sql.SUGGESTION_DROP, (session, new_seq, older_seq))
+
+    def forget_session(self, session: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(sql.SUGGESTION_DELETE_SESSION, (session,))
+
+
+__all__ = ["PgProposals", "PgSettings", "PgSuggestions"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 # 2: the tables added while 1 was current (imports, consent, settings, bundle imports, ledger cuts) are part of it; from
 # 2 on a start whose database records this version runs no DDL (a role that cannot make tables can use it)
-SCHEMA_VERSION = 2
+# 3: supersession_suggestions (issue 28: model proposals the rules did not confirm, left to a person)
+SCHEMA_VERSION = 3
 SCHEMA_LOCK = 0x6D72655F736368  # pg_advisory_xact_lock key held while the schema is created ("mre_sch")
 
 META_TABLE = """
@@ -532,6 +533,19 @@ CONSENT_SCHEMA = [
         updated_at timestamptz NOT NULL DEFAULT now()
     )
     """,
+    # control.suggestions: seqs, ids, the model's id and when; never a text
+    """
+    CREATE TABLE IF NOT EXISTS supersession_suggestions (
+        session      text NOT NULL,
+        new_seq      bigint NOT NULL,
+        older_seq    bigint NOT NULL,
+        new_id       text NOT NULL,
+        older_id     text NOT NULL,
+        suggested_by text NOT NULL,
+        at           text NOT NULL,
+        PRIMARY KEY (session, new_seq, older_seq)
+    )
+    """,
 ]
 SCHEMA.extend(CONSENT_SCHEMA)
 # created once: every replica inserts its own random candidate, then all read the one that won (params: secret)
@@ -568,6 +582,16 @@ ON CONFLICT (session) DO UPDATE SET consent = EXCLUDED.consent, updated_at = now
 RETURNING s.consent
 """
 SETTINGS_DELETE_SESSION = "DELETE FROM session_settings WHERE session = %(session)s"
+SUGGESTION_ADD = """
+INSERT INTO supersession_suggestions (session, new_seq, older_seq, new_id, older_id, suggested_by, at)
+VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (session, new_seq, older_seq) DO NOTHING
+"""
+SUGGESTION_ALL = """
+SELECT new_seq, new_id, older_seq, older_id, suggested_by, at FROM supersession_suggestions
+WHERE session = %s ORDER BY new_seq, older_seq
+"""
+SUGGESTION_DROP = "DELETE FROM supersession_suggestions WHERE session = %s AND new_seq = %s AND older_seq = %s"
+SUGGESTION_DELETE_SESSION = "DELETE FROM supersession_suggestions WHERE session = %s"
 
 # -- control state (control.revocation.current on PostgreSQL) ---------------------------------------
 # The lines that can change a session's control state: control events, supersession and erasure records are
