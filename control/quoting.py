@@ -73,8 +73,8 @@ def normal_form(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Said:
-    """What a reason says, for the rules."""
+class Said:
+    """What a reason says, for the rules (`reading`)."""
 
     terms: frozenset[str]  # content terms of QUOTE_LETTERS_MIN letters / QUOTE_DIGITS_MIN digits or more
     letters: str  # the letters and digits, read together
@@ -83,8 +83,8 @@ class _Said:
 
 
 @dataclass(frozen=True, slots=True)
-class _Text:
-    """What a text holds, for the rules."""
+class Held:
+    """What a text holds, for the rules (`holding`)."""
 
     terms: frozenset[str]
     numbers: frozenset[str]  # QUOTE_DIGITS_MIN digits or more, separators dropped
@@ -92,7 +92,7 @@ class _Text:
     pieces: frozenset[str]  # the PIECE_MIN-character pieces of its names and codes
 
 
-def _said(reason: str) -> _Said:
+def _said(reason: str) -> Said:
     norm = normal_form(reason)
     terms = frozenset(t for t in content_terms(norm) if len(t) >= (QUOTE_DIGITS_MIN if t.isdigit() else QUOTE_LETTERS_MIN))
     toks = _TOKEN.findall(norm)
@@ -100,7 +100,7 @@ def _said(reason: str) -> _Said:
     for tok in toks[:-1]:
         at += len(tok)
         bounds.add(at)
-    return _Said(terms, "".join(toks), frozenset(bounds), "".join(ch for ch in norm if "0" <= ch <= "9"))
+    return Said(terms, "".join(toks), frozenset(bounds), "".join(ch for ch in norm if "0" <= ch <= "9"))
 
 
 def _specific(word: str, before: str) -> bool:
@@ -113,7 +113,7 @@ def _specific(word: str, before: str) -> bool:
     return word[:1].isupper() and bool(prev) and prev[-1] not in _SENTENCE_END
 
 
-def _text(text: str) -> _Text:
+def _text(text: str) -> Held:
     cased = _cased(text)
     norm = _folded(cased)
     numbers: set[str] = set()
@@ -131,10 +131,10 @@ def _text(text: str) -> _Text:
         word = _folded(m.group())
         if len(word) >= PIECE_MIN and word not in STOP_WORDS and not word.isdigit():
             pieces.update(word[i : i + PIECE_MIN] for i in range(len(word) - PIECE_MIN + 1))
-    return _Text(frozenset(content_terms(norm)), frozenset(numbers), words, frozenset(pieces))
+    return Held(frozenset(content_terms(norm)), frozenset(numbers), words, frozenset(pieces))
 
 
-def _quotes(said: _Said, held: _Text) -> bool:
+def _quotes(said: Said, held: Held) -> bool:
     if said.terms & held.terms:  # 1
         return True
     if said.digits and any(n in said.digits for n in held.numbers):  # 2
@@ -184,17 +184,17 @@ def _decoded(reason: str) -> Iterator[str]:
                 yield text
 
 
-def reading(reason: str) -> tuple[_Said, ...]:
+def reading(reason: str) -> tuple[Said, ...]:
     """What the rules read in a reason: the reason as written, and each text its encoded runs decode to."""
     return (_said(reason), *(_said(t) for t in dict.fromkeys(_decoded(reason))))
 
 
-def holding(text: str) -> _Text:
+def holding(text: str) -> Held:
     """What the rules look for in a text."""
     return _text(text)
 
 
-def quotes(read: tuple[_Said, ...], held: _Text) -> bool:
+def quotes(read: tuple[Said, ...], held: Held) -> bool:
     """Whether a reason `reading` gave quotes a text `holding` gave (for checking many pairs, each side read once)."""
     return any(_quotes(s, held) for s in read)
 

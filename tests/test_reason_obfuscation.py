@@ -21,8 +21,8 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
+from control import confusables, quoting
 from control import forget as cf
-from control import quoting
 from control.plan import PlanError, quoted
 from control.revocation import ControlError, revoke
 from control.supersession import SupersedeError, supersede
@@ -44,17 +44,20 @@ def _b64(word: str) -> str:
         "drop Z\u0430nzibarquux",  # a Cyrillic а
         "drop Zanzibar quux",  # split
         "drop Zanzi-bar-quux",
-        "code 4 7 1 1",  # digits with separators
-        "the 4711th code",
-        "code 4-7-1-1",
+        "drop 4 7 1 1",  # digits with separators
+        "the 4711th one",
+        "drop 4-7-1-1",
         "drop " + _b64("Zanzibarquux"),
         "drop " + _b64("4711"),
         "drop " + base64.urlsafe_b64encode(b"Zanzibarquux").decode().rstrip("="),
         "drop " + binascii.hexlify(b"Zanzibarquux").decode(),
         "drop Zanzi",  # a 4-letter-or-longer piece of a name
         "the ZANZIBAR one",
+        "drop \U0001d419\U0001d41a\U0001d427\U0001d433\U0001d422\U0001d41b\U0001d41a\U0001d42b\U0001d42a\U0001d42e\U0001d42e\U0001d431",  # math bold
+        "drop \uff14\uff17\uff11\uff11",  # full-width digits
+        "drop \u0664\u0667\u0661\u0661",  # Arabic-Indic digits
     ],
-    ids=["zero-width", "cyrillic", "split", "hyphens", "digits-spaced", "digits-suffix", "digits-dashed", "base64", "base64-number", "urlsafe-unpadded", "hex", "fragment", "fragment-caps"],
+    ids=["zero-width", "cyrillic", "split", "hyphens", "digits-spaced", "digits-suffix", "digits-dashed", "base64", "base64-number", "urlsafe-unpadded", "hex", "fragment", "fragment-caps", "math-bold", "fullwidth-digits", "arabic-indic-digits"],
 )
 def test_a_reason_hiding_a_word_or_number_of_the_memory_is_quoted(reason: str) -> None:
     assert quoted(reason, MEMORY)
@@ -139,9 +142,16 @@ def _obfuscations(token: str) -> Iterator[tuple[str, str]]:
         yield name + " of a sentence", base64.b64encode(f"it said {token} there".encode()).decode() if name == "base64" else text
 
 
+def test_the_codes_lookalike_table_maps_cyrillic_and_greek_letters_to_latin_ones() -> None:
+    for table in (confusables.CAPITALS, confusables.SMALL):
+        for ch, latin in table.items():
+            assert unicodedata.name(ch).startswith(("CYRILLIC", "GREEK")) and latin.isascii() and latin.isalpha(), ch
+
+
 @pytest.mark.parametrize("token", TOKENS)
 def test_every_obfuscation_of_a_memory_word_is_quoted(token: str) -> None:
     memory = _memory(token)
+    assert not quoted("please drop Kettleworth now", memory), "the sentence around each obfuscation quotes nothing by itself"
     missed = [(how, r) for how, hidden in _obfuscations(token) if not quoted(r := f"please drop {hidden} now", memory)]
     assert missed == []
 
@@ -149,11 +159,14 @@ def test_every_obfuscation_of_a_memory_word_is_quoted(token: str) -> None:
 @pytest.mark.parametrize("number", NUMBERS)
 def test_every_spelling_of_a_memory_number_is_quoted(number: str) -> None:
     memory = f"the code I use is {number} for everything"
+    assert not quoted("please drop 86 now", memory), "the sentence around each spelling quotes nothing by itself"
     hidden = [
         *(sep.join(number) for sep in (" ", "-", ".", ", ", "\u200b", " - ")),
         number + "th",
         "#" + number + "x",
         "no" + number,
+        "".join(chr(0xFF10 + int(d)) for d in number),  # full-width
+        "".join(chr(0x0660 + int(d)) for d in number),  # Arabic-Indic
         base64.b64encode(number.encode()).decode(),
         binascii.hexlify(number.encode()).decode(),
     ]
