@@ -160,7 +160,7 @@ def _printable(raw: bytes) -> str | None:
 def _decoded(reason: str) -> Iterator[str]:
     """What the reason's base64 / URL-safe base64 / hex runs decode to, as text (each run also from its 2nd, 3rd and
     4th character: a base64 word pasted after a letter of the reason still decodes)."""
-    plain = unicodedata.normalize("NFKC", reason)
+    plain = _cased(reason)  # a zero-width character or a look-alike letter inside a run does not hide it
     for m in _B64_RUN.finditer(plain):
         run = m.group().rstrip("=").replace("-", "+").replace("_", "/")
         for start in range(min(4, len(run))):

@@ -51,13 +51,14 @@ def _b64(word: str) -> str:
         "drop " + _b64("4711"),
         "drop " + base64.urlsafe_b64encode(b"Zanzibarquux").decode().rstrip("="),
         "drop " + binascii.hexlify(b"Zanzibarquux").decode(),
+        "drop " + _b64("Zanzibarquux")[:5] + "\u200b" + _b64("Zanzibarquux")[5:],  # base64 with a zero-width space in it
         "drop Zanzi",  # a 4-letter-or-longer piece of a name
         "the ZANZIBAR one",
         "drop \U0001d419\U0001d41a\U0001d427\U0001d433\U0001d422\U0001d41b\U0001d41a\U0001d42b\U0001d42a\U0001d42e\U0001d42e\U0001d431",  # math bold
         "drop \uff14\uff17\uff11\uff11",  # full-width digits
         "drop \u0664\u0667\u0661\u0661",  # Arabic-Indic digits
     ],
-    ids=["zero-width", "cyrillic", "split", "hyphens", "digits-spaced", "digits-suffix", "digits-dashed", "base64", "base64-number", "urlsafe-unpadded", "hex", "fragment", "fragment-caps", "math-bold", "fullwidth-digits", "arabic-indic-digits"],
+    ids=["zero-width", "cyrillic", "split", "hyphens", "digits-spaced", "digits-suffix", "digits-dashed", "base64", "base64-number", "urlsafe-unpadded", "hex", "base64-zero-width", "fragment", "fragment-caps", "math-bold", "fullwidth-digits", "arabic-indic-digits"],
 )
 def test_a_reason_hiding_a_word_or_number_of_the_memory_is_quoted(reason: str) -> None:
     assert quoted(reason, MEMORY)
