@@ -9,7 +9,7 @@ before case folding, SMALL after it (so a small letter here is matched whichever
 
 from __future__ import annotations
 
-# capital look-alike -> Latin capital
+# capital look-alike -> Latin capital (the palochka Ӏ -> l, its prototype in confusables.txt)
 CAPITALS: dict[str, str] = {
     # Cyrillic
     "\u0410": "A", "\u0412": "B", "\u0421": "C", "\u0415": "E", "\u041d": "H", "\u0406": "I", "\u0408": "J",
