@@ -55,7 +55,8 @@ from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey, load_or_create
 from retrieval import Index
 
-from .plan import Plan, PlanError, plan, quoted
+from .plan import Plan, PlanError, plan
+from .quoting import first_quoted
 from .steps import (
     UNRECEIPTED,
     Finished,
@@ -282,9 +283,9 @@ def _forget(
 
 def _check_reason(reason: str, events: Sequence[Event]) -> None:
     """The reason is kept in the erasure record for good: refuse one that repeats a word of what it erases."""
-    for ev in events:
-        if quoted(reason, ev.text):
-            raise PlanError(f"reason: repeats a word of the event at seq {ev.seq}, and the reason is kept after the erasure; say why without quoting it")
+    hit = first_quoted(reason, [ev.text for ev in events])  # the reason read once, however many events
+    if hit is not None:
+        raise PlanError(f"reason: repeats a word of the event at seq {events[hit].seq}, and the reason is kept after the erasure; say why without quoting it")
 
 
 def _result(p: Plan, record_seqs: Sequence[int], done: Finished) -> ForgetResult:

@@ -16,20 +16,16 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ledger.store import MAX_ERASE
-from retrieval.text import content_terms
+
+from . import quoting
 
 MAX_FORGET = MAX_ERASE  # events one forget erases, named and cascaded together (ledger.store.MAX_ERASE)
 
 
-QUOTE_LETTERS_MIN = 4  # a reason's word this long (stemmed, stop words aside) that an erased text holds is a quote
-QUOTE_DIGITS_MIN = 3  # and a number this long: a PIN, a phone number's group, a code
-
-
-def quoted(reason: str, text: str) -> bool:
-    """Whether `reason` repeats a word or number of `text` (content terms, stemmed and case-folded). A reason is
-    kept in the ledger for good (an erasure or control record), so it must not carry what is forgotten."""
-    said = {t for t in content_terms(reason) if len(t) >= (QUOTE_DIGITS_MIN if t.isdigit() else QUOTE_LETTERS_MIN)}
-    return bool(said.intersection(content_terms(text)))
+# A reason (kept for good) must not repeat a word or number of what it names, however spelled: control.quoting.
+QUOTE_LETTERS_MIN = quoting.QUOTE_LETTERS_MIN  # a reason's word this long (stemmed, stop words aside) the text holds
+QUOTE_DIGITS_MIN = quoting.QUOTE_DIGITS_MIN  # and a number this long: a PIN, a phone number's group, a code
+quoted = quoting.quoted
 
 
 class PlanError(ValueError):
