@@ -46,3 +46,17 @@ def test_accept_two_sisters_is_a_suggestion() -> None:
     n = Statement("e1", 1, "s", "my younger sister lives in Bristol")
     verdict = accept(_reply_all(n, [o]), n, [o], model="m")
     assert verdict.accepted == () and [p.older_seq for p in verdict.suggested] == [0]
+
+
+@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact drops the words that tell two people apart (ex-, eldest/youngest), so a model proposal across them is accepted")
+@pytest.mark.parametrize(
+    ("new", "older"),
+    [
+        ("my husband works at Globex", "my ex-husband works at Acme"),
+        ("my eldest son lives in Bristol", "my youngest son lives in Leeds"),
+    ],
+)
+def test_accept_two_people_read_as_one_is_a_suggestion(new: str, older: str) -> None:
+    o, n = Statement("e0", 0, "s", older), Statement("e1", 1, "s", new)
+    verdict = accept(_reply_all(n, [o]), n, [o], model="m")
+    assert verdict.accepted == () and [p.older_seq for p in verdict.suggested] == [0]
