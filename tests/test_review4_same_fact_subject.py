@@ -1,0 +1,62 @@
+"""Reviewer findings (issue 28, item 2): control.supersede_rules.same_fact accepts model proposals the rules
+themselves refuse — so a model's proposal is recorded where only a person should decide (it should have been
+`ModelVerdict.suggested`). The fake provider proposes every statement it is shown (tests/test_model_withheld.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chat.engine import Engine
+from control.revocation import current
+from control.supersede_model import Statement, accept
+
+from .test_llm import KEY, clear_groq_env, serving
+from .test_model_withheld import LoggingModel
+from .test_supersede_model_gate import _reply_all
+
+
+@pytest.fixture
+def greedy(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggingModel]:
+    clear_groq_env(monkeypatch)
+    with serving(LoggingModel()) as server:
+        yield server
+
+
+@pytest.fixture
+def eng(greedy: LoggingModel, tmp_path: Path) -> Iterator[Engine]:
+    e = Engine(tmp_path / "d", llm=greedy.llm(api_key=KEY))
+    yield e
+    e.close()
+
+
+@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact reads 'my older sister' and 'my younger sister' as one subject; a model proposal across two people is accepted")
+def test_two_sisters_are_not_the_same_subject_model_proposal_is_only_a_suggestion(eng: Engine) -> None:
+    eng.remember("s1", "my older sister lives in Leeds")
+    eng.remember("s1", "my younger sister lives in Bristol")
+    held = current(eng.ledger, "s1").supersessions.superseded
+    assert 0 not in held, f"the older sister's residence was superseded by the younger sister's: {held.get(0)}"
+
+
+@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact accepts a model proposal across two people (older/younger sister)")
+def test_accept_two_sisters_is_a_suggestion() -> None:
+    o = Statement("e0", 0, "s", "my older sister lives in Leeds")
+    n = Statement("e1", 1, "s", "my younger sister lives in Bristol")
+    verdict = accept(_reply_all(n, [o]), n, [o], model="m")
+    assert verdict.accepted == () and [p.older_seq for p in verdict.suggested] == [0]
+
+
+@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact drops the words that tell two people apart (ex-, eldest/youngest), so a model proposal across them is accepted")
+@pytest.mark.parametrize(
+    ("new", "older"),
+    [
+        ("my husband works at Globex", "my ex-husband works at Acme"),
+        ("my eldest son lives in Bristol", "my youngest son lives in Leeds"),
+    ],
+)
+def test_accept_two_people_read_as_one_is_a_suggestion(new: str, older: str) -> None:
+    o, n = Statement("e0", 0, "s", older), Statement("e1", 1, "s", new)
+    verdict = accept(_reply_all(n, [o]), n, [o], model="m")
+    assert verdict.accepted == () and [p.older_seq for p in verdict.suggested] == [0]
