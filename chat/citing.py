@@ -63,6 +63,16 @@ class Cites:
         found = quoting_answers(held, lambda seqs: self.rows.citing_answers(session, seqs))
         return {answer: held[root] for answer, root in found.items()}
 
+    def unattributed(self, session: str, after_seq: int) -> list[int]:
+        """The indexed assistant events after `after_seq` that no turn's cites account for — lines imported into the
+        session (`ledger import`), or written by code that kept no record: what they may quote is unknown."""
+        self._make_whole(session)
+        answers = self.index.assistant_seqs(session, after_seq)
+        if not answers:
+            return []
+        known = self.rows.answered(session, after_seq)
+        return [a for a in answers if a not in known]
+
     def forget(self, session: str) -> None:
         """The session was deleted (its rows with it): a new one of that name starts unchecked."""
         with self._lock:
@@ -74,17 +84,15 @@ class Cites:
         return int(getattr(self.index, "generation", 0)) if self.stores.kind == "files" else 0
 
     def _make_whole(self, session: str) -> None:
-        """Once per session and process on files, on every call on PostgreSQL: add the `.cites` records turns left behind; and when the index file was
-        opened anew since the engine started (moved aside, replaced: its derived tables are empty), the session's
-        receipt files again."""
+        """On every call: add the `.cites` records turns left behind (any process's); and, once per session and index
+        generation on files, when the index file was opened anew since the engine started (moved aside, replaced: its
+        derived tables are empty), the session's receipt files again."""
         generation = self._generation_now()
         with self._lock:
             if generation != self._generation:
                 self._complete.clear()
                 self._generation = generation
-            if session in self._complete:
-                return
-            if self.stores.kind == "files" and generation != self._filled:
+            if session not in self._complete and self.stores.kind == "files" and generation != self._filled:
                 for receipt_id in self.backend.receipt_ids(session):
                     try:
                         receipt = parse_receipt(self.backend.read_receipt(session, receipt_id))
@@ -92,8 +100,11 @@ class Cites:
                         log.warning("%s: not read into receipt_cites (%s)", receipt_id, type(exc).__name__)  # an error may quote a field
                         continue
                     self.add_receipt(session, receipt.receipt_id, receipt.signed_body)
+            # the `.cites` records are read on every call, on both backends: another process on the same DATA_DIR
+            # (the CLI, a second app) or replica may leave one at any time, killed between its answer and its receipt,
+            # and an answer whose cites this process never learnt would carry a revoked memory to the model. Few
+            # files or rows: a turn removes its own once its receipt is written.
             for c in unreceipted(self.stores.data_dir, session, self.ledger, backend=self.backend):
                 self.record(session, c.receipt_id, c.response_seq, [s for s, name in c.cited.items() if name != "response"])
             if self.stores.kind == "files":
-                self._complete.add(session)  # one process writes these files' turns; on PostgreSQL another replica's
-                # turn may leave a record at any time, so its pending rows are read again on every call (one query)
+                self._complete.add(session)  # the receipt files were read into the table once for this generation

@@ -377,7 +377,9 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 raise ConsentError("token: already used — each token answers one turn; propose again")
             user_ev = engine.ledger.append(sess, "user", message, {"kind": "chat"})
             try:
-                engine.detect_changes(user_ev)  # a fact it changes is marked if approved (FORMAT.md §20)
+                # a fact it changes is marked if approved (FORMAT.md §20); the local rules decide: a person chose what
+                # reaches a model in this turn, and no model may see an earlier statement they did not approve
+                engine.detect_changes(user_ev, consent_turn=True)
                 issue_checkpoint(engine.backend, engine.ledger, sess, engine.key)
                 engine.index.index_session(sess, [user_ev])
                 _refuse_dead_echo(engine, sess, user_ev.seq, {c["seq"] for c in chosen}, receipt_id)

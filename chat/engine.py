@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -226,10 +226,14 @@ class Engine:
         self.index.index_session(session, [ev])  # and any supersession records after it: read from the ledger, skipped
         return ev
 
-    def detect_changes(self, ev: Event) -> int:
+    def detect_changes(self, ev: Event, *, consent_turn: bool = False) -> int:
         """Under the turn lock, right after the user event `ev` was appended: the supersession records it makes
-        (chat.supersede; docs/RETRIEVAL.md). The caller keeps its checkpoint after. Returns how many."""
+        (chat.supersede; docs/RETRIEVAL.md). The caller keeps its checkpoint after. Returns how many.
+        `consent_turn`: `ev` is the question of a turn whose memories a person chose (chat.consent), whatever the
+        session's setting: then no model is shown any earlier statement (the local rules decide, sending nothing)."""
         view = model_view(self.stores, self.cites, ev.session)  # what a model may be shown (chat.withheld)
+        if consent_turn:
+            view = replace(view, ask_first=True)
         return len(record_supersessions(self.ledger, self.index, self.llm, ev, view, self._keep_suggestions))
 
     def _keep_suggestions(self, session: str, pairs: list[tuple[int, str, int, str]], suggested_by: str) -> None:
@@ -397,8 +401,10 @@ class Engine:
         meta = {"kind": "chat", "receipt_id": receipt_id, "provider": completion.provider, "model": completion.model, "prompt_sha256": p_hash}
         self.backend.write_cites(session, receipt_id, user_ev.seq, [ev.seq for ev in memories])
         asst_ev = self.ledger.append(session, "assistant", completion.text, meta)
-        self.index.index_session(session, [asst_ev])
+        # what it cited, before anything else can fail: an answer this process cannot tie to its memories would carry
+        # them to a model after they are revoked (chat.citing reads the `.cites` record left above on every call too)
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
+        self.index.index_session(session, [asst_ev])
         # 6. the receipt
         try:
             states = (

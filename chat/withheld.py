@@ -61,11 +61,17 @@ class ModelView:
 
 
 def withheld(cites: Cites, session: str, state: ControlState) -> dict[int, Revocation]:
-    """seq -> the revocation in force that keeps it from every model: each revoked event, and each answer whose turn
-    cited one or cited such an answer (chat.citing). The turn's retrieval leaves out exactly these."""
+    """seq -> the revocation in force that keeps it from every model: each revoked event; each assistant line after
+    a revoked event that no turn's cites account for (imported, say: it may repeat anything said before it); and each
+    answer whose turn cited one of those or cited such an answer (chat.citing). The turn's retrieval leaves out
+    exactly these."""
     if not state.revoked:
         return {}
-    return {**cites.quoting(session, state.revoked), **state.revoked}
+    roots: dict[int, Revocation] = dict(state.revoked)
+    revoked = sorted(state.revoked)
+    for a in cites.unattributed(session, revoked[0]):
+        roots.setdefault(a, state.revoked[max(r for r in revoked if r < a)])
+    return {**cites.quoting(session, roots), **roots}
 
 
 def model_view(stores: Stores, cites: Cites, session: str, *, state: ControlState | None = None) -> ModelView:

@@ -25,7 +25,7 @@ lists the older seqs the deterministic detector proposes too.
 Code accepts only what the rules allow (issue 28): a proposal that passed every check on its ids is accepted only
 when the rules read the two statements as the same attribute of the same subject
 (control.supersede_rules.same_fact) — the model may judge that a value changed, never which fact a statement is
-about. Any other is not recorded: it goes to `suggested`, for a person to confirm or not (Correct this).
+about; an accepted proposal's `subject` and `attribute` are then the rules' reading, not the model's label. Any other is not recorded: it goes to `suggested`, for a person to confirm or not (Correct this).
 
 `decided_by` is None whenever the model did not decide -- no key (no request is made), nothing to
 compare, a provider failure, or a reply that is not the JSON asked for -- and `failure` says which
@@ -308,10 +308,15 @@ def accept(
             refused.append(Refusal(i, str(exc)))
             continue
         taken[older.seq] = i
-        proposal = Proposal(new_seq=new.seq, older_seq=older.seq, rule=rule, subject="", attribute=attribute,
-                            old_value="", new_value="", reason=reason)
-        # code accepts only what the rules allow: the same subject and attribute in both statements
-        (accepted if same_fact(new.text, older.text) is not None else suggested).append(proposal)
+        # code accepts only what the rules allow: the same subject and attribute in both statements, named as the
+        # rules read them (the model's own label is never kept on an accepted proposal)
+        fact = same_fact(new.text, older.text)
+        if fact is None:
+            suggested.append(Proposal(new_seq=new.seq, older_seq=older.seq, rule=rule, subject="", attribute=attribute,
+                                      old_value="", new_value="", reason=reason))
+        else:
+            accepted.append(Proposal(new_seq=new.seq, older_seq=older.seq, rule=rule, subject=fact[0], attribute=fact[1],
+                                     old_value="", new_value="", reason=reason))
     agreed = {p.older_seq for p in detect(new.text, [(e.seq, e.text) for e in shortlist if e.id in shown], new_seq=new.seq)}
     return ModelVerdict(
         decided_by=rule,

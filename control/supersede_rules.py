@@ -32,13 +32,14 @@ Precision before recall: a missed supersession leaves an old fact served; a fals
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from retrieval.text import content_terms, fold, stem
 
 from . import supersede_lexicon as lex
-from .supersede_claims import SELF, Claim, Reading, read
+from .supersede_claims import SELF, Claim, Reading, read, relation_key
 from .supersede_values import same_value
 
 RULE_SAME = "rule:same-attribute"
@@ -209,37 +210,86 @@ def detect(new_text: str, earlier: Sequence[tuple[int, str]], *, new_seq: int) -
         if seq >= new_seq or seq in out or not isinstance(text, str) or not readable(text):
             continue
         verdict, _ = compare(new, read(text))
-        if verdict is None:
-            continue
+        if verdict is None or not _same_person(new_text, text, verdict[1].subject):
+            continue  # ("my older sister …" and "my younger sister …" are two people)
         rule, claim, new_value, how = verdict
         out[seq] = Proposal(new_seq, seq, rule, claim.subject, claim.attribute, claim.said, new_value,
                             reason_line(rule, claim, new_value, how))
     return [out[s] for s in sorted(out)]
 
 
+# Words before a relation that pick out one person among several ("my older sister", "my ex-husband"): two
+# statements whose relation words carry different ones may be about two people, so they are not the same subject.
+SUBJECT_QUALIFIERS = frozenset(
+    "older younger elder eldest oldest youngest big little baby twin step half ex late middle first second third "
+    "new former other".split()
+)
+_WORD = re.compile(r"[a-z]+")
+
+
+def _qualifiers(text: str, relation: str) -> frozenset[str]:
+    """The qualifiers standing right before each word of `text` that names the relation `relation` ("sister")."""
+    words = _WORD.findall(fold(text))
+    return frozenset(
+        words[i - 1] for i in range(1, len(words))
+        if words[i - 1] in SUBJECT_QUALIFIERS and relation_key(words[i], None) == relation
+    )
+
+
+def _same_person(new_text: str, older_text: str, subject: str) -> bool:
+    """Whether nothing in the two texts says the relation `subject` names two different people."""
+    if not is_relation(subject):
+        return True
+    relation = subject.split()[0]
+    return _qualifiers(new_text, relation) == _qualifiers(older_text, relation)
+
+
+def _states_it(new: Reading, o: Claim) -> bool:
+    """Whether `new` says something else holds for the older claim's subject and attribute: a different value, or
+    that the older value no longer holds (not another value's negation, not the same value again)."""
+    for n in new.claims:
+        if n.bounded or n.attribute != o.attribute or not _same_subject(n.subject, o.subject):
+            continue
+        if n.negated != o.negated:
+            if (n.negated and _implied(o.value, n.value)) or (o.negated and same_value(n.value, o.value)):
+                return True
+            continue
+        if not n.negated and not same_value(n.value, o.value):
+            return True
+    if o.negated:
+        return False
+    for lv in new.leavings:
+        if lv.bounded or not _leaving_reaches(lv.subject, o.subject) or not same_value(lv.old, o.value):
+            continue
+        if (not lv.attributes or o.attribute in lv.attributes) and not (lv.new and same_value(lv.new, o.value)):
+            return True
+    return False
+
+
 def same_fact(new_text: str, older_text: str) -> tuple[str, str] | None:
-    """(subject, attribute) when the rules read both statements as stating the same attribute of the same subject —
-    a claim of the older one that a claim of the new one states again (any value, or that it no longer holds), or
-    that a value the new one says was left behind reaches — else None. This is the bar a model's supersession
-    proposal must pass to be recorded (control.supersede_model.accept): the model may judge that the value changed,
-    never which fact it is about. Either text over MAX_READ_CHARS: None."""
+    """(subject, attribute) when the rules read the new statement as saying that a fact the older one states no
+    longer holds as it said — the same attribute of the same subject (and the same person: "my older sister" is not
+    "my younger sister"), with another value or the old one negated — and the older statement states nothing else
+    that stays true nor much more than the fact; else None. This is the bar a model's supersession proposal must
+    pass to be recorded (control.supersede_model.accept): the model may judge that a fact changed where the rules
+    would not decide it alone (no change word, a value they cannot compare), never which fact it is or that an
+    older statement holding more is dead. Either text over MAX_READ_CHARS: None."""
     if not readable(new_text) or not readable(older_text):
         return None
     new, old = read(new_text), read(older_text)
     fired, _ = compare(new, old)
     if fired is not None:  # what the rules would propose themselves
-        return fired[1].subject, fired[1].attribute
+        subject, attribute = fired[1].subject, fired[1].attribute
+        return (subject, attribute) if _same_person(new_text, older_text, subject) else None
+    if new.sequence or old.extra_terms > MAX_EXTRA_TERMS:
+        return None
     for o in old.claims:
-        if o.bounded:
+        if o.bounded or _several(new, o) or (not o.negated and _restated(new, o)) or not _states_it(new, o):
             continue
-        for n in new.claims:
-            if not n.bounded and n.attribute == o.attribute and _same_subject(n.subject, o.subject):
-                return o.subject, o.attribute
-        for lv in new.leavings:
-            if lv.bounded or not _leaving_reaches(lv.subject, o.subject) or not same_value(lv.old, o.value):
-                continue
-            if not lv.attributes or o.attribute in lv.attributes:
-                return o.subject, o.attribute
+        others = [c for c in old.claims if not c.negated and (c.subject, c.attribute) != (o.subject, o.attribute) and not _restated(new, c)]
+        if others or not _same_person(new_text, older_text, o.subject):
+            return None
+        return o.subject, o.attribute
     return None
 
 

@@ -132,6 +132,14 @@ class IndexRows:
         with self.index.read() as conn:
             return files.citing_answers(conn, session, seqs)
 
+    def answered(self, session: str, after_seq: int) -> set[int]:
+        """The answers after `after_seq` whose turn's cites are recorded."""
+        with self.index.read() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT answer_seq FROM receipt_cites WHERE session = ? AND answer_seq > ?", (session, after_seq)
+            ).fetchall()
+        return {int(r[0]) for r in rows}
+
     def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None:
         with self.index.write() as db:
             files.forget_rows(db, session, receipt_ids)

@@ -148,6 +148,19 @@ class Searching(Indexing):
             out.add(s)
         return sorted(out)
 
+    def assistant_seqs(self, session: str, after_seq: int) -> list[int]:
+        """The seqs of the session's indexed assistant events after `after_seq`, ascending (chat.withheld asks which
+        of them no turn's cites account for). Nothing indexed: []."""
+        row = self._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
+        if row is None:
+            return []
+        num = int(row[0])
+        lo, hi = (num << sql.SEQ_BITS) | (max(after_seq, -1) + 1), (num + 1) << sql.SEQ_BITS
+        rows = self._reader().execute(
+            "SELECT seq FROM events WHERE id >= ? AND id < ? AND role = 'assistant' ORDER BY id", (lo, hi)
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
     def _session_row(self, session: str) -> tuple[int, int] | None:
         row = self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
         if row is None and self.ledger.exists(session):

@@ -154,3 +154,31 @@ class TestAskMeFirst:
         proposal = engine.propose("s1", "what port is the dev server on?")
         engine.answer(proposal.token, [c.event_id for c in proposal.candidates])  # everything proposed, approved
         _absent(model, "47113")
+
+
+class TestLinesNoTurnAccountsFor:
+    def test_an_imported_reply_after_a_revoked_statement_is_in_no_request(self, engine: Engine, model: LoggingModel) -> None:
+        lines = [
+            json.dumps({"role": "user", "text": "my locker code word is Quuxborough"}).encode(),
+            json.dumps({"role": "assistant", "text": "Got it: your locker code word is Quuxborough."}).encode(),
+            json.dumps({"role": "user", "text": "I like green tea"}).encode(),
+        ]
+        engine.ledger.import_jsonl("s1", lines)
+        engine.index.index_session("s1")
+        _revoke(engine, "s1", 0)
+        model.requests.clear()
+        turn = engine.turn("s1", "what is my locker code word?")
+        _absent(model, "Quuxborough")
+        assert 1 not in [h.seq for h in turn.hits]
+
+    def test_an_imported_reply_before_every_revoked_statement_still_reaches_the_model(self, engine: Engine, model: LoggingModel) -> None:
+        lines = [
+            json.dumps({"role": "user", "text": "my locker code word is Quuxborough"}).encode(),
+            json.dumps({"role": "assistant", "text": "Got it: your locker code word is Quuxborough."}).encode(),
+            json.dumps({"role": "user", "text": "I like green tea"}).encode(),
+        ]
+        engine.ledger.import_jsonl("s1", lines)
+        engine.index.index_session("s1")
+        _revoke(engine, "s1", 2)  # after the reply: the reply cannot quote it
+        turn = engine.turn("s1", "what is my locker code word?")
+        assert 1 in [h.seq for h in turn.hits]

@@ -23,7 +23,6 @@ def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggingModel]:
         yield server
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a consent turn's question runs the model proposer, which sends a memory the person declined for that turn")
 def test_a_memory_declined_in_a_consent_turn_is_in_no_request_of_that_turn(model: LoggingModel, tmp_path: Path) -> None:
     eng = Engine(tmp_path / "d", llm=model.llm(api_key=KEY))
     try:

@@ -25,7 +25,6 @@ def greedy(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggingModel]:
         yield server
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: an accepted model proposal records the model's attribute ('residence changed') for a fact the rules read as the dev server's port")
 def test_the_recorded_reason_names_the_fact_the_rules_read(greedy: LoggingModel, tmp_path: Path) -> None:
     old, new = "my dev server port is 47113", "I moved the dev server to 8080"
     assert same_fact(new, old) == ("dev server", "port")

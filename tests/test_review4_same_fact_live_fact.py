@@ -32,7 +32,6 @@ def eng(greedy: LoggingModel, tmp_path: Path) -> Iterator[Engine]:
     e.close()
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact accepts a model proposal that supersedes an older statement holding another live fact (the rules refuse it)")
 def test_a_model_proposal_never_hides_another_live_fact_of_the_older_statement(eng: Engine) -> None:
     eng.remember("s1", "I live in Leeds and my dev server port is 3000")
     eng.remember("s1", "I moved the dev server to 8080")
@@ -41,7 +40,6 @@ def test_a_model_proposal_never_hides_another_live_fact_of_the_older_statement(e
     assert 0 not in held, f"'I live in Leeds' was hidden by a dev-server change: {held.get(0)}"
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact accepts a model proposal that the rules refuse because the older statement states another live fact")
 def test_accept_older_statement_with_another_live_fact_is_a_suggestion() -> None:
     o = Statement("e0", 0, "s", "I live in Leeds and my dev server port is 3000")
     n = Statement("e1", 1, "s", "I moved the dev server to 8080")

@@ -32,7 +32,6 @@ def eng(greedy: LoggingModel, tmp_path: Path) -> Iterator[Engine]:
     e.close()
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact reads 'my older sister' and 'my younger sister' as one subject; a model proposal across two people is accepted")
 def test_two_sisters_are_not_the_same_subject_model_proposal_is_only_a_suggestion(eng: Engine) -> None:
     eng.remember("s1", "my older sister lives in Leeds")
     eng.remember("s1", "my younger sister lives in Bristol")
@@ -40,7 +39,6 @@ def test_two_sisters_are_not_the_same_subject_model_proposal_is_only_a_suggestio
     assert 0 not in held, f"the older sister's residence was superseded by the younger sister's: {held.get(0)}"
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact accepts a model proposal across two people (older/younger sister)")
 def test_accept_two_sisters_is_a_suggestion() -> None:
     o = Statement("e0", 0, "s", "my older sister lives in Leeds")
     n = Statement("e1", 1, "s", "my younger sister lives in Bristol")
@@ -48,7 +46,6 @@ def test_accept_two_sisters_is_a_suggestion() -> None:
     assert verdict.accepted == () and [p.older_seq for p in verdict.suggested] == [0]
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: same_fact drops the words that tell two people apart (ex-, eldest/youngest), so a model proposal across them is accepted")
 @pytest.mark.parametrize(
     ("new", "older"),
     [

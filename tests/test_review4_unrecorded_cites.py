@@ -52,7 +52,6 @@ def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[QuotingModel]:
         yield server
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: an answer whose cites were not recorded (indexing it failed) still quotes a revoked memory to the model")
 def test_an_answer_whose_turn_failed_after_it_was_appended_never_carries_a_revoked_memory(
     model: QuotingModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,7 +86,6 @@ def test_an_answer_whose_turn_failed_after_it_was_appended_never_carries_a_revok
         eng.close()
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a turn of another process (the CLI on the same DATA_DIR) killed after appending its answer leaves cites the app never reads; the answer carries a revoked memory to the model")
 def test_an_answer_left_by_another_process_killed_mid_turn_never_carries_a_revoked_memory(
     model: QuotingModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

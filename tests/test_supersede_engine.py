@@ -327,7 +327,8 @@ class TestModelPath:
         changed(e)
         [rec] = records(e)
         s = supersession_of_record(rec)
-        assert s is not None and s.decided_by == "model:served-model-id" and s.reason is None
+        # the reason names the fact as the rules read it (issue 28), never the model's label
+        assert s is not None and s.decided_by == "model:served-model-id" and s.reason == "residence changed"
 
     def test_a_model_label_in_the_detectors_vocabulary_is_stored_as_the_detector_names_it(self, model: ModelFake, tmp_path: Path) -> None:
         model.attribute = "Residence"

@@ -163,7 +163,7 @@ class TestPrompt:
 class TestAccepted:
     def test_a_good_proposal_comes_back_as_a_detector_proposal_decided_by_the_model(self) -> None:
         v = judge(reply(item()))
-        assert v.accepted == (Proposal(NEW.seq, LEEDS.seq, f"model:{MODEL}", "", "residence", "", "", REASON),)
+        assert v.accepted == (Proposal(NEW.seq, LEEDS.seq, f"model:{MODEL}", "self", "residence", "", "", REASON),)
         assert (v.decided_by, v.checked_by, v.failure, v.refused) == (f"model:{MODEL}", ACCEPTOR_RULE, None, ())
 
     @pytest.mark.parametrize("fence", ["```json\n{}\n```", "```\n{}\n```", "  ```JSON  \n{}\n  ```\n", "\n{}\n"])
@@ -175,9 +175,9 @@ class TestAccepted:
         v = judge("[]")
         assert (v.decided_by, v.accepted, v.refused, v.failure) == (f"model:{MODEL}", (), (), None)
 
-    def test_the_attribute_is_one_lowercase_line_and_the_reason_one_line(self) -> None:
+    def test_an_accepted_proposal_names_the_rules_attribute_not_the_models_label_and_the_reason_is_one_line(self) -> None:
         v = judge(reply(item(attribute="  Dev   Server Port ", reason="Port\nchanged\tto 8080.")))
-        assert (v.accepted[0].attribute, v.accepted[0].reason) == ("dev server port", "Port changed to 8080.")
+        assert (v.accepted[0].subject, v.accepted[0].attribute, v.accepted[0].reason) == ("self", "residence", "Port changed to 8080.")
 
     def test_good_proposals_are_kept_and_bad_ones_refused_in_one_reply(self) -> None:
         v = judge(reply(item(older_id=OTHER_SESSION.id), item(), item(older_id=PORT.id, attribute="port")))

@@ -18,6 +18,7 @@ from typing import Any
 from bundle import Origin
 from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
+from chat.withheld import withheld
 from control.revocation import current as current_controls
 from control.state import ControlState
 from control.supersession_state import Supersession
@@ -142,14 +143,16 @@ class Service:
         explain: bool = False,
     ) -> SearchResponse:
         """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX. Control events are
-        never results; revoked memories only with `include_revoked`, superseded ones (replaced by a newer statement,
+        never results; revoked memories (and answers that may quote one) only with `include_revoked`, superseded ones (replaced by a newer statement,
         issue 12) only with `include_superseded` (the caller labels them: `revoked`, `superseded`).
         `explain`: each hit carries why it ranked where it did (retrieval.explain)."""
         session = self.session(key)
         k_, q = parse_k(k, k_max), check_query(query)
         led = self.engine.ledger
         state = current_controls(led, session) if led.exists(session) else ControlState()
-        exclude = set() if include_revoked else set(state.excluded())  # control events are not in the index
+        # revoked memories and every answer that may quote one (chat.withheld: the rule a turn uses), unless asked for;
+        # an MCP client is itself a model. Control events are not in the index.
+        exclude = set() if include_revoked else set(withheld(self.engine.cites, session, state))
         if not include_superseded:
             exclude |= set(state.supersessions.superseded)
         try:

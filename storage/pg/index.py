@@ -114,6 +114,11 @@ class PgIndex(Forgetting):
             return SearchResponse(session, query, k, [], q.reason)
         return self._search(session, q, k, exclude, explain)
 
+    def assistant_seqs(self, session: str, after_seq: int) -> list[int]:
+        """The seqs of the session's indexed assistant events after `after_seq`, ascending (as Index.assistant_seqs)."""
+        with self.db.connection() as conn:
+            return [int(r[0]) for r in conn.execute(sql.SEARCH_ASSISTANT_SEQS, (session, after_seq)).fetchall()]
+
     def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
         found = self._search_indexed(session, q, k, exclude, explain)
         if found is None and self.ledger.exists(session):

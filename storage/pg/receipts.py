@@ -325,6 +325,13 @@ class PgReceipts:
             rows = conn.execute(sql.CITES_ANSWERS, (session, sorted(set(seqs)))).fetchall()
         return [(int(c), int(a)) for c, a in rows]
 
+    def answered(self, session: str, after_seq: int) -> set[int]:
+        """The answers after `after_seq` whose turn's cites are recorded."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            rows = conn.execute(sql.CITES_ANSWERED, (session, after_seq)).fetchall()
+        return {int(r[0]) for r in rows}
+
     def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None:
         """Drop the cited-seq rows of a session or of these receipts (the receipt rows go with the receipts)."""
         validate_session_id(session)

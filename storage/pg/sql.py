@@ -214,6 +214,11 @@ SEARCH_SCHEMA = [
 ]
 SEARCH_SESSIONS = "SELECT session, num FROM search_sessions"
 SEARCH_SESSION = "SELECT num, last_seq, last_chain FROM search_sessions WHERE session = %s"
+# the indexed assistant events after a seq (chat.withheld; params: session, after_seq)
+SEARCH_ASSISTANT_SEQS = """
+SELECT e.seq FROM search_events AS e JOIN search_sessions AS s ON s.num = e.num
+WHERE s.session = %s AND e.seq > %s AND e.role = 'assistant' ORDER BY e.seq
+"""
 SEARCH_NEW_SESSION = (
     "INSERT INTO search_sessions (session, last_chain) VALUES (%s, %s) ON CONFLICT (session) DO NOTHING"
 )
@@ -451,6 +456,8 @@ SELECT %s, cited, %s, %s FROM unnest(%s::bigint[]) AS cited
 ON CONFLICT DO NOTHING
 """
 CITES_ANSWERS = "SELECT cited_seq, answer_seq FROM receipt_cites WHERE session = %s AND cited_seq = ANY(%s)"
+# the answers after a seq that a turn's cites account for (params: session, after_seq)
+CITES_ANSWERED = "SELECT DISTINCT answer_seq FROM receipt_cites WHERE session = %s AND answer_seq > %s"
 CITES_DELETE_SESSION = "DELETE FROM receipt_cites WHERE session = %s"
 CITES_DELETE_SOME = "DELETE FROM receipt_cites WHERE session = %s AND receipt_id = ANY(%s)"
 PENDING_WRITE = """
