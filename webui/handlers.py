@@ -44,6 +44,7 @@ from . import render_supersede as rs
 from . import render_verify as rv
 from . import supersede as sp
 from .inputs import BadInput, read_upload
+from .places import scrub
 from .service import Service
 from .sessions import SessionKeyError, is_session_key, new_session_key
 from .tamper import DEFAULT_TARGET, TamperError
@@ -63,7 +64,7 @@ def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, KNOWN):
-        text = shown_text(exc)
+        text = scrub(shown_text(exc))  # no server path, no database address (webui/places.py)
         return gr.Error(
             html.escape(text) if for_html else text,
             title="Refused" if not isinstance(exc, TurnError) else "Turn failed",
