@@ -1,11 +1,12 @@
 """Forgetting from the app, handler by handler (no server): every entry point opens one confirmation that lists
-what goes; Cancel changes nothing; a refused request is a toast and changes nothing; Confirm erases, offers a
-certificate that verifies, and every view (chat, ledger, search, the app's download copies) forgets too."""
+what goes; Cancel changes nothing; a refused question is a toast and changes nothing, a refused confirmation is a
+status line beside the reason (and a toast) that leaves the panel as it was; Confirm erases, offers a certificate that verifies, and every view (chat, ledger, search, the app's download copies) forgets too."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,11 @@ def select(row: list[Any]) -> gr.SelectData:
     return gr.SelectData(None, {"index": [0, 0], "value": row[0], "row_value": row, "selected": True})
 
 
-def refused(out: tuple[Any, ...]) -> str:
-    """The status line of a refused confirmation; every other output of the panel is left as it is."""
+def refused(confirm: Callable[[], tuple[Any, ...]]) -> str:
+    """The status line of a refused confirmation (also a toast: gr.Warning, a UserWarning outside a request); every
+    other output of the panel is left as it is."""
+    with pytest.warns(UserWarning):
+        out = confirm()
     assert len(out) == 8 and all(v == gr.skip() for v in out[:7]), out
     assert out[7].startswith("⚠️ **Nothing was forgotten:**")
     return str(out[7])
@@ -112,7 +116,7 @@ class TestAsk:
         pending, box, *_ = ui.cancel_forget()
         assert pending is None and not box.visible
         assert snapshot(ui) == before
-        assert "nothing to confirm" in refused(ui.confirm_forget(key, pending, ""))
+        assert "nothing to confirm" in refused(lambda: ui.confirm_forget(key, pending, ""))
         assert snapshot(ui) == before
 
     @pytest.mark.parametrize(
@@ -142,7 +146,7 @@ class TestAsk:
             ui.ask_forget(key, str(seq))
         with pytest.raises(gr.Error, match="is an erasure record"):
             ui.ask_forget(key, str(record))
-        assert "already erased" in refused(ui.confirm_forget(key, pending, ""))  # a stale confirmation of it
+        assert "already erased" in refused(lambda: ui.confirm_forget(key, pending, ""))  # a stale confirmation of it
         assert snapshot(ui) == before
 
     def test_a_session_with_no_events_has_nothing_to_forget(self, ui: UI) -> None:
@@ -243,7 +247,7 @@ class TestConfirm:
         key, seq = memory_session(ui)
         pending = ui.ask_forget(key, seq)[0]
         before = snapshot(ui)
-        assert "reason: repeats a word" in refused(ui.confirm_forget(key, pending, f"it held {MARKER}"))
+        assert "reason: repeats a word" in refused(lambda: ui.confirm_forget(key, pending, f"it held {MARKER}"))
         assert snapshot(ui) == before
 
     def test_a_refused_reason_returns_a_status_beside_it_and_leaves_the_panel_as_it_is(self, ui: UI) -> None:
@@ -266,7 +270,7 @@ class TestConfirm:
         other = new_session_key()
         chat(ui, other, "hello")
         before = snapshot(ui)
-        assert "another session" in refused(ui.confirm_forget(other, pending, ""))
+        assert "another session" in refused(lambda: ui.confirm_forget(other, pending, ""))
         assert snapshot(ui) == before
 
     def test_a_new_answer_citing_it_after_the_question_asks_again_and_erases_nothing(self, ui: UI) -> None:
