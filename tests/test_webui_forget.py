@@ -1,6 +1,7 @@
 """Forgetting from the app, handler by handler (no server): every entry point opens one confirmation that lists
 what goes; Cancel changes nothing; a refused question is a toast and changes nothing, a refused confirmation is a
-status line beside the reason (and a toast) that leaves the panel as it was; Confirm erases, offers a certificate that verifies, and every view (chat, ledger, search, the app's download copies) forgets too."""
+status line beside the reason (and a toast) that leaves the panel as it was; Confirm erases, offers a certificate
+that verifies, and every view (chat, ledger, search, the app's download copies) forgets too."""
 
 from __future__ import annotations
 
