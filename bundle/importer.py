@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ledger import Ledger
 from ledger.event import EventError, now_ts, validate_session_id
+from ledger.fsmode import private_dir, write_private
 from receipts.keys import PublicKey, format_public_key
 from retrieval import Index
 
@@ -210,7 +211,7 @@ def import_bundle(
         except EventError as exc:
             raise BundleError(f"--as: {exc}") from None
     root = imported_root(data)
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)  # staged() removes the staging folders of dead imports there
+    private_dir(root)  # 0700 whatever the umask; staged() removes the staging folders of dead imports there
     if stores is not None and _on_database(stores):
         return _import_into_database(stores, root, Path(path), as_session, trusted, allow_untrusted)
     with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
@@ -227,11 +228,11 @@ def import_bundle(
         else:
             local = _default_local(data, m.session, m.chain_head)
         origin = Origin(local, m.session, m.signer, m.events, m.chain_head, _sha256_file(Path(path)), report.verdict, now_ts())
-        (opened.data / ORIGIN).write_text(json.dumps(_as_dict(origin), indent=1) + "\n", "utf-8")
-        keys = opened.data / "bundle-keys"
-        keys.mkdir(exist_ok=True)
+        # 0600 in 0700 whatever the umask, like every file the project writes (issue 28 §6; read.py extracted the rest)
+        write_private(opened.data / ORIGIN, (json.dumps(_as_dict(origin), indent=1) + "\n").encode("utf-8"))
+        keys = private_dir(opened.data / "bundle-keys")
         for k in opened.keys:  # normalised: one trust-format file per key the bundle carried
-            (keys / (k.key_id.replace(":", "-") + ".pub")).write_text(format_public_key(k), "utf-8")
+            write_private(keys / (k.key_id.replace(":", "-") + ".pub"), format_public_key(k).encode("utf-8"))
         target = root / local
         os.rename(opened.data, target)
         _fsync_dir(root)

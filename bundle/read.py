@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from ledger.canonical import CanonicalError, loads_strict
+from ledger.fsmode import open_private, private_dir
 from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope
 from receipts.keys import KeyConfigError, PublicKey, parse_public_key
 
@@ -209,10 +210,15 @@ def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str], *
     return opened
 
 
+def _new_private(path: Path) -> IO[bytes]:
+    """A new file (refused if it exists, as open(path, "xb")), 0600 whatever the umask: it holds the session's words."""
+    return os.fdopen(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW), "wb")
+
+
 def _extract(z: zipfile.ZipFile, by_name: dict[str, zipfile.ZipInfo], opened: Opened, unnamed: bool) -> None:
     manifest = opened.manifest
     if unnamed:  # made before the first byte of a member is written, so no word ever has a name on disk
-        opened.data.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(opened.data)
         opened._files.append(tempfile.TemporaryFile(dir=opened.data))  # the ledger
         opened._files.append(tempfile.TemporaryFile(dir=opened.data))  # receipts and certificates, packed
         opened.ledger = opened._files[0].fileno()
@@ -222,7 +228,7 @@ def _extract(z: zipfile.ZipFile, by_name: dict[str, zipfile.ZipInfo], opened: Op
             opened.mismatches.append(f"{m.name}: the zip declares {info.file_size:,} bytes, the manifest {m.size:,}")
             continue
         out = _target(opened.data, manifest.session, m.name)
-        out.parent.mkdir(parents=True, exist_ok=True)  # also when unnamed: the folders are what they would be
+        private_dir(out.parent)  # also when unnamed: the folders are what they would be (0700, whatever the umask)
         sink = None
         if unnamed and (m.name == LEDGER_NAME or m.name.startswith(WORDS)):
             sink = opened._files[0 if m.name == LEDGER_NAME else 1]
@@ -230,7 +236,7 @@ def _extract(z: zipfile.ZipFile, by_name: dict[str, zipfile.ZipInfo], opened: Op
         h = hashlib.sha256()
         n = 0
         try:
-            with z.open(info) as r, open(out, "xb") if sink is None else nullcontext(sink) as w:
+            with z.open(info) as r, _new_private(out) if sink is None else nullcontext(sink) as w:
                 while True:
                     b = r.read(min(CHUNK, m.size + 1 - n))
                     if not b:

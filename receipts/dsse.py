@@ -22,6 +22,9 @@ exception. Choices within the spec, all fail-closed:
   bytes (receipts.keys.key_id), never from what the envelope claims.
 * Unrecognised fields are ignored (the spec says consumers MUST).
 * The decoded payload size and the number of signatures are capped.
+* Every key here is Ed25519: a ``sig`` that does not decode to exactly 64
+  bytes is malformed (an empty or cut signature is refused while parsing, with
+  the field named, rather than reported as a signature that does not verify).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from .keys import PublicKey, SigningKey
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 DEFAULT_MAX_SIGNATURES = 16
 MAX_SIG_BYTES = 1024  # far above any real signature; bounds work done on hostile input
+ED25519_SIG_BYTES = 64  # every signature here is Ed25519 (RFC 8032): a `sig` of any other length is malformed
 
 # Outcomes a SignatureCheck can name.
 VERIFIED = "verified"
@@ -238,6 +242,10 @@ def _parse_signature(raw: object, path: str) -> EnvelopeSignature:
         raise MalformedEnvelope(path=path, expected="a JSON object", found=_kind(raw))
     keyid = _optional_text(raw, "keyid", path)
     sig = _decode_b64(_required(raw, "sig", path), f"{path}.sig", MAX_SIG_BYTES)
+    if len(sig) != ED25519_SIG_BYTES:  # an empty or cut signature is malformed input, not a bad signature
+        raise MalformedEnvelope(
+            path=f"{path}.sig", expected=f"a {ED25519_SIG_BYTES}-byte Ed25519 signature", found=f"{len(sig)} bytes"
+        )
     return EnvelopeSignature(keyid=keyid, sig=sig)
 
 

@@ -192,3 +192,84 @@ def test_withholding_a_memory_forgetting_from_the_turn_and_forgetting_the_whole_
         v.check_clean()
     finally:
         v.context.close()
+
+
+ERROR_OVERLAY = "[data-testid=status-tracker] span.error"  # Gradio's "Error" overlay on an output of a failed event
+
+
+def test_a_refused_reason_leaves_the_panel_usable_keeps_the_reason_and_says_why_beside_it(
+    browser: Browser, server: app.Running
+) -> None:
+    """Issue 28 §6: a reason repeating a word of the memory is refused — the preview, the reason box, Forget it for
+    good and Cancel stay usable (no "Error" overlay on any of them), the typed reason stays, the refusal is written
+    in the panel under the reason; the reason is then edited and the forget goes through."""
+    from playwright.sync_api import expect
+
+    v = open_visitor(browser, server.url)
+    page = v.page
+    try:
+        send(page, MESSAGES[0])
+        open_tab(page, ids.TAB_LEDGER)
+        rows = read_grid(page, ids.LEDGER_EVENTS)
+        seq = next(row[0] for row in rows if MARKER in row[3])
+        page.locator(f"#{ids.FORGET_LEDGER_SEQ} textarea, #{ids.FORGET_LEDGER_SEQ} input").first.fill(seq)
+        page.locator(f"#{ids.FORGET_LEDGER_BUTTON}").click()
+        preview = markdown(page, ids.FORGET_PREVIEW)
+        expect(preview).to_contain_text(MARKER)
+
+        reason_box = page.locator(f"#{ids.FORGET_REASON} textarea")
+        typed = f"it mentioned {MARKER} by mistake"
+        reason_box.fill(typed)
+        page.locator(f"#{ids.FORGET_CONFIRM}").click()
+        status = markdown(page, ids.FORGET_STATUS)
+        expect(status).to_contain_text("repeats a word")
+        settled(page, ids.FORGET_PREVIEW)
+        for elem in (ids.FORGET_PREVIEW, ids.FORGET_REASON, ids.FORGET_STATUS):
+            settled(page, elem)
+        expect(page.locator(f"#{ids.FORGET_BOX}").locator(ERROR_OVERLAY)).to_have_count(0)
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)
+        expect(preview).to_contain_text(MARKER)  # the preview is still there, not an overlay
+        expect(reason_box).to_have_value(typed)
+        expect(reason_box).to_be_editable()
+        expect(page.locator(f"#{ids.FORGET_CONFIRM}")).to_be_enabled()
+        shot(page, "forget-refused-reason.png")
+        assert any(MARKER.encode() in p.read_bytes() for p in (server.service.data_dir / "sessions").rglob("events.jsonl"))
+
+        # The reason is edited in place; the status line goes with the next answer.
+        reason_box.fill("a private detail")
+        page.locator(f"#{ids.FORGET_CONFIRM}").click()
+        expect(preview).to_contain_text("Forgotten:")
+        expect(status).not_to_contain_text("repeats a word")
+        page.locator(f"#{ids.FORGET_CANCEL}").click()  # "Close"
+        expect(page.locator(f"#{ids.FORGET_BOX}")).to_be_hidden()
+        assert not any(
+            MARKER.encode() in p.read_bytes() for p in (server.service.data_dir / "sessions").rglob("events.jsonl")
+        )
+    finally:
+        v.context.close()
+
+
+def test_cancel_still_works_after_a_refused_reason(browser: Browser, server: app.Running) -> None:
+    """From the Chat tab's Forget… (the same panel): after the refusal, Cancel is clickable and closes the panel,
+    and nothing was forgotten."""
+    from playwright.sync_api import expect
+
+    v = open_visitor(browser, server.url)
+    page = v.page
+    try:
+        send(page, MESSAGES[0])
+        send(page, MESSAGES[1])
+        page.locator(f"#{ids.TURN_TOOLS} button.label-wrap").click()
+        page.locator(f"#{ids.FORGET_TURN_PICK} input").click()
+        page.get_by_role("option").filter(has_text="memory#1 · seq 0").click()
+        page.locator(f"#{ids.FORGET_TURN_BUTTON}").click()
+        expect(markdown(page, ids.FORGET_PREVIEW)).to_contain_text("Answers that go with it")
+        page.locator(f"#{ids.FORGET_REASON} textarea").fill(f"{MARKER} again")
+        page.locator(f"#{ids.FORGET_CONFIRM}").click()
+        expect(markdown(page, ids.FORGET_STATUS)).to_contain_text("repeats a word")
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)
+        page.locator(f"#{ids.FORGET_CANCEL}").click(timeout=5_000)
+        expect(page.locator(f"#{ids.FORGET_BOX}")).to_be_hidden()
+        expect(page.locator(f"#{ids.CHAT_HISTORY}")).to_contain_text(MARKER)
+    finally:
+        v.context.close()

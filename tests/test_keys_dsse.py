@@ -557,8 +557,6 @@ def _attacks(signer: SigningKey, stranger: SigningKey) -> list[tuple[str, Callab
             WRONG_PAYLOAD_TYPE,
         ),
         ("flipped-sig-bit", _flip_sig_bit, PAYLOAD_TYPE, BAD_SIGNATURE),
-        ("truncated-sig", _truncate_sig, PAYLOAD_TYPE, BAD_SIGNATURE),
-        ("empty-sig", lambda o: o["signatures"][0].update(sig=""), PAYLOAD_TYPE, BAD_SIGNATURE),
         ("signature-from-another-payload", other_payload_signature, PAYLOAD_TYPE, BAD_SIGNATURE),
         ("signature-by-unknown-key", replace_signatures(_envelope(stranger)), PAYLOAD_TYPE, UNKNOWN_KEY),
         (
@@ -634,6 +632,9 @@ class TestParseEnvelope:
             pytest.param(lambda o: o["signatures"][0].pop("sig"), "$.signatures[0].sig", id="no-sig"),
             pytest.param(lambda o: o["signatures"][0].update(keyid=None), "$.signatures[0].keyid", id="keyid-null"),
             pytest.param(lambda o: o["signatures"][0].update(sig="A" * 2000), "$.signatures[0].sig", id="huge-sig"),
+            # issue 28 §7: a signature that is not 64 bytes of Ed25519 is malformed (it was a bad signature)
+            pytest.param(_truncate_sig, "$.signatures[0].sig", id="truncated-sig"),
+            pytest.param(lambda o: o["signatures"][0].update(sig=""), "$.signatures[0].sig", id="empty-sig"),
             pytest.param(lambda o: o.update(signatures=o["signatures"] * 17), "$.signatures", id="too-many-sigs"),
         ],
     )

@@ -1,11 +1,13 @@
 """Forgetting from the app, handler by handler (no server): every entry point opens one confirmation that lists
-what goes; Cancel changes nothing; a refused request is a toast and changes nothing; Confirm erases, offers a
-certificate that verifies, and every view (chat, ledger, search, the app's download copies) forgets too."""
+what goes; Cancel changes nothing; a refused question is a toast and changes nothing, a refused confirmation is a
+status line beside the reason (and a toast) that leaves the panel as it was; Confirm erases, offers a certificate
+that verifies, and every view (chat, ledger, search, the app's download copies) forgets too."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,16 @@ def select(row: list[Any]) -> gr.SelectData:
     return gr.SelectData(None, {"index": [0, 0], "value": row[0], "row_value": row, "selected": True})
 
 
+def refused(confirm: Callable[[], tuple[Any, ...]]) -> str:
+    """The status line of a refused confirmation (also a toast: gr.Warning, a UserWarning outside a request); every
+    other output of the panel is left as it is."""
+    with pytest.warns(UserWarning):
+        out = confirm()
+    assert len(out) == 8 and all(v == gr.skip() for v in out[:7]), out
+    assert out[7].startswith("⚠️ **Nothing was forgotten:**")
+    return str(out[7])
+
+
 def texts(history: list[dict[str, Any]]) -> list[str]:
     return [m["content"] for m in history if not m.get("metadata")]
 
@@ -88,10 +100,10 @@ class TestAsk:
         key, seq = memory_session(ui)
         before = snapshot(ui)
         out = ui.ask_forget(key, seq)
-        pending, box, text, _reason, confirm, _cancel, cert = out
+        pending, box, text, _reason, confirm, _cancel, cert, status = out
         plan = cf.preview(ui.service.data_dir, session_id(key), [seq])
         assert isinstance(pending, fg.Pending) and pending.erase == plan.erase and len(plan.cascaded) == 3
-        assert box.visible and confirm.visible and not cert.visible
+        assert box.visible and confirm.visible and not cert.visible and status == ""
         assert MARKER in text and "Answers that go with it" in text
         for s in plan.cascaded:
             assert f"seq {s} · assistant (answer)" in text
@@ -105,8 +117,7 @@ class TestAsk:
         pending, box, *_ = ui.cancel_forget()
         assert pending is None and not box.visible
         assert snapshot(ui) == before
-        with pytest.raises(gr.Error, match="nothing to confirm"):
-            ui.confirm_forget(key, pending, "")
+        assert "nothing to confirm" in refused(lambda: ui.confirm_forget(key, pending, ""))
         assert snapshot(ui) == before
 
     @pytest.mark.parametrize(
@@ -136,8 +147,7 @@ class TestAsk:
             ui.ask_forget(key, str(seq))
         with pytest.raises(gr.Error, match="is an erasure record"):
             ui.ask_forget(key, str(record))
-        with pytest.raises(gr.Error, match="already erased"):  # a stale confirmation of the same memory
-            ui.confirm_forget(key, pending, "")
+        assert "already erased" in refused(lambda: ui.confirm_forget(key, pending, ""))  # a stale confirmation of it
         assert snapshot(ui) == before
 
     def test_a_session_with_no_events_has_nothing_to_forget(self, ui: UI) -> None:
@@ -161,7 +171,8 @@ class TestConfirm:
         row = next(row for row in table["data"] if MARKER in row[3])
         picked = ui.pick_ledger_row(select(row))
         assert picked == str(seq)
-        _state, box, text, reason, confirm, cancel, cert = self.confirm(ui, key, picked)
+        _state, box, text, reason, confirm, cancel, cert, status = self.confirm(ui, key, picked)
+        assert status == ""
         assert box.visible and not confirm.visible and not reason.visible and cancel.value == "Close"
         assert "Forgotten:" in text and MARKER not in text
         raw = Path(download_path(cert)).read_bytes()
@@ -237,9 +248,22 @@ class TestConfirm:
         key, seq = memory_session(ui)
         pending = ui.ask_forget(key, seq)[0]
         before = snapshot(ui)
-        with pytest.raises(gr.Error, match="reason: repeats a word"):
-            ui.confirm_forget(key, pending, f"it held {MARKER}")
+        assert "reason: repeats a word" in refused(lambda: ui.confirm_forget(key, pending, f"it held {MARKER}"))
         assert snapshot(ui) == before
+
+    def test_a_refused_reason_returns_a_status_beside_it_and_leaves_the_panel_as_it_is(self, ui: UI) -> None:
+        """Issue 28 §6: the refusal is not raised (gr.Error put an "Error" overlay on every output of the event and
+        locked the panel): every other output is left as it is — the preview, the reason typed, both buttons — and
+        the status line says why; the same pending confirmation then goes through with a reason that says no word."""
+        key, seq = memory_session(ui)
+        pending = ui.ask_forget(key, seq)[0]
+        with pytest.warns(UserWarning, match="repeats a word"):  # the toast (gr.Warning, outside a request)
+            out = ui.confirm_forget(key, pending, f"it held {MARKER}")
+        assert len(out) == 8 and all(v == gr.skip() for v in out[:7]), out[:7]
+        assert "Nothing was forgotten" in out[7] and "reason: repeats a word of the event at seq 0" in out[7]
+        assert MARKER not in out[7]
+        done = ui.confirm_forget(key, pending, "a private detail")
+        assert done[0] == fg.DONE_EVENTS and done[7] == ""
 
     def test_a_confirmation_for_another_session_is_refused(self, ui: UI) -> None:
         key, seq = memory_session(ui)
@@ -247,8 +271,7 @@ class TestConfirm:
         other = new_session_key()
         chat(ui, other, "hello")
         before = snapshot(ui)
-        with pytest.raises(gr.Error, match="another session"):
-            ui.confirm_forget(other, pending, "")
+        assert "another session" in refused(lambda: ui.confirm_forget(other, pending, ""))
         assert snapshot(ui) == before
 
     def test_a_new_answer_citing_it_after_the_question_asks_again_and_erases_nothing(self, ui: UI) -> None:
@@ -271,7 +294,7 @@ class TestForgetSession:
         asked = ui.ask_forget_session(key)
         assert asked[0].scope == fg.SESSION and "6 events" in asked[2] and "2 receipts" not in asked[2]
         assert not asked[3].visible  # no reason box: a whole-session certificate holds only hashes
-        state, _box, text, _reason, _confirm, _cancel, cert = ui.confirm_forget(key, asked[0], "")
+        state, _box, text, _reason, _confirm, _cancel, cert, _status = ui.confirm_forget(key, asked[0], "")
         assert state == fg.DONE_SESSION and "Session forgotten" in text
         assert not ui.service.engine.ledger.exists(session)
         raw = Path(download_path(cert)).read_bytes()

@@ -44,6 +44,7 @@ from . import render_supersede as rs
 from . import render_verify as rv
 from . import supersede as sp
 from .inputs import BadInput, read_upload
+from .places import scrub
 from .service import Service
 from .sessions import SessionKeyError, is_session_key, new_session_key
 from .tamper import DEFAULT_TARGET, TamperError
@@ -63,7 +64,7 @@ def to_gr_error(exc: BaseException, *, for_html: bool = True) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, KNOWN):
-        text = shown_text(exc)
+        text = scrub(shown_text(exc))  # no server path, no database address (webui/places.py)
         return gr.Error(
             html.escape(text) if for_html else text,
             title="Refused" if not isinstance(exc, TurnError) else "Turn failed",
@@ -510,7 +511,7 @@ class UI:
 
     # -- forgetting (webui/forget.py; the rules are control.forget's) ------------------------------------
     # Every entry point opens the one confirmation panel. Outputs of ask/confirm/cancel: (pending State,
-    # panel, panel text, reason box, confirm button, cancel button, certificate download).
+    # panel, panel text, reason box, confirm button, cancel button, certificate download, status line).
     @edge
     def ask_forget(self, key: object, seq: object) -> tuple[Any, ...]:
         """A seq from the turn's dropdown, a search result or the ledger (a selected row or the seq box)."""
@@ -534,10 +535,14 @@ class UI:
             gr.Button(value=confirm_label, visible=True),
             gr.Button(value=rf.CANCEL_LABEL),
             gr.DownloadButton(value=None, visible=False),
+            "",
         )
 
     @edge
     def confirm_forget(self, key: object, pending: object, reason: object) -> tuple[Any, ...]:
+        """Confirm. A refusal (a reason that repeats the memory, a stale or foreign confirmation) — or a failure — does
+        not raise: gr.Error would put an "Error" overlay on every output, locking the panel (issue 28 §6). It is said in
+        the status line beside the reason (and a toast); the preview, the reason typed and the buttons stay as they are."""
         try:
             done = fg.confirm(self.service, key, pending, reason)
         except fg.Changed as changed:  # ask again, showing what would go now
@@ -551,7 +556,10 @@ class UI:
                 gr.skip(),
                 gr.skip(),
                 gr.skip(),
+                "",
             )
+        except Exception as exc:  # noqa: BLE001 - the edge: said beside the reason, never raised (see above)
+            return self._forget_refused(exc)
         return (
             fg.DONE_SESSION if done.result.record_seq is None else fg.DONE_EVENTS,
             gr.Column(visible=True),
@@ -560,7 +568,16 @@ class UI:
             gr.Button(visible=False),
             gr.Button(value=rf.CLOSE_LABEL),
             gr.DownloadButton(label=rf.CERTIFICATE_LABEL, value=done.certificate_download, visible=True),
+            "",
         )
+
+    @staticmethod
+    def _forget_refused(exc: BaseException) -> tuple[Any, ...]:
+        """The panel as it is (every output skipped: the preview, the reason typed, the buttons) and the refusal in
+        the status line; the same text as a toast. Unexpected failures are logged by to_gr_error, as at any edge."""
+        err = to_gr_error(exc, for_html=False)
+        gr.Warning(html.escape(err.message), title=err.title or "Refused")
+        return (*(gr.skip() for _ in range(7)), rf.refused_markdown(err.message))
 
     @staticmethod
     def cancel_forget() -> tuple[Any, ...]:
@@ -573,6 +590,7 @@ class UI:
             gr.Button(visible=True),
             gr.Button(value=rf.CANCEL_LABEL),
             gr.DownloadButton(value=None, visible=False),
+            "",
         )
 
     @edge

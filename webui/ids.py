@@ -52,6 +52,7 @@ HISTORY_STATUS = "history-status"
 FORGET_BOX = "forget-box"
 FORGET_PREVIEW = "forget-preview"
 FORGET_REASON = "forget-reason"
+FORGET_STATUS = "forget-status"  # the refusal of a confirmation, under the reason
 FORGET_CONFIRM = "forget-confirm"
 FORGET_CANCEL = "forget-cancel"
 FORGET_CERTIFICATE = "forget-certificate"

@@ -130,6 +130,9 @@ def _components(service: Service) -> Page:
             max_length=2000,
             elem_id=ids.FORGET_REASON,
         )
+        # A refused confirmation (e.g. a reason that repeats the memory) is said here, beside the reason, and the panel
+        # stays usable: raising gr.Error would put an "Error" overlay on every output of the event (issue 28 §6).
+        forget_status = gr.Markdown(elem_id=ids.FORGET_STATUS, latex_delimiters=[])
         with gr.Row():
             confirm_btn = gr.Button(rf.CONFIRM_LABEL, variant="stop", elem_id=ids.FORGET_CONFIRM)
             cancel_btn = gr.Button(rf.CANCEL_LABEL, elem_id=ids.FORGET_CANCEL)

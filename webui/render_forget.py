@@ -114,6 +114,11 @@ def result_markdown(result: ForgetResult, copies_removed: int = 0) -> str:
     return "  \n".join(lines)
 
 
+def refused_markdown(why: str) -> str:
+    """The status line under the reason when a confirmation is refused: nothing was forgotten, and why."""
+    return f"⚠️ **Nothing was forgotten:** {md(why, 400)}"
+
+
 # -- the turn tools (under the stamps) --------------------------------------------------------------
 def _text_of(ev: Mapping[str, Any]) -> str | None:
     text = ev.get("text")

@@ -29,7 +29,7 @@ from receipts.body import parse_receipt
 from receipts.certificate import Certificate, parse_certificate
 from receipts.certificate_check import CertificateReport
 from receipts.certificate_io import verify_certificate_bytes
-from receipts.keys import format_public_key
+from receipts.keys import KeyConfigError, format_public_key, keys_dir
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
 
@@ -38,6 +38,7 @@ from .bundles import receipt_home
 from .downloads import Downloads
 from .history import HistoryCheck
 from .inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
+from .places import keep_private
 from .render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
 from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from .tamper import Tampered, tamper
@@ -76,6 +77,15 @@ class Service:
         # Where the app keeps copies of receipts (the download copies; webui.layout.build adds Gradio's file cache):
         # forgetting a memory deletes the copies that still hold it (webui/forget.py).
         self.cache_dirs: list[Path] = [self.downloads.root]
+        # A visitor's message names none of the server's places (webui/places.py, applied by handlers.to_gr_error).
+        keep_private(self.data_dir, "DATA_DIR")
+        keep_private(self.downloads.base, "the download folder")
+        try:
+            keep_private(keys_dir(self.data_dir), "the keys folder")
+        except KeyConfigError:
+            pass
+        if engine.stores.database is not None:
+            keep_private(engine.stores.database.shown, "the database")
 
     # -- sessions --------------------------------------------------------------------
     @staticmethod

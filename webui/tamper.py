@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.canonical import canonical_json
-from receipts.body import parse_receipt
+from receipts.body import MalformedReceipt, parse_receipt
 
 # target -> label shown in the UI
 TARGETS: dict[str, str] = {
@@ -55,7 +55,20 @@ class Tampered:
 
 
 def tamper(raw: bytes, target: str = DEFAULT_TARGET) -> Tampered:
-    """Raises MalformedReceipt for a non-receipt, TamperError when the target has nothing to change."""
+    """Raises MalformedReceipt for a non-receipt, TamperError when the target has nothing to change — and nothing
+    else: a receipt this code cannot place one changed byte in is a TamperError with one line (issue 28 §7)."""
+    try:
+        return _tamper(raw, target)
+    except (TamperError, MalformedReceipt):
+        raise
+    except (KeyError, IndexError, TypeError, ValueError) as exc:  # parse_receipt passed, yet the shape surprised us
+        raise TamperError(
+            f"tamper: this receipt has no byte that can be changed for {TARGETS.get(target, target)[:60]} "
+            f"({type(exc).__name__}); pick another target"
+        ) from None
+
+
+def _tamper(raw: bytes, target: str) -> Tampered:
     if target not in TARGETS:
         raise TamperError(f"tamper: unknown target {target[:40]!r}; choose one of {', '.join(TARGETS)}")
     receipt = parse_receipt(raw)
@@ -97,9 +110,13 @@ def _tamper_signature(envelope: dict[str, Any], note: str | None) -> Tampered:
     sigs = envelope.get("signatures") or []
     if not sigs:
         raise TamperError("tamper: the envelope carries no signature to change")
-    encoded = sigs[0]["sig"]
+    encoded = sigs[0].get("sig") if isinstance(sigs[0], dict) else None
+    if not isinstance(encoded, str) or not encoded:
+        raise TamperError("tamper: the envelope's signature is empty: there is no byte of it to change")
     urlsafe = "-" in encoded or "_" in encoded
     sig = bytearray(base64.urlsafe_b64decode(encoded) if urlsafe else base64.b64decode(encoded))
+    if not sig:
+        raise TamperError("tamper: the envelope's signature is empty: there is no byte of it to change")
     before = sig[0]
     sig[0] ^= 0x01
     sigs[0]["sig"] = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(bytes(sig)).decode("ascii")

@@ -6,11 +6,13 @@ webui/bundle_ui.py, webui/service.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from . import forget as fg
 from . import ids
 from .bundle_ui import BundleUI
 from .handlers import UI
@@ -26,6 +28,20 @@ UNDOCUMENTED = "undocumented"  # callable by gradio_client (the browser's events
 SHOW_FORGET_BOX = f"() => {{ const el = document.getElementById('{ids.FORGET_BOX}'); if (el) el.scrollIntoView({{block: 'center'}}); }}"
 
 
+def if_forgotten(fn: Callable[..., Any], outputs: int) -> Callable[..., Any]:
+    """`fn`, run after a confirmation only when something was forgotten (the pending State reads done): after a
+    refusal or a confirmation asked again, the exports, the search, the ledger and the turn tools' pick stay as
+    they are (issue 28 §6). The pending State is the first input."""
+
+    def run(state: object, *args: Any) -> Any:
+        if state in (fg.DONE_EVENTS, fg.DONE_SESSION):
+            return fn(*args)
+        return gr.skip() if outputs == 1 else tuple(gr.skip() for _ in range(outputs))
+
+    run.__name__ = f"{getattr(fn, '__name__', 'step')}_if_forgotten"
+    return run
+
+
 def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
     """Attach every event of the page `p` (called inside `demo`'s Blocks context)."""
     ui = UI(service)
@@ -35,7 +51,9 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
     cleared = [p.search_status, p.results, p.verdict, p.report, p.search_explain]
     history_inputs = [p.key_state, p.kept_state]
     history_outputs = [p.kept_state, p.history_box, p.history_md, p.kept_dl, p.current_dl, p.accept_btn, p.history_status]
-    forget_outputs = [p.pending, p.forget_box, p.forget_md, p.reason, p.confirm_btn, p.cancel_btn, p.cert_dl]
+    forget_outputs = [
+        p.pending, p.forget_box, p.forget_md, p.reason, p.confirm_btn, p.cancel_btn, p.cert_dl, p.forget_status
+    ]
     turn_tool_outputs = [p.receipt_state, p.turn_pick, p.withhold, p.withheld_dl]
     export_outputs = [p.export_status, p.bundle_dl, p.markdown_dl]
     imported_outputs = [p.imported_list, p.imported_pick]
@@ -201,14 +219,44 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
         api_visibility=UNDOCUMENTED,
     )
     # an export shown before held the forgotten words: its copies were deleted (webui.forget.purge_copies)
-    forgot.then(bui.exports_cleared, None, export_outputs, api_name="forget_exports", api_visibility="private")
+    # Each step runs only when something was forgotten (if_forgotten): a refusal leaves every view as it was.
+    done = p.pending
+    forgot.then(
+        if_forgotten(bui.exports_cleared, len(export_outputs)),
+        [done],
+        export_outputs,
+        api_name="forget_exports",
+        api_visibility="private",
+    )
     forgot.then(
         ui.after_forget, [p.key_state, p.pending], session_outputs, api_name="forget_done", api_visibility="private"
-    ).then(ui.load_consent, [p.key_state], consent_setting, api_name="forget_consent", api_visibility="private").then(
-        ui.cleared, None, cleared, api_name="forget_clear", api_visibility="private"
-    ).then(ui.ledger, [p.key_state], ledger_outputs, api_name="forget_ledger", api_visibility="private").then(
-        ui.turn_tools, [p.key_state], turn_tool_outputs, api_name="forget_tools", api_visibility="private"
-    ).then(ui.check_history, history_inputs, history_outputs, api_name="forget_history", api_visibility="private")
+    ).then(
+        if_forgotten(ui.load_consent, len(consent_setting)),
+        [done, p.key_state],
+        consent_setting,
+        api_name="forget_consent",
+        api_visibility="private",
+    ).then(
+        if_forgotten(ui.cleared, len(cleared)), [done], cleared, api_name="forget_clear", api_visibility="private"
+    ).then(
+        if_forgotten(ui.ledger, len(ledger_outputs)),
+        [done, p.key_state],
+        ledger_outputs,
+        api_name="forget_ledger",
+        api_visibility="private",
+    ).then(
+        if_forgotten(ui.turn_tools, len(turn_tool_outputs)),
+        [done, p.key_state],
+        turn_tool_outputs,
+        api_name="forget_tools",
+        api_visibility="private",
+    ).then(
+        if_forgotten(ui.check_history, len(history_outputs)),
+        [done, *history_inputs],
+        history_outputs,
+        api_name="forget_history",
+        api_visibility="private",
+    )
     p.cancel_btn.click(ui.cancel_forget, None, forget_outputs, api_name="forget_cancel", api_visibility=UNDOCUMENTED)
     for trigger, fn, inputs, name in (
         (p.turn_forget.click, ui.ask_forget, [p.key_state, p.turn_pick], "forget_ask_turn"),
