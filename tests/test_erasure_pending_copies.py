@@ -7,7 +7,8 @@ disclose the forgotten word. Every path that copies the session's content out th
 cannot be finished now, refuses with one line and writes nothing: the bundle export (function, `python -m bundle
 export`, the app's Ledger tab, MCP's export_session), the Markdown export (function, CLI, app), and the app's
 receipt downloads (the Chat tab's download on a page load and after a turn, the copy with memories withheld).
-And the app's forget runs recover again when a forget fails, not only at start. On files and on PostgreSQL.
+The app's search, turn and ask-me-first proposal (and MCP's search_memories, ask, propose_turn) settle the same way:
+the index rows still hold the words until the erasure's later steps run. And the app's forget runs recover again when a forget fails, not only at start. On files and on PostgreSQL.
 
 The session: the marked memory and three answers whose receipts cite it (tests/forget_support.marked_session),
 answered by a stand-in that does not repeat the memories, so the answers live on after the memory alone is forgotten
@@ -37,6 +38,7 @@ from chat.llm import LLM, Completion
 from control import forget as cf
 from control import steps
 from storage.stores import Stores, pg_stores
+from webui import controls as ct
 from webui.bundle_ui import BundleUI
 from webui.handlers import UI
 from webui.mcp_tools import make_tools
@@ -227,6 +229,30 @@ class TestEachCopyFinishesThePendingErasureFirst:
         assert not has_marker(path.read_bytes())
         finished(half)
 
+    def test_a_search_finishes_the_erasure_first_the_index_still_held_the_word(self, half: Half) -> None:
+        found = half.svc.search(half.key, "locker code word", 8)
+        assert found.results and not has_marker(repr(found.results).encode())
+        tools = {fn.__name__: fn for fn in make_tools(half.svc)}
+        assert not has_marker(tools["search_memories"](half.key, "locker code word").encode())  # MCP's
+        finished(half)
+
+    def test_a_turn_finishes_the_erasure_first_so_its_answer_and_receipt_hold_no_copy(self, half: Half) -> None:
+        tools = {fn.__name__: fn for fn in make_tools(half.svc)}
+        said = tools["ask"](half.key, "What is my locker code word?")  # MCP's ask: the answer and its receipt
+        assert not has_marker(said.encode())
+        finished(half)
+
+    def test_the_chat_tab_s_consent_turn_finishes_the_erasure_before_it_shows_the_memories(self, half: Half) -> None:
+        proposal = ct.propose(half.svc, half.key, "What is my locker code word?", 8)  # ask me first, step 1
+        assert not has_marker(repr(proposal).encode())
+        finished(half)
+
+    def test_a_consent_turn_finishes_the_erasure_before_it_shows_the_memories_it_would_send(self, half: Half) -> None:
+        tools = {fn.__name__: fn for fn in make_tools(half.svc)}
+        proposed = tools["propose_turn"](half.key, "What is my locker code word?")  # MCP's ask-me-first step 1
+        assert json.loads(proposed)["candidates"] and not has_marker(proposed.encode())
+        finished(half)
+
 
 # -- refusing when it cannot be finished now ---------------------------------------------------------------
 REFUSAL = "stopped half way"
@@ -264,7 +290,8 @@ class TestACopyIsRefusedWhileTheErasureCannotBeFinished:
             write_markdown(half.data, half.session, out, stores=half.cli_stores())
         assert not out.exists()
 
-    def test_the_app_and_mcp_refuse_with_one_line_naming_no_server_path(self, half: Half) -> None:
+    def test_the_app_and_mcp_refuse_with_one_line_naming_no_server_path_and_append_nothing(self, half: Half) -> None:
+        head = half.stores.ledger.head(half.session)
         before = sorted(p for p in half.svc.downloads.root.rglob("*") if p.is_file())
         tools = {fn.__name__: fn for fn in make_tools(half.svc)}
         calls = [
@@ -272,6 +299,9 @@ class TestACopyIsRefusedWhileTheErasureCannotBeFinished:
             lambda: BundleUI(half.svc).export_markdown(half.key),
             lambda: tools["export_session"](half.key),
             lambda: UI(half.svc).withhold(half.key, half.turns[-1].receipt_id, [half.mem]),
+            lambda: tools["search_memories"](half.key, "locker code word"),
+            lambda: tools["ask"](half.key, "What is my locker code word?"),
+            lambda: tools["propose_turn"](half.key, "What is my locker code word?"),
         ]
         for call in calls:
             with pytest.raises(gr.Error) as caught:
@@ -279,6 +309,7 @@ class TestACopyIsRefusedWhileTheErasureCannotBeFinished:
             said = str(caught.value.message)
             assert REFUSAL in said and "\n" not in said and str(half.data) not in said, said
         assert sorted(p for p in half.svc.downloads.root.rglob("*") if p.is_file()) == before
+        assert half.stores.ledger.head(half.session) == head
 
     def test_a_page_load_still_opens_the_session_but_offers_no_receipt_and_shows_no_disclosure(self, half: Half) -> None:
         out = UI(half.svc).start(half.key)

@@ -114,7 +114,8 @@ class Service:
         return True
 
     def settle(self, session: str) -> None:
-        """Before anything of the session is shown or copied out: an erasure of it that stopped half way is finished
+        """Before anything of the session is shown, copied out or sent to a model (a receipt read, a search, a turn, the
+        memories a consent turn proposes): an erasure of it that stopped half way is finished
         (control.settle, with the engine's stores and key; the app's download folders lose their copies of the
         receipts it redacts), or BadInput (one line) when it cannot be finished now."""
         try:
@@ -139,8 +140,11 @@ class Service:
         *,
         k_max: int = K_MAX,
     ) -> Turn:
-        """Raises SessionKeyError / BadInput (nothing written), TurnError (the turn failed)."""
+        """Raises SessionKeyError / BadInput (nothing written), TurnError (the turn failed). An erasure of the session
+        that stopped half way is finished first (settle): its index rows still hold the words, and a turn would hand
+        them to the model and copy them into its receipt."""
         session, k_, text = self.check_turn(key, message, k, k_max=k_max)
+        self.settle(session)
         try:
             return self.engine.turn(session, text, k_, on_delta=on_delta)
         except InputError as exc:
@@ -173,6 +177,7 @@ class Service:
         `explain`: each hit carries why it ranked where it did (retrieval.explain)."""
         session = self.session(key)
         k_, q = parse_k(k, k_max), check_query(query)
+        self.settle(session)  # an erasure stopped half way left the words in the index rows: finished first
         led = self.engine.ledger
         state = current_controls(led, session) if led.exists(session) else ControlState()
         exclude = set() if include_revoked else set(state.excluded())  # control events are not in the index
