@@ -21,6 +21,9 @@ import base64
 import dataclasses
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,7 +48,9 @@ from webui.mcp_tools import make_tools
 from webui.service import Service
 from webui.sessions import new_session_key, session_id
 
-from .forget_support import NEEDLES, _blobs, files_with_marker, marked_session
+from .forget_support import NEEDLES, _blobs, engine, files_with_marker, marked_session
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class QuietLLM(LLM):
@@ -359,3 +364,33 @@ def test_a_forget_that_fails_and_cannot_be_finished_says_so_in_one_line_and_keep
     said = str(caught.value.message)
     assert "cannot be finished just now" in said and "\n" not in said and str(service.data_dir) not in said, said
     assert cf.pending(service.data_dir)
+
+
+# -- a SIGKILL right after Ledger.erase, then the command line ----------------------------------------------
+KILL_AFTER_LEDGER_ERASE = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from control import forget as control
+from control import steps
+steps.apply_receipts = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+control.forget(sys.argv[2], "alice", [int(sys.argv[3])])
+"""
+
+
+def test_a_forget_killed_after_the_ledger_changed_is_finished_by_bundle_export_on_the_command_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    eng = engine(data)
+    mem, _turns = marked_session(eng)
+    key = eng.key.public_key
+    eng.close()
+    child = subprocess.run([sys.executable, "-c", KILL_AFTER_LEDGER_ERASE, str(ROOT), str(data), str(mem)], capture_output=True, text=True, timeout=120)
+    assert child.returncode == -9, child.stderr[-2000:]
+    assert cf.pending(data) and files_with_marker(data), "killed before the receipts were redacted"
+    out = tmp_path / "alice.mrebundle"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    done = subprocess.run([sys.executable, "-m", "bundle", "export", str(data), "alice", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    raw = out.read_bytes()
+    assert not has_marker(raw) and bundle_members_with_marker(raw) == []
+    assert verify_file(out, [key]).verdict == "verified"
+    assert cf.pending(data) == [] and files_with_marker(data) == []
