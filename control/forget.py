@@ -423,8 +423,9 @@ def recover(
     session: str | None = None,
 ) -> list[Path]:
     """Finish every erasure a crash interrupted (call it when the CLI or the app starts), or with `session` only
-    that session's (control.settle, before a copy of it is made); return the certificates written. An erasure whose record reached the ledger is completed (index purge, receipts, checkpoint,
-    certificate); one that did not is dropped — the ledger never changed. A session deletion is completed.
+    that session's (control.settle, before a copy of it is made); return the certificates written. An erasure whose
+    record reached the ledger is completed (index purge, receipts, checkpoint, certificate); one that did not is
+    dropped — the ledger never changed. A session deletion is completed.
 
     `copies`: as for `forget` — the folders where the app keeps download copies. A crash left there the copies of
     the receipts the interrupted erasure redacts or withdraws (every receipt of a deleted session), still holding
