@@ -18,14 +18,15 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from control.settle import ErasureUnfinished, settled
 from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
@@ -124,6 +125,26 @@ def session_stores(
     return ledger, backend
 
 
+@contextmanager
+def no_erasure_pending(
+    data: Path,
+    session: str,
+    backend: ReceiptBackend,
+    *,
+    stores: Stores | None,
+    key: SigningKey | None,
+    copies: Iterable[str | os.PathLike[str]],
+) -> Iterator[None]:
+    """The session's turn lock, held with no erasure of it left half way (control.settle.settled: one that an I/O
+    error or a kill stopped is finished first, with `stores`, `key` and `copies` as control.forget.recover takes
+    them); BundleError (one line) when it cannot be finished now. Every export of a session's content runs in it."""
+    try:
+        with settled(data, session, backend.turn_lock, stores=stores, key=key, copies=copies):
+            yield
+    except ErasureUnfinished as exc:
+        raise BundleError(str(exc)) from None
+
+
 def export_session(
     data_dir: str | os.PathLike[str],
     session: str,
@@ -134,8 +155,15 @@ def export_session(
     stores: Stores | None = None,
     exported_at: str | None = None,
     certificates: Sequence[tuple[str, bytes]] | None = None,
+    recover_with: Stores | None = None,
+    copies: Iterable[str | os.PathLike[str]] = (),
 ) -> Exported:
     """Write `session` as a bundle at `out` (BundleError: no such session, nothing to export).
+
+    An erasure of the session that stopped half way (its journal in `data_dir/erasures`) is finished first
+    (control.settle), or the export is refused with one line (BundleError) and nothing is written: `recover_with`,
+    the stores that finishes it with (default `stores`: the app passes its engine's), `copies` the download folders
+    whose copies of the redacted receipts go with it.
 
     `stores`: where the session is kept (storage.stores; by default the files in `data_dir`, of which only the
     ledger and the receipt files are opened). Erasure certificates are read from `data_dir/erasures` on either
@@ -154,7 +182,7 @@ def export_session(
         signer = key if key is not None else load_or_create(data)
         out_path = Path(out)
         tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.partial")
-        with backend.turn_lock(session):
+        with no_erasure_pending(data, session, backend, stores=recover_with or stores, key=key, copies=copies):
             count, head = ledger.head(session)
             if count == 0:
                 raise BundleError(f"session {session}: no events to export")
@@ -309,4 +337,4 @@ def _write_bytes(z: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> Memb
     return Member(info.filename, len(data), hashlib.sha256(data).hexdigest())
 
 
-__all__ = ["Exported", "export_session", "session_certificates"]
+__all__ = ["Exported", "export_session", "no_erasure_pending", "session_certificates"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,10 +26,11 @@ from receipts.decisions import control_of_record
 from receipts.stores import ReceiptBackend
 from receipts.supersessions import supersession_of_record
 
-from .export import session_stores
+from .export import no_erasure_pending, session_stores
 from .format import BundleError
 
 if TYPE_CHECKING:
+    from receipts.keys import SigningKey
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
 
@@ -83,9 +85,18 @@ def _state(ledger: Ledger | PgLedger, session: str) -> ControlState:
     return current(ledger, session)
 
 
-def render_markdown(data_dir: str | os.PathLike[str], session: str, *, stores: Stores | None = None) -> tuple[str, int]:
+def render_markdown(
+    data_dir: str | os.PathLike[str],
+    session: str,
+    *,
+    stores: Stores | None = None,
+    recover_with: Stores | None = None,
+    copies: Iterable[str | os.PathLike[str]] = (),
+    key: SigningKey | None = None,
+) -> tuple[str, int]:
     """(the Markdown text, the number of events it covers). `stores`: where the session is kept (default the files
-    in `data_dir`)."""
+    in `data_dir`). Read under the session's turn lock, with an erasure of it that stopped half way finished first,
+    or refused (BundleError), as for export_session (`recover_with`, `copies`, `key`: as there)."""
     data = Path(data_dir)
     try:
         validate_session_id(session)
@@ -93,6 +104,7 @@ def render_markdown(data_dir: str | os.PathLike[str], session: str, *, stores: S
         raise BundleError(str(exc)) from None
     with ExitStack() as stack:
         ledger, backend = session_stores(stack, data, stores, session)
+        stack.enter_context(no_erasure_pending(data, session, backend, stores=recover_with or stores, key=key, copies=copies))
         state = _state(ledger, session)
         sup = state.supersessions
         out = [f"# Session {session}", "", "Exported from the Memory Receipt Engine. Each answer lists the memories its receipt cited "

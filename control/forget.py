@@ -421,10 +421,12 @@ def recover(
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
     stores: Stores | None = None,
+    session: str | None = None,
 ) -> list[Path]:
-    """Finish every erasure a crash interrupted (call it when the CLI or the app starts); return the certificates
-    written. An erasure whose record reached the ledger is completed (index purge, receipts, checkpoint,
-    certificate); one that did not is dropped — the ledger never changed. A session deletion is completed.
+    """Finish every erasure a crash interrupted (call it when the CLI or the app starts), or with `session` only
+    that session's (control.settle, before a copy of it is made); return the certificates written. An erasure whose
+    record reached the ledger is completed (index purge, receipts, checkpoint, certificate); one that did not is
+    dropped — the ledger never changed. A session deletion is completed.
 
     `copies`: as for `forget` — the folders where the app keeps download copies. A crash left there the copies of
     the receipts the interrupted erasure redacts or withdraws (every receipt of a deleted session), still holding
@@ -434,7 +436,7 @@ def recover(
     replicas, an erasure a crash interrupted is finished by a process that has that replica's DATA_DIR (its ledger
     change, one transaction, is already seen by every replica)."""
     data = Path(data_dir)
-    journals = pending(data)
+    journals = [j for j in pending(data) if session is None or j.name == f".pending-{session}.json"]
     if not journals:
         return []
     w = where(data, stores, ledger=ledger, index=index)

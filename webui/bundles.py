@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bundle import (
     BundleError,
@@ -93,6 +93,12 @@ def _stores(service: Service) -> Stores | None:
     return stores if stores is not None and stores.kind == "postgresql" else None
 
 
+def _settling(service: Service) -> dict[str, Any]:
+    """What an export finishes an erasure stopped half way with (control.settle, bundle.export.no_erasure_pending):
+    the engine's stores, and the app's download folders, whose stale copies of the redacted receipts go too."""
+    return {"recover_with": service.engine.stores, "copies": service.cache_dirs}
+
+
 def _controls(ledger: Ledger | PgLedger, session: str) -> ControlState:
     return current_controls(ledger, session) if isinstance(ledger, Ledger) else derive(ledger.events(session))
 
@@ -112,7 +118,9 @@ def export_bundle(service: Service, key: object, progress: Progress | None = Non
         raise BadInput("export: this session has no events yet: say something first")
     out = service.downloads.reserve(bundle_name(session))
     try:
-        return export_session(service.data_dir, session, out, key=service.engine.key, progress=progress, stores=_stores(service))
+        return export_session(
+            service.data_dir, session, out, key=service.engine.key, progress=progress, stores=_stores(service), **_settling(service)
+        )
     except BundleError as exc:
         shutil.rmtree(out.parent, ignore_errors=True)
         raise BadInput(f"export: {_clean(str(exc), service)}") from None
@@ -124,7 +132,7 @@ def export_markdown(service: Service, key: object) -> tuple[str, int]:
     if not service.engine.ledger.exists(session):
         raise BadInput("export: this session has no events yet: say something first")
     try:
-        text, n = render_markdown(service.data_dir, session, stores=_stores(service))
+        text, n = render_markdown(service.data_dir, session, stores=_stores(service), key=service.engine.key, **_settling(service))
     except BundleError as exc:
         raise BadInput(f"export: {_clean(str(exc), service)}") from None
     return service.downloads.put(markdown_name(session), text.encode("utf-8")), n

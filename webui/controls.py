@@ -78,6 +78,7 @@ def _engine_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 def propose(service: Service, key: object, message: object, k: object, *, k_max: int = K_MAX) -> Proposal:
     """Step 1 of a consent turn: the memories retrieval would hand the model, and a one-time token. Appends nothing."""
     session, k_, text = service.check_turn(key, message, k, k_max=k_max)
+    service.settle(session)  # the memories shown come from the index: an erasure stopped half way is finished first
     proposal: Proposal = _engine_call(service.engine.propose, session, text, k_)
     return proposal
 

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from control import forget as cf
 from control.forget import ForgetResult
 from control.plan import Plan, PlanError
+from control.settle import unfinished
 from ledger import Event
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
@@ -59,6 +61,21 @@ class Done:
     result: ForgetResult
     certificate_download: str  # a download copy of the certificate (webui/downloads.py)
     copies_removed: int  # the app's copies of the session's receipts that were deleted
+
+
+T = TypeVar("T")
+FINISHED_AFTER_FAILURE = (
+    "the erasure stopped on a server error and was then finished: what you chose is forgotten and its certificate "
+    "was written; reopen the session to see it"
+)
+UNFINISHED_AFTER_FAILURE = (
+    "the erasure stopped half way on a server error and cannot be finished just now; nothing of this session is "
+    "copied out until it is, which the next forget or the app's next start does"
+)
+
+
+class ForgetInterrupted(PlanError):
+    """A forget raised after its ledger change (the journal stayed); recover ran again at once. One line."""
 
 
 class Changed(Exception):
@@ -105,22 +122,26 @@ def confirm(service: Service, key: object, pending: object, reason: object = "")
     eng = service.engine
     if pending.scope == SESSION:
         ids = _receipt_ids(service, session)
-        result = cf.forget_session(
-            service.data_dir, session, stores=eng.stores, key=eng.key, copies=service.cache_dirs
+        result = _forgetting(
+            service, session, lambda: cf.forget_session(service.data_dir, session, stores=eng.stores, key=eng.key, copies=service.cache_dirs)
         )
         return _done(service, result, ids, whole=True)
     now = ask(service, key, pending.named)
     if now.pending.erase != pending.erase:
         raise Changed(now)
     why = reason.strip() if isinstance(reason, str) else ""
-    result = cf.forget(
-        service.data_dir,
+    result = _forgetting(
+        service,
         session,
-        pending.named,
-        reason=why or None,
-        stores=eng.stores,
-        key=eng.key,
-        copies=service.cache_dirs,
+        lambda: cf.forget(
+            service.data_dir,
+            session,
+            pending.named,
+            reason=why or None,
+            stores=eng.stores,
+            key=eng.key,
+            copies=service.cache_dirs,
+        ),
     )
     return _done(service, result, (*result.redacted, *result.withdrawn), whole=False)
 
@@ -137,17 +158,42 @@ def forget_event(service: Service, key: object, event_id: object, reason: object
     if reason is not None and not isinstance(reason, str):
         raise PlanError("reason: must be text")
     eng = service.engine
-    result = cf.forget(
-        service.data_dir,
+    result = _forgetting(
+        service,
         session,
-        [event_id.strip()],
-        reason=(reason or "").strip() or None,
-        stores=eng.stores,
-        key=eng.key,
-        copies=service.cache_dirs,
+        lambda: cf.forget(
+            service.data_dir,
+            session,
+            [event_id.strip()],
+            reason=(reason or "").strip() or None,
+            stores=eng.stores,
+            key=eng.key,
+            copies=service.cache_dirs,
+        ),
     )
     _done(service, result, (*result.redacted, *result.withdrawn), whole=False)
     return result
+
+
+def _forgetting(service: Service, session: str, call: Callable[[], T]) -> T:
+    """Run a forget; when it fails after its ledger change (an I/O error, a reader holding the index: its journal
+    stays), run recover again at once — not only at the app's next start — so the receipts, the index and the app's
+    copies do not keep the words meanwhile; then say in one line whether the erasure is now finished
+    (ForgetInterrupted). A refusal (PlanError: nothing changed) and a failure that left no journal (the ledger never
+    changed) are raised as they are."""
+    try:
+        return call()
+    except PlanError:
+        raise
+    except Exception as exc:
+        if not unfinished(service.data_dir, session):
+            raise
+        log.error("forget: session %s: the erasure stopped after the ledger changed (%s); finishing it now", session, type(exc).__name__)
+    try:
+        recover(service)
+    except Exception as again:  # noqa: BLE001 - said below in one line; the journal stays for the next try
+        log.error("forget: session %s: the interrupted erasure could not be finished now (%s)", session, type(again).__name__)
+    raise ForgetInterrupted(UNFINISHED_AFTER_FAILURE if unfinished(service.data_dir, session) else FINISHED_AFTER_FAILURE)
 
 
 def _receipt_ids(service: Service, session: str) -> list[str]:
@@ -205,11 +251,12 @@ def _is_copy(path: Path, session: str, receipt_ids: Collection[str], whole_sessi
 
 
 def recover(service: Service) -> list[Path]:
-    """At start-up: finish every erasure a crash interrupted (control.forget.recover), with the engine's handles,
+    """At start-up, and again after a forget that failed half way (`_forgetting`): finish every erasure a crash or an
+    error interrupted (control.forget.recover), with the engine's handles,
     deleting the copies of its receipts under `service.cache_dirs` — call it once webui.layout.build has added Gradio's
     cache there. (A crashed process's own download folder is removed whole by webui.downloads.Downloads.)"""
     eng = service.engine
     written = cf.recover(service.data_dir, stores=eng.stores, key=eng.key, copies=service.cache_dirs)
     for path in written:
-        log.warning("an erasure interrupted by a crash was finished at start-up: certificate %s", os.fspath(path))
+        log.warning("an interrupted erasure was finished: certificate %s", os.fspath(path))
     return written

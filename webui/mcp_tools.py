@@ -232,6 +232,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             JSON: token (single-use, for this session and this proposal only, expires after 10 minutes), expires_at, k, candidates best first (rank, seq, id, role, ts, text, score (raw), relative (the score as a share of the best candidate's, 1.0 = best), match ("own text", "context only": matched only through its neighbours' words, or "echo"), digest) and excluded_revoked (revoked seqs left out).
         """
         session, k_, text = _plain(lambda: service.check_turn(session_key, message, k, k_max=K_API_MAX))
+        _plain(lambda: service.settle(session))  # the candidates come from the index: an erasure stopped half way is finished first
         return _dumps(_plain(lambda: cm.propose_turn(service.engine, session, text, k_)))
 
     def answer_turn(session_key: str, token: str, approved_ids: str = "") -> str:

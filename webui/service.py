@@ -20,6 +20,7 @@ from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
 from chat.withheld import withheld
 from control.revocation import current as current_controls
+from control.settle import ErasureUnfinished, settle
 from control.state import ControlState
 from control.supersession_state import Supersession
 from ledger import Event, LedgerCorrupted, SessionReport
@@ -99,20 +100,46 @@ class Service:
         if not self.engine.ledger.exists(session):
             return []
         count, _head = self.engine.ledger.head(session)
+        shown = self.copyable(session)  # once: a refusal is not tried again for each answer
         out = []
         for ev in self.engine.ledger.events(session, start_seq=max(0, count - limit)):
             body = None
             rid = ev.meta.get("receipt_id") if ev.role == "assistant" else None
-            if isinstance(rid, str):
+            if isinstance(rid, str) and shown:
                 body = self._receipt_body(session, rid)
             out.append(Past(ev, body))
         return out
 
     def _receipt_body(self, session: str, receipt_id: str) -> dict[str, Any] | None:
         try:
-            return parse_receipt(self.engine.backend.read_receipt(session, receipt_id)).body
-        except (OSError, ValueError):  # gone, unreadable or malformed: the answer is shown without stamps
+            return parse_receipt(self.receipt_bytes(session, receipt_id)).body
+        except (OSError, ValueError):  # gone, unreadable or malformed, or not to be shown now: the answer is shown without stamps
             return None
+
+    def copyable(self, session: str) -> bool:
+        """Whether the session's receipts may be shown or copied now (receipt_bytes would not refuse)."""
+        try:
+            self.settle(session)
+        except BadInput:
+            return False
+        return True
+
+    def settle(self, session: str) -> None:
+        """Before anything of the session is shown, copied out or sent to a model (a receipt read, a search, a turn, the
+        memories a consent turn proposes): an erasure of it that stopped half way is finished
+        (control.settle, with the engine's stores and key; the app's download folders lose their copies of the
+        receipts it redacts), or BadInput (one line) when it cannot be finished now."""
+        try:
+            settle(self.data_dir, session, stores=self.engine.stores, key=self.engine.key, copies=self.cache_dirs)
+        except ErasureUnfinished as exc:
+            raise BadInput(str(exc)) from None
+
+    def receipt_bytes(self, session: str, receipt_id: str) -> bytes:
+        """A stored receipt, read to be shown or copied out (a download, the chat restored on a page): every read of
+        one by this app goes through here, after `settle`, so a receipt an interrupted erasure redacts or withdraws is
+        never copied as it was. BadInput (settle); OSError (ReceiptNotFound) / ValueError as ReceiptBackend.read_receipt."""
+        self.settle(session)
+        return self.engine.backend.read_receipt(session, receipt_id)
 
     # -- chat, memory, search ------------------------------------------------------------
     def turn(
@@ -124,8 +151,11 @@ class Service:
         *,
         k_max: int = K_MAX,
     ) -> Turn:
-        """Raises SessionKeyError / BadInput (nothing written), TurnError (the turn failed)."""
+        """Raises SessionKeyError / BadInput (nothing written), TurnError (the turn failed). An erasure of the session
+        that stopped half way is finished first (settle): its index rows still hold the words, and a turn would hand
+        them to the model and copy them into its receipt."""
         session, k_, text = self.check_turn(key, message, k, k_max=k_max)
+        self.settle(session)
         try:
             return self.engine.turn(session, text, k_, on_delta=on_delta)
         except InputError as exc:
@@ -158,6 +188,7 @@ class Service:
         `explain`: each hit carries why it ranked where it did (retrieval.explain)."""
         session = self.session(key)
         k_, q = parse_k(k, k_max), check_query(query)
+        self.settle(session)  # an erasure stopped half way left the words in the index rows: finished first
         led = self.engine.ledger
         state = current_controls(led, session) if led.exists(session) else ControlState()
         # revoked memories and every answer that may quote one (chat.withheld: the rule a turn uses), unless asked for;
@@ -174,13 +205,18 @@ class Service:
         """A download copy of one of the key's receipts, or None if the file is gone."""
         session = self.session(key)
         try:
-            data = self.engine.backend.read_receipt(session, receipt_id)
-        except (OSError, ValueError):
+            data = self.receipt_bytes(session, receipt_id)
+        except (OSError, ValueError):  # gone, or not to be copied now (receipt_bytes)
             return None
         return self.downloads.put(f"{receipt_id}.json", data)
 
-    def receipt_download(self, turn: Turn) -> str:
-        return self.downloads.put(f"{turn.receipt_id}.json", self.engine.backend.read_receipt(turn.user_event.session, turn.receipt_id))
+    def receipt_download(self, turn: Turn) -> str | None:
+        """A download copy of the turn's receipt; None when it may not be copied now (receipt_bytes). OSError as put."""
+        try:
+            data = self.receipt_bytes(turn.user_event.session, turn.receipt_id)
+        except BadInput:
+            return None
+        return self.downloads.put(f"{turn.receipt_id}.json", data)
 
     def latest_receipt(self, key: object, limit: int = RESTORE_EVENTS) -> tuple[str, dict[str, Any]] | None:
         """(receipt id, what it says) of the newest answer among the last `limit` events whose receipt is on disk."""
@@ -203,7 +239,9 @@ class Service:
         if not isinstance(receipt_id, str):
             raise BadInput("withhold: no receipt to copy yet: ask something first")
         try:
-            raw = self.engine.backend.read_receipt(session, receipt_id)
+            raw = self.receipt_bytes(session, receipt_id)
+        except BadInput as exc:
+            raise BadInput(f"withhold: {exc}") from None
         except (OSError, ValueError):
             raise BadInput(f"withhold: receipt {receipt_id[:40]} is not in this session") from None
         chosen = sorted(set(seqs))
