@@ -270,6 +270,7 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
         k = check_k(k)
     except (EventError, SearchError) as exc:
         raise InputError(str(exc)) from None
+    engine.settle(session)  # an erasure that stopped half way is finished before its words could be proposed
     store = proposal_store(engine.stores)
     now = engine.clock()
     store.sweep(now)

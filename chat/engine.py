@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
+from control.settle import ErasureUnfinished, settle
 from control.state import Revocation
 from control.steps import delete_session
 from control.suggestions import keep_suggestions
@@ -34,7 +35,7 @@ from control.supersession_state import Supersession
 from control.where import where
 from ledger import Event
 from ledger.canonical import dumps_unchecked
-from ledger.event import EventError, now_ts
+from ledger.event import EventError, now_ts, validate_session_id
 from receipts import body as rbody
 from receipts import checkpoints, files
 from receipts.file_backend import issue as issue_checkpoint
@@ -216,6 +217,7 @@ class Engine:
     def remember(self, session: str, text: str, role: str = "user", meta: dict[str, Any] | None = None) -> Event:
         """Append a message without a model turn (import, notes, MCP 'remember')."""
         check_message(text)
+        self.settle(session)
         try:
             with self.backend.turn_lock(session):
                 ev = self.ledger.append(session, role, text, meta or {})
@@ -225,6 +227,19 @@ class Engine:
             raise InputError(str(exc)) from None
         self.index.index_session(session, [ev])  # and any supersession records after it: read from the ledger, skipped
         return ev
+
+    def settle(self, session: str) -> None:
+        """Before a turn, a proposal or a `remember`: an erasure of the session that stopped half way is finished
+        first (control.settle): its index rows still hold the forgotten words. InputError, one line, when it cannot be
+        finished now (nothing is appended or sent)."""
+        try:
+            validate_session_id(session)
+        except EventError as exc:
+            raise InputError(str(exc)) from None
+        try:
+            settle(self.data_dir, session, stores=self.stores, key=self.key)
+        except ErasureUnfinished as exc:
+            raise InputError(str(exc)) from None
 
     def detect_changes(self, ev: Event, *, consent_turn: bool = False) -> int:
         """Under the turn lock, right after the user event `ev` was appended: the supersession records it makes
@@ -247,6 +262,7 @@ class Engine:
         except SearchError as exc:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
+        self.settle(session)
         try:
             with self.backend.turn_lock(session):
                 # "ask me first" on: only propose / answer may hand memories to the model (control.settings). Read

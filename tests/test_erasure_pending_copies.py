@@ -259,6 +259,25 @@ class TestEachCopyFinishesThePendingErasureFirst:
         finished(half)
 
 
+class TestTheEngineItselfFinishesItFirst:
+    """`python -m chat` and any caller of the Engine, not only the app: a turn, a proposal and `remember` finish the
+    pending erasure first (Engine.settle), where a turn over the index's stale rows failed with KeyError."""
+
+    def test_an_engine_turn_finishes_the_erasure_first_and_sends_no_copy(self, half: Half) -> None:
+        turn = half.svc.engine.turn(half.session, "What is my locker code word?")
+        assert not has_marker(turn.assistant_event.text.encode())
+        assert not has_marker(half.stores.receipts.read_receipt(half.session, turn.receipt_id))
+        finished(half)
+
+    def test_an_engine_proposal_finishes_the_erasure_first(self, half: Half) -> None:
+        proposal = half.svc.engine.propose(half.session, "What is my locker code word?")
+        assert not has_marker(repr(proposal).encode())
+        finished(half)
+
+    def test_remember_finishes_the_erasure_first(self, half: Half) -> None:
+        half.svc.engine.remember(half.session, "I like green tea")
+        finished(half)
+
 # -- refusing when it cannot be finished now ---------------------------------------------------------------
 REFUSAL = "stopped half way"
 
@@ -341,10 +360,11 @@ def test_the_app_s_forget_runs_recover_after_a_forget_that_failed(svc: tuple[str
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(steps, "apply_receipts", fails_once)
-        with pytest.raises(gr.Error) as caught:
-            ui.confirm_forget(key, pending, "")
-    said = str(caught.value.message)
-    assert "finished" in said and "forgotten" in said and "\n" not in said and str(service.data_dir) not in said, said
+        with pytest.warns(UserWarning):  # the toast (gr.Warning); the panel says it beside the reason, never gr.Error
+            out = ui.confirm_forget(key, pending, "")
+    said = str(out[-1])
+    assert "finished" in said and "forgotten" in said and "Nothing was forgotten" not in said, said
+    assert "\n" not in said and str(service.data_dir) not in said, said
     assert len(calls) == 2, "recover ran the receipts step again"
     finished(Half(_kind, service, key, session, mem, [], None))
 

@@ -558,6 +558,9 @@ class UI:
                 gr.skip(),
                 "",
             )
+        except fg.ForgetInterrupted as exc:  # the ledger changed: not "nothing was forgotten"; the panel's work is over
+            gr.Warning(html.escape(str(exc)), title="Forget")
+            return (*(gr.skip() for _ in range(3)), gr.Textbox(visible=False), gr.Button(visible=False), gr.Button(value=rf.CLOSE_LABEL), gr.skip(), rf.interrupted_markdown(str(exc)))
         except Exception as exc:  # noqa: BLE001 - the edge: said beside the reason, never raised (see above)
             return self._forget_refused(exc)
         return (

@@ -114,6 +114,12 @@ def result_markdown(result: ForgetResult, copies_removed: int = 0) -> str:
     return "  \n".join(lines)
 
 
+def interrupted_markdown(what: str) -> str:
+    """The status line when a confirmed forget stopped on a server error after the ledger changed and was finished
+    again at once (or could not be): what happened, never "nothing was forgotten"."""
+    return f"⚠️ **The forget stopped on a server error:** {md(what, 400)}"
+
+
 def refused_markdown(why: str) -> str:
     """The status line under the reason when a confirmation is refused: nothing was forgotten, and why."""
     return f"⚠️ **Nothing was forgotten:** {md(why, 400)}"
