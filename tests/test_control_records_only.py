@@ -190,3 +190,33 @@ def test_a_fresh_process_derives_the_same_on_files(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"
+
+
+def test_a_control_state_file_written_before_the_rule_is_not_trusted(tmp_path: Path) -> None:
+    """control-state.json written by the code before this rule may hold a link whose `new` is not a user statement:
+    such a file (version 1) is derived again, so the link goes."""
+    import hashlib
+
+    import orjson
+
+    from control import revocation, state_file
+    from control.state import ControlState
+
+    data = tmp_path / "data"
+    led = Ledger(data)
+    old = led.append(S, "user", "I live in Quuxborough")
+    answer = led.append(S, "assistant", "you live in Bristol now")
+    led.append(S, "system", SUPERSEDE_TEXT, supersession_meta(new_seq=answer.seq, new_id=answer.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR))
+    stale = ControlState()
+    for ev in led.events(S):
+        stale.apply(ev)  # folded as the old code did: no role asked
+    assert len(stale.supersessions.links) == 1
+    with open(led.log_path(S), "rb") as f:
+        raw = f.read()
+    start = raw.rstrip(b"\n").rfind(b"\n") + 1
+    body = orjson.loads(state_file.encode(state_file.Saved(stale, start, len(raw))).partition(b"\n")[0])
+    body["v"] = 1
+    line = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    state_file.state_path(led.session_dir(S)).write_bytes(line + b"\n" + hashlib.sha256(line).hexdigest().encode() + b"\n")
+    revocation._cache.clear()  # a fresh process: only the file and the log
+    assert current_supersessions(Ledger(data), S).links == []
