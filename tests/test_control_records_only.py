@@ -220,3 +220,19 @@ def test_a_control_state_file_written_before_the_rule_is_not_trusted(tmp_path: P
     state_file.state_path(led.session_dir(S)).write_bytes(line + b"\n" + hashlib.sha256(line).hexdigest().encode() + b"\n")
     revocation._cache.clear()  # a fresh process: only the file and the log
     assert current_supersessions(Ledger(data), S).links == []
+
+
+def test_a_turn_over_such_a_record_hands_the_memory_on_and_its_receipt_verifies_with_the_ledger(tmp_path: Path) -> None:
+    """The app serves the older statement as live (the record is none); the verifier, checking the ledger's states,
+    agrees: a record whose `new` is not a user statement supersedes nothing there either."""
+    from receipts.api import verify_bytes
+
+    data = tmp_path / "data"
+    eng = Engine(data, llm=LLM(api_key=""))
+    old = eng.remember(S, "my dev server port is 47113")
+    answer = eng.ledger.append(S, "assistant", "your dev server port is 8080")
+    eng.ledger.append(S, "system", SUPERSEDE_TEXT, supersession_meta(new_seq=answer.seq, new_id=answer.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR))
+    turn = eng.turn(S, "what is my dev server port?")
+    assert [h.seq for h in turn.hits] == [old.seq]
+    report = verify_bytes(turn.receipt_path.read_bytes(), trusted=[eng.key.public_key], data_dir=data)
+    assert report.verdict == "verified", [(c.name, c.message) for c in report.failed]
