@@ -48,8 +48,9 @@ def new_session_key() -> str:
     """A fresh, unguessable session key: 256 random bits (43 URL-safe base64 characters), '-', 6 check characters."""
     while True:
         body = secrets.token_urlsafe(KEY_BYTES)
-        if _guessable(body) is None:  # never in practice (module docstring); a key is never one the check refuses
-            return f"{body}-{_check_chars(body)}"
+        key = f"{body}-{_check_chars(body)}"
+        if _guessable(key) is None:  # always, in practice: a generated key is never one the check refuses
+            return key
 
 
 def _shape(value: object) -> str:
