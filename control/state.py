@@ -90,7 +90,7 @@ def erases_folded(state: ControlState, ev: Event) -> bool:
 
 def derive(events: Iterable[Event]) -> ControlState:
     """The state after `events` (a session's events from seq 0, in order). A supersession record whose `new` is not a
-    user statement is not folded (ControlState.apply): the user events' seqs are kept as one bit each for that."""
+    user statement is not folded (ControlState.apply): which events are user statements is kept as one byte per event for that."""
     state = ControlState()
     users = bytearray()
 
