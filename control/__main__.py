@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("supersede", help="record that a newer statement supersedes an older one (both kept on record)", epilog=SUPERSEDE_EPILOG)
     s.add_argument("data_dir", metavar="DATA_DIR")
     s.add_argument("session", metavar="SESSION")
-    s.add_argument("new_seq", metavar="NEW_SEQ", help="the newer statement's seq (or its id, evt_…)")
+    s.add_argument("new_seq", metavar="NEW_SEQ", help="the newer statement's seq (or its id, evt_…): a user statement")
     s.add_argument("old_seq", metavar="OLD_SEQ", help="the older statement's seq (or its id, evt_…)")
     s.add_argument("--reason", metavar="TEXT", help="why (kept in the ledger for good; never repeat either statement's words)")
     s.set_defaults(func=cmd_supersede)
