@@ -3,7 +3,8 @@
 `python -m control revoke DATA_DIR SESSION SEQ [--reason TEXT]` / `python -m control restore DATA_DIR SESSION SEQ`,
 and (issue 12) `python -m control supersede DATA_DIR SESSION NEW_SEQ OLD_SEQ [--reason TEXT]` /
 `python -m control history DATA_DIR SESSION SEQ [--json]`, and (issue 28)
-`python -m control suggestions DATA_DIR SESSION [--json]`: what a model proposed and the rules did not confirm.
+`python -m control suggestions DATA_DIR SESSION [--json]`: what a model proposed and the rules did not confirm;
+`python -m control ask-first DATA_DIR SESSION [on|off]`.
 
 Prints what was erased and, as its last line, `certificate: <path>`. Exit 0 when done; 2 (one line, nothing
 changed) for an unusable data directory, an unknown session, a bad seq, an event already erased or an
@@ -27,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ledger import Ledger
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError
@@ -36,7 +38,7 @@ from storage import BackendError
 from .forget import describe, forget, forget_session, pending, recover, result_dict
 from .plan import PlanError
 from .revocation import restore, revoke
-from .settings import SettingsError
+from .settings import SettingsError, get_consent, set_consent
 from .suggestions import open_suggestions
 from .supersession import HistoryEntry, history, supersede
 
@@ -223,9 +225,41 @@ def _suggestions(args: argparse.Namespace, data: Path, stores: Stores | None) ->
     return EXIT_OK
 
 
+ASK_FIRST_EPILOG = (
+    "Ask me first: while it is on, the person approves the memories before a model sees them (propose, then answer); "
+    "a one-step turn (the web chat, MCP ask, `python -m chat`) is refused. The setting is the one the app's Chat tab "
+    "sets (control.settings: DATA_DIR/sessions/SESSION/settings.json, or the database with DATABASE_URL). Without "
+    "on/off it prints the current state. exit status: 0 done; 2 unusable input, nothing changed."
+)
+
+
+def cmd_ask_first(args: argparse.Namespace) -> int:
+    if args.value is not None and args.value not in ("on", "off"):
+        return fail(f"ask-first: {shown_arg(args.value)}: expected on or off (or nothing, to show the setting)")
+    with _opened(args.data_dir) as (data, stores):
+        return _ask_first(args, data, stores)
+
+
+def _ask_first(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
+    where: Path | Stores = stores if stores is not None else data
+    try:
+        if args.value is None:
+            on = get_consent(where, args.session)
+            if not on and not (stores.ledger if stores is not None else Ledger(data, record_tails=False)).exists(args.session):
+                return fail(f"settings: session {args.session} is unknown in {stores.where if stores is not None else data}")
+        else:
+            on = set_consent(where, args.session, args.value == "on")
+    except SettingsError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{data}: the setting cannot be {'read' if args.value is None else 'written'} ({exc.strerror or exc})")
+    print(f"session {args.session}: ask me first is {'on' if on else 'off'}")
+    return EXIT_OK
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it, supersede it with a newer statement.")
+    parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it, supersede it with a newer statement; ask me first for a session.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     f = sub.add_parser("forget", help="erase events of a session (or the whole session) and write an erasure certificate", epilog=EPILOG)
     f.add_argument("data_dir", metavar="DATA_DIR")
@@ -246,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("supersede", help="record that a newer statement supersedes an older one (both kept on record)", epilog=SUPERSEDE_EPILOG)
     s.add_argument("data_dir", metavar="DATA_DIR")
     s.add_argument("session", metavar="SESSION")
-    s.add_argument("new_seq", metavar="NEW_SEQ", help="the newer statement's seq (or its id, evt_…)")
+    s.add_argument("new_seq", metavar="NEW_SEQ", help="the newer statement's seq (or its id, evt_…): a user statement")
     s.add_argument("old_seq", metavar="OLD_SEQ", help="the older statement's seq (or its id, evt_…)")
     s.add_argument("--reason", metavar="TEXT", help="why (kept in the ledger for good; never repeat either statement's words)")
     s.set_defaults(func=cmd_supersede)
@@ -265,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("session", metavar="SESSION")
     g.add_argument("--json", action="store_true", help="print the suggestions as JSON")
     g.set_defaults(func=cmd_suggestions)
+    a = sub.add_parser("ask-first", help="turn ask me first on or off for a session, or show it (the app's setting)", epilog=ASK_FIRST_EPILOG)
+    a.add_argument("data_dir", metavar="DATA_DIR")
+    a.add_argument("session", metavar="SESSION")
+    a.add_argument("value", metavar="on|off", nargs="?", help="on: memories need the person's approval; off: they do not (default: show the setting)")
+    a.set_defaults(func=cmd_ask_first)
     args = parser.parse_args(argv)
     return run(args.func, args)
 

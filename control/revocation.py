@@ -43,7 +43,7 @@ from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
 
 from . import state_file
 from .plan import PlanError, quoted
-from .state import ControlState, derive, erases_folded
+from .state import ControlState, RoleOf, derive, erases_folded
 from .where import where
 
 if TYPE_CHECKING:
@@ -174,10 +174,11 @@ def _rows_extended(ledger: PgLedger, session: str, st: ControlState, count: int,
 def _rows_folded(ledger: PgLedger, session: str, state: ControlState, start: int, count: int, head: str) -> ControlState | None:
     from storage.pg.control_rows import system_events  # psycopg only when a PostgreSQL ledger is in use
 
+    role_of = _roles(ledger, session)
     for ev in system_events(ledger, session, start, count):
         if erases_folded(state, ev):
             return None
-        state.apply(ev)
+        state.apply(ev, role_of)
     state.size, state.head = count, head  # the other lines change nothing but these
     return state
 
@@ -254,7 +255,21 @@ def _control_candidates(path: Path, count: int) -> list[int]:
         return [seq for seq, _ in _scan(f, 0, 0, count, (_NEEDLE,))[0]]
 
 
-def _fold(state: ControlState, lines: list[tuple[int, bytes]]) -> bool:
+def _roles(ledger: AnyLedger, session: str) -> RoleOf:
+    """role_of for ControlState.apply: the role of the event at a seq, read from the ledger (asked only for the newer
+    statement of a supersession record, so rarely)."""
+
+    def role_of(seq: int) -> str | None:
+        try:
+            (ev,) = ledger.read_events(session, [seq])
+        except (EventError, LookupError, ValueError, OSError):
+            return None
+        return ev.role
+
+    return role_of
+
+
+def _fold(state: ControlState, lines: list[tuple[int, bytes]], role_of: RoleOf) -> bool:
     """Fold the candidate lines into `state`; False when one is not the line it should be, or erases a folded
     control record (the caller derives the state again)."""
     for seq, raw in lines:
@@ -264,7 +279,7 @@ def _fold(state: ControlState, lines: list[tuple[int, bytes]]) -> bool:
             return False
         if ev.seq != seq or erases_folded(state, ev):
             return False
-        state.apply(ev)
+        state.apply(ev, role_of)
     return True
 
 
@@ -304,7 +319,7 @@ def _extended(ledger: Ledger, session: str, base: _Derived, count: int, head: st
     if last is None or _last_chain(last[1], count - 1) != head:
         return None
     state = st.copy()
-    if not _fold(state, lines):
+    if not _fold(state, lines, _roles(ledger, session)):
         return None
     state.size, state.head = count, head
     return _Derived(state, last[0], last[0] + len(last[1]) + 1, base.on_disk)
@@ -337,7 +352,7 @@ def _derived_in_full(ledger: Ledger, session: str, count: int, head: str) -> _De
     state = ControlState()
     with open(ledger.log_path(session), "rb") as f:
         lines, last = _scan(f, 0, 0, count, (_NEEDLE,))
-    if last is not None and _last_chain(last[1], count - 1) == head and _fold(state, lines):
+    if last is not None and _last_chain(last[1], count - 1) == head and _fold(state, lines, _roles(ledger, session)):
         state.size, state.head = count, head
         return _Derived(state, last[0], last[0] + len(last[1]) + 1)
     # the file is not the one head() described (replaced meanwhile): the slow way, every line parsed

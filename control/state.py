@@ -23,6 +23,8 @@ from receipts.supersessions import supersession_of
 
 from .supersession_state import SupersessionState
 
+RoleOf = Callable[[int], "str | None"]  # the role of the event at a seq (None: no such event)
+
 
 @dataclass(frozen=True, slots=True)
 class Revocation:
@@ -46,8 +48,10 @@ class ControlState:
     controls: list[int] = field(default_factory=list)
     supersessions: SupersessionState = field(default_factory=SupersessionState)
 
-    def apply(self, ev: Event) -> None:
-        """Fold one event (the next in seq order) into the state."""
+    def apply(self, ev: Event, role_of: RoleOf | None = None) -> None:
+        """Fold one event (the next in seq order) into the state. `role_of(seq)`: the role of an earlier event, asked
+        for the newer statement a supersession record names — one whose `new` is not a user statement is no
+        supersession (§19: only what the person said supersedes); without it the record is folded as it stands."""
         what = None if ev.erased else control_of(ev.role, ev.text, ev.meta, ev.seq)
         if what is not None:
             action, seq, event_id, reason = what
@@ -58,7 +62,7 @@ class ControlState:
                 self.revoked.pop(seq, None)
         elif not ev.erased:
             record = supersession_of(ev.role, ev.text, ev.meta, ev.seq)
-            if record is not None:
+            if record is not None and (role_of is None or role_of(record.new_seq) == "user"):
                 self.supersessions.apply(record, ev.seq, ev.id)
         self.size = ev.seq + 1
         self.head = ev.chain
@@ -85,10 +89,18 @@ def erases_folded(state: ControlState, ev: Event) -> bool:
 
 
 def derive(events: Iterable[Event]) -> ControlState:
-    """The state after `events` (a session's events from seq 0, in order)."""
+    """The state after `events` (a session's events from seq 0, in order). A supersession record whose `new` is not a
+    user statement is not folded (ControlState.apply): which events are user statements is kept as one byte per event for that."""
     state = ControlState()
+    users = bytearray()
+
+    def role_of(seq: int) -> str | None:
+        return "user" if seq < len(users) and users[seq] else None
+
     for ev in events:
-        state.apply(ev)
+        if ev.seq == len(users):
+            users.append(ev.role == "user")
+        state.apply(ev, role_of)
     return state
 
 

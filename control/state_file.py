@@ -33,7 +33,7 @@ from .state import ControlState, Revocation
 from .supersession_state import Supersession, SupersessionState
 
 STATE_FILE = "control-state.json"
-VERSION = 1
+VERSION = 2  # 2: folded with issue 28's rule (a supersession whose `new` is not a user statement is none); a 1 is derived again
 MAX_BYTES = 256 << 20  # a state this big is not one this code wrote: derive it again
 
 

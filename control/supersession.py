@@ -176,6 +176,10 @@ def supersede_locked(
     reason = _reason(reason)
     count, _head = ledger.head(session)
     new = _statement(ledger, session, new_seq, count, "supersede another")
+    if new.role != "user":
+        raise SupersedeError(
+            f"session {session}: seq {new.seq} is a {new.role} event, not a user statement: only what the person said supersedes a statement"
+        )
     old = _statement(ledger, session, old_seq, count, "be superseded")
     if not old.seq < new.seq:
         raise SupersedeError(f"session {session}: seq {old.seq} is not older than seq {new.seq}: only a newer statement supersedes an older one")

@@ -21,6 +21,7 @@ from . import importer
 from .cli_support import EXIT_FAILED as EXIT_BROKEN
 from .cli_support import (
     EXIT_OK,
+    CliError,
     Parser,
     entry_point,
     existing_data_dir,
@@ -514,7 +515,28 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from storage.pg import cli as pg_cli
 
+    args.database_url, args.sessions = _migrate_database(args.sessions)
     return pg_cli.cmd_migrate(args, _bar("migrating"))
+
+
+def _migrate_database(rest: list[str]) -> tuple[str, list[str]]:
+    """(the database, the sessions) of `migrate DATA_DIR [SESSION ...]`: the database is $DATABASE_URL. A postgresql://
+    URL as the first argument after DATA_DIR (the old form) is still taken when it holds no password; one that does
+    is refused, as anything on a command line is visible to every user of the machine (`ps`)."""
+    from storage import redact
+    from storage.cli_stores import database_for
+
+    if rest and _is_url(rest[0]):
+        if redact(rest[0]) != rest[0]:
+            raise CliError(
+                "migrate: the database URL on the command line holds a password, which every user of this machine can "
+                "read (ps); set it in the environment instead: DATABASE_URL='postgresql://…' python -m ledger migrate DATA_DIR"
+            )
+        return rest[0], rest[1:]
+    url = database_for()
+    if url is None:
+        raise CliError("migrate: no database: set DATABASE_URL='postgresql://…' in the environment (python -m ledger migrate DATA_DIR [SESSION ...])")
+    return url, rest
 
 
 @entry_point
@@ -558,8 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     e.set_defaults(func=cmd_export)
     m = sub.add_parser("migrate", help="move a data directory's ledgers into PostgreSQL (every chain verified; resumable)")
     m.add_argument("data_dir")
-    m.add_argument("database_url", metavar="DATABASE_URL")
-    m.add_argument("sessions", nargs="*", help="only these sessions (default: all)")
+    m.add_argument("sessions", nargs="*", metavar="SESSION", help="only these sessions (default: all); the database is $DATABASE_URL")
     m.set_defaults(func=cmd_migrate)
     args = parser.parse_args(argv)
     return run(args.func, args)

@@ -27,7 +27,7 @@ import orjson
 
 from .canonical import loads_plain
 from .event import FORMAT_VERSION, MAX_META_DEPTH, ROLES, SALT_BYTES, TAG_CHAIN, TAG_CONTENT, TAG_EVENT, check_sizes
-from .messages import UTF8_BOM, ImportError_, Message, import_message, parse_import_line
+from .messages import UTF8_BOM, ImportError_, Message, import_message, parse_import_line, record_problem
 
 ID_BYTES = SALT_BYTES + 16  # random bytes per event: its salt, then the 16 bytes of its id
 HOLE = b"0" * 64  # where prev and chain go, until `chain` writes them
@@ -186,7 +186,7 @@ def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[
     if type(obj) is dict and obj.keys() <= _IMPORT_KEYS and "ts" not in obj:
         role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
         if (role in _PLAIN_ROLES or (allow_system and role == "system" and type(meta) is dict and "erasure" not in meta)) and (
-            type(text) is str and type(meta) is dict
+            type(text) is str and type(meta) is dict and record_problem(role, text, meta) is None
         ):
             meta_bytes = _dumps(meta, option=_SORT)
             # in the domain without a walk: ASCII only (so every key is), and fewer containers

@@ -9,6 +9,7 @@ answers and asks this module whenever a line is not plainly acceptable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -51,6 +52,34 @@ def validate_message(role: object, text: object, meta: object, ts: object, *, pa
     return Message(role, text, meta, norm_ts)
 
 
+# The texts only the control commands write (docs/FORMAT.md §4.4 erasure records, §17 revoke/restore, §19 supersede):
+# control.revocation, control.supersession and Ledger.erase append them; an import file may not hold one.
+RECORD_TEXT_RE = re.compile(r"\[control record: [a-z]+\]|\[erasure record: [0-9]+ event\(s\) erased\]")
+RECORD_META_KEYS = frozenset({"control", "supersession", "erasure"})
+
+
+def record_problem(role: str, text: str, meta: dict[str, Any]) -> str | None:
+    """Why a message is (or looks like) a control, supersession or erasure record, which only the control commands
+    append; None for an ordinary message. Any role with a record's reserved text; a system message whose meta holds
+    a record's key; anything receipts.supersessions.is_control_record recognises."""
+    if text[:1] == "[" and RECORD_TEXT_RE.fullmatch(text):
+        return f"text {text!r} is a control or erasure record's"
+    if role != "system":
+        return None
+    keys = RECORD_META_KEYS.intersection(meta)
+    if keys:
+        return f"meta {sorted(keys)[0]!r} is a control, supersession or erasure record's"
+    from receipts.supersessions import is_control_record  # here: the ledger is below receipts
+
+    if is_control_record(role, text, meta):
+        return "it is a control record"
+    return None
+
+
+def record_refusal(n: int, problem: str) -> ImportError_:
+    return ImportError_(n, f"{problem}: such records come only from the control commands (python -m control), never from an import")
+
+
 def latest_ts(now: datetime | None = None) -> str:
     """The latest `ts` an import accepts: a day after `now` (default: the clock)."""
     return format_ts((now or datetime.now(UTC)) + IMPORT_FUTURE_LIMIT)
@@ -70,10 +99,15 @@ def import_message(obj: Any, n: int, *, allow_system: bool, latest: str) -> Mess
         raise ImportError_(n, "must be a JSON object with role and text")
     if not obj.keys() <= IMPORT_FIELDS:
         raise ImportError_(n, f"unknown fields {sorted(set(obj) - IMPORT_FIELDS)}")
-    if obj.get("role") == "system" and not allow_system:
+    role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
+    if role in ROLES and type(text) is str and type(meta) is dict:
+        problem = record_problem(str(role), text, meta)
+        if problem is not None:
+            raise record_refusal(n, problem)
+    if role == "system" and not allow_system:
         raise ImportError_(n, 'role "system" is refused: it would reach the model as an instruction (--allow-system imports it)')
     try:
-        m = validate_message(obj.get("role"), obj.get("text"), obj.get("meta", {}), obj.get("ts"), parsed_json=True)
+        m = validate_message(role, text, meta, obj.get("ts"), parsed_json=True)
     except EventError as exc:
         raise ImportError_(n, str(exc)) from None
     if not m.text.strip():
@@ -120,5 +154,6 @@ __all__ = [
     "latest_ts",
     "parse_import",
     "parse_import_line",
+    "record_problem",
     "validate_message",
 ]

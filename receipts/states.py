@@ -131,6 +131,14 @@ def record_problem(body: Mapping[str, Any], entry: Mapping[str, Any], tree_size:
     return None if problem is None else f"its record (seq {ev['seq']}): {problem}"
 
 
+def _by_the_person(event_at: Callable[[int], dict[str, Any]], record_seq: int) -> bool:
+    """Whether the supersession record at `record_seq` (the walk's list says it is one) counts: not when its `new` is
+    not a user statement — only what the person said supersedes (§19), and the library folds no other record. Two
+    lines read, only for a record that contradicts a live claim, so the check still costs what the receipt cites."""
+    what = supersession_of_record(event_at(record_seq))
+    return what is None or event_at(what.new_seq).get("role") == "user"
+
+
 def check_ledger_states(
     body: Mapping[str, Any], verified: int, event_at: Callable[[int], dict[str, Any]], supersessions: Sequence[tuple[int, int]]
 ) -> Row:
@@ -168,7 +176,7 @@ def check_ledger_states(
     for record_seq, old_seq in supersessions:
         if record_seq >= end or not live:
             break
-        if old_seq in live:
+        if old_seq in live and _by_the_person(event_at, record_seq):
             problems.append(
                 f"cited memory seq {old_seq} is claimed live{without}, but the ledger's record at seq {record_seq} superseded it before the answer (seq {answer_seq})"
             )

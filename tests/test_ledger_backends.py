@@ -24,7 +24,7 @@ from ledger import EventError, Ledger, Message, appending, bulk, erasing, import
 from ledger.erasing import EraseError
 from ledger.event import GENESIS
 from ledger.messages import ImportError_
-from storage import open_ledger
+from storage import open_ledger, redact
 from storage.pg import ledger as pg_ledger
 from storage.pg import migrate as pg_migrate
 from storage.pg.ledger import PgLedger
@@ -401,7 +401,7 @@ def _data_dir(path: Path) -> Path:
 class TestMigrate:
     def test_a_migrated_session_exports_byte_identical_to_its_file(self, tmp_path: Path, pg_url: str) -> None:
         data = _data_dir(tmp_path / "data")
-        done = run_cli("migrate", str(data), pg_url)
+        done = run_cli("migrate", str(data), env={"DATABASE_URL": pg_url})
         assert done.returncode == 0, done.stderr
         for s in ("a", "b"):
             out = tmp_path / f"{s}.jsonl"
@@ -440,12 +440,29 @@ class TestMigrate:
         data = _data_dir(tmp_path / "data")
         log = data / "sessions" / "b" / "events.jsonl"
         log.write_bytes(log.read_bytes().replace(b'"b 3"', b'"b 9"'))
-        done = run_cli("migrate", str(data), pg_url)
+        done = run_cli("migrate", str(data), env={"DATABASE_URL": pg_url})
         assert done.returncode == 1
         assert "REFUSED b: " in done.stdout and "seq 3" in done.stdout and "digest_mismatch" in done.stdout
         assert "ok      a: copied 42 events" in done.stdout
         pg = PgLedger(pg_url)
         assert not pg.exists("b") and pg.head("a")[0] == 42
+        pg.close()
+
+    def test_migrate_names_only_the_sessions_given_after_data_dir_with_database_url_from_the_environment(self, tmp_path: Path, pg_url: str) -> None:
+        data = _data_dir(tmp_path / "data")
+        done = run_cli("migrate", str(data), "b", env={"DATABASE_URL": pg_url})
+        assert done.returncode == 0, done.stderr
+        pg = PgLedger(pg_url)
+        assert pg.exists("b") and not pg.exists("a")
+        pg.close()
+
+    def test_migrate_still_takes_a_url_without_a_password_as_its_second_argument(self, tmp_path: Path, pg_url: str) -> None:
+        assert redact(pg_url) == pg_url  # the test server's URL holds no password
+        data = _data_dir(tmp_path / "data")
+        done = run_cli("migrate", str(data), pg_url, "a")
+        assert done.returncode == 0, done.stderr
+        pg = PgLedger(pg_url)
+        assert pg.exists("a") and not pg.exists("b")
         pg.close()
 
     def test_a_failing_extra_step_is_one_line_and_the_next_still_runs(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -522,3 +539,31 @@ class TestCli:
         assert hostile.returncode == 2 and "session id" in hostile.stderr
         unknown = run_cli("export", pg_url, "nobody")
         assert unknown.returncode == 2 and "no such session" in unknown.stderr
+
+
+# -- migrate never takes a password on the command line (issue 28, item 7) -----------------------------------------
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://mre:hunter2-secret@127.0.0.1:9/mre",
+        "postgres://mre:hunter2-secret@localhost/mre",
+        "postgresql://mre@127.0.0.1:9/mre?password=hunter2-secret",
+        "postgresql:///mre?host=/tmp&sslpassword=hunter2-secret",
+    ],
+)
+def test_migrate_refuses_a_database_url_with_a_password_in_argv_and_says_to_set_database_url(tmp_path: Path, url: str) -> None:
+    data = _data_dir(tmp_path / "data")
+    done = run_cli("migrate", str(data), url)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "DATABASE_URL" in lines[0] and "password" in lines[0] and "hunter2" not in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_migrate_without_a_database_says_to_set_database_url(tmp_path: Path) -> None:
+    data = _data_dir(tmp_path / "data")
+    done = run_cli("migrate", str(data))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DATABASE_URL" in lines[0], done.stderr

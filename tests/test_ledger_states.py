@@ -134,16 +134,34 @@ class TestTheCheckReadsTheList:
         assert (name, ok) == ("ledger.states", True), message
         assert sorted(asked) == sorted({e["by"]["event"]["seq"] for e in [*self.body["states"]["superseded"], *self.body["states"]["excluded"]]})
 
-    def test_without_states_no_ledger_line_is_read_and_the_list_names_the_superseded_cited_memory(self) -> None:
+    def test_without_states_only_the_contradicting_record_and_its_new_statement_are_read(self) -> None:
+        """The list names the superseded cited memory; the check reads that record and the statement it names as `new`
+        (issue 28: a record whose `new` is not a user statement supersedes nothing), no other line."""
         body = {k: v for k, v in self.body.items() if k != "states"}
         [cited] = self.body["states"]["superseded"]
+        record = cited["by"]["event"]
+        allowed = {record["seq"], record["meta"]["supersession"]["new"]["seq"]}
+        asked: list[int] = []
 
         def event_at(seq: int) -> dict[str, Any]:
-            raise AssertionError(f"read ledger line seq {seq}")
+            asked.append(seq)
+            if seq not in allowed:
+                raise AssertionError(f"read ledger line seq {seq}")
+            return self.lines[seq]
 
         _name, ok, message, _exp, _found = check_ledger_states(body, len(self.lines), event_at, self.records())
         assert not ok and f"cited memory seq {cited['seq']} is claimed live" in message
-        assert f"record at seq {cited['by']['event']['seq']} superseded it" in message
+        assert f"record at seq {record['seq']} superseded it" in message
+        assert set(asked) == allowed
+
+    def test_a_record_whose_new_is_not_a_user_statement_does_not_contradict_a_live_claim(self) -> None:
+        body = {k: v for k, v in self.body.items() if k != "states"}
+        [cited] = self.body["states"]["superseded"]
+        new_seq = cited["by"]["event"]["meta"]["supersession"]["new"]["seq"]
+        lines = list(self.lines)
+        lines[new_seq] = {**lines[new_seq], "role": "assistant"}
+        check = check_ledger_states(body, len(lines), lines.__getitem__, self.records())
+        assert f"cited memory seq {cited['seq']} is claimed live" not in check[2]
 
     def test_the_list_decides_a_live_claim(self) -> None:
         body = {k: v for k, v in self.body.items() if k != "states"}
@@ -151,7 +169,9 @@ class TestTheCheckReadsTheList:
         cited = body["memories"][-1]["event"]["seq"]
 
         def event_at(seq: int) -> dict[str, Any]:
-            raise AssertionError(f"read ledger line seq {seq}")
+            if seq != answer - 1:  # the listed record's own line (not a record here: the list is believed)
+                raise AssertionError(f"read ledger line seq {seq}")
+            return self.lines[seq]
 
         assert check_ledger_states(body, len(self.lines), event_at, [])[1] is True
         assert check_ledger_states(body, len(self.lines), event_at, [(answer - 1, cited)])[1] is False

@@ -77,6 +77,29 @@ class TestSession:
         with pytest.raises(gr.Error, match="32-64 characters"):
             ui.resume("short")
 
+    def test_an_old_format_key_opens_its_session_with_a_warning_a_new_one_without(self, ui: UI) -> None:
+        import secrets
+
+        old = secrets.token_urlsafe(32)  # what new_session_key made before keys carried check characters
+        chat(ui, old, "said before the new key format")
+        _key, _shown, note, history, _stamps, _download = ui.resume(old)
+        assert len(history) == 3 and "old format" in note
+        assert "old format" in ui.start(old)[2]  # the key kept in the browser, on a reload
+        fresh = ui.new_session()
+        assert "old format" not in fresh[2]
+
+    @pytest.mark.parametrize("bad", ["A" * 43, "0123456789" * 4])
+    def test_a_guessable_pasted_key_is_refused_in_one_line(self, ui: UI, bad: str) -> None:
+        with pytest.raises(gr.Error) as info:
+            ui.resume(bad)
+        assert "guess" in str(info.value) and "\n" not in str(info.value)
+
+    def test_a_pasted_key_that_fails_its_check_is_refused(self, ui: UI) -> None:
+        key = ui.start(None)[0]
+        typo = key[:-1] + ("A" if key[-1] != "A" else "B")
+        with pytest.raises(gr.Error, match="check"):
+            ui.resume(typo)
+
 
 class TestChat:
     def test_the_answer_arrives_with_stamps_and_a_receipt_to_download(self, ui: UI) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import math
 import re
 
@@ -10,7 +12,14 @@ import pytest
 from ledger.event import SESSION_ID_RE
 from receipts.body import MAX_RECEIPT_BYTES
 from webui.inputs import MAX_MESSAGE_CHARS, BadInput, check_query, message_or_error, parse_k, read_upload
-from webui.sessions import SessionKeyError, check_session_key, is_session_key, new_session_key, session_id
+from webui.sessions import (
+    SessionKeyError,
+    check_session_key,
+    is_old_format,
+    is_session_key,
+    new_session_key,
+    session_id,
+)
 
 
 class TestSessionKeys:
@@ -97,3 +106,55 @@ class TestUploads:
     def test_a_vanished_file_is_refused(self, tmp_path) -> None:
         with pytest.raises(BadInput, match="no longer available"):
             read_upload(str(tmp_path / "gone.json"))
+
+
+class TestCheckedKeys:
+    """Issue 28 item 7: generated keys carry check characters; a pasted key failing them, or a guessable one, is refused;
+    an old-format key (32-64 characters, no check) still opens its session, with a warning."""
+
+    def test_new_keys_are_43_random_characters_and_a_checksum_that_the_check_accepts(self) -> None:
+        for _ in range(200):
+            key = new_session_key()
+            assert re.fullmatch(r"[A-Za-z0-9_-]{43}-[A-Za-z0-9_-]{6}", key), key
+            assert check_session_key(key) == key and is_session_key(key)
+            assert not is_old_format(key)
+            assert SESSION_ID_RE.fullmatch(session_id(key))  # the id a path is made of: as before
+
+    def test_a_new_format_key_that_fails_its_check_is_refused_in_one_line(self) -> None:
+        key = new_session_key()
+        swaps = {"A": "B", "B": "A"}
+        for i in (0, 20, 42, 44, 49):  # the random part and the check characters
+            c = key[i]
+            typo = key[:i] + swaps.get(c, "A") + key[i + 1 :]
+            assert typo != key
+            assert not is_session_key(typo)
+            with pytest.raises(SessionKeyError) as info:
+                check_session_key(typo)
+            msg = str(info.value)
+            assert "\n" not in msg and "check" in msg and typo not in msg
+
+    def test_an_old_format_key_is_still_usable_but_marked_old(self) -> None:
+        import secrets
+
+        for key in (secrets.token_urlsafe(32), secrets.token_urlsafe(24), "my-own-Session-key-from-2025-q3Xz7"):
+            assert check_session_key(key) == key and is_session_key(key)
+            assert is_old_format(key)
+
+    @pytest.mark.parametrize(
+        "weak",
+        [
+            "A" * 43,
+            "A" * 64,
+            "ab" * 20,
+            "0123456789" * 4,
+            "abcdefghijklmnopqrstuvwxyz012345",
+            "abcdefghijklmnop" * 2,
+            "a" * 43 + "-" + base64.urlsafe_b64encode(hashlib.sha256(b"mre:v1:session-key-check\x00" + b"a" * 43).digest()).decode()[:6],
+        ],
+    )
+    def test_a_guessable_key_is_refused(self, weak: str) -> None:
+        assert re.fullmatch(r"[A-Za-z0-9_-]{32,64}", weak)  # the old shape rule alone let it open a session
+        assert not is_session_key(weak)
+        with pytest.raises(SessionKeyError) as info:
+            check_session_key(weak)
+        assert "guess" in str(info.value) and weak not in str(info.value)

@@ -46,7 +46,7 @@ from . import supersede as sp
 from .inputs import BadInput, read_upload
 from .places import scrub
 from .service import Service
-from .sessions import SessionKeyError, is_session_key, new_session_key
+from .sessions import SessionKeyError, is_old_format, is_session_key, new_session_key
 from .tamper import DEFAULT_TARGET, TamperError
 
 log = logging.getLogger("webui")
@@ -156,7 +156,8 @@ class UI:
             s = r.stamps_from_body(latest.body, r.FORGOTTEN)  # a stored receipt loses a text only to forgetting
             stamps = r.stamps_markdown(s)
             download = self._download(s.receipt_id, self.service.restored_receipt(key, s.receipt_id))
-        return key, key, r.session_markdown(self.service.session(key)), history, stamps, download
+        note = r.session_markdown(self.service.session(key), old_key=is_old_format(key))
+        return key, key, note, history, stamps, download
 
     @staticmethod
     def _no_download() -> Any:

@@ -367,12 +367,20 @@ def key_markdown(key_id: str) -> str:
     )
 
 
-def session_markdown(session: str) -> str:
-    return (
+OLD_KEY_WARNING = (
+    "⚠ This key is in the old format, without check characters: it still opens this session, but a mistyped "
+    "copy of it would open another, empty one without a word. Keys made now end in 6 check characters, so a typo "
+    "is refused; **New session** makes one (this session stays under this key)."
+)
+
+
+def session_markdown(session: str, *, old_key: bool = False) -> str:
+    note = (
         f"**Session id:** `{session}` — public: it is written into every receipt of this session.  \n"
         "Your **session key** (in the box) is the secret that opens it: anyone holding the key can read "
         "this session, so share receipts, never the key. It stays in this browser, so a reload resumes."
     )
+    return f"{note}\n\n{OLD_KEY_WARNING}" if old_key else note
 
 
 # -- the chat history ----------------------------------------------------------------

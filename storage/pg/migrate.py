@@ -1,4 +1,4 @@
-"""`python -m ledger migrate DATA_DIR DATABASE_URL`: a file-backed data directory's ledgers moved into PostgreSQL.
+"""`DATABASE_URL=… python -m ledger migrate DATA_DIR`: a file-backed data directory's ledgers moved into PostgreSQL.
 
 Per session: the file's chain is verified from genesis first (a broken one is refused with its
 break named, and nothing of that session is written); then what the database already holds of it
