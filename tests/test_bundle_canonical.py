@@ -164,3 +164,39 @@ def test_every_import_refuses_a_bundle_with_another_zip_in_front_on_either_backe
         from bundle import pg_import
 
         assert pg_import.list_origins(stores) == []
+
+
+@pytest.mark.usefixtures("private_tmp")
+def test_a_zip64_bundle_is_canonical_too_and_its_zip64_end_records_are_checked(
+    source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zip64 forms (sizes and offsets past 2 GiB, more than 65,535 entries) at test scale: with zipfile's limits
+    and the checker's lowered to 200 bytes and 3 entries, an export writes zip64 extra fields (local and central)
+    and the zip64 end record and locator, and verifies; each bit of those end records flipped is refused."""
+    import bundle.layout
+
+    for mod in (zipfile, bundle.layout):
+        monkeypatch.setattr(mod, "ZIP64_LIMIT", 200)
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 3)
+    monkeypatch.setattr(bundle.layout, "COUNT_LIMIT", 3)
+    from bundle import export_session
+
+    path = export_session(source.data, "alice", tmp_path / "z64.mre.zip", key=source.key).path
+    raw = path.read_bytes()
+    tail = 56 + 20 + EOCD
+    assert raw[-tail:][:4] == b"PK\x06\x06" and raw[-EOCD - 20 :][:4] == b"PK\x06\x07"
+    assert raw.count(b"\x01\x00\x10\x00") >= 1 and raw.count(b"PK\x01\x02\x2d") >= 1  # zip64 extras, version 45
+    assert verify_file(path, source.trusted).verdict == "verified"
+    flipped = tmp_path / "flipped.mre.zip"
+    accepted = []
+    for i in range(len(raw) - tail, len(raw)):
+        for bit in range(8):
+            b = bytearray(raw)
+            b[i] ^= 1 << bit
+            flipped.write_bytes(b)
+            try:
+                verify_file(flipped, source.trusted)
+            except BundleError:
+                continue
+            accepted.append((i - (len(raw) - tail), bit))
+    assert accepted == [], f"zip64 end-record (byte, bit) flips not refused: {accepted}"
