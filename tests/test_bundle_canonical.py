@@ -200,3 +200,24 @@ def test_a_zip64_bundle_is_canonical_too_and_its_zip64_end_records_are_checked(
                 continue
             accepted.append((i - (len(raw) - tail), bit))
     assert accepted == [], f"zip64 end-record (byte, bit) flips not refused: {accepted}"
+
+
+@pytest.mark.usefixtures("private_tmp")
+def test_a_bundle_exported_deflated_as_before_issue_28_still_verifies(source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exports stored nothing but deflated (level 1) entries until issue 28, the ledger streamed with a zip64 local
+    header: such a bundle is one canonical zip too, and verifies."""
+    import bundle.export
+    from bundle import export_session
+
+    def deflated_entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(name, date_time)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info._compresslevel = 1  # type: ignore[attr-defined]
+        info.external_attr = 0o600 << 16
+        return info
+
+    monkeypatch.setattr(bundle.export, "_entry", deflated_entry)
+    path = export_session(source.data, "alice", tmp_path / "old.mre.zip", key=source.key).path
+    with zipfile.ZipFile(path) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    assert verify_file(path, source.trusted).verdict == "verified"
