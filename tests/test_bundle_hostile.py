@@ -455,6 +455,33 @@ def test_flipping_any_byte_of_a_small_bundle_is_refused(small: tuple[Path, Signi
     assert accepted == [], f"{len(accepted)} of {len(raw):,} flipped bytes not refused, first at {accepted[:10]}"
 
 
+def test_flipping_any_bit_of_a_bundle_of_one_memory_is_refused(tmp_path: Path) -> None:
+    """Every one of the 8 bits of every byte of a bundle of one remembered memory (the ledger, the checkpoint, the
+    key, the manifest: about 2.5 KB, 20,000 flips), flipped in turn, is refused as a bundle."""
+    eng = offline(tmp_path / "data")
+    eng.remember(SESSION, "I adopted a grey cat named Miso")
+    key = eng.key
+    close(eng)
+    bundle = export_session(tmp_path / "data", SESSION, tmp_path / "one.mre.zip", key=key).path
+    raw = bundle.read_bytes()
+    assert verify_file(bundle, [key.public_key]).verdict == "verified"
+    accepted = []
+    fd = os.open(bundle, os.O_WRONLY)
+    try:
+        for i in range(len(raw)):
+            for bit in range(8):
+                os.pwrite(fd, bytes([raw[i] ^ (1 << bit)]), i)
+                try:
+                    verify_file(bundle, [key.public_key])
+                except BundleError:
+                    continue
+                accepted.append((i, bit))
+            os.pwrite(fd, raw[i : i + 1], i)
+    finally:
+        os.close(fd)
+    assert accepted == [], f"{len(accepted)} of {8 * len(raw):,} single-bit flips not refused, first (byte, bit) {accepted[:10]}"
+
+
 def test_flipping_any_byte_of_a_deflated_bundle_is_refused_or_reads_the_same_members(
     small: tuple[Path, SigningKey], tmp_path: Path
 ) -> None:
