@@ -9,6 +9,8 @@ is extracted. The byte-by-byte flip of a whole small bundle is in tests/test_bun
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import struct
 import tempfile
@@ -18,12 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from bundle import BundleError, ImportRefused, import_bundle, verify_file
+import bundle.export
+import bundle.layout
+from bundle import BundleError, ImportRefused, export_session, import_bundle, pg_import, verify_file
 from bundle.__main__ import main
 from bundle.format import LEDGER_NAME
 from storage.stores import Stores, file_stores, pg_stores
+from webui.bundle_ui import BundleUI
+from webui.mcp_tools import make_tools
+from webui.sessions import new_session_key
 
 from .test_bundle import Source, build_source, empty_data_dir, nothing_imported, read_members, rebuilt
+from .test_webui_bundle import exported, imported_root, plain, service_at, talked
 
 EOCD = 22  # the end-of-central-directory record's bytes, with no comment
 
@@ -161,8 +169,6 @@ def test_every_import_refuses_a_bundle_with_another_zip_in_front_on_either_backe
     assert not isinstance(info.value, ImportRefused)
     assert nothing_imported(stores.data_dir)
     if stores.kind != "files":
-        from bundle import pg_import
-
         assert pg_import.list_origins(stores) == []
 
 
@@ -173,14 +179,10 @@ def test_a_zip64_bundle_is_canonical_too_and_its_zip64_end_records_are_checked(
     """The zip64 forms (sizes and offsets past 2 GiB, more than 65,535 entries) at test scale: with zipfile's limits
     and the checker's lowered to 200 bytes and 3 entries, an export writes zip64 extra fields (local and central)
     and the zip64 end record and locator, and verifies; each bit of those end records flipped is refused."""
-    import bundle.layout
-
     for mod in (zipfile, bundle.layout):
         monkeypatch.setattr(mod, "ZIP64_LIMIT", 200)
     monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 3)
     monkeypatch.setattr(bundle.layout, "COUNT_LIMIT", 3)
-    from bundle import export_session
-
     path = export_session(source.data, "alice", tmp_path / "z64.mre.zip", key=source.key).path
     raw = path.read_bytes()
     tail = 56 + 20 + EOCD
@@ -206,9 +208,6 @@ def test_a_zip64_bundle_is_canonical_too_and_its_zip64_end_records_are_checked(
 def test_a_bundle_exported_deflated_as_before_issue_28_still_verifies(source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exports stored nothing but deflated (level 1) entries until issue 28, the ledger streamed with a zip64 local
     header: such a bundle is one canonical zip too, and verifies."""
-    import bundle.export
-    from bundle import export_session
-
     def deflated_entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(name, date_time)
         info.compress_type = zipfile.ZIP_DEFLATED
@@ -221,3 +220,32 @@ def test_a_bundle_exported_deflated_as_before_issue_28_still_verifies(source: So
     with zipfile.ZipFile(path) as z:
         assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
     assert verify_file(path, source.trusted).verdict == "verified"
+
+
+class TestEveryImportPath:
+    """`python -m bundle import`, the app's Import tab and MCP import_bundle refuse a genuine export with another zip
+    in front of it, saying so in one line, and import nothing."""
+
+    def test_the_cli_import_refuses_it_exit_2(self, source: Source, data2: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        forged = forged_zip(source, tmp_path)
+        path = tmp_path / "both.mre.zip"
+        path.write_bytes(forged + source.bundle.read_bytes())
+        assert main(["import", str(data2), str(path), "--trust", str(source.pub)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"error: not in canonical form: {len(forged):,} bytes before the first entry (junk, or another zip, in front of the bundle)", err
+        assert nothing_imported(data2)
+
+    def test_the_app_import_tab_and_mcp_refuse_it(self, tmp_path: Path) -> None:
+        service = service_at(tmp_path / "data")
+        bui = BundleUI(service)
+        key = talked(service, "the spare key is under the blue pot")
+        genuine = exported(bui, key).read_bytes()
+        path = tmp_path / "both.mre.zip"
+        path.write_bytes(b"\x00" * 1000 + genuine)
+        result, table, *_ = bui.import_bundle(str(path), True, key)
+        assert result.startswith("## ⛔ Not imported") and "1,000 bytes before the first entry" in plain(result), result
+        assert table["data"] == [] and str(tmp_path) not in result
+        tools = {fn.__name__: fn for fn in make_tools(service)}
+        out = json.loads(tools["import_bundle"](new_session_key(), base64.b64encode(path.read_bytes()).decode(), True))
+        assert out["imported"] is False and "1,000 bytes before the first entry" in out["refused"] and out["checks"] == []
+        assert imported_root(service) == []
