@@ -1,7 +1,9 @@
 """Open a bundle without trusting it: every structural refusal before a byte is written (docs/FORMAT.md §21).
 
-`open_bundle(path, staging)` checks the zip's directory (names, types, duplicates, shared bytes, encryption,
-methods, declared sizes, compression ratios, totals), reads and parses the signed manifest, then streams each
+`open_bundle(path, staging)` checks the zip's directory (names, types, duplicates, encryption, methods, declared
+sizes, compression ratios, totals) and that the file is exactly one canonical zip from byte 0 to its end record
+(bundle.layout: no bytes before, between or after the entries, no two sharing bytes, every header the writer's) —
+`check_zip(path)` alone, before the caller makes any folder — reads and parses the signed manifest, then streams each
 member into `staging` laid out as a data directory (`sessions/<S>/events.jsonl`, `…/checkpoint.json`,
 `…/receipts/`, `erasures/`), reading at most the declared size plus one byte of each, and hashing as it goes.
 A structural problem raises BundleError (the whole bundle is refused); a member whose bytes differ from the
