@@ -8,7 +8,7 @@ Setup (not timed as a result): one session of --events events written through th
 the offline engine (no Groq key: retrieval, receipt, checkpoint), so the bundle carries receipts. Then --repeat
 rounds, each:
 
-  export        bundle.export_session: under the turn lock, the ledger copied into a deflated zip with the
+  export        bundle.export_session: under the turn lock, the ledger copied into a (stored) zip with the
                 checkpoint, receipts and key, manifest hashed and signed, the file fsynced and renamed
   verify        bundle.verify_file with the signing key as --trust: every structural check, every member
                 extracted to a temp folder and hashed, the ledger re-walked from genesis, the checkpoint's root

@@ -197,7 +197,7 @@ def export_session(
             certs = _certificate_members(data, session) if certificates is None else sorted(certificates)
             total = size + len(receipts) + len(certs)
             try:
-                with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as z:
+                with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
                     members.append(_write_stream(z, _entry(LEDGER_NAME, date_time), chunks, progress, total))
                     members.append(_write_bytes(z, _entry(CHECKPOINT_NAME, date_time), checkpoints.checkpoint_file_bytes(cp)))
                     for i, (name, read) in enumerate(receipts, start=1):
@@ -238,10 +238,10 @@ def _zip_time(ts: str) -> tuple[int, int, int, int, int, int]:
 
 
 def _entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:
-    """A deflated (level 1) zip entry dated `date_time`, mode 0600: nothing in it depends on when or where it was written."""
+    """A stored (uncompressed) zip entry dated `date_time`, mode 0600: nothing in it depends on when or where it was
+    written, nor on the zlib in use — and no deflate encoding leaves slack a second reading could use (bundle.layout)."""
     info = zipfile.ZipInfo(name, date_time)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info._compresslevel = 1  # type: ignore[attr-defined]  # what ZipFile(compresslevel=1) sets on the entries it makes
+    info.compress_type = zipfile.ZIP_STORED
     info.external_attr = 0o600 << 16
     return info
 

@@ -1,7 +1,9 @@
 """Open a bundle without trusting it: every structural refusal before a byte is written (docs/FORMAT.md §21).
 
-`open_bundle(path, staging)` checks the zip's directory (names, types, duplicates, shared bytes, encryption,
-methods, declared sizes, compression ratios, totals), reads and parses the signed manifest, then streams each
+`open_bundle(path, staging)` checks the zip's directory (names, types, duplicates, encryption, methods, declared
+sizes, compression ratios, totals) and that the file is exactly one canonical zip from byte 0 to its end record
+(bundle.layout: no bytes before, between or after the entries, no two sharing bytes, every header the writer's) —
+`check_zip(path)` alone, before the caller makes any folder — reads and parses the signed manifest, then streams each
 member into `staging` laid out as a data directory (`sessions/<S>/events.jsonl`, `…/checkpoint.json`,
 `…/receipts/`, `erasures/`), reading at most the declared size plus one byte of each, and hashing as it goes.
 A structural problem raises BundleError (the whole bundle is refused); a member whose bytes differ from the
@@ -45,6 +47,7 @@ from .format import (
     parse_manifest,
     size_cap,
 )
+from .layout import check_layout
 
 CHUNK = 1024 * 1024
 _TYPES = {stat.S_IFLNK: "a symlink", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
@@ -126,26 +129,6 @@ def _check_directory(infos: list[zipfile.ZipInfo]) -> None:
         raise BundleError(f"no {MANIFEST_NAME}: not a bundle")
 
 
-def _check_spans(f: IO[bytes], infos: list[zipfile.ZipInfo], file_size: int) -> None:
-    """Each entry's bytes lie in their own range: no two entries share data (a zip's hard link, an overlapping
-    bomb). An entry spans its local header — the 30 fixed bytes, then the name and extra field at the lengths the
-    local header gives (they may differ from the central directory's: zip64 writes an extra field only there) —
-    and its compressed data; the next entry's header must start at or after its end."""
-    spans = sorted(infos, key=lambda i: (i.header_offset, i.filename))
-    for i, info in enumerate(spans):
-        f.seek(info.header_offset)
-        head = f.read(30)
-        if len(head) < 30 or head[:4] != b"PK\x03\x04":
-            raise BundleError(f"member {info.filename!r}: no local header at offset {info.header_offset:,} (truncated, or not a zip entry)")
-        name_len, extra_len = struct.unpack("<HH", head[26:30])
-        end = info.header_offset + 30 + name_len + extra_len + info.compress_size
-        if i + 1 < len(spans) and spans[i + 1].header_offset < end:
-            other = spans[i + 1].filename
-            raise BundleError(f"members {info.filename!r} and {other!r}: their bytes overlap (an entry that shares another's data)")
-        if end > file_size:
-            raise BundleError(f"member {info.filename!r}: its bytes run past the end of the file (truncated)")
-
-
 def _read_small(z: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
     with z.open(info) as r:
         data = r.read(cap + 1)
@@ -167,10 +150,10 @@ def _target(data: Path, session: str, name: str) -> Path:
 WORDS = ("receipts/", "certificates/")  # with LEDGER_NAME: the members that quote what a session said
 
 
-def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str], *, unnamed: bool = False) -> Opened:
-    """Check and extract the bundle at `path` into the empty folder `staging` (BundleError when refused).
-    `unnamed`: the ledger, receipts and certificates go into files with no name on disk (Opened.ledger, .words),
-    the caller closes them (Opened.close); the checkpoint and the keys are extracted as files all the same."""
+def check_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
+    """The bundle at `path` opened, its structure checked (BundleError when refused): every name, type and cap of its
+    directory, and one zip from byte 0 to its end record (bundle.layout). Nothing is written; the caller closes it
+    (or hands it to `open_bundle`)."""
     p = Path(path)
     try:
         st = os.stat(p, follow_symlinks=False)
@@ -180,14 +163,30 @@ def open_bundle(path: str | os.PathLike[str], staging: str | os.PathLike[str], *
         raise BundleError(f"{p}: not a regular file")
     try:
         z = zipfile.ZipFile(p)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError, struct.error) as exc:
         raise BundleError(f"{p.name}: not a readable zip — truncated, or not a bundle ({exc})") from None
-    with z:
-        infos = z.infolist()
-        _check_directory(infos)
+    try:
+        _check_directory(z.infolist())
         if z.fp is None:  # never for a ZipFile opened for reading; the type allows it
             raise BundleError(f"{p.name}: not readable")
-        _check_spans(z.fp, infos, st.st_size)
+        check_layout(z.fp, st.st_size)  # one zip from byte 0 to its end record, before a byte is extracted
+    except BaseException:
+        z.close()
+        raise
+    return z
+
+
+def open_bundle(
+    path: str | os.PathLike[str], staging: str | os.PathLike[str], *, unnamed: bool = False, checked: zipfile.ZipFile | None = None
+) -> Opened:
+    """Check and extract the bundle at `path` into the empty folder `staging` (BundleError when refused).
+    `unnamed`: the ledger, receipts and certificates go into files with no name on disk (Opened.ledger, .words),
+    the caller closes them (Opened.close); the checkpoint and the keys are extracted as files all the same.
+    `checked`: what `check_zip(path)` returned, if the caller checked the structure first (it is closed here)."""
+    p = Path(path)
+    z = check_zip(p) if checked is None else checked
+    with z:
+        infos = z.infolist()
         by_name = {i.filename: i for i in infos}
         try:
             raw = _read_small(z, by_name[MANIFEST_NAME], MAX_MANIFEST_BYTES)

@@ -1,6 +1,6 @@
 """Verify a bundle before anything is imported (docs/FORMAT.md §21): one report, one row per check.
 
-Rows, in order: `bundle.structure` (the zip passed every structural refusal: bundle.read), `manifest.signature`
+Rows, in order: `bundle.structure` (the zip passed every structural refusal: bundle.read, bundle.layout), `manifest.signature`
 (DSSE over the manifest by a --trust key; with none, by the key the bundle carries, for self-consistency only:
 not_verifiable), `manifest.members` (the zip holds exactly the members the manifest lists), `members.hashes`
 (each member's size and sha256), `ledger.chain` (the ledger re-walked from genesis by the auditor: every digest and
@@ -36,7 +36,7 @@ from receipts.ledger_copy import CACHE, owned_folder
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
 
 from .format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
-from .read import Opened, open_bundle
+from .read import Opened, check_zip, open_bundle
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 
@@ -205,7 +205,7 @@ def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleRe
     `unnamed`, its nameless files); nothing of the walk is kept after (its audit cache is in a folder of its own)."""
     r = _Rows()
     m = opened.manifest
-    r.add("bundle.structure", True, f"a zip of {len(m.members) + 1} members: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
+    r.add("bundle.structure", True, f"one canonical zip of {len(m.members) + 1} members from byte 0 to its end record: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
     trusted = _signature(r, opened, trusted)
     members_ok = not opened.extra and not opened.missing
     r.add("manifest.members", members_ok,
@@ -253,12 +253,16 @@ def staged(
     a private folder removed afterwards. Its owner lock is held meanwhile, so a folder whose process died (SIGKILL)
     is removed by the next staging of the same `prefix` there (receipts.ledger_copy.owned_folder). `unnamed`: the
     members holding the session's words have no name on disk (bundle.read.open_bundle), so such a folder holds none."""
-    with owned_folder(prefix, under) as tmp:
-        opened = open_bundle(path, tmp / "data", unnamed=unnamed)
-        try:
-            yield opened
-        finally:
-            opened.close()
+    z = check_zip(path)  # a structural refusal comes before any folder is made
+    try:
+        with owned_folder(prefix, under) as tmp:
+            opened = open_bundle(path, tmp / "data", unnamed=unnamed, checked=z)
+            try:
+                yield opened
+            finally:
+                opened.close()
+    finally:
+        z.close()
 
 
 def verify_file(path: str | os.PathLike[str], trusted: Sequence[PublicKey] = ()) -> BundleReport:
