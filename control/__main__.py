@@ -223,8 +223,8 @@ def _suggestions(args: argparse.Namespace, data: Path, stores: Stores | None) ->
     return EXIT_OK
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The parser of `python -m control` (built without running it: `mre` is checked against it)."""
     parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it, supersede it with a newer statement.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     f = sub.add_parser("forget", help="erase events of a session (or the whole session) and write an erasure certificate", epilog=EPILOG)
@@ -265,7 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("session", metavar="SESSION")
     g.add_argument("--json", action="store_true", help="print the suggestions as JSON")
     g.set_defaults(func=cmd_suggestions)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return run(args.func, args)
 
 

@@ -517,8 +517,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return pg_cli.cmd_migrate(args, _bar("migrating"))
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The parser of `python -m ledger` (built without running it: `mre` is checked against it)."""
     parser = Parser(prog="python -m ledger", description="The hash-chained session ledger.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("import", help="import a JSONL file of messages into a session")
@@ -561,7 +561,12 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("database_url", metavar="DATABASE_URL")
     m.add_argument("sessions", nargs="*", help="only these sessions (default: all)")
     m.set_defaults(func=cmd_migrate)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return run(args.func, args)
 
 
