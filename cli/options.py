@@ -1,0 +1,92 @@
+"""The options several `mre` commands share, written once: a data directory, a session, --json, --trust, -k,
+--reason, and the PostgreSQL database ($DATABASE_URL or --database-url)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+F = TypeVar("F", bound=Callable[..., Any])
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]  # what click.option(...) returns
+
+DATABASE_ENV = "DATABASE_URL"
+CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}  # -h as well, as the python -m programs take
+
+
+class OrderedGroup(click.Group):
+    """Commands listed in the order they were added (the order a newcomer meets them), not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+def data_dir_argument(f: F) -> F:
+    """DATA_DIR: a data directory (checked by the command itself, with the `python -m` programs' messages)."""
+    return click.argument("data_dir", metavar="DATA_DIR")(f)
+
+
+def session_argument(f: F) -> F:
+    return click.argument("session", metavar="SESSION")(f)
+
+
+def json_option(help: str = "print a JSON report") -> Decorator:  # noqa: A002 - click's own keyword
+    return click.option("--json", "json", is_flag=True, help=help)
+
+
+def trust_option(help: str = "a trusted public key file (repeatable)") -> Decorator:  # noqa: A002
+    return click.option("--trust", "trust", metavar="PUBKEY", multiple=True, help=help)
+
+
+def k_option(help: str) -> Decorator:  # noqa: A002
+    return click.option("-k", "k", type=int, default=8, show_default=True, help=help)
+
+
+def reason_option(help: str) -> Decorator:  # noqa: A002
+    return click.option("--reason", metavar="TEXT", help=help)
+
+
+def _use_database(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """A --database-url given on the command line is the process's DATABASE_URL for this command (the commands
+    read it there, as `python -m ...` do); the previous value is put back when the command ends."""
+    if value is None or param.name is None or ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+        return
+    before = os.environ.get(DATABASE_ENV)
+    os.environ[DATABASE_ENV] = value
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(DATABASE_ENV, None)
+        else:
+            os.environ[DATABASE_ENV] = before
+
+    ctx.call_on_close(restore)
+
+
+def database_url_option(f: F) -> F:
+    return click.option(
+        "--database-url",
+        metavar="URL",
+        envvar=DATABASE_ENV,
+        show_envvar=True,
+        expose_value=False,
+        callback=_use_database,
+        help="keep memory in PostgreSQL at this postgresql:// URL (default: the files in DATA_DIR); "
+        "prefer the variable: a command line is visible to other users",
+    )(f)
+
+
+__all__ = [
+    "CONTEXT",
+    "OrderedGroup",
+    "data_dir_argument",
+    "database_url_option",
+    "json_option",
+    "k_option",
+    "reason_option",
+    "session_argument",
+    "trust_option",
+]
