@@ -22,7 +22,19 @@ from .cmd_search import search
 from .options import CONTEXT, OrderedGroup, database_url_option
 
 
-@click.group(cls=OrderedGroup, context_settings=CONTEXT)
+class _PipeClosed(Exception):
+    """A BrokenPipeError on its way out of click, which would turn it into exit 1 (click catches EPIPE itself)."""
+
+
+class Root(OrderedGroup):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _PipeClosed from exc
+
+
+@click.group(cls=Root, context_settings=CONTEXT)
 @database_url_option
 def mre() -> None:
     """The Memory Receipt Engine: a hash-chained memory ledger, search, signed receipts.
@@ -56,6 +68,8 @@ def _run(argv: list[str] | None) -> int:
         return fail(" ".join(exc.format_message().split()), exc.exit_code)
     except click.Abort:
         return 130
+    except _PipeClosed:
+        raise BrokenPipeError from None  # entry_point: quiet, 141, as the python -m programs end
     return EXIT_OK if result is None else int(result)
 
 
