@@ -484,3 +484,41 @@ def test_mre_in_its_own_process_is_one_line_and_no_traceback(tmp_path: Path) -> 
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"error: {tmp_path / 'missing'}: no such data directory (nothing was created)\n"
+
+
+def _readme_rows() -> list[tuple[list[str], list[str]]]:
+    """The README's "Command line" table: each row's two cells as lists of words (backticks and commas dropped)."""
+    section = (ROOT / "README.md").read_text().split("## Command line\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c for c in line.split("|") if c.strip()]
+        if len(cells) == 2 and "`" in cells[0]:
+            left, right = (re.sub(r"[`,()]", " ", c).split() for c in cells)
+            rows.append((left, right))
+    return rows
+
+
+def test_the_readme_table_names_every_twin() -> None:
+    rows = _readme_rows()
+    for (program, sub), (group, command) in TWINS.items():
+        assert any(
+            left[0] == program and (sub is None or sub in left) and right[0] == group and command in right for left, right in rows
+        ), f"README.md's Command line table lacks python -m {program} {sub or ''} -> mre {group} {command}"
+
+
+def test_a_reader_that_stops_early_ends_mre_quietly_with_141_as_python_m(made: dict[str, Path], tmp_path: Path) -> None:
+    """`mre search query ... --queries FILE | head -1` (click alone would exit 1 on a broken pipe)."""
+    many = tmp_path / "many.txt"
+    many.write_text("kayak\n" * 3000)  # well over a pipe buffer of output
+    codes = []
+    for argv in (["retrieval", "search"], ["cli", "search", "query"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", *argv, str(made["data"]), "alice", "--queries", str(many)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        assert b"kayak" in proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        codes.append(proc.wait(timeout=120))
+        assert err == "", err
+    assert codes == [141, 141]
