@@ -522,3 +522,38 @@ def test_a_reader_that_stops_early_ends_mre_quietly_with_141_as_python_m(made: d
         codes.append(proc.wait(timeout=120))
         assert err == "", err
     assert codes == [141, 141]
+
+
+# --- on PostgreSQL ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.pg
+def test_on_postgresql_the_twins_migrate_read_and_export_the_same(
+    made: dict[str, Path], pg_server: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m ledger migrate` and `mre db migrate` into two fresh databases say the same (each naming its own);
+    then, with DATABASE_URL set, reading commands and `db export` print the same as their twins."""
+    from tests import pg_support
+
+    urls = [pg_support.fresh_database(pg_server) for _ in range(2)]
+    data = str(made["data"])
+    said = []
+    for url, run in zip(urls, (lambda a: ledger_cli.main(["migrate", *a]), lambda a: mre_main(["db", "migrate", *a])), strict=True):
+        capsys.readouterr()
+        code = run([data, url, "alice"])
+        out, err = capsys.readouterr()
+        said.append((code, out.replace(url.rsplit("/", 1)[1].split("?")[0], "DB"), err))
+    assert said[0] == said[1]
+    assert said[0][0] == 0 and "ok      alice" in said[0][1]
+    monkeypatch.setenv("DATABASE_URL", urls[1])
+    for python_m in (
+        ["ledger", "list", data],
+        ["ledger", "verify", data, "alice", "--json"],
+        ["ledger", "export", urls[1], "alice"],
+        ["retrieval", "search", data, "alice", "kayak", "--json"],
+        ["receipts", "verify", str(made["receipt"]), "--data", data, "--trust", str(made["pub"])],
+        ["control", "history", data, "alice", "0"],
+    ):
+        a, b = both(capsys, python_m, twin_argv(python_m))
+        assert a == b, python_m
+        assert a[0] == 0 and a[1], (python_m, a)
