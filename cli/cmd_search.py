@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .calls import run_search
-from .options import OrderedGroup, data_dir_argument, json_option, session_argument
+from .options import OrderedGroup, data_dir_argument, json_option, k_option, session_argument
 
 
 @click.group(cls=OrderedGroup)
@@ -20,7 +20,7 @@ def search() -> None:
 @session_argument
 @click.argument("query", metavar="[QUERY]", required=False)
 @click.option("--queries", metavar="FILE", help="one query per line; prints one JSON line per query")
-@click.option("-k", "k", type=int, default=8, show_default=True, help="results per query, 1..50")
+@k_option("results per query, 1-50")
 @json_option("print one JSON object instead of a table")
 @click.option("--include-revoked", is_flag=True, help="also show memories the visitor revoked, each labelled with the control event that revoked it")
 @click.option("--history", is_flag=True, help="also show statements a newer one superseded, each labelled with the seq that replaced it")

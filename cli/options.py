@@ -42,7 +42,7 @@ def trust_option(help: str = "a trusted public key file (repeatable)") -> Decora
 
 
 def k_option(help: str) -> Decorator:  # noqa: A002
-    return click.option("-k", "k", type=int, default=8, show_default=True, help=help)
+    return click.option("-k", "k", type=int, default=8, show_default=True, metavar="K", help=help)
 
 
 def reason_option(help: str) -> Decorator:  # noqa: A002
