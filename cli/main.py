@@ -34,7 +34,13 @@ class Root(OrderedGroup):
             raise _PipeClosed from exc
 
 
-@click.group(cls=Root, context_settings=CONTEXT)
+EPILOG = (
+    "Exit status: 0 done (or VERIFIED); 1 FAILED, or broken; 2 unusable input (one `error:` line, nothing changed); "
+    "3 UNVERIFIED (receipt and bundle verify); 141 the reader of the output stopped early (`| head`)."
+)
+
+
+@click.group(cls=Root, context_settings=CONTEXT, epilog=EPILOG)
 @database_url_option
 def mre() -> None:
     """The Memory Receipt Engine: a hash-chained memory ledger, search, signed receipts.

@@ -17,8 +17,42 @@ DATABASE_ENV = "DATABASE_URL"
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}  # -h as well, as the python -m programs take
 
 
+class PrefixCommand(click.Command):
+    """A command that takes a unique prefix of a long option (`--js` for `--json`), as argparse does: scripts written
+    for the `python -m` programs may use one. An ambiguous prefix is left alone, and click refuses it (exit 2)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        longs = [o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+        try:
+            expanded = expand_prefixes(args, longs)
+        except ValueError as exc:
+            raise click.UsageError(str(exc), ctx=ctx) from None
+        return super().parse_args(ctx, expanded)
+
+
+def expand_prefixes(args: list[str], longs: list[str]) -> list[str]:
+    """`args` with each unique prefix of a long option in `longs` written out; ValueError for an ambiguous one
+    (argparse's message)."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        name, eq, value = arg.partition("=")
+        if name.startswith("--") and name not in longs:
+            matches = [o for o in longs if o.startswith(name)]
+            if len(matches) == 1:
+                arg = matches[0] + eq + value
+            elif matches:
+                raise ValueError(f"ambiguous option: {name} could match {', '.join(matches)}")
+        out.append(arg)
+    return out
+
+
 class OrderedGroup(click.Group):
-    """Commands listed in the order they were added (the order a newcomer meets them), not alphabetically."""
+    """Commands listed in the order they were added (the order a newcomer meets them), not alphabetically; each
+    takes option prefixes (PrefixCommand)."""
+
+    command_class = PrefixCommand
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
@@ -82,6 +116,7 @@ def database_url_option(f: F) -> F:
 __all__ = [
     "CONTEXT",
     "OrderedGroup",
+    "PrefixCommand",
     "data_dir_argument",
     "database_url_option",
     "json_option",

@@ -144,8 +144,18 @@ class TestEveryCommandHasATwin:
         assert click_signature(mre_commands()[(group, name)]) == argparse_signature(COMMANDS[spelling])
 
 
-def _sample_argv(parser: argparse.ArgumentParser, *, everything: bool) -> list[str]:
-    """Arguments the parser accepts: every positional, and with `everything` every option (a repeatable one twice)."""
+def _shortest_prefix(opt: str, parser: argparse.ArgumentParser) -> str:
+    """The shortest prefix argparse reads as `opt` (allow_abbrev): it starts no other long option."""
+    longs = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    for end in range(3, len(opt)):
+        if [o for o in longs if o.startswith(opt[:end])] == [opt]:
+            return opt[:end]
+    return opt
+
+
+def _sample_argv(parser: argparse.ArgumentParser, *, everything: bool, abbreviate: bool = False) -> list[str]:
+    """Arguments the parser accepts: every positional, and with `everything` every option (a repeatable one twice),
+    with `abbreviate` each long option as its shortest unique prefix."""
     argv: list[str] = []
     for i, a in enumerate(x for x in parser._actions if not x.option_strings):
         if a.nargs == "*":
@@ -159,6 +169,8 @@ def _sample_argv(parser: argparse.ArgumentParser, *, everything: bool) -> list[s
             if not a.option_strings or isinstance(a, argparse._HelpAction):
                 continue
             opt = a.option_strings[-1]
+            if abbreviate and opt.startswith("--"):
+                opt = _shortest_prefix(opt, parser)
             if a.nargs == 0:
                 argv.append(opt)
             else:
@@ -171,13 +183,13 @@ def _python_argv(spelling: tuple[str, str | None], rest: list[str]) -> list[str]
     return rest if spelling[1] is None else [spelling[1], *rest]
 
 
-@pytest.mark.parametrize("everything", [True, False], ids=["every option", "defaults"])
+@pytest.mark.parametrize("variant", ["every option", "defaults", "prefixes"])
 @pytest.mark.parametrize("spelling", list(TWINS), ids=[f"{p} {c or '(turn)'}" for p, c in TWINS])
 def test_the_twin_calls_the_same_function_with_the_same_namespace(
-    spelling: tuple[str, str | None], everything: bool, monkeypatch: pytest.MonkeyPatch
+    spelling: tuple[str, str | None], variant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     parser = COMMANDS[spelling]
-    rest = _sample_argv(parser, everything=everything)
+    rest = _sample_argv(parser, everything=variant != "defaults", abbreviate=variant == "prefixes")
     expected = parser.parse_args(rest)
     func = expected.func
     if spelling[0] != "chat":  # the program's subparsers set it (dest="command"); chat's steps are parsers of their own
@@ -414,6 +426,7 @@ USAGE = [
     ["control", "revoke", "{data}", "alice"],
     ["chat", "answer", "{data}"],
     ["bundle", "verify"],
+    ["ledger", "import", "{data}", "alice", "{root}/import.jsonl", "--allow"],  # an ambiguous prefix
 ]
 
 
@@ -452,19 +465,30 @@ def test_a_database_url_option_is_the_variable_for_that_command_only(made: dict[
 # --- help and installation ------------------------------------------------------------------------------------------
 
 
+def _commands_listed(help_text: str) -> list[str]:
+    """The lines of a help's "Commands:" list (up to the blank line before an epilog)."""
+    return help_text.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
 def test_mre_help_lists_every_group_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert mre_main(["--help"]) == 0
-    listed = capsys.readouterr().out.split("Commands:\n", 1)[1].splitlines()
-    names = [line.split()[0] for line in listed if line.strip()]
+    listed = _commands_listed(capsys.readouterr().out)
+    names = [line.split()[0] for line in listed]
     assert names == ["chat", "search", "ledger", "receipt", "control", "bundle", "db"]
     assert all(not line.rstrip().endswith("...") for line in listed)  # no summary cut short
+
+
+def test_mre_alone_shows_the_help_on_stderr_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert mre_main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Commands:" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("group", ["chat", "search", "ledger", "receipt", "control", "bundle", "db"])
 def test_a_group_help_lists_its_commands(group: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert mre_main([group, "--help"]) == 0
-    listed = capsys.readouterr().out.split("Commands:\n", 1)[1].splitlines()
-    names = [line.split()[0] for line in listed if line.strip()]
+    listed = _commands_listed(capsys.readouterr().out)
+    names = [line.split()[0] for line in listed]
     assert sorted(names) == sorted(c for g, c in TWINS.values() if g == group)
     assert all(not line.rstrip().endswith("...") for line in listed)
 
