@@ -455,6 +455,9 @@ def test_a_database_url_option_is_the_variable_for_that_command_only(made: dict[
     assert mre_main(["--database-url", "mysql://u:secret@db/x", "ledger", "list", str(made["data"])]) == 2
     via_option = capsys.readouterr()
     assert "DATABASE_URL" not in os.environ
+    assert mre_main(["--database-url", "mysql://u:secret@db/x", "ledger", "list"]) == 2  # refused before it ran
+    assert "DATABASE_URL" not in os.environ
+    capsys.readouterr()
     monkeypatch.setenv("DATABASE_URL", "mysql://u:secret@db/x")
     assert ledger_cli.main(["list", str(made["data"])]) == 2
     via_variable = capsys.readouterr()
