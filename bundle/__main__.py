@@ -134,8 +134,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The parser of `python -m bundle` (built without running it: `mre` is checked against it)."""
     parser = Parser(prog="python -m bundle", description="Session bundles: export, verify, import; a readable Markdown export.", epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="write one session as a signed bundle", epilog=EPILOG)
@@ -145,14 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     e.set_defaults(func=cmd_export)
     v = sub.add_parser("verify", help="check a bundle: signature, members, ledger, checkpoint, every receipt and certificate", epilog=EPILOG)
     v.add_argument("file")
-    v.add_argument("--trust", action="append", metavar="PUBKEY", help="a public key to trust (repeatable)")
+    v.add_argument("--trust", action="append", default=[], metavar="PUBKEY", help="a public key to trust (repeatable)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     i = sub.add_parser("import", help="verify a bundle, then import it under a new session id", epilog=EPILOG)
     i.add_argument("data_dir")
     i.add_argument("file")
     i.add_argument("--as", dest="as_session", metavar="SESSION")
-    i.add_argument("--trust", action="append", metavar="PUBKEY")
+    i.add_argument("--trust", action="append", default=[], metavar="PUBKEY")
     i.add_argument("--allow-untrusted", action="store_true", help="import a bundle no --trust key signed (recorded as unverified)")
     i.set_defaults(func=cmd_import)
     m = sub.add_parser("markdown", help="the conversation as one readable Markdown file")
@@ -163,7 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     ls = sub.add_parser("list", help="the imported sessions of a data directory")
     ls.add_argument("data_dir")
     ls.set_defaults(func=cmd_list)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return run(args.func, args)
 
 

@@ -98,14 +98,17 @@ def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
     return engine
 
 
-def _propose(argv: list[str]) -> int:
+def build_propose_parser() -> Parser:
     parser = Parser(prog="python -m chat propose", description="Ask me first, step 1: the memories retrieval would hand the model, and a one-time token. Nothing is appended.")
     parser.add_argument("data_dir", metavar="DATA_DIR")
     parser.add_argument("session", metavar="SESSION")
     parser.add_argument("message", metavar="MESSAGE")
     parser.add_argument("-k", type=int, default=8, help="memories proposed (1-50, default 8)")
-    args = parser.parse_args(argv)
+    parser.set_defaults(func=cmd_propose)
+    return parser
 
+
+def cmd_propose(args: argparse.Namespace) -> int:
     def go() -> int:
         from retrieval.scoring import relative
 
@@ -125,15 +128,18 @@ def _propose(argv: list[str]) -> int:
     return _guarded(go)
 
 
-def _answer(argv: list[str]) -> int:
+def build_answer_parser() -> Parser:
     parser = Parser(prog="python -m chat answer", description="Ask me first, step 2: answer with only the approved memories (or --cancel: no turn).")
     parser.add_argument("data_dir", metavar="DATA_DIR")
     parser.add_argument("token", metavar="TOKEN")
     parser.add_argument("ids", metavar="ID", nargs="*", help="the approved memories' event ids (or seqs); none: the question alone")
     parser.add_argument("--session", metavar="SESSION", help="refuse the token unless it was issued for this session")
     parser.add_argument("--cancel", action="store_true", help="end the turn: nothing is sent to the model, nothing appended")
-    args = parser.parse_args(argv)
+    parser.set_defaults(func=cmd_answer)
+    return parser
 
+
+def cmd_answer(args: argparse.Namespace) -> int:
     def go() -> int:
         if args.cancel and args.ids:
             raise CliError("--cancel takes no ids")
@@ -149,17 +155,8 @@ def _answer(argv: list[str]) -> int:
     return _guarded(go)
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    import logging
-    import sys
-
-    # The CLI says what failed in its own one line (_guarded); without a handler Python's last resort would print
-    # the engine's log records (an exception's class, for the operator's log) to the person's terminal as well.
-    logging.getLogger("chat").addHandler(logging.NullHandler())
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw and raw[0] in STEPS:
-        return _propose(raw[1:]) if raw[0] == "propose" else _answer(raw[1:])
+def build_parser() -> Parser:
+    """The parser of the one-turn `python -m chat DATA_DIR SESSION MESSAGE` (`propose` / `answer` have their own)."""
     parser = Parser(
         prog="python -m chat",
         description="Run one chat turn with a signed receipt. (`python -m chat propose …` / `answer …`: the same turn with a person approving the memories first.)",
@@ -169,8 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("message")
     parser.add_argument("-k", type=int, default=8, help="memories handed to the model (1-50, default 8)")
     parser.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
-    args: argparse.Namespace = parser.parse_args(raw)
+    parser.set_defaults(func=cmd_turn)
+    return parser
 
+
+def cmd_turn(args: argparse.Namespace) -> int:
     def go() -> int:
         with closing(_engine(args.data_dir, create=args.create, write=True)) as engine:
             turn = engine.turn(args.session, args.message, args.k)
@@ -178,6 +178,32 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
     return _guarded(go)
+
+
+PARSERS = {"propose": build_propose_parser, "answer": build_answer_parser}
+
+
+def quiet_logs() -> None:
+    """The CLI says what failed in its own one line (_guarded); without a handler Python's last resort would print
+    the engine's log records (an exception's class, for the operator's log) to the person's terminal as well."""
+    import logging
+
+    logging.getLogger("chat").addHandler(logging.NullHandler())
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    quiet_logs()
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw and raw[0] in STEPS:
+        parser, raw = PARSERS[raw[0]](), raw[1:]
+    else:
+        parser = build_parser()
+    args: argparse.Namespace = parser.parse_args(raw)
+    result: int = args.func(args)
+    return result
 
 
 if __name__ == "__main__":

@@ -257,8 +257,8 @@ def _ask_first(args: argparse.Namespace, data: Path, stores: Stores | None) -> i
     return EXIT_OK
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The parser of `python -m control` (built without running it: `mre` is checked against it)."""
     parser = Parser(prog="python -m control", description="The visitor's decisions about a memory: forget it (with a signed certificate), revoke or restore it, supersede it with a newer statement; ask me first for a session.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     f = sub.add_parser("forget", help="erase events of a session (or the whole session) and write an erasure certificate", epilog=EPILOG)
@@ -304,7 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("session", metavar="SESSION")
     a.add_argument("value", metavar="on|off", nargs="?", help="on: memories need the person's approval; off: they do not (default: show the setting)")
     a.set_defaults(func=cmd_ask_first)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return run(args.func, args)
 
 

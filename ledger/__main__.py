@@ -539,8 +539,8 @@ def _migrate_database(rest: list[str]) -> tuple[str, list[str]]:
     return url, rest
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The parser of `python -m ledger` (built without running it: `mre` is checked against it)."""
     parser = Parser(prog="python -m ledger", description="The hash-chained session ledger.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("import", help="import a JSONL file of messages into a session")
@@ -582,7 +582,12 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("data_dir")
     m.add_argument("sessions", nargs="*", metavar="SESSION", help="only these sessions (default: all); the database is $DATABASE_URL")
     m.set_defaults(func=cmd_migrate)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return run(args.func, args)
 
 

@@ -240,8 +240,8 @@ def _print_checkpoint(cp: dict[str, Any]) -> int:
     return EXIT_OK
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> Parser:
+    """The parser of `python -m receipts` (built without running it: `mre` is checked against it)."""
     parser = Parser(prog="python -m receipts", description="Verify signed receipts; show the signing key or a session's latest signed checkpoint.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     v = sub.add_parser("verify", help="verify a receipt offline, or with its ledger", epilog=VERIFY_EPILOG)
@@ -265,7 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("data_dir")
     c.add_argument("session")
     c.set_defaults(func=cmd_checkpoint)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return run(args.func, args)
 
 

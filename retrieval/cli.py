@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("rebuild", help="rebuild DATA_DIR/index.sqlite from the ledgers")
     r.add_argument("data_dir", metavar="DATA_DIR")
+    r.set_defaults(func=cmd_rebuild)
     s = sub.add_parser("search", help="search one session")
     s.add_argument("data_dir", metavar="DATA_DIR")
     s.add_argument("session", metavar="SESSION")
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="per hit: the matched terms and their weights, the raw BM25 and collapse figures, the rules that fired",
     )
+    s.set_defaults(func=cmd_search)
     return p
 
 
@@ -348,9 +350,16 @@ def _search(args: argparse.Namespace, index: Any, queries: list[str] | None, k: 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.command == "rebuild":
-            return cmd_rebuild(args)
-        return cmd_search(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    return guarded(args.func, args)
+
+
+def guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command with this CLI's exit codes: one `error: ...` line, never a traceback (`mre search` too)."""
+    try:
+        return command(args)
     except (UsageError, SearchError, CliError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_ERROR

@@ -1,0 +1,37 @@
+"""`mre db`: the PostgreSQL side (`python -m ledger export|migrate`, which keep working under that spelling)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .calls import run_program
+from .options import OrderedGroup, data_dir_argument, session_argument
+
+IMPL = "ledger.__main__"
+
+
+@click.group(cls=OrderedGroup)
+def db() -> None:
+    """PostgreSQL: migrate a data directory; export a session."""
+
+
+@db.command(short_help="Move a data directory's ledgers into PostgreSQL (resumable).")
+@data_dir_argument
+@click.argument("sessions", metavar="[SESSION]...", nargs=-1)
+def migrate(**params: Any) -> int:
+    """Move a data directory's ledgers into PostgreSQL (every chain verified; resumable).
+
+    The database is $DATABASE_URL (or --database-url before the group); a password on the command line is refused.
+    Only the SESSIONs named, or all of them."""
+    return run_program(IMPL, "cmd_migrate", "migrate", params)
+
+
+@db.command(short_help="Write a session's JSONL from PostgreSQL.")
+@click.argument("database_url", metavar="DATABASE_URL")
+@session_argument
+@click.option("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+def export(**params: Any) -> int:
+    """Write a session's JSONL from PostgreSQL (the bytes the file backend holds)."""
+    return run_program(IMPL, "cmd_export", "export", params)

@@ -1,0 +1,56 @@
+"""`mre receipt`: signed receipts (`python -m receipts verify|show|pubkey|checkpoint`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .calls import run_program
+from .options import OrderedGroup, data_dir_argument, json_option, session_argument, trust_option
+
+IMPL = "receipts.__main__"
+VERIFY_EPILOG = (
+    "Exit status: 0 VERIFIED; 1 FAILED (a check failed); 3 UNVERIFIED (nothing failed, but something could not be "
+    "checked here, e.g. no --trust key); 2 unusable input."
+)
+
+
+@click.group(cls=OrderedGroup)
+def receipt() -> None:
+    """Signed receipts: verify, show; the key, a session's checkpoint."""
+
+
+@receipt.command(epilog=VERIFY_EPILOG, short_help="Verify a receipt or certificate, offline or with its ledger.")
+@click.argument("receipt", metavar="RECEIPT")
+@click.option("--data", metavar="DATA_DIR", help="also check against this data directory's ledger (its own key is never trusted)")
+@trust_option("a trusted public key file (repeatable); needed for VERIFIED")
+@json_option("the report as JSON: verdict, groups (one sentence each) and every check row")
+@click.option("--rows", "--verbose", "rows", is_flag=True, help="also list every raw check row (the table the groups summarise)")
+@click.option("--full", is_flag=True, help="re-walk the ledger from genesis, ignoring the audit cache")
+def verify(**params: Any) -> int:
+    """Verify a receipt (or an erasure certificate) offline, or with its ledger."""
+    return run_program(IMPL, "cmd_verify", "verify", params)
+
+
+@receipt.command(short_help="Print what a receipt says (verifies nothing).")
+@click.argument("receipt", metavar="RECEIPT")
+@json_option("the summary as JSON (stable keys; full texts)")
+def show(**params: Any) -> int:
+    """Print what a receipt says: the question, the memories, the answer (verifies nothing)."""
+    return run_program(IMPL, "cmd_show", "show", params)
+
+
+@receipt.command(short_help="Print the data directory's public key (a --trust file).")
+@data_dir_argument
+def pubkey(**params: Any) -> int:
+    """Print the data directory's existing public key (a --trust file); never creates one."""
+    return run_program(IMPL, "cmd_pubkey", "pubkey", params)
+
+
+@receipt.command(short_help="Print a session's latest signed checkpoint (JSON).")
+@data_dir_argument
+@session_argument
+def checkpoint(**params: Any) -> int:
+    """Print a session's latest signed checkpoint (JSON, to publish or keep)."""
+    return run_program(IMPL, "cmd_checkpoint", "checkpoint", params)
