@@ -3,8 +3,10 @@
 A visitor says "I live in Leeds", opens the Ledger tab, selects that row, types "I live in Bristol" beside
 Correct this and clicks it: the status says seq N superseded by seq M, the ledger shows the old statement struck
 through naming the new seq, and History lists both, oldest first. Correct this with nothing typed is a toast and
-appends nothing. `MRE_WRITE_README_SCREENSHOT=1` also rewrites docs/screenshot-supersede.png (the ledger view
-with the old fact struck through, and its history).
+appends nothing. A refused Revoke or Correct this (a reason repeating the memory's word) is a status line beside the
+control and a toast — no "Error" overlay, the reason and the new statement typed stay editable (issue 28 §6).
+`MRE_WRITE_README_SCREENSHOT=1` also rewrites docs/screenshot-supersede.png (the ledger view with the old fact struck
+through, and its history).
 
 Without chromium or playwright these tests skip with the install command — except under CI=true.
 """
@@ -157,6 +159,78 @@ def test_manual_search_hides_the_superseded_fact_unless_history_is_asked(browser
         page.locator(f"#{ids.SEARCH_INCLUDE_SUPERSEDED} input[type=checkbox]").check()
         expect(page.locator(f"#{ids.SEARCH_RESULTS}")).to_contain_text("superseded by seq")
         assert struck(page, ids.SEARCH_RESULTS, "superseded by seq") == [True]
+        v.check_clean()
+    finally:
+        v.context.close()
+
+
+ERROR_OVERLAY = "[data-testid=status-tracker] span.error"  # Gradio's "Error" overlay on an output of a failed event
+
+
+def test_a_refused_revoke_or_correction_leaves_the_row_usable_keeps_the_text_typed_and_says_why_beside_it(
+    browser: Browser, server: app.Running
+) -> None:
+    """Issue 28 §6, beyond the Forget panel: Revoke, then Correct this, with a reason that repeats the memory's word.
+    Each is refused in the status line beside the buttons (and a toast); no output of the page carries Gradio's
+    "Error" overlay (gr.Error put one on the status line and on the new-statement box); the reason and the new
+    statement stay as typed and editable; nothing is appended. The reason is then edited in place and both go
+    through, the ledger view refreshed after each."""
+    from playwright.sync_api import expect
+
+    v = open_visitor(browser, server.url)
+    page = v.page
+    try:
+        send(page, OLD)
+        session = session_id_shown(page)
+        open_tab(page, ids.TAB_LEDGER)
+        rows = read_grid(page, ids.LEDGER_EVENTS)
+        old_seq = next(row[0] for row in rows if row[1] == "user" and row[3] == OLD)
+        page.locator(f"#{ids.FORGET_LEDGER_SEQ} textarea, #{ids.FORGET_LEDGER_SEQ} input").first.fill(old_seq)
+        reason = page.locator(f"#{ids.CONTROL_REASON}-ledger textarea")
+        new_text = page.locator(f"#{ids.CORRECT_TEXT}-ledger textarea")
+        status = markdown(page, ids.CONTROL_LEDGER_STATUS)
+        typed = "that was about Leeds"
+        reason.fill(typed)
+        before = server.service.engine.ledger.head(session)[0]
+
+        def usable_after_refusal(said: str) -> None:
+            expect(status).to_contain_text(said)
+            expect(status).to_contain_text("repeats a word")
+            assert "Leeds" not in status.inner_text()
+            expect(page.get_by_test_id("toast-body").first).to_contain_text("repeats a word")
+            for elem in (ids.CONTROL_LEDGER_STATUS, f"{ids.CORRECT_TEXT}-ledger", f"{ids.CONTROL_REASON}-ledger"):
+                settled(page, elem)
+            settled(page, ids.LEDGER_EVENTS)
+            expect(page.locator(ERROR_OVERLAY)).to_have_count(0)
+            expect(reason).to_have_value(typed)
+            expect(reason).to_be_editable()
+            expect(new_text).to_be_editable()
+            for button in (f"{ids.CORRECT_BUTTON}-ledger", ids.REVOKE_LEDGER_BUTTON, ids.RESTORE_LEDGER_BUTTON):
+                expect(page.locator(f"#{button}")).to_be_enabled()
+            assert server.service.engine.ledger.head(session)[0] == before
+            for close in page.locator("[data-testid=toast-close]").all():
+                close.click()
+
+        page.locator(f"#{ids.REVOKE_LEDGER_BUTTON}").click()
+        usable_after_refusal("Not revoked")
+
+        new_text.fill(NEW)
+        page.locator(f"#{ids.CORRECT_BUTTON}-ledger").click()
+        usable_after_refusal("Not corrected")
+        expect(new_text).to_have_value(NEW)  # the statement typed stays
+        shot(page, "control-refused-reason.png")
+
+        # The reason is edited in place: the revoke goes through and the ledger is refreshed (labelled revoked) …
+        reason.fill("moved house")
+        page.locator(f"#{ids.REVOKE_LEDGER_BUTTON}").click()
+        expect(status).to_contain_text("Revoked")
+        expect(page.locator(f"#{ids.LEDGER_EVENTS}")).to_contain_text("⛔ revoked")
+        # … and so does the correction, still typed: the box is emptied, the old statement struck through.
+        page.locator(f"#{ids.CORRECT_BUTTON}-ledger").click()
+        expect(status).to_contain_text(f"seq {old_seq} superseded by seq")
+        expect(new_text).to_have_value("")
+        expect(page.locator(f"#{ids.LEDGER_EVENTS}")).to_contain_text(f"superseded by seq {before + 1}")
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)
         v.check_clean()
     finally:
         v.context.close()

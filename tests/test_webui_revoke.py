@@ -1,6 +1,8 @@
 """Revoke and Restore from the app, handler by handler (no server): beside every Forget… entry point, a revoke keeps
 the memory out of the next answer and its stamps and receipt name the revocation; restore brings it back; a refused
-request is a toast and appends nothing; the ledger view and the search results label a revoked memory."""
+request is a status line beside the control and a toast (never gr.Error, whose "Error" overlay covered the status line
+and locked the row: issue 28 §6), appends nothing and refreshes nothing; the ledger view and the search results label a
+revoked memory."""
 
 from __future__ import annotations
 
@@ -55,6 +57,20 @@ def session(ui: UI) -> str:
     return key
 
 
+def done(out: tuple[Any, ...]) -> str:
+    """The status line of a revoke or restore that went through (its changed State reads True)."""
+    assert len(out) == 2 and out[1] is True, out
+    return str(out[0])
+
+
+def refused(out: tuple[Any, ...], verb: str) -> str:
+    """The status line of a refused revoke or restore: said beside the control, nothing changed (the State reads False,
+    so the ledger and the search are not refreshed)."""
+    assert len(out) == 2 and out[1] is False, out
+    assert out[0].startswith(f"⚠️ **Not {verb}:**"), out[0]
+    return str(out[0])
+
+
 def cited_seqs(ui: UI, key: str) -> list[int]:
     latest = ui.service.latest_receipt(key)
     assert latest is not None
@@ -70,7 +86,7 @@ class TestRevoke:
         chat(ui, key, QUESTION)
         assert 0 in cited_seqs(ui, key)
         seq: Any = 0 if entry == "turn" else "0"  # the dropdown's int, or a selected row's / typed seq
-        status = ui.revoke(key, seq)
+        status = done(ui.revoke(key, seq))
         control_seq = ui.service.engine.ledger.head(session_id(key))[0] - 1
         assert "Revoked" in status and f"control event at seq {control_seq}" in status.lower()
         final = chat(ui, key, QUESTION)
@@ -87,7 +103,7 @@ class TestRevoke:
         ui.revoke(key, "0")
         chat(ui, key, QUESTION)
         assert 0 not in cited_seqs(ui, key)
-        assert "Restored" in ui.restore(key, "0")
+        assert "Restored" in done(ui.restore(key, "0"))
         final = chat(ui, key, QUESTION)
         assert 0 in cited_seqs(ui, key) and "Left out because you revoked" not in final[2]
 
@@ -100,26 +116,29 @@ class TestRevoke:
             ("restore", "0", "not revoked"),
         ],
     )
-    def test_a_bad_seq_is_a_toast_and_nothing_is_appended(self, ui: UI, action: str, seq: str, match: str) -> None:
+    def test_a_bad_seq_is_said_beside_the_control_and_in_a_toast_and_nothing_is_appended(
+        self, ui: UI, action: str, seq: str, match: str
+    ) -> None:
         key = session(ui)
         before = snapshot(ui)
-        with pytest.raises(gr.Error, match=match):
-            getattr(ui, action)(key, seq)
+        with pytest.warns(UserWarning, match=match):  # the toast (gr.Warning, outside a request)
+            out = getattr(ui, action)(key, seq)
+        assert match in refused(out, "revoked" if action == "revoke" else "restored").replace("\\", "")  # Markdown escapes
         assert snapshot(ui) == before
 
     def test_revoking_twice_is_refused_and_appends_nothing(self, ui: UI) -> None:
         key = session(ui)
         ui.revoke(key, "0")
         before = snapshot(ui)
-        with pytest.raises(gr.Error, match="already revoked"):
-            ui.revoke(key, "0")
+        with pytest.warns(UserWarning, match="already revoked"):  # the toast
+            assert "already revoked" in refused(ui.revoke(key, "0"), "revoked")
         assert snapshot(ui) == before
 
     def test_a_control_record_cannot_be_revoked(self, ui: UI) -> None:
         key = session(ui)
         ui.revoke(key, "0")
-        with pytest.raises(gr.Error, match="control record"):
-            ui.revoke(key, "2")
+        with pytest.warns(UserWarning, match="control record"):
+            assert "control record" in refused(ui.revoke(key, "2"), "revoked")
 
 
 class TestLabels:
@@ -171,9 +190,9 @@ class TestReason:
 
     def test_a_revoke_and_a_restore_with_a_reason_record_it_and_the_status_line_shows_it(self, ui: UI) -> None:
         key = session(ui)
-        status = ui.revoke(key, "0", "  not relevant any more  ")
+        status = done(ui.revoke(key, "0", "  not relevant any more  "))
         assert "Reason: not relevant any more." in status
-        restored = ui.restore(key, "0", "changed my mind")
+        restored = done(ui.restore(key, "0", "changed my mind"))
         assert "Reason: changed my mind." in restored
         led = ui.service.engine.ledger
         reasons = [ev.meta["control"]["reason"] for ev in led.read_events(session_id(key), [2, 3])]
@@ -181,7 +200,7 @@ class TestReason:
 
     def test_an_empty_reason_is_no_reason(self, ui: UI) -> None:
         key = session(ui)
-        assert "Reason" not in ui.revoke(key, "0", "   ")
+        assert "Reason" not in done(ui.revoke(key, "0", "   "))
         assert ui.service.engine.ledger.read_events(session_id(key), [2])[0].meta["control"]["reason"] is None
 
     @pytest.mark.parametrize(("action", "reason"), [("revoke", "about my Gazelle"), ("restore", "the green bike is fine")])
@@ -190,8 +209,11 @@ class TestReason:
         if action == "restore":
             ui.revoke(key, "0")
         before = snapshot(ui)
-        with pytest.raises(gr.Error, match="reason: repeats a word of the event at seq 0"):
-            getattr(ui, action)(key, "0", reason)
+        with pytest.warns(UserWarning, match="reason: repeats a word"):
+            out = getattr(ui, action)(key, "0", reason)
+        status = refused(out, "revoked" if action == "revoke" else "restored")
+        assert "reason: repeats a word of the event at seq 0" in status
+        assert not any(word in status for word in reason.split() if len(word) > 3)  # the status does not repeat it
         assert snapshot(ui) == before
 
     def test_the_app_passes_each_tabs_reason_box_to_revoke_and_restore(self, ui: UI) -> None:
@@ -205,3 +227,30 @@ class TestReason:
                 assert [c.elem_id for c in fn.inputs][-1] == f"{ids.CONTROL_REASON}-{where}"
         titles = [b.label for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
         assert "Withhold, forget, revoke or restore a memory of the latest answer" in titles
+
+
+class TestRefreshes:
+    """After Revoke, Restore or Correct this, the ledger and the search are refreshed (their labels changed) — only
+    after a real change: a refusal is no longer raised (so Gradio would run every `.then`), and it changed nothing."""
+
+    @pytest.mark.parametrize("action", ["revoke", "restore", "correct"])
+    @pytest.mark.parametrize("where", ["turn", "search", "ledger"])
+    def test_the_ledger_and_the_search_are_refreshed_only_after_a_real_change(
+        self, ui: UI, action: str, where: str
+    ) -> None:
+        import app
+
+        demo = app.build(ui.service)
+        fns = {f.api_name: f for f in demo.fns.values()}
+        key = session(ui)
+        main = fns[f"{action}_{where}"]
+        changed = main.outputs[-1]  # the control's "changed something" State
+        assert isinstance(changed, gr.State)
+        args = {"ledger": [key], "search": ["bicycle", 8, key, False, False, False]}
+        for step in ("ledger", "search"):
+            follow = fns[f"{action}_{where}_{step}"]
+            assert follow.inputs[0] is changed, f"{follow.api_name} does not read whether {action} changed anything"
+            skipped = follow.fn(False, *args[step])
+            assert skipped == tuple(gr.skip() for _ in follow.outputs), (follow.api_name, skipped)
+            ran = follow.fn(True, *args[step])
+            assert len(ran) == len(follow.outputs) and ran != skipped, follow.api_name

@@ -1,6 +1,7 @@
 """Facts that change in the app (issue 12), handler by handler and render function by render function (no server):
 "Correct this" from each of the three places appends the new statement and a supersession record decided by the
-visitor; a refusal is a toast and appends nothing; Manual search leaves a superseded memory out unless "include
+visitor; a refusal is a status line beside the control and a toast (never gr.Error, whose "Error" overlay covered
+the status line and the new-statement box: issue 28 §6), keeps the text typed and appends nothing; Manual search leaves a superseded memory out unless "include
 superseded (history)" is ticked, and then strikes it through naming the seq that replaced it, as the ledger view
 does; History lists every statement of the fact, oldest first. MCP's tools are in test_webui_supersede_mcp.py."""
 
@@ -120,6 +121,14 @@ class TestRender:
 
 
 # -- handlers -----------------------------------------------------------------------------------------------------
+def refused(out: tuple[Any, ...]) -> str:
+    """A refused Correct this: the status line says why, the new-statement box is left as typed (skipped) and the
+    changed State reads False (the ledger and the search are not refreshed)."""
+    assert len(out) == 3 and out[1] == gr.skip() and out[2] is False, out
+    assert out[0].startswith("⚠️ **Not corrected:**"), out[0]
+    return str(out[0])
+
+
 def seq_from(entry_point: str) -> Any:
     return 0 if entry_point == "turn" else "0"  # the dropdown's int, or a selected row's / typed seq
 
@@ -130,14 +139,14 @@ class TestCorrect:
         self, ui: UI, entry_point: str
     ) -> None:
         key = session(ui)
-        status, box = ui.correct(key, seq_from(entry_point), f"  {NEW} ", "")
+        status, box, changed = ui.correct(key, seq_from(entry_point), f"  {NEW} ", "")
         evs = events(ui, key)
         new, record = evs[2], evs[3]
         assert (new.role, new.text) == ("user", NEW)
         found = supersession_of(record.role, record.text, record.meta, record.seq)
         assert found is not None
         assert (found.old_seq, found.new_seq, found.decided_by) == (0, 2, VISITOR)
-        assert f"seq 0 superseded by seq 2: “{NEW}”" in status and box == ""
+        assert f"seq 0 superseded by seq 2: “{NEW}”" in status and box == "" and changed is True
 
     def test_the_reason_is_kept_on_the_record(self, ui: UI) -> None:
         key = session(ui)
@@ -158,26 +167,30 @@ class TestCorrect:
             ("0", "x" * 9000, None),  # over the message limit
         ],
     )
-    def test_a_refusal_is_a_toast_and_appends_nothing(self, ui: UI, seq: str, text: str, reason: str | None) -> None:
+    def test_a_refusal_is_said_beside_the_control_keeps_the_text_typed_and_appends_nothing(
+        self, ui: UI, seq: str, text: str, reason: str | None
+    ) -> None:
         key = session(ui)
         before = snapshot(ui)
-        with pytest.raises(gr.Error):
-            ui.correct(key, seq, text, reason)
+        with pytest.warns(UserWarning):  # the toast (gr.Warning, outside a request)
+            out = ui.correct(key, seq, text, reason)
+        status = refused(out)
+        assert "Leeds" not in status  # a refused reason is not repeated back
         assert snapshot(ui) == before
 
     def test_a_control_record_cannot_be_corrected(self, ui: UI) -> None:
         key = session(ui)
         ui.correct(key, "0", NEW)  # seq 2 the statement, seq 3 the record
         before = snapshot(ui)
-        with pytest.raises(gr.Error, match="control record"):
-            ui.correct(key, "3", "anything")
+        with pytest.warns(UserWarning, match="control record"):  # the toast
+            assert "control record" in refused(ui.correct(key, "3", "anything"))
         assert snapshot(ui) == before
 
     def test_an_invalid_session_key_is_refused_and_nothing_is_written(self, ui: UI) -> None:
         session(ui)
         before = snapshot(ui)
-        with pytest.raises(gr.Error):
-            ui.correct("not a key", "0", NEW)
+        with pytest.warns(UserWarning, match="session key"):
+            assert "session key" in refused(ui.correct("not a key", "0", NEW))
         assert snapshot(ui) == before
 
     def test_a_correction_from_the_turn_tools_after_an_answer(self, ui: UI) -> None:
@@ -186,7 +199,7 @@ class TestCorrect:
         _rid, pick, _w, _d = ui.turn_tools(key)
         seqs = [v for _label, v in pick.choices]
         assert 0 in seqs
-        status, _box = ui.correct(key, 0, NEW)
+        status, _box, _changed = ui.correct(key, 0, NEW)
         assert "seq 0 superseded by seq" in status
 
 
@@ -231,5 +244,6 @@ class TestVisible:
     def test_history_of_a_record_is_refused(self, ui: UI) -> None:
         key = session(ui)
         ui.correct(key, "0", NEW)
-        with pytest.raises(gr.Error, match="record"):
-            ui.memory_history(key, "3")
+        with pytest.warns(UserWarning, match="record"):  # the toast
+            status = ui.memory_history(key, "3")
+        assert status.startswith("⚠️ **No history:**") and "record" in status

@@ -1,8 +1,11 @@
 """The Gradio edge: component values in, component values out.
 
-Refusals the user can act on become `gr.Error` with the reason (a toast; the
-outputs keep their values) or, on the Verify tab, a status in the verdict
-area. Anything unexpected is logged with its traceback and shown as a short
+Refusals the user can act on become `gr.Error` with the reason (a toast) or,
+on the Verify tab, a status in the verdict area. In Gradio 6 a gr.Error also
+puts an "Error" overlay on every output of the event, so the controls whose
+outputs sit beside what the visitor typed (the Forget panel, Revoke / Restore,
+Correct this, History) say a refusal in a status line there and a warning
+toast instead, and never raise (issue 28 §6). Anything unexpected is logged with its traceback and shown as a short
 "failed on the server" message — never a traceback in the page.
 """
 
@@ -608,32 +611,62 @@ class UI:
         return tuple(gr.skip() for _ in range(6))
 
     # -- revoke and restore (webui/controls.py; the rules are control.revocation's) ------------------------------
+    # A refusal is not raised: gr.Error would put an "Error" overlay on every output of the event (the status line, and
+    # for Correct this the new-statement box), covering the row (issue 28 §6). It is said in the status line beside the
+    # control (and a toast); what was typed stays. Outputs end with the row's "changed" State: the refreshes chained
+    # after the control (the ledger, the search: webui/wiring.py if_changed) run only when it reads True. MCP's tools
+    # call webui/controls.py and webui/supersede.py directly, and keep raising.
     @edge
-    def revoke(self, key: object, seq: object, reason: object = None) -> str:
-        """A seq from the turn's dropdown, a search result or the ledger, and the optional reason beside it. Output:
-        the control's status line. A refusal (unknown seq, already revoked, a control or erasure record, a reason that
-        repeats the memory's words: control.plan.quoted) is a toast; nothing is appended."""
-        return rc.result_markdown(ct.revoke(self.service, key, seq, reason))
+    def revoke(self, key: object, seq: object, reason: object = None) -> tuple[str, bool]:
+        """A seq from the turn's dropdown, a search result or the ledger, and the optional reason beside it. Outputs:
+        (the control's status line, changed). A refusal (unknown seq, already revoked, a control or erasure record, a
+        reason that repeats the memory's words: control.plan.quoted) is said there and in a toast; nothing appended."""
+        try:
+            result = ct.revoke(self.service, key, seq, reason)
+        except Exception as exc:  # noqa: BLE001 - the edge: said beside the control, never raised (see above)
+            return self._control_refused(exc, "Not revoked"), False
+        return rc.result_markdown(result), True
 
     @edge
-    def restore(self, key: object, seq: object, reason: object = None) -> str:
-        return rc.result_markdown(ct.restore(self.service, key, seq, reason))
+    def restore(self, key: object, seq: object, reason: object = None) -> tuple[str, bool]:
+        """As revoke: (status line, changed)."""
+        try:
+            result = ct.restore(self.service, key, seq, reason)
+        except Exception as exc:  # noqa: BLE001 - the edge (see above)
+            return self._control_refused(exc, "Not restored"), False
+        return rc.result_markdown(result), True
+
+    @staticmethod
+    def _control_refused(exc: BaseException, what: str) -> str:
+        """The refusal as the status line beside the control, and the same text as a toast (a warning: no overlay).
+        Unexpected failures are logged by to_gr_error and read "failed on the server", as at any edge."""
+        err = to_gr_error(exc, for_html=False)
+        gr.Warning(html.escape(err.message), title=err.title or "Refused")
+        return rc.refused_markdown(what, err.message)
 
     # -- correct this and history (webui/supersede.py; the rules are control.supersession's, issue 12) --------------
     @edge
     def correct(self, key: object, seq: object, new_text: object, reason: object = None) -> tuple[Any, ...]:
         """A seq from the turn's dropdown, a search result or the ledger, the new statement typed beside it and the
-        optional reason. Outputs: (the control's status line, the emptied new-statement box). A refusal (unknown seq,
-        an erased or control record, an empty text, a reason that repeats the words) is a toast; nothing appended."""
-        result = sp.correct(self.service, key, seq, new_text, reason)
+        optional reason. Outputs: (the control's status line, the new-statement box, changed): emptied after a
+        correction; a refusal (unknown seq, an erased or control record, an empty text, a reason that repeats the
+        words) is said in the status line and a toast, the statement typed stays in its box, nothing is appended."""
+        try:
+            result = sp.correct(self.service, key, seq, new_text, reason)
+        except Exception as exc:  # noqa: BLE001 - the edge (see revoke)
+            return self._control_refused(exc, "Not corrected"), gr.skip(), False
         assert isinstance(new_text, str)
-        return rs.result_markdown(result, new_text.strip()), ""
+        return rs.result_markdown(result, new_text.strip()), "", True
 
     @edge
     def memory_history(self, key: object, seq: object) -> str:
-        """The memory's history: every statement of its fact, oldest first (a Markdown table)."""
-        entries = sp.history(self.service, key, seq)
-        return rs.history_markdown(entries, sp.suggestions(self.service, key, entries))
+        """The memory's history: every statement of its fact, oldest first (a Markdown table). A refusal (no memory
+        chosen, a record, an unknown seq) is said in its place, beside the button, and in a toast."""
+        try:
+            entries = sp.history(self.service, key, seq)
+            return rs.history_markdown(entries, sp.suggestions(self.service, key, entries))
+        except Exception as exc:  # noqa: BLE001 - the edge (see revoke)
+            return self._control_refused(exc, "No history")
 
     @edge
     def turn_tools(self, key: object) -> tuple[Any, ...]:

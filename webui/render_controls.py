@@ -61,6 +61,12 @@ def result_markdown(result: ControlResult) -> str:
     return f"{what} — seq {result.seq} (`{result.event_id[:16]}…`). Control event at seq {result.control_seq}.{why}"
 
 
+def refused_markdown(what: str, why: str) -> str:
+    """The status line beside Revoke / Restore / Correct this / History when it is refused: `what` did not happen
+    ("Not revoked", …), and why (the refusal's one line; it never quotes the memory: control.plan.quoted)."""
+    return f"⚠️ **{what}:** {md(why, 400)}"
+
+
 def candidate_label(c: Candidate) -> str:
     """One tick box: rank, seq, when, score (a share of the best candidate's, 1.00 = best, as in Manual search) and
     the text, labelled when it matched only through its neighbours or is an echo (plain text, one line)."""

@@ -28,18 +28,31 @@ UNDOCUMENTED = "undocumented"  # callable by gradio_client (the browser's events
 SHOW_FORGET_BOX = f"() => {{ const el = document.getElementById('{ids.FORGET_BOX}'); if (el) el.scrollIntoView({{block: 'center'}}); }}"
 
 
+def _only_when(done: Callable[[object], bool], fn: Callable[..., Any], outputs: int, suffix: str) -> Callable[..., Any]:
+    """`fn`, run only when `done` holds for the first input (a State the step before set); otherwise every output is
+    left as it is."""
+
+    def run(state: object, *args: Any) -> Any:
+        if done(state):
+            return fn(*args)
+        return gr.skip() if outputs == 1 else tuple(gr.skip() for _ in range(outputs))
+
+    run.__name__ = f"{getattr(fn, '__name__', 'step')}_{suffix}"
+    return run
+
+
 def if_forgotten(fn: Callable[..., Any], outputs: int) -> Callable[..., Any]:
     """`fn`, run after a confirmation only when something was forgotten (the pending State reads done): after a
     refusal or a confirmation asked again, the exports, the search, the ledger and the turn tools' pick stay as
     they are (issue 28 §6). The pending State is the first input."""
+    return _only_when(lambda state: state in (fg.DONE_EVENTS, fg.DONE_SESSION), fn, outputs, "if_forgotten")
 
-    def run(state: object, *args: Any) -> Any:
-        if state in (fg.DONE_EVENTS, fg.DONE_SESSION):
-            return fn(*args)
-        return gr.skip() if outputs == 1 else tuple(gr.skip() for _ in range(outputs))
 
-    run.__name__ = f"{getattr(fn, '__name__', 'step')}_if_forgotten"
-    return run
+def if_changed(fn: Callable[..., Any], outputs: int) -> Callable[..., Any]:
+    """`fn`, run after Revoke, Restore or Correct this only when it changed something (its State reads True): a
+    refusal is a status line, not an error (issue 28 §6), so Gradio runs every `.then` after it; the ledger and the
+    search stay as they are. The control's State is the first input."""
+    return _only_when(lambda state: state is True, fn, outputs, "if_changed")
 
 
 def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
@@ -271,6 +284,26 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
         )
     # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
     search_inputs = [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded]
+    # A refusal is the status line (and a toast), not an error (issue 28 §6): each control's own State says whether it
+    # changed anything, and the refreshes after it run only then (if_changed). One State per control: a revoke refused
+    # while a correction of the same row is still running reads its own outcome.
+    search_outputs = [p.search_status, p.results, p.search_explain]
+
+    def refreshed(event: Any, changed: gr.State, name: str) -> None:
+        event.then(
+            if_changed(ui.ledger, len(ledger_outputs)),
+            [changed, p.key_state],
+            ledger_outputs,
+            api_name=f"{name}_ledger",
+            api_visibility="private",
+        ).then(
+            if_changed(ui.search_again, len(search_outputs)),
+            [changed, *search_inputs],
+            search_outputs,
+            api_name=f"{name}_search",
+            api_visibility="private",
+        )
+
     for button, fn, seq_box, why, status, name in (
         (p.turn_revoke, ui.revoke, p.turn_pick, p.turn_reason, p.turn_control_md, "revoke_turn"),
         (p.turn_restore, ui.restore, p.turn_pick, p.turn_reason, p.turn_control_md, "restore_turn"),
@@ -279,30 +312,26 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
         (p.ledger_revoke, ui.revoke, p.ledger_seq, p.ledger_reason, p.ledger_control_md, "revoke_ledger"),
         (p.ledger_restore, ui.restore, p.ledger_seq, p.ledger_reason, p.ledger_control_md, "restore_ledger"),
     ):
-        button.click(fn, [p.key_state, seq_box, why], status, api_name=name, api_visibility=UNDOCUMENTED).then(
-            ui.ledger, [p.key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private"
-        ).then(
-            ui.search_again,
-            search_inputs,
-            [p.search_status, p.results, p.search_explain],
-            api_name=f"{name}_search",
-            api_visibility="private",
+        changed = gr.State(False)
+        clicked = button.click(
+            fn, [p.key_state, seq_box, why], [status, changed], api_name=name, api_visibility=UNDOCUMENTED
         )
+        refreshed(clicked, changed, name)
     # Correct this and History beside them (issue 12): the same places, the same reason box and refreshes.
     for button, seq_box, new_text, why, status, name in (
         (p.turn_correct, p.turn_pick, p.turn_correct_text, p.turn_reason, p.turn_control_md, "correct_turn"),
         (p.search_correct, p.search_seq, p.search_correct_text, p.search_reason, p.search_control_md, "correct_search"),
         (p.ledger_correct, p.ledger_seq, p.ledger_correct_text, p.ledger_reason, p.ledger_control_md, "correct_ledger"),
     ):
-        button.click(
-            ui.correct, [p.key_state, seq_box, new_text, why], [status, new_text], api_name=name, api_visibility=UNDOCUMENTED
-        ).then(ui.ledger, [p.key_state], ledger_outputs, api_name=f"{name}_ledger", api_visibility="private").then(
-            ui.search_again,
-            search_inputs,
-            [p.search_status, p.results, p.search_explain],
-            api_name=f"{name}_search",
-            api_visibility="private",
+        changed = gr.State(False)
+        clicked = button.click(
+            ui.correct,
+            [p.key_state, seq_box, new_text, why],
+            [status, new_text, changed],
+            api_name=name,
+            api_visibility=UNDOCUMENTED,
         )
+        refreshed(clicked, changed, name)
     for button, seq_box, shown, name in (
         (p.turn_history, p.turn_pick, p.turn_history_md, "history_turn"),
         (p.search_history, p.search_seq, p.search_history_md, "history_search"),
