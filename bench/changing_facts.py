@@ -15,7 +15,7 @@ end; "before" questions about its previous value at the end. Each is searched th
 written with the last of the K slots given to the newest statement of the attribute it asks about
 (chat.supersede.newest_statement / with_newest — what a turn hands the model, "now" questions only); and
 with the topic words of the attributes it mentions (topic_query: "How old am I?" shares no word with "I
-turned 43"), which the engine does not use (it costs LoCoMo recall; bench/RESULTS.md).
+turned 43"), which the engine does not use (it costs LoCoMo recall; bench/HISTORY.md).
 Systems, all in the same run:
 
 - raw       the same Index.search, no supersession (today's behaviour);

@@ -441,7 +441,7 @@ CHATTER: tuple[str, ...] = (
 ACKS: tuple[str, ...] = ("Noted.", "Thanks, I'll keep that in mind.", "Got it.", "Sounds good.")
 
 # A second set of change phrasings and distractors, written after the detector's first version as a held-out
-# set and measured once (bench/RESULTS.md); then looked at, and folded into the tuning set beside KINDS'.
+# set and measured once (bench/HISTORY.md); then looked at, and folded into the tuning set beside KINDS'.
 MORE_CHANGE: dict[str, Templates] = {
     "city": ("The move to {v} is done, finally unpacked!", "We left {old} in the spring and now call {v} home.",
              "Just got the keys to our new place in {v}.", "Settled in {v} after the move."),

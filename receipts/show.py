@@ -6,7 +6,7 @@ true is `python -m receipts verify`'s job. Every text in a receipt may come
 from a visitor, so `render_text` neutralises control characters and terminal
 escape sequences (ESC prints as the four characters ``\\x1b``).
 
-The summary's keys are stable (README, "receipts show --json"). Each memory
+The summary's keys are stable (docs/guides/cli.md, "Reading a receipt": `--json`). Each memory
 row has a `state`: "cited" for every format-1 row. A format-2 summary gives
 every event row (question, memories, answer) a `state` and its signed
 `commit`: "cited" when the copy discloses its text, "withheld" when it does not,

@@ -9,7 +9,7 @@ the n-th of them scores above bound(N), no other row can enter: the answer is th
 moves from N to E (as many as the n-th score shows are needed) and the queries run again; with N empty it is the
 plain query. bm25() then runs over the rows holding a rare term, not over every row holding a common one.
 
-Measured at 1M events (bench/RESULTS.md, issue 15): the same top 40 as the exhaustive query for every question, at
+Measured at 1M events (bench/HISTORY.md, issue 15): the same top 40 as the exhaustive query for every question, at
 about a third of its p50; the p95 stays high for questions made of common words only (the bound, (k1 + 1) * idf,
 is far above what a common word adds to a real row, so most of their rows must be scored).
 """

@@ -139,7 +139,7 @@ def search_sql(num: int, *, text_weight: float = 1.0, context_weight: float = 0.
 
     `own` is computed for every matching row, before the LIMIT: 7-9% of this statement's time. The two
     ways to compute it for the kept rows only (FTS5's `ORDER BY rank`, or a second query over the kept
-    rowids) measured 19-90% slower (bench/search_own_bm25.py; bench/RESULTS.md, issue 16 latency).
+    rowids) measured 19-90% slower (bench/search_own_bm25.py; bench/HISTORY.md, issue 16 latency).
     """
     t = fts_table(num)
     weights = f"{_weight(text_weight)}, {_weight(context_weight)}"

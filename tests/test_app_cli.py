@@ -97,7 +97,7 @@ def test_the_default_data_directory_starts_on_a_fresh_machine_and_says_what_it_m
     tmp_path: Path, offline: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    cfg = parse_args([], {})  # README: `python app.py`, DATA_DIR unset: ./data
+    cfg = parse_args([], {})  # docs/guides/app.md: `python app.py`, DATA_DIR unset: ./data
     assert cfg.data_dir == Path("data") and not cfg.create
     open_engine(cfg).index.close()
     err = capsys.readouterr().err

@@ -76,7 +76,7 @@ def import_file(page: Page, path: Path, *, unverified: bool = False) -> str:
 
 
 def write_screenshot(page: Page) -> None:
-    """The Import tab from the result down to the search results (the README's picture of an import)."""
+    """The Import tab from the result down to the search results (docs/guides/bundles.md's picture of an import)."""
     page.mouse.move(0, 0)
     page.locator(f"#{ids.IMPORT_RESULT}").scroll_into_view_if_needed()
     page.wait_for_timeout(500)

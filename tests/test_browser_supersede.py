@@ -56,7 +56,7 @@ def struck(page: Page, elem_id: str, text: str) -> list[bool]:
 
 
 def write_screenshot(page: Page) -> None:
-    """The ledger table and the history under it, clipped to them (the README's picture of a fact changing)."""
+    """The ledger table and the history under it, clipped to them (docs/guides/facts.md's picture of a fact changing)."""
     page.mouse.move(0, 0)
     page.locator(f"#{ids.LEDGER_STATUS}").scroll_into_view_if_needed()
     page.wait_for_timeout(500)

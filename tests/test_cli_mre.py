@@ -42,7 +42,7 @@ MAINS: dict[str, Callable[[list[str]], int]] = {
     "chat": chat_cli.main,
     "bundle": bundle_cli.main,
 }
-# `python -m PROGRAM SUBCOMMAND` -> `mre GROUP COMMAND` (README "Command line" shows the same table).
+# `python -m PROGRAM SUBCOMMAND` -> `mre GROUP COMMAND` (docs/guides/cli.md "From `python -m` to `mre`" shows the same table).
 TWINS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("ledger", "import"): ("ledger", "import"),
     ("ledger", "list"): ("ledger", "list"),
@@ -515,8 +515,8 @@ def test_mre_in_its_own_process_is_one_line_and_no_traceback(tmp_path: Path) -> 
 
 
 def _readme_rows() -> list[tuple[list[str], list[str]]]:
-    """The README's "Command line" table: each row's two cells as lists of words (backticks and commas dropped)."""
-    section = (ROOT / "README.md").read_text().split("## Command line\n", 1)[1].split("\n## ", 1)[0]
+    """The CLI guide's `python -m` -> `mre` table: each row's two cells as lists of words (backticks and commas dropped)."""
+    section = (ROOT / "docs" / "guides" / "cli.md").read_text().split("## From `python -m` to `mre`\n", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
         cells = [c for c in line.split("|") if c.strip()]
@@ -526,12 +526,12 @@ def _readme_rows() -> list[tuple[list[str], list[str]]]:
     return rows
 
 
-def test_the_readme_table_names_every_twin() -> None:
+def test_the_cli_guide_table_names_every_twin() -> None:
     rows = _readme_rows()
     for (program, sub), (group, command) in TWINS.items():
         assert any(
             left[0] == program and (sub is None or sub in left) and right[0] == group and command in right for left, right in rows
-        ), f"README.md's Command line table lacks python -m {program} {sub or ''} -> mre {group} {command}"
+        ), f"docs/guides/cli.md's python -m -> mre table lacks python -m {program} {sub or ''} -> mre {group} {command}"
 
 
 def test_a_reader_that_stops_early_ends_mre_quietly_with_141_as_python_m(made: dict[str, Path], tmp_path: Path) -> None:

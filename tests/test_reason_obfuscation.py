@@ -70,7 +70,7 @@ def test_an_ordinary_reason_is_not_quoted(reason: str) -> None:
 
 
 def test_the_floors_stay_four_letters_and_three_digits() -> None:
-    # documented (README, FORMAT.md §17): a word of 4 letters or more, a number of 3 digits or more
+    # documented (docs/guides/forgetting.md, FORMAT.md §17): a word of 4 letters or more, a number of 3 digits or more
     assert quoted("cat Miso", "my cat is called Miso") and not quoted("Mis", "my cat is called Miso")
     assert quoted("the 305 one", "my room is 305") and not quoted("the 30 one", "my room is 305")
     assert not quoted("my box", "my box is red")  # 3 letters: too common to say a text was quoted

@@ -23,7 +23,7 @@ S = "alice"
 
 @pytest.fixture
 def two_replicas(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("RECEIPT_SIGNING_KEY", "11" * 32)  # one key for every replica, as README says
+    monkeypatch.setenv("RECEIPT_SIGNING_KEY", "11" * 32)  # one key for every replica, as docs/guides/scaling-out.md says
     out = []
     for name in ("a", "b"):
         data = tmp_path / name

@@ -206,7 +206,7 @@ def test_deleting_a_session_drops_what_its_turns_cited(tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM receipt_cites WHERE session = 'alice'").fetchone()[0] == 0
 
 
-# -- neighbour context: a stated limit (README "Revoke and restore", FORMAT.md §17) ---------------------------------
+# -- neighbour context: a stated limit (docs/guides/revoke-and-ask-first.md "Revoke and restore", FORMAT.md §17) ---------------------------------
 def test_a_revoked_memorys_words_may_make_a_neighbour_match_but_never_reach_the_model(tmp_path: Path) -> None:
     eng = engine(tmp_path / "d")
     eng.remember("alice", MOVE)  # 0

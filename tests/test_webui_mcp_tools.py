@@ -117,7 +117,7 @@ def test_bad_arguments_are_refused_with_the_reason(tools: dict, tool: str, args:
 
 
 class TestK:
-    """K over MCP is what the README says: 1 to 50 (the page's slider stops at 20)."""
+    """K over MCP is what the app guide says: 1 to 50 (the page's slider stops at 20)."""
 
     def test_k_up_to_the_api_limit_is_accepted_by_search_and_ask(self, tools: dict) -> None:
         key = json.loads(tools["new_session_key"]())["session_key"]
@@ -128,11 +128,11 @@ class TestK:
         out = json.loads(tools["ask"](key, "which pineapple notes?", K_API_MAX))
         assert out["receipt_id"].startswith("rcpt_") and len(out["memories"]) == 3
 
-    def test_the_tool_descriptions_and_the_readme_state_the_same_limits(self, tools: dict) -> None:
+    def test_the_tool_descriptions_and_the_app_guide_state_the_same_limits(self, tools: dict) -> None:
         for name in ("search_memories", "ask"):
             assert f"1 to {K_API_MAX} (default 8)" in (inspect.getdoc(tools[name]) or ""), name
-        readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-        assert f"K from 1 to {K_MAX} in the UI (1–{K_API_MAX} over MCP" in readme
+        guide = " ".join((ROOT / "docs" / "guides" / "app.md").read_text(encoding="utf-8").split())
+        assert f"K from 1 to {K_MAX} in the UI (1–{K_API_MAX} over MCP" in guide
 
 
 class TestPlainErrors:
