@@ -212,7 +212,10 @@ class UI:
                     yield [*base, asked, _failed_note(exc)], gr.skip(), gr.skip(), gr.skip()
                 raise to_gr_error(exc)
             else:
-                final, stamps, download = self._answered(item, [*base, asked])
+                try:
+                    final, stamps, download = self._answered(item, [*base, asked])
+                except Exception as exc:  # noqa: BLE001 - the edge: a generator's exception is not wrapped by @edge
+                    raise to_gr_error(exc) from None
                 yield final, gr.skip(), stamps, download
 
     def _answered(self, turn: Turn, before: list[Any]) -> tuple[list[Any], str, Any]:
@@ -221,7 +224,8 @@ class UI:
         final = [*before, r.answer_message(turn.answer), r.stamps_message(s)]
         try:
             copy: str | None = self.service.receipt_download(turn)
-        except OSError as exc:  # the answer and its receipt are on disk; only the download copy failed
+        except (OSError, BackendError) as exc:  # the answer and its receipt are stored; only the download copy failed
+            # (a disk error, or the database gone between the receipt's write and this read)
             log.error("receipt %s: the download copy could not be written (%s)", turn.receipt_id, type(exc).__name__)
             copy = None
         return final, r.stamps_markdown(s), self._download(turn.receipt_id, copy)
