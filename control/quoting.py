@@ -2,14 +2,16 @@
 
 A forget's, revoke's or supersession's reason is kept for good (the erasure record and certificate, the control
 record), so it must not carry what it names. Both sides are put in one normal form first: NFKC, Unicode format
-characters (category Cf: zero-width spaces and joiners, soft hyphens, BOMs) dropped, the common Cyrillic and Greek
-look-alikes of Latin letters folded to them (control.confusables), case and diacritics folded, any decimal digit
-read as 0-9. Then the reason quotes the text when
+characters (category Cf: zero-width spaces and joiners, soft hyphens, BOMs) and every default-ignorable code point
+(Hangul fillers, variation selectors, tags: control.confusables.DEFAULT_IGNORABLE) dropped, the common look-alikes
+of Latin letters folded to them (Cyrillic, Greek, Armenian, Cherokee, small capitals: control.confusables), case and
+diacritics folded, any decimal digit read as 0-9. Then the reason quotes the text when
 
 1. a content term of 4 letters or more, or of 3 digits or more, is in both (the floors: shorter words are too common
    to say a text was quoted, and "1" or "12" are in every other sentence);
 2. a number of the text (3 digits or more: a run, or runs joined by spaces, dots, dashes, slashes or commas, as in a
-   phone number) is in the reason's digits read together ("4 7 1 1", "4711th", "no.4711");
+   phone number) is in a number of the reason, its digits read together across the same separators ("4 7 1 1",
+   "4711th", "no.4711") but not across words ("12 March at 3pm" holds 12 and 3, not 123);
 3. a word of the text of 4 letters or more is in the reason's letters read together, across a space or punctuation
    ("Zanzibar quux", "Lis-bon");
 4. any 4-character piece of a *name or code* of the text is in the reason's letters read together ("Zanzi",
@@ -19,21 +21,27 @@ read as 0-9. Then the reason quotes the text when
    word refused 3.5% of (ordinary reason, memory) pairs the word rule let through (3,410 of 96,600); over names and codes, 0.03%
    (26: "asked to forget" for a text naming George, "entered by mistake" for "The Alchemist"; measured by
    tests/test_reason_obfuscation.py);
-5. any of the above holds for what a base64, URL-safe base64 or hex run of the reason decodes to (as UTF-8 text).
+5. any of the above holds for what a base64, URL-safe base64 or hex run of the reason decodes to (as UTF-8 text);
+6. or for the reason read another way: its HTML character references (`&#76;`, `&#x4C;`, `&eacute;`) and its
+   percent-encoding (`%4C`) decoded; when it holds a direction control, as shown (a right-to-left override's run
+   reversed: "nobsiL" shows as "Lisbon", "Lis" + override + "nob" as "Lisbon") and all in reverse; leetspeak read as letters inside a run of letters (0 o, 1 l or i, 3 e, 4 a,
+   5 s, 7 t, @ a, $ s: "L1sb0n"; a number with an ordinal or a unit, "3pm", "4th", "10km", stays a number).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import html
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from retrieval.text import STOP_WORDS, content_terms, fold
 
-from .confusables import CAPITALS_TABLE, SMALL_TABLE
+from .confusables import CAPITALS_TABLE, DIRECTION_CONTROLS, IGNORABLE_TABLE, SMALL_TABLE
 
 QUOTE_LETTERS_MIN = 4  # a reason's word this long (stemmed, stop words aside) that the text holds is a quote
 QUOTE_DIGITS_MIN = 3  # and a number this long: a PIN, a phone number's group, a code
@@ -44,6 +52,15 @@ _NUMBER = re.compile(r"\d+(?:[ .,/\-]{1,3}\d+)*")  # a number, its groups separa
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{4,}={0,2}")
 _HEX_RUN = re.compile(r"[0-9A-Fa-f]{6,}")
 _SENTENCE_END = frozenset(".!?:;\"'“”‘’([{\n")
+_RLO_RUN = re.compile("\u202e([^\u202c\n]*)\u202c?")  # a right-to-left override's run: shown reversed, up to its PDF
+_LEET_RUN = re.compile(r"(?:[^\W_]|[@$])+")  # a run of letters, digits, '@' and '$'
+_LEET = {"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
+# a number with an ordinal or unit is a number, not leetspeak ("3pm", "4th", "10km")
+_NUMBER_UNIT = re.compile(
+    r"\d+(?:st|nd|rd|th|s|am|pm|h|hr|hrs|m|min|mins|d|k|km|kg|g|cm|mm|ml|l|x|kb|mb|gb|mph|ft|lb|lbs|oz|yr|yrs)", re.I
+)
+_LEET_I = str.maketrans({**_LEET, "1": "i"})
+_LEET_L = str.maketrans(_LEET)
 
 
 def _digits(text: str) -> str:
@@ -57,14 +74,16 @@ def _cased(text: str) -> str:
         return text
     # the look-alikes before NFKC too: it makes some of them (the lunate sigmas) a letter that looks like none
     text = unicodedata.normalize("NFKC", text.translate(CAPITALS_TABLE).translate(SMALL_TABLE))
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf").translate(CAPITALS_TABLE)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf").translate(IGNORABLE_TABLE).translate(CAPITALS_TABLE)
     return _digits(text)
 
 
 def _folded(cased: str) -> str:
     """The normal form: case and diacritics folded, look-alike small letters as Latin."""
     out = fold(cased)
-    return out if out.isascii() else out.translate(SMALL_TABLE)
+    if not out.isascii():
+        out = out.translate(SMALL_TABLE)
+    return out if out.isascii() else out.translate(CAPITALS_TABLE).lower()  # a capital casefold leaves (Cherokee)
 
 
 def normal_form(text: str) -> str:
@@ -79,7 +98,7 @@ class Said:
     terms: frozenset[str]  # content terms of QUOTE_LETTERS_MIN letters / QUOTE_DIGITS_MIN digits or more
     letters: str  # the letters and digits, read together
     bounds: frozenset[int]  # where `letters` crosses a space or punctuation of the reason
-    digits: str  # the digits, read together
+    numbers: tuple[str, ...]  # each number's digits, read together across its separators (not across words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +119,8 @@ def _said(reason: str) -> Said:
     for tok in toks[:-1]:
         at += len(tok)
         bounds.add(at)
-    return Said(terms, "".join(toks), frozenset(bounds), "".join(ch for ch in norm if "0" <= ch <= "9"))
+    numbers = tuple(n for m in _NUMBER.finditer(norm) if (n := "".join(ch for ch in m.group() if "0" <= ch <= "9")))
+    return Said(terms, "".join(toks), frozenset(bounds), numbers)
 
 
 def _specific(word: str, before: str) -> bool:
@@ -137,7 +157,7 @@ def _text(text: str) -> Held:
 def _quotes(said: Said, held: Held) -> bool:
     if said.terms & held.terms:  # 1
         return True
-    if said.digits and any(n in said.digits for n in held.numbers):  # 2
+    if any(n in run for run in said.numbers for n in held.numbers):  # 2
         return True
     for word in held.words:  # 3: only where the match crosses a space or punctuation (rule 1 has the rest)
         at = said.letters.find(word)
@@ -184,9 +204,43 @@ def _decoded(reason: str) -> Iterator[str]:
                 yield text
 
 
+def _leet(text: str) -> Iterator[str]:
+    """`text` with leetspeak read as letters inside each run holding a letter (1 as l, then as i), if that changes it."""
+    runs = [
+        m
+        for m in _LEET_RUN.finditer(text)
+        if any(c.isalpha() for c in m.group()) and any(c in _LEET for c in m.group()) and not _NUMBER_UNIT.fullmatch(m.group())
+    ]
+    if not runs:
+        return
+    for table in (_LEET_L, _LEET_I):
+        out, at = [], 0
+        for m in runs:
+            out += [text[at : m.start()], m.group().translate(table)]
+            at = m.end()
+        yield "".join(out) + text[at:]
+
+
+def _readings(reason: str) -> Iterator[str]:
+    """The reason read each way of rule 6 (the module docstring), the reason itself first."""
+    plain = [reason]
+    if "&" in reason:
+        plain.append(html.unescape(reason))
+    if "%" in reason:
+        plain += [urllib.parse.unquote(t) for t in plain]
+    if any(ch in DIRECTION_CONTROLS for ch in reason):  # as shown (each override's run reversed), and all reversed
+        plain += [_RLO_RUN.sub(lambda m: m.group(1)[::-1], t) for t in plain] + [t[::-1] for t in plain]
+    for text in plain:
+        yield text
+        yield from _leet(_cased(text))
+
+
 def reading(reason: str) -> tuple[Said, ...]:
-    """What the rules read in a reason: the reason as written, and each text its encoded runs decode to."""
-    return (_said(reason), *(_said(t) for t in dict.fromkeys(_decoded(reason))))
+    """What the rules read in a reason: the reason as written, read each other way of rule 6, and each text its
+    encoded runs decode to."""
+    texts = dict.fromkeys(_readings(reason))
+    decoded = dict.fromkeys(d for t in texts for d in _decoded(t))
+    return tuple(_said(t) for t in dict.fromkeys([*texts, *decoded]))
 
 
 def holding(text: str) -> Held:

@@ -80,10 +80,13 @@ def test_the_floors_stay_four_letters_and_three_digits() -> None:
 # Samples: these memory tokens (names, places, a lower-case code word, words of 4-13 letters), each inside a plain
 # memory sentence; for each, every interior position of each Cf character below, every Latin letter that has a
 # look-alike in LOOKALIKES replaced by each of its look-alikes, every interior split by a space / "-" / ". ", and the
-# token base64-, URL-safe-base64- and hex-encoded (padded and not, alone and inside a sentence).
+# token base64-, URL-safe-base64- and hex-encoded (padded and not, alone and inside a sentence); since review 5 also
+# every interior position of each Hangul filler (default-ignorable letters), each leetspeak letter alone and all of them
+# at once (LEET), and the token percent-encoded and as HTML decimal and hex character references.
 TOKENS = ["Zanzibarquux", "Quuxborough", "Miso", "Lisbon", "octocat", "Patterson", "Vorquzqxvjian", "sourdough"]
 NUMBERS = ["4711", "305", "0161", "912345678", "48213907"]
-FORMAT_CHARS = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e"]
+FORMAT_CHARS = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e", "\u3164", "\u115f", "\u1160", "\uffa0"]
+LEET = {"a": "4", "e": "3", "i": "1", "l": "1", "o": "0", "s": "5", "t": "7"}
 # Latin letter -> look-alikes, from Unicode's confusables.txt (UTS #39), written out here independently of the
 # code's table: a check below asserts each is the Cyrillic or Greek letter it is named as.
 LOOKALIKES: dict[str, list[str]] = {
@@ -135,6 +138,13 @@ def _obfuscations(token: str) -> Iterator[tuple[str, str]]:
     for i, ch in enumerate(token):
         for alike in LOOKALIKES.get(ch, []):
             yield f"{unicodedata.name(alike)} for {ch!r} at {i}", token[:i] + alike + token[i + 1 :]
+    for i, ch in enumerate(token):
+        if ch.lower() in LEET:
+            yield f"leet {ch!r} at {i}", token[:i] + LEET[ch.lower()] + token[i + 1 :]
+    yield "leet", "".join(LEET.get(ch.lower(), ch) for ch in token)
+    yield "percent-encoded", "".join(f"%{b:02X}" for b in token.encode())
+    yield "HTML decimal references", "".join(f"&#{ord(ch)};" for ch in token)
+    yield "HTML hex references", "".join(f"&#x{ord(ch):X};" for ch in token)
     raw = token.encode()
     for name, enc in (("base64", base64.b64encode(raw)), ("urlsafe", base64.urlsafe_b64encode(raw)), ("hex", binascii.hexlify(raw))):
         text = enc.decode()
@@ -143,10 +153,26 @@ def _obfuscations(token: str) -> Iterator[tuple[str, str]]:
         yield name + " of a sentence", base64.b64encode(f"it said {token} there".encode()).decode() if name == "base64" else text
 
 
-def test_the_codes_lookalike_table_maps_cyrillic_and_greek_letters_to_latin_ones() -> None:
+def test_the_codes_lookalike_table_maps_lookalike_letters_to_latin_ones() -> None:
+    # (review 5 widened the table beyond Cyrillic and Greek: Armenian, Cherokee, Latin extensions, small capitals,
+    # the estimated sign; each entry is still a letter or letterlike symbol of those scripts mapped to a Latin letter)
+    scripts = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "LATIN", "ESTIMATED SYMBOL")
     for table in (confusables.CAPITALS, confusables.SMALL):
         for ch, latin in table.items():
-            assert unicodedata.name(ch).startswith(("CYRILLIC", "GREEK")) and latin.isascii() and latin.isalpha(), ch
+            name = unicodedata.name(ch)
+            assert name.startswith(scripts) and latin.isascii() and latin.isalpha() and not ch.isascii(), ch
+            if "SMALL CAPITAL" in name:  # LATIN LETTER SMALL CAPITAL X shows an x
+                assert latin == name.split()[-1].lower(), name
+    small_capitals = {ch for ch in confusables.SMALL if "LATIN LETTER SMALL CAPITAL" in unicodedata.name(ch)}
+    assert {confusables.SMALL[ch] for ch in small_capitals} == set("abcdefghijklmnopqrstuvwyz")  # no small capital X
+
+
+@pytest.mark.parametrize("cp", [0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x180B, 0x200B, 0x2064, 0x3164, 0xFE0F, 0xFFA0, 0x1D173, 0xE0041, 0xE0100])
+def test_a_default_ignorable_code_point_inside_a_word_does_not_hide_it(cp: int) -> None:
+    # a sample of Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt), one from each kind:
+    # soft hyphen, grapheme joiner, Hangul fillers, Khmer inherent vowel, Mongolian selector, zero-width space,
+    # invisible plus, variation selectors, musical symbol format, tags
+    assert quoted(f"please drop Lis{chr(cp)}bon now", "I live in Lisbon")
 
 
 @pytest.mark.parametrize("token", TOKENS)
@@ -172,6 +198,14 @@ def test_every_spelling_of_a_memory_number_is_quoted(number: str) -> None:
         binascii.hexlify(number.encode()).decode(),
     ]
     assert [h for h in hidden if not quoted(f"please drop {h} now", memory)] == []
+
+
+@pytest.mark.parametrize(
+    "shown", ["\u202enobsiL\u202c", "Lis\u202enob\u202c", "\u202esiL\u202c\u202enob\u202c", "\u202dLis\u202c\u202enob\u202c"]
+)
+def test_a_word_shown_through_a_right_to_left_override_is_quoted(shown: str) -> None:
+    # each renders as "Lisbon" (UAX #9: an override's run is shown reversed); the override may cover part of the word
+    assert quoted(f"moved from {shown} last year", "I live in Lisbon with my cat")
 
 
 def test_a_number_the_memory_writes_with_separators_is_quoted_without_them() -> None:

@@ -18,14 +18,12 @@ GUESSABLE = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: hand-made guessable keys (keyboard row, stride-2 alphabet, pangram) open a session")
 @pytest.mark.parametrize("key", GUESSABLE)
 def test_a_hand_made_guessable_key_is_refused(key: str) -> None:
     with pytest.raises(SessionKeyError):
         check_session_key(key)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a keyboard-walk body with its (public) check characters is a valid checked key")
 def test_a_keyboard_walk_with_computed_check_characters_is_refused() -> None:
     body = "qwertyuiopasdfghjklzxcvbnmQWERTYUIOPASDFGHJ"
     assert len(body) == 43

@@ -17,7 +17,6 @@ def test_the_plain_words_are_refused() -> None:
     assert quoted("chocolate", MEMORY) and quoted("Oreo", MEMORY)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: look-alikes outside control.confusables' table hide a memory word")
 @pytest.mark.parametrize(
     "reason",
     ["ch\u0585c\u0585late", "chocol\u0251te", "\u1d04hocolate", "chocolat\u212e", "Ore\u0585", "O\u0433eo"],

@@ -11,20 +11,17 @@ from control.plan import quoted
 MEMORY = "I live in Lisbon with my cat Zanzibar"
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a right-to-left override shows 'Lisbon' while the text is 'nobsiL'; the reason passes")
 def test_a_reason_that_displays_the_word_through_a_bidi_override_is_refused() -> None:
     # U+202E RIGHT-TO-LEFT OVERRIDE is dropped as a format character, which leaves the reversed word; the kept reason
     # still renders as "Lisbon" wherever it is shown (certificate, History, erasure record).
     assert quoted("moved from \u202enobsiL\u202c", MEMORY)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a Hangul filler (a letter, not Cf) inside the word hides it")
 @pytest.mark.parametrize("filler", ["\u3164", "\u115f", "\u1160", "\uffa0"])
 def test_a_reason_with_an_invisible_hangul_filler_inside_the_word_is_refused(filler: str) -> None:
     assert quoted(f"the Lis{filler}bon one", MEMORY)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: common obfuscations of the word pass the reason check")
 @pytest.mark.parametrize(
     "reason",
     [
@@ -37,7 +34,6 @@ def test_a_reason_spelling_the_word_in_a_common_obfuscation_is_refused(reason: s
     assert quoted(reason, MEMORY)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: an ordinary reason with a date and time is refused (all its digits read together)")
 @pytest.mark.parametrize("reason", ["said on 12 March at 3pm by mistake", "typed at 11:23 on the bus", "moved on 1 Feb, 23 days ago"])
 def test_an_ordinary_reason_with_a_date_is_not_read_as_quoting_a_code(reason: str) -> None:
     # the memory's number is 123; the reason holds 12 and 3, or 11 and 23 — two numbers, neither the code

@@ -11,9 +11,11 @@ import pytest
 
 from ledger.event import SESSION_ID_RE
 from receipts.body import MAX_RECEIPT_BYTES
+from webui import sessions
 from webui.inputs import MAX_MESSAGE_CHARS, BadInput, check_query, message_or_error, parse_k, read_upload
 from webui.sessions import (
     SessionKeyError,
+    _check_chars,
     check_session_key,
     is_old_format,
     is_session_key,
@@ -158,3 +160,51 @@ class TestCheckedKeys:
         with pytest.raises(SessionKeyError) as info:
             check_session_key(weak)
         assert "guess" in str(info.value) and weak not in str(info.value)
+
+    def test_random_keys_pass_every_guessability_rule(self) -> None:
+        """Samples 20,000 fresh `secrets.token_urlsafe(32)` strings (what the old generator made, and a new key's
+        random part): each opens as an old-format key and, with its check characters, as a new-format one. The
+        sample shows no rule refuses random keys at a measurable rate; the next test bounds the rate itself."""
+        import secrets
+
+        for _ in range(20_000):
+            body = secrets.token_urlsafe(32)
+            assert len(body) == 43
+            assert check_session_key(body) == body and is_old_format(body)
+            key = f"{body}-{_check_chars(body)}"
+            assert check_session_key(key) == key and not is_old_format(key)
+
+    def test_the_chance_a_random_key_is_refused_as_guessable_is_below_one_in_a_billion(self) -> None:
+        """The docstring's bounds, computed from the rules' own constants over the 64 URL-safe characters: the share of
+        predictable steps (binomial tail over a 43-character key's 42 steps), a stretch of predictable steps (union
+        bound), letters of one case (binomial tail, both cases), a repeated 7-character piece (union bound)."""
+        import string
+
+        alphabet = string.ascii_letters + string.digits + "-_"
+        p = sum(sessions._predictable(a, b) for a in alphabet for b in alphabet) / len(alphabet) ** 2
+
+        def tail(n: int, k: int, q: float) -> float:
+            return sum(math.comb(n, i) * q**i * (1 - q) ** (n - i) for i in range(k, n + 1))
+
+        steps = sessions.BODY_CHARS - 1
+        bounds = {
+            "share": tail(steps, math.ceil(sessions.PREDICTABLE_SHARE * steps), p),
+            "run": steps * p**sessions.PREDICTABLE_RUN,
+            "one case": 2 * tail(sessions.BODY_CHARS, math.ceil(sessions.ONE_CASE_SHARE * sessions.BODY_CHARS), 28 / 64),
+            "repeat": math.comb(sessions.BODY_CHARS - sessions.REPEAT_MIN + 1, 2) / 64**sessions.REPEAT_MIN,
+        }
+        assert all(b < 1e-9 for b in bounds.values()), bounds
+
+    def test_an_old_generated_key_is_never_in_the_damaged_shape(self) -> None:
+        """The damaged-key rule refuses only 44-52 characters: an old generated key was 43 (token_urlsafe(32)), so
+        one with '-' or '_' at index 42 (or anywhere) still opens."""
+        import secrets
+
+        body = secrets.token_urlsafe(32)
+        for old in (body[:42] + "-", body[:42] + "_", body[:43]):
+            if sessions._guessable(old) is None:
+                assert check_session_key(old) == old and is_old_format(old)
+        key = new_session_key()
+        for damaged in (key[:-1], key[:44], key[:43] + "_" + key[44:], key[:10] + key[11:], key + "A", key + "AB"):
+            with pytest.raises(SessionKeyError, match="lost, doubled or changed"):
+                check_session_key(damaged)
