@@ -30,6 +30,7 @@ from control.settle import ErasureUnfinished, settled
 from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
+from ledger.fsmode import open_private
 from receipts import checkpoints
 from receipts.body import RECEIPT_ID_RE
 from receipts.certificate import MalformedCertificate, parse_certificate
@@ -197,7 +198,10 @@ def export_session(
             certs = _certificate_members(data, session) if certificates is None else sorted(certificates)
             total = size + len(receipts) + len(certs)
             try:
-                with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+                tmp.unlink(missing_ok=True)  # a partial file a killed export of the same pid left
+                # 0600 whatever the umask (it holds the whole ledger and every receipt), made here: never another's file
+                with os.fdopen(open_private(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW), "w+b") as raw_out, \
+                        zipfile.ZipFile(raw_out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
                     members.append(_write_stream(z, _entry(LEDGER_NAME, date_time), chunks, progress, total))
                     members.append(_write_bytes(z, _entry(CHECKPOINT_NAME, date_time), checkpoints.checkpoint_file_bytes(cp)))
                     for i, (name, read) in enumerate(receipts, start=1):
