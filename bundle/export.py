@@ -21,7 +21,6 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,11 +43,11 @@ from .format import (
     LEDGER_NAME,
     MANIFEST_NAME,
     MANIFEST_PAYLOAD_TYPE,
-    TS_RE,
     BundleError,
     Member,
     build_manifest,
     key_member,
+    zip_date_time,
 )
 
 if TYPE_CHECKING:
@@ -177,7 +176,7 @@ def export_session(
     except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
         raise BundleError(str(exc)) from None
     when = now_ts() if exported_at is None else exported_at
-    date_time = _zip_time(when)
+    date_time = zip_date_time(when)
     with ExitStack() as stack:
         ledger, backend = session_stores(stack, data, stores, session)
         signer = key if key is not None else load_or_create(data)
@@ -229,16 +228,6 @@ def export_session(
         for b in iter(lambda: f.read(CHUNK), b""):
             digest.update(b)
     return Exported(out_path, session, count, len(receipts), len(certs), out_path.stat().st_size, digest.hexdigest())
-
-
-def _zip_time(ts: str) -> tuple[int, int, int, int, int, int]:
-    """A zip entry's date from a manifest time (`…Z`, UTC); BundleError for anything else."""
-    if not isinstance(ts, str) or TS_RE.fullmatch(ts) is None:
-        raise BundleError(f"exported_at: {ts!r} is not a UTC timestamp (YYYY-MM-DDTHH:MM:SS[.fff]Z)")
-    t = datetime.fromisoformat(ts[:19])
-    if t.year < 1980:
-        raise BundleError(f"exported_at: {ts!r} is before 1980, which a zip cannot date")
-    return (t.year, t.month, t.day, t.hour, t.minute, t.second)
 
 
 def _entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:
