@@ -21,7 +21,6 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from control.settle import ErasureUnfinished, settled
 from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
+from ledger.fsmode import open_private
 from receipts import checkpoints
 from receipts.body import RECEIPT_ID_RE
 from receipts.certificate import MalformedCertificate, parse_certificate
@@ -43,11 +43,11 @@ from .format import (
     LEDGER_NAME,
     MANIFEST_NAME,
     MANIFEST_PAYLOAD_TYPE,
-    TS_RE,
     BundleError,
     Member,
     build_manifest,
     key_member,
+    zip_date_time,
 )
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def export_session(
     except EventError as exc:  # bad input, said as such (the CLI's exit 2), not an unexpected failure
         raise BundleError(str(exc)) from None
     when = now_ts() if exported_at is None else exported_at
-    date_time = _zip_time(when)
+    date_time = zip_date_time(when)
     with ExitStack() as stack:
         ledger, backend = session_stores(stack, data, stores, session)
         signer = key if key is not None else load_or_create(data)
@@ -197,7 +197,10 @@ def export_session(
             certs = _certificate_members(data, session) if certificates is None else sorted(certificates)
             total = size + len(receipts) + len(certs)
             try:
-                with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+                tmp.unlink(missing_ok=True)  # a partial file a killed export of the same pid left
+                # 0600 whatever the umask (it holds the whole ledger and every receipt), made here: never another's file
+                with os.fdopen(open_private(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW), "w+b") as raw_out, \
+                        zipfile.ZipFile(raw_out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
                     members.append(_write_stream(z, _entry(LEDGER_NAME, date_time), chunks, progress, total))
                     members.append(_write_bytes(z, _entry(CHECKPOINT_NAME, date_time), checkpoints.checkpoint_file_bytes(cp)))
                     for i, (name, read) in enumerate(receipts, start=1):
@@ -225,16 +228,6 @@ def export_session(
         for b in iter(lambda: f.read(CHUNK), b""):
             digest.update(b)
     return Exported(out_path, session, count, len(receipts), len(certs), out_path.stat().st_size, digest.hexdigest())
-
-
-def _zip_time(ts: str) -> tuple[int, int, int, int, int, int]:
-    """A zip entry's date from a manifest time (`…Z`, UTC); BundleError for anything else."""
-    if not isinstance(ts, str) or TS_RE.fullmatch(ts) is None:
-        raise BundleError(f"exported_at: {ts!r} is not a UTC timestamp (YYYY-MM-DDTHH:MM:SS[.fff]Z)")
-    t = datetime.fromisoformat(ts[:19])
-    if t.year < 1980:
-        raise BundleError(f"exported_at: {ts!r} is before 1980, which a zip cannot date")
-    return (t.year, t.month, t.day, t.hour, t.minute, t.second)
 
 
 def _entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile.ZipInfo:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ledger.canonical import CanonicalError, canonical_json, loads_strict
@@ -102,6 +103,21 @@ def member_problem(name: str) -> str | None:
     if name != MANIFEST_NAME and not MEMBER_RE.fullmatch(name):
         return f"member {name!r}: not a name a bundle holds (see docs/FORMAT.md §21)"
     return None
+
+
+def zip_date_time(ts: str) -> tuple[int, int, int, int, int, int]:
+    """The date the exporter gives every zip entry of a bundle exported at `ts` (the manifest's exported_at, `…Z`,
+    UTC): its seconds floored to even, as a zip stores them. BundleError for a time that is not one or that a zip
+    cannot date."""
+    if not isinstance(ts, str) or TS_RE.fullmatch(ts) is None:
+        raise BundleError(f"exported_at: {ts!r} is not a UTC timestamp (YYYY-MM-DDTHH:MM:SS[.fff]Z)")
+    try:
+        t = datetime.fromisoformat(ts[:19])
+    except ValueError:
+        raise BundleError(f"exported_at: {ts!r} is not a date") from None
+    if not 1980 <= t.year <= 2107:
+        raise BundleError(f"exported_at: {ts!r} is outside 1980-2107, which a zip cannot date")
+    return (t.year, t.month, t.day, t.hour, t.minute, t.second - t.second % 2)
 
 
 def size_cap(name: str) -> int:

@@ -6,6 +6,8 @@ members, byte for byte, apart from the deflate encoding of their data:
 - the entries start at byte 0 and follow one another with no gap and no overlap, then the central directory, then
   the end record (with a zip64 end record and locator before it exactly when the entry count, the directory's
   offset or its size need them), and nothing after it: no comment, no appended byte;
+- every member's name is one the exporter writes (MANIFEST_NAME or bundle.format.MEMBER_RE, whole: no NUL, no
+  byte after one, nothing a reader could take for another name);
 - every central-directory entry is the one the writer makes from its name, method, time, CRC, sizes and offset
   (versions 20, or 45 with zip64; no flags, no comment, no extra field but zip64's where needed, internal
   attributes 0, external attributes 0600, host system MS-DOS or Unix);
@@ -28,7 +30,7 @@ import zlib
 from dataclasses import dataclass
 from typing import IO
 
-from .format import BundleError
+from .format import MANIFEST_NAME, MEMBER_RE, BundleError
 
 CHUNK = 1024 * 1024
 LOCAL = struct.Struct("<4s2B4HL2L2H")  # 30 bytes
@@ -164,6 +166,9 @@ def _parse_central(directory: bytes, base: int) -> list[Entry]:
             name = raw_name.decode("ascii")
         except UnicodeDecodeError:
             raise refuse(f"central-directory entry {k + 1}: a name that is not ASCII") from None
+        if name != MANIFEST_NAME and MEMBER_RE.fullmatch(name) is None:  # a NUL, a byte after it: no name the exporter writes
+            shown = repr(name[:64]) + ("…" if len(name) > 64 else "")
+            raise refuse(f"central-directory entry {k + 1}: the name {shown} is not one the exporter writes (docs/FORMAT.md §21)")
         entries.append(Entry(k, base + pos, directory[pos:end], name, host, method, time, date, crc, values[1], values[0], values[2], eattr))
         pos = end
     return entries
@@ -227,8 +232,9 @@ def _check_end(f: IO[bytes], size: int, count: int, cd_offset: int, cd_size: int
     raise refuse(f"{label} disagrees with the central directory: {_field(fields, at - start, 'comment')} (byte {records_at + at:,})")
 
 
-def check_layout(f: IO[bytes], size: int) -> None:
-    """Refuse (BundleError) the file `f` of `size` bytes unless it is one canonical zip from byte 0 to its end record."""
+def check_layout(f: IO[bytes], size: int) -> list[str]:
+    """Refuse (BundleError) the file `f` of `size` bytes unless it is one canonical zip from byte 0 to its end record;
+    its members' names, as their headers hold them, in order."""
     count, cd_offset, cd_size, records_at = _end(f, size)
     ahead = records_at - cd_size - cd_offset
     if ahead != 0:
@@ -264,6 +270,7 @@ def check_layout(f: IO[bytes], size: int) -> None:
         pos += e.compress_size
     if pos != cd_offset:
         raise refuse(f"{cd_offset - pos:,} bytes between the last entry and the central directory")
+    return [e.name for e in entries]
 
 
 def _drain(d: zlib._Decompress, data: bytes, cap: int, got: list[int], e: Entry) -> bytes:

@@ -12,6 +12,7 @@ manifest is reported in `Opened.mismatches` (the verifier's `members.hashes` row
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import os
@@ -46,6 +47,7 @@ from .format import (
     member_problem,
     parse_manifest,
     size_cap,
+    zip_date_time,
 )
 from .layout import check_layout
 
@@ -150,26 +152,66 @@ def _target(data: Path, session: str, name: str) -> Path:
 WORDS = ("receipts/", "certificates/")  # with LEDGER_NAME: the members that quote what a session said
 
 
+class _OwnZip(zipfile.ZipFile):
+    """A ZipFile that reads the file object it was given and closes it with itself (a plain ZipFile leaves a file it
+    was passed open)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self._own = f
+        super().__init__(f)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._own.close()
+
+
+def _open_once(p: Path) -> tuple[IO[bytes], int]:
+    """The regular file at `p` opened (never through a symlink, never waiting on a FIFO), and its size: what is
+    checked is what is read, the same open file — a file swapped in at `p` afterwards is never looked at."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symlink
+            raise BundleError(f"{p}: not a regular file") from None
+        raise BundleError(f"{p}: {(exc.strerror or 'unreadable').lower()}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BundleError(f"{p}: not a regular file")
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return f, st.st_size
+
+
 def check_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
     """The bundle at `path` opened, its structure checked (BundleError when refused): every name, type and cap of its
-    directory, and one zip from byte 0 to its end record (bundle.layout). Nothing is written; the caller closes it
-    (or hands it to `open_bundle`)."""
+    directory, and one zip from byte 0 to its end record (bundle.layout), every name as zipfile reads it the name its
+    headers hold. The file is opened once: the checks and every later read (`open_bundle`) are of that one open file.
+    Nothing is written; the caller closes it (or hands it to `open_bundle`)."""
     p = Path(path)
+    f, size = _open_once(p)
     try:
-        st = os.stat(p, follow_symlinks=False)
-    except OSError as exc:
-        raise BundleError(f"{p}: {(exc.strerror or 'unreadable').lower()}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise BundleError(f"{p}: not a regular file")
-    try:
-        z = zipfile.ZipFile(p)
+        z = _OwnZip(f)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError, struct.error) as exc:
+        f.close()
         raise BundleError(f"{p.name}: not a readable zip — truncated, or not a bundle ({exc})") from None
+    except BaseException:
+        f.close()
+        raise
     try:
-        _check_directory(z.infolist())
-        if z.fp is None:  # never for a ZipFile opened for reading; the type allows it
-            raise BundleError(f"{p.name}: not readable")
-        check_layout(z.fp, st.st_size)  # one zip from byte 0 to its end record, before a byte is extracted
+        infos = z.infolist()
+        _check_directory(infos)
+        names = check_layout(f, size)  # one zip from byte 0 to its end record, before a byte is extracted
+        if len(names) != len(infos):
+            raise BundleError(f"{p.name}: zipfile reads {len(infos):,} members, its central directory holds {len(names):,}")
+        for info, name in zip(infos, names, strict=True):
+            if info.filename != name or info.orig_filename != name:  # zipfile cuts a name at a NUL: never two readings
+                raise BundleError(f"member {name!r}: zipfile reads its name as {info.orig_filename!r}")
     except BaseException:
         z.close()
         raise
@@ -196,6 +238,7 @@ def open_bundle(
         except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:  # zlib.error: corrupt deflate data
             raise BundleError(f"{MANIFEST_NAME}: unreadable ({exc})") from None
         manifest = parse_manifest(env.payload)
+        _check_dates(infos, manifest.exported_at)
         listed = {m.name for m in manifest.members}
         present = set(by_name) - {MANIFEST_NAME}
         opened = Opened(p, Path(staging), env, manifest, [], extra=sorted(present - listed), missing=sorted(listed - present))
@@ -207,6 +250,22 @@ def open_bundle(
             opened.close()
             raise
     return opened
+
+
+def _check_dates(infos: list[zipfile.ZipInfo], exported_at: str) -> None:
+    """Every entry dated as the exporter dates it, from the signed manifest's exported_at (bundle.format.zip_date_time):
+    no entry's time or date is a slack byte another reading (or `unzip`, restoring it) could carry."""
+    when = zip_date_time(exported_at)
+    for info in infos:
+        if info.date_time != when:
+            raise BundleError(
+                f"not in canonical form: member {info.filename!r} is dated {_shown_date(info.date_time)}, not the manifest's "
+                f"exported_at {_shown_date(when)} (the exporter dates every entry with it)"
+            )
+
+
+def _shown_date(t: tuple[int, int, int, int, int, int]) -> str:
+    return "{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}".format(*t)
 
 
 def _new_private(path: Path) -> IO[bytes]:

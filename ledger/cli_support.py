@@ -40,12 +40,18 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
+def one_line(message: str) -> str:
+    """`message` with every control character escaped (a newline as `\\n`): a file name or an argument holding a
+    newline cannot split an error over two lines, nor a carriage return or an escape sequence rewrite what was shown."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in message)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     return code
 
 

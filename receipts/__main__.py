@@ -20,6 +20,7 @@ from ledger.cli_support import (
     EXIT_FAILED,
     EXIT_OK,
     EXPECTED_DATA_DIR,
+    CliError,
     Parser,
     entry_point,
     existing_data_dir,
@@ -106,6 +107,42 @@ def _database_stores(data: str, url: str | None) -> Iterator[Any]:
         yield stores
 
 
+def stored_in(path: Path) -> tuple[Path, str] | None:
+    """(data directory, session) when `path` is a receipt the store keeps (DATA_DIR/sessions/<S>/receipts/rcpt_*.json,
+    symlinks resolved), else None (a download, a copy elsewhere)."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return None
+    folder = real.parent
+    if folder.name != "receipts" or folder.parent.parent.name != "sessions" or not real.name.startswith("rcpt_"):
+        return None
+    try:
+        session = validate_session_id(folder.parent.name)
+    except EventError:
+        return None
+    return folder.parent.parent.parent, session
+
+
+def settle_stored(path: Path) -> None:
+    """Before `show` prints a stored receipt: an erasure of its session that stopped half way (its journal
+    in DATA_DIR/erasures) is finished first (control.settle), so no forgotten word is printed; CliError (one line) when
+    it cannot be finished now. Nothing is done for a receipt kept anywhere else, nor with nothing pending."""
+    where = stored_in(path)
+    if where is None:
+        return
+    data, session = where
+    from control.settle import ErasureUnfinished, settle, unfinished
+
+    if not unfinished(data, session):
+        return
+    try:
+        with _database_stores(str(data), _database()) as stores:
+            settle(data, session, stores=stores)
+    except ErasureUnfinished as exc:
+        raise CliError(str(exc)) from None
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     expected = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
     path = given_path(args.receipt, what="receipt", expected=expected)
@@ -164,6 +201,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     path = given_path(args.receipt, what="receipt", expected=expected)
     if path.is_dir():
         return fail(f"{path}: is a directory; {expected}")
+    settle_stored(path)  # a stored receipt of a session whose erasure stopped half way: finished first, or refused
     try:
         size = path.stat().st_size
         if size > MAX_RECEIPT_BYTES:

@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 
 from bundle import BundleError, ImportRefused, export_session, import_bundle, imported_dir, render_markdown, verify_file
 from bundle.__main__ import main
-from bundle.format import MANIFEST_NAME, MANIFEST_PAYLOAD_TYPE, Member, build_manifest, parse_manifest
+from bundle.format import MANIFEST_NAME, MANIFEST_PAYLOAD_TYPE, Member, build_manifest, parse_manifest, zip_date_time
 from chat.engine import Engine
 from chat.llm import LLM
 from control.forget import forget
@@ -130,12 +130,27 @@ Entry = tuple[str | zipfile.ZipInfo, bytes]
 
 
 def write_zip(path: Path, entries: Sequence[Entry]) -> Path:
-    """A zip of `entries` in order (a name or a prepared ZipInfo; duplicates written as given)."""
+    """A zip of `entries` in order (a name or a prepared ZipInfo; duplicates written as given). An entry given by
+    name is deflated, mode 0600, and dated as the exporter dates it: from the exported_at of the manifest among
+    `entries` (bundle.read refuses any other date), or now when there is none that parses."""
+    when: tuple[int, int, int, int, int, int] | None = None
+    for name, data in entries:
+        if name == MANIFEST_NAME:
+            try:
+                when = zip_date_time(str(manifest_of({MANIFEST_NAME: data})["exported_at"]))
+            except Exception:  # noqa: BLE001 - a manifest a test broke on purpose: dated now, as zipfile would
+                when = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns on a duplicate name: that is the point of some tests
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
             for name, data in entries:
-                z.writestr(name, data)
+                if isinstance(name, str) and when is not None:
+                    info = zipfile.ZipInfo(name, date_time=when)
+                    info.compress_type = zipfile.ZIP_DEFLATED
+                    info.external_attr = 0o600 << 16
+                    z.writestr(info, data)
+                else:
+                    z.writestr(name, data)
     return path
 
 

@@ -38,7 +38,6 @@ def test_the_markdown_export_is_0600_under_umask_022(source: Source, tmp_path: P
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: python -m bundle export writes the bundle 0644 under umask 022")
 @pytest.mark.usefixtures("umask022")
 def test_the_bundle_export_is_0600_under_umask_022(source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
@@ -47,7 +46,6 @@ def test_the_bundle_export_is_0600_under_umask_022(source: Source, tmp_path: Pat
     assert stat.S_IMODE(out.stat().st_mode) == 0o600, f"{stat.S_IMODE(out.stat().st_mode):04o}"
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: the app's bundle export writes its download 0644 under umask 022")
 @pytest.mark.usefixtures("umask022")
 def test_the_apps_bundle_export_is_0600_under_umask_022(tmp_path: Path) -> None:
     from chat.engine import Engine

@@ -30,7 +30,6 @@ def io_error(*_a: object, **_k: object) -> None:
     raise OSError(5, "Input/output error")
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: receipts show prints a forgotten word while its erasure is pending")
 def test_receipts_show_copies_no_forgotten_word_while_an_erasure_is_pending(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

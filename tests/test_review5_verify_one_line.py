@@ -11,7 +11,6 @@ import pytest
 from bundle.__main__ import main
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a file name with a newline splits bundle verify's refusal over two lines")
 def test_bundle_verify_refuses_a_file_named_with_a_newline_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "new\nline.mre.zip"
     path.write_bytes(b"not a zip")

@@ -36,7 +36,6 @@ def redated(raw: bytes, path: Path, time: int, date: int) -> bytes:
     return bytes(out)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: entry times/dates are not pinned to the manifest's exported_at (slack bytes verify)")
 def test_a_member_dated_otherwise_than_the_export_is_refused(source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     raw = source.bundle.read_bytes()
