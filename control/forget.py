@@ -6,7 +6,8 @@ its turn lock (receipts.files.session_turn_lock), in this order:
 1. plan (control.plan): the named events, the answers that cited them, the
    stored receipts to redact or withdraw — refused with one line, nothing changed;
 2. a journal (DATA_DIR/erasures/.pending-<session>.json: seqs and receipt ids,
-   never text) so that a crash at any later step is finished by `recover`;
+   never text; on PostgreSQL a row of `erasures_pending` committed with step 3) so
+   that a crash at any later step is finished by `recover`;
 3. Ledger.erase: the lines rewritten into erased form and the erasure records
    appended (one per 64 erased events, consecutive), in one durable rename;
 4. the index forgets them (FTS rows, neighbours' context, then SQLite's purge);
@@ -27,8 +28,9 @@ throwaway cluster after a forget and CHECKPOINT: VACUUM marks the old row versio
 it, so the relation files of events, search_events (and its GIN index), search_terms, search_df and a TOAST
 table still held the erased word's bytes, as did a WAL segment; `VACUUM FULL` on those tables (a rewrite under
 an ACCESS EXCLUSIVE lock: every session waits for it) left none outside WAL. WAL segments until recycled,
-archived WAL, base backups and replicas are the operator's to expire. The journal and the certificate are kept
-in DATA_DIR on either backend.
+archived WAL, base backups and replicas are the operator's to expire. The certificate is kept in DATA_DIR on either
+backend; the journal too on files, while on PostgreSQL it is a row of `erasures_pending`, written in PgLedger.erase's
+transaction (a whole session's: before anything is deleted), so that every replica sees the erasure pending.
 
 `forget_session` deletes a whole session (as Engine.forget does) and leaves a
 certificate holding only hashes: the final checkpoint and counts. `preview` says
@@ -221,8 +223,8 @@ def forget(
     `stores` (storage.stores): the session's ledger, index and receipts, on files or PostgreSQL (default: the
     files in `data_dir`, with `ledger` and `index` when given). On PostgreSQL the same steps run on the rows —
     PgLedger.erase rewrites the lines and appends the records in one transaction, the index forgets, receipts are
-    redacted or deleted — and each table is VACUUMed; the journal and the certificate are kept in `data_dir`
-    (so a crash is finished by the next forget or `recover` run with that folder), and what PostgreSQL keeps
+    redacted or deleted — and each table is VACUUMed; the certificate is kept in `data_dir`, the journal in the
+    database (`erasures_pending`, so a crash is finished by `recover` or a copy of the session on any replica), and what PostgreSQL keeps
     after VACUUM (free space not yet reused, WAL, backups, replicas) is the operator's to expire."""
     w = where(data_dir, stores, ledger=ledger, index=index)
     try:
