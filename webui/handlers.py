@@ -218,7 +218,7 @@ class UI:
         final = [*before, r.answer_message(turn.answer), r.stamps_message(s)]
         try:
             copy: str | None = self.service.receipt_download(turn)
-        except OSError as exc:  # the answer and its receipt are on disk; only the download copy failed
+        except (OSError, BackendError) as exc:  # the answer and its receipt are stored; only the download copy failed
             log.error("receipt %s: the download copy could not be written (%s)", turn.receipt_id, type(exc).__name__)
             copy = None
         return final, r.stamps_markdown(s), self._download(turn.receipt_id, copy)
