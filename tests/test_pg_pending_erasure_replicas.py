@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from bundle import export_session, render_markdown, verify_file
+from bundle.format import BundleError
 from chat.engine import Engine, Turn
 from control import forget as cf
 from control import steps
@@ -28,7 +29,7 @@ from receipts.stores import ReceiptNotFound
 from storage.stores import pg_stores
 from webui import forget as wf
 from webui.mcp_tools import make_tools
-from webui.service import Service
+from webui.service import BadInput, Service
 from webui.sessions import new_session_key, session_id
 
 from .forget_support import NEEDLES, _blobs, files_with_marker, marked_session
@@ -153,6 +154,33 @@ class TestAnotherReplicaFinishesTheErasureBeforeItCopies:
         written = wf.recover(half.b)  # what app.py runs at start
         assert len(written) == 1 and written[0].parent == half.b.data_dir / "erasures"
         finished(half)
+
+
+class TestAnotherReplicaRefusesWhileItCannotBeFinished:
+    """The steps still fail on replica B too: its copies are refused in one line naming no server path, nothing written."""
+
+    @pytest.fixture(autouse=True)
+    def still_failing(self, half: Replicas, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(steps, "apply_receipts", io_error)
+
+    def test_replica_b_s_exports_search_and_turn_are_refused_in_one_line(self, half: Replicas, tmp_path: Path) -> None:
+        out = tmp_path / "b.mrebundle"
+        head = half.b.engine.ledger.head(half.session)
+        calls = [
+            lambda: export_session(half.b.data_dir, half.session, out, stores=half.b.engine.stores),
+            lambda: render_markdown(half.b.data_dir, half.session, stores=half.b.engine.stores),
+            lambda: half.b.search(half.key, "locker code word", 8),
+            lambda: half.b.turn(half.key, "What is my locker code word?", 8),
+            lambda: half.b.receipt_bytes(half.session, half.turns[-1].receipt_id),
+        ]
+        for call in calls:
+            with pytest.raises((BundleError, BadInput)) as caught:
+                call()
+            said = str(caught.value)
+            assert "stopped half way" in said and "\n" not in said, said
+            assert str(half.a.data_dir) not in said and str(half.b.data_dir) not in said and str(tmp_path) not in said, said
+        assert not out.exists() and half.b.engine.ledger.head(half.session) == head
+        assert unfinished(half.b.data_dir, half.session, half.b.engine.stores)
 
 
 class TestReplicaAItself:
