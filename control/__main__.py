@@ -35,7 +35,7 @@ from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 from storage import BackendError
 
-from .forget import describe, forget, forget_session, pending, recover, result_dict
+from .forget import describe, forget, forget_session, pending, pending_sessions, recover, result_dict
 from .plan import PlanError
 from .revocation import restore, revoke
 from .settings import SettingsError, get_consent, set_consent
@@ -102,11 +102,19 @@ def _forget(args: argparse.Namespace, data: Path, stores: Stores | None) -> int:
     except KeyConfigError as exc:
         return fail(str(exc))
     except (RetrievalError, OSError, BackendError) as exc:
-        if any(p.name == f".pending-{args.session}.json" for p in pending(data)):  # the ledger changed: not exit 2
+        if _began(data, args.session, stores):  # the ledger changed: not exit 2
             return fail(f"{data}: the erasure began and stopped ({exc}); the next `python -m control forget` finishes it", EXIT_FAILED)
         return fail(f"{data}: the erasure stopped before anything changed ({exc})")
     print(json.dumps(result_dict(result, recovered), indent=2, sort_keys=True) if args.json else describe(result))
     return EXIT_OK
+
+
+def _began(data: Path, session: str, stores: Stores | None) -> bool:
+    """Whether a failed forget left its erasure pending: its journal in `data`, or on PostgreSQL in the database."""
+    try:
+        return session in pending_sessions(data, stores)
+    except Exception:  # noqa: BLE001 - the database failed too: the journals in DATA_DIR only
+        return any(p.name == f".pending-{session}.json" for p in pending(data))
 
 
 CONTROL_EPILOG = (

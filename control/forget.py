@@ -6,7 +6,8 @@ its turn lock (receipts.files.session_turn_lock), in this order:
 1. plan (control.plan): the named events, the answers that cited them, the
    stored receipts to redact or withdraw — refused with one line, nothing changed;
 2. a journal (DATA_DIR/erasures/.pending-<session>.json: seqs and receipt ids,
-   never text) so that a crash at any later step is finished by `recover`;
+   never text; on PostgreSQL a row of `erasures_pending` committed with step 3) so
+   that a crash at any later step is finished by `recover`;
 3. Ledger.erase: the lines rewritten into erased form and the erasure records
    appended (one per 64 erased events, consecutive), in one durable rename;
 4. the index forgets them (FTS rows, neighbours' context, then SQLite's purge);
@@ -27,8 +28,9 @@ throwaway cluster after a forget and CHECKPOINT: VACUUM marks the old row versio
 it, so the relation files of events, search_events (and its GIN index), search_terms, search_df and a TOAST
 table still held the erased word's bytes, as did a WAL segment; `VACUUM FULL` on those tables (a rewrite under
 an ACCESS EXCLUSIVE lock: every session waits for it) left none outside WAL. WAL segments until recycled,
-archived WAL, base backups and replicas are the operator's to expire. The journal and the certificate are kept
-in DATA_DIR on either backend.
+archived WAL, base backups and replicas are the operator's to expire. The certificate is kept in DATA_DIR on either
+backend; the journal too on files, while on PostgreSQL it is a row of `erasures_pending`, written in PgLedger.erase's
+transaction (a whole session's: before anything is deleted), so that every replica sees the erasure pending.
 
 `forget_session` deletes a whole session (as Engine.forget does) and leaves a
 certificate holding only hashes: the final checkpoint and counts. `preview` says
@@ -41,13 +43,14 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ledger import Event, Ledger
-from ledger.canonical import loads_strict
+from ledger.canonical import canonical_json, loads_strict
 from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
 from ledger.store import EraseError
 from receipts import certificate as cert
@@ -60,13 +63,17 @@ from .quoting import first_quoted
 from .steps import (
     UNRECEIPTED,
     Finished,
+    Journal,
     citations,
+    db_journals,
     delete_session,
     erasures_dir,
+    file_journals,
     find_records,
     finish,
     has_record_for,
     needles,
+    new_token,
     purge_copies,
     quarantined_with,
     records_for,
@@ -216,8 +223,8 @@ def forget(
     `stores` (storage.stores): the session's ledger, index and receipts, on files or PostgreSQL (default: the
     files in `data_dir`, with `ledger` and `index` when given). On PostgreSQL the same steps run on the rows —
     PgLedger.erase rewrites the lines and appends the records in one transaction, the index forgets, receipts are
-    redacted or deleted — and each table is VACUUMed; the journal and the certificate are kept in `data_dir`
-    (so a crash is finished by the next forget or `recover` run with that folder), and what PostgreSQL keeps
+    redacted or deleted — and each table is VACUUMed; the certificate is kept in `data_dir`, the journal in the
+    database (`erasures_pending`, so a crash is finished by `recover` or a copy of the session on any replica), and what PostgreSQL keeps
     after VACUUM (free space not yet reused, WAL, backups, replicas) is the operator's to expire."""
     w = where(data_dir, stores, ledger=ledger, index=index)
     try:
@@ -261,20 +268,31 @@ def _forget(
             "quarantine": quarantine,
             "records": records_for(len(p.erase)),
         }
-        jpath = write_journal(data, journal)
-        try:
-            erasure = led.erase(session, list(p.erase), reason=reason)
-        except EraseError as exc:
-            unlink_durable(jpath)
-            raise PlanError(str(exc)) from None
-        except BaseException:
-            if not has_record_for(led, session, p.erase):
+        if w.on_files:
+            jpath = write_journal(data, journal)
+            finished_journal: Callable[[], None] = partial(unlink_durable, jpath)
+            try:
+                erasure = led.erase(session, list(p.erase), reason=reason)
+            except EraseError as exc:
                 unlink_durable(jpath)
-            raise
+                raise PlanError(str(exc)) from None
+            except BaseException:
+                if not has_record_for(led, session, p.erase):
+                    unlink_durable(jpath)
+                raise
+        else:
+            # the journal is a row, written in the erase's own transaction: there exactly when the ledger changed, and
+            # seen by every replica (settle, recover), not only by the one whose DATA_DIR this is
+            pg, token = cast("PgLedger", led), new_token()
+            finished_journal = partial(pg.erasure_done, token)
+            try:
+                erasure = pg.erase(session, list(p.erase), reason=reason, pending=(token, canonical_json(journal) + b"\n"))
+            except EraseError as exc:
+                raise PlanError(str(exc)) from None
         done = finish(w, k, session, erasure.records, p.redact, p.withdraw, quarantine)
         # the copies before the journal goes: a crash while they are deleted is finished by `recover` (given them)
         gone = purge_copies(copies, done.redacted + done.withdrawn, session=session)
-        unlink_durable(jpath)
+        finished_journal()
         for c in cites:  # a receipt-less answer's record, once that answer is erased, has nothing left to say
             if c.format == UNRECEIPTED and c.response_seq in p.erase:
                 w.backend.drop_cites(session, c.receipt_id)
@@ -393,24 +411,47 @@ def _forget_session_in(
         envelope = cert.sign_certificate(body, k)
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
         write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
-        jpath = write_journal(data, {"scope": "session", "session": session, "certificate": path.name, "receipts": receipt_ids})
+        journal = {"scope": "session", "session": session, "certificate": path.name, "receipts": receipt_ids}
+        if w.on_files:
+            jpath = write_journal(data, journal)
+            finished_journal: Callable[[], None] = partial(unlink_durable, jpath)
+        else:  # a row every replica sees, with the certificate (hashes only) for the replica that finishes it
+            pg, token = cast("PgLedger", led), new_token()
+            pg.keep_pending(token, session, canonical_json(journal) + b"\n", cert.certificate_file_bytes(envelope))
+            finished_journal = partial(pg.erasure_done, token)
         try:
             scrubbed = delete_session(w, session, (count, head), idle_before)
         except SessionMoved as exc:  # an import appended after the count was read: the certificate would not cover it
-            unlink_durable(jpath)
+            finished_journal()
             path.unlink(missing_ok=True)
             if idle_before is not None:
                 return None  # written just now: not idle any more
             raise PlanError(f"{exc}; forget the session again") from None
         gone = purge_copies(copies, receipt_ids, session=session, whole_session=True)
-        unlink_durable(jpath)
+        finished_journal()
     return ForgetResult(session, (), (), tuple(range(count)), {}, (), tuple(sorted(receipt_ids)), None, path, envelope, gone, quarantine_removed=scrubbed)
 
 
 # -- recovery after a crash --------------------------------------------------------------------
 def pending(data_dir: str | os.PathLike[str]) -> list[Path]:
+    """The journals in this DATA_DIR (on PostgreSQL an erasure's journal is a row: `pending_sessions`)."""
     folder = erasures_dir(data_dir)
     return sorted(folder.glob(".pending-*.json")) if folder.is_dir() else []
+
+
+def _journals(data: Path, stores: Stores | None, session: str | None) -> list[Journal]:
+    """Every erasure journal recover finishes: the files in `data` (on either backend: the file backend's, or one an
+    older version left on PostgreSQL) and, on PostgreSQL, the database's rows, which every replica sees."""
+    out = file_journals(data, session)
+    if stores is not None and stores.kind != "files":
+        out += db_journals(cast("PgLedger", stores.ledger), session)
+    return out
+
+
+def pending_sessions(data_dir: str | os.PathLike[str], stores: Stores | None = None) -> list[str]:
+    """The sessions with an erasure in progress or stopped half way: in this DATA_DIR's journals and, on PostgreSQL,
+    in the database (whichever replica began it)."""
+    return sorted({j.session for j in _journals(Path(data_dir), stores, None)})
 
 
 def recover(
@@ -432,11 +473,11 @@ def recover(
     the receipts the interrupted erasure redacts or withdraws (every receipt of a deleted session), still holding
     the words: each completed erasure deletes them, as `forget` would have.
 
-    `stores`: as for `forget`. The journals are in `data_dir` on either backend: on PostgreSQL with several app
-    replicas, an erasure a crash interrupted is finished by a process that has that replica's DATA_DIR (its ledger
-    change, one transaction, is already seen by every replica)."""
+    `stores`: as for `forget`. On PostgreSQL an erasure's journal is a row of `erasures_pending` (written in the
+    ledger's erase transaction), so any replica finishes an erasure another replica began — its certificate written
+    in this `data_dir` — and journals left in `data_dir` by an older version are finished too."""
     data = Path(data_dir)
-    journals = [j for j in pending(data) if session is None or j.name == f".pending-{session}.json"]
+    journals = _journals(data, stores, session)
     if not journals:
         return []
     w = where(data, stores, ledger=ledger, index=index)
@@ -446,40 +487,50 @@ def recover(
         w.close()
 
 
-def _recover(w: Where, journals: list[Path], key: SigningKey | None, roots: list[Path]) -> list[Path]:
+def _recover(w: Where, journals: list[Journal], key: SigningKey | None, roots: list[Path]) -> list[Path]:
     data, led = w.data, w.ledger
     k = _key(data, key)
     if w.on_files:
         w.index()
     written = []
-    for jpath in journals:
-        session = jpath.name.removeprefix(".pending-").removesuffix(".json")
+    for journal in journals:
+        session = journal.session
         try:
             validate_session_id(session)
         except EventError:
-            log.warning("%s: not an erasure journal name; left for a person", jpath.name)
+            log.warning("%s: not an erasure journal name; left for a person", journal.name)
             continue
-        with w.backend.turn_lock(session):  # a forget still running in another process finishes first
+        with w.backend.turn_lock(session):  # a forget still running in another process (or replica) finishes first
             try:
-                entry = loads_strict(jpath.read_bytes(), "$")
+                raw, certificate = journal.read()
+                entry = loads_strict(raw, "$")
                 if entry["session"] != session:
                     raise ValueError("names another session")
             except FileNotFoundError:
-                continue  # that forget finished
+                continue  # that forget finished (here, or on another replica)
             except (ValueError, KeyError, TypeError, OSError) as exc:
-                log.warning("%s: unreadable erasure journal (%s); left for a person", jpath.name, str(exc)[:200])
+                log.warning("%s: unreadable erasure journal (%s); left for a person", journal.name, str(exc)[:200])
                 continue
             if entry.get("scope") == "session":
                 delete_session(w, session)
                 purge_copies(roots, _ids(entry.get("receipts")), session=session, whole_session=True)
-                written.append(erasures_dir(data) / str(entry.get("certificate")))
+                written.append(_session_certificate(data, entry.get("certificate"), certificate))
             elif led.exists(session) and (records := find_records(led, session, entry["seqs"], entry.get("records"))) is not None:
                 written.append(finish(w, k, session, records, entry["redact"], entry["withdraw"], entry.get("quarantine", [])).path)
                 purge_copies(roots, [*_ids(entry["redact"]), *_ids(entry["withdraw"])], session=session)
             else:
                 log.warning("session %s: an erasure was interrupted before the ledger changed; nothing was erased", session)
-            unlink_durable(jpath)
+            journal.done()
     return written
+
+
+def _session_certificate(data: Path, name: object, kept: bytes | None) -> Path:
+    """The certificate of a finished session deletion: in this DATA_DIR, written there from the bytes the database
+    kept with the journal when another replica began the deletion (it holds only hashes)."""
+    path = erasures_dir(data) / str(name)
+    if kept is not None and isinstance(name, str) and Path(name).name == name and name.startswith("erasure-") and not path.exists():
+        write_durable(path, kept)
+    return path
 
 
 def _ids(value: object) -> list[str]:

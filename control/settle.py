@@ -3,11 +3,12 @@ makes before it leaves — the bundle export (`python -m bundle export`, the app
 the Markdown export (CLI and app) and the app's receipt downloads (the Chat tab's, the copy with memories withheld).
 
 An erasure that stopped half way — an I/O error after Ledger.erase, a SIGKILL — leaves its journal
-(DATA_DIR/erasures/.pending-<session>.json, in DATA_DIR on either backend): the ledger has forgotten, but the
+(DATA_DIR/erasures/.pending-<session>.json on files; on PostgreSQL a row of `erasures_pending`, written in the erase's
+transaction, so every replica sees it, not only the one whose forget stopped): the ledger has forgotten, but the
 stored receipts may still disclose the words until the steps after it run. `settle` runs them first
 (control.forget.recover, for that session only, with the caller's handles and download folders); when they cannot be
 finished now (the disk still fails, the journal cannot be read) it refuses with one line, ErasureUnfinished, and the
-caller copies nothing. With nothing pending it costs one stat of the journal's path.
+caller copies nothing. With nothing pending it costs one stat of the journal's path (and on PostgreSQL one query).
 
 `settled` is the same for a caller that copies under the session's turn lock (the bundle export): it settles first
 (recover takes that lock itself), then takes the lock and refuses if an erasure began and stopped in between.
@@ -20,13 +21,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .forget import recover
 from .steps import journal_path
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey
+    from storage.pg.ledger import PgLedger
     from storage.stores import Stores
 
 log = logging.getLogger("control")
@@ -43,9 +45,12 @@ def refusal(session: str) -> str:
     )
 
 
-def unfinished(data_dir: str | os.PathLike[str], session: str) -> bool:
-    """Whether an erasure of `session` stopped half way (its journal is there)."""
-    return journal_path(Path(data_dir), session).exists()
+def unfinished(data_dir: str | os.PathLike[str], session: str, stores: Stores | None = None) -> bool:
+    """Whether an erasure of `session` stopped half way (or is running): its journal is in `data_dir`, or, on
+    PostgreSQL (`stores`), in the database — whichever replica began it (control.forget: `erasures_pending`)."""
+    if journal_path(Path(data_dir), session).exists():
+        return True
+    return stores is not None and stores.kind != "files" and cast("PgLedger", stores.ledger).erasure_pending(session)
 
 
 def settle(
@@ -61,7 +66,7 @@ def settle(
 
     `stores`, `key`, `copies`: as for control.forget.recover — the caller's handles (the app passes its engine's
     stores and key, and its download folders, whose stale copies of the redacted receipts go too)."""
-    if not unfinished(data_dir, session):
+    if not unfinished(data_dir, session, stores):
         return []
     try:
         written = recover(data_dir, stores=stores, key=key, copies=copies, session=session)
@@ -69,7 +74,7 @@ def settle(
         # the class and where only: a message could quote a path or a word
         log.warning("session %s: an interrupted erasure could not be finished before a copy (%s); the copy is refused", session, type(exc).__name__)
         raise ErasureUnfinished(refusal(session)) from None
-    if unfinished(data_dir, session):  # a journal recover could not read: left for a person, and still refused
+    if unfinished(data_dir, session, stores):  # a journal recover could not read: left for a person, and still refused
         raise ErasureUnfinished(refusal(session))
     for path in written:
         log.warning("session %s: an interrupted erasure was finished before a copy was made: certificate %s", session, path.name)
@@ -90,7 +95,7 @@ def settled(
     pending: one that began and stopped before the lock was taken is refused (ErasureUnfinished)."""
     written = settle(data_dir, session, stores=stores, key=key, copies=copies)
     with lock(session):
-        if unfinished(data_dir, session):
+        if unfinished(data_dir, session, stores):
             raise ErasureUnfinished(refusal(session))
         yield written
 

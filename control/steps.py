@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -78,6 +79,44 @@ def write_journal(data: Path, entry: dict[str, Any]) -> Path:
     path = journal_path(data, entry["session"])
     write_durable(path, canonical_json(entry) + b"\n")
     return path
+
+
+class Journal(NamedTuple):
+    """One erasure's journal, wherever it is kept: a file in this DATA_DIR (`erasures/.pending-<session>.json`), or on
+    PostgreSQL a row of `erasures_pending`, which every replica sees. `read()`: (the journal's bytes, the certificate's
+    bytes kept with it or None); FileNotFoundError once the erasure finished. `done()`: it is no longer pending."""
+
+    session: str
+    name: str  # what a log line calls it (never a path)
+    read: Callable[[], tuple[bytes, bytes | None]]
+    done: Callable[[], None]
+
+
+def file_journals(data: Path, session: str | None = None) -> list[Journal]:
+    folder = erasures_dir(data)
+    paths = sorted(folder.glob(".pending-*.json")) if folder.is_dir() else []
+    out = []
+    for path in paths:
+        name = path.name.removeprefix(".pending-").removesuffix(".json")
+        if session is None or name == session:
+            out.append(Journal(name, path.name, partial(_read_file_journal, path), partial(unlink_durable, path)))
+    return out
+
+
+def db_journals(led: PgLedger, session: str | None = None) -> list[Journal]:
+    """The erasures pending in the database (of `session` only, when given), oldest first."""
+    return [
+        Journal(s, f"pending erasure {token[:12]}", partial(led.pending_journal, token), partial(led.erasure_done, token))
+        for token, s in led.pending_erasures(session)
+    ]
+
+
+def _read_file_journal(path: Path) -> tuple[bytes, bytes | None]:
+    return path.read_bytes(), None
+
+
+def new_token() -> str:
+    return os.urandom(16).hex()
 
 
 # -- what the session holds ---------------------------------------------------------

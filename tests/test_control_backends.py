@@ -105,7 +105,7 @@ class TestForget:
             assert not set(_hits(dep, q)) & set(result.erased)
         cp = dep.stores.receipts.latest_checkpoint(S)
         assert cp is not None and cp["body"]["tree_size"] == dep.stores.ledger.head(S)[0]
-        assert result.certificate_path.is_file() and cf.pending(dep.data) == []
+        assert result.certificate_path.is_file() and cf.pending_sessions(dep.data, dep.stores) == []
 
     def test_a_refused_forget_changes_nothing(self, dep: Deployment) -> None:
         mem, _turns = marked_session(dep.engine)
@@ -140,9 +140,9 @@ class TestForget:
             mp.setattr(steps, "apply_receipts", crash)
             with pytest.raises(SystemExit):
                 cf.forget(dep.data, S, [mem], stores=dep.stores, key=dep.engine.key)
-        assert cf.pending(dep.data) and _stored_bytes_with_marker(dep)  # the receipts still hold it
+        assert cf.pending_sessions(dep.data, dep.stores) == [S] and _stored_bytes_with_marker(dep)  # the receipts still hold it
         written = cf.recover(dep.data, stores=dep.stores, key=dep.engine.key)
-        assert len(written) == 1 and cf.pending(dep.data) == []
+        assert len(written) == 1 and cf.pending_sessions(dep.data, dep.stores) == []
         assert _stored_bytes_with_marker(dep) == [] and mem not in _hits(dep, "locker code word")
 
     def test_forgetting_the_whole_session_leaves_nothing_of_it_but_a_certificate(self, dep: Deployment) -> None:

@@ -1,7 +1,8 @@
 """Issue 28 item 3: no copy of a forgotten word is made after the person asked.
 
 An erasure stopped half way — an I/O error right after Ledger.erase rewrote the ledger, before the receipts were
-redacted — leaves its journal (DATA_DIR/erasures/.pending-<session>.json, on either backend) and receipts that still
+redacted — leaves its journal (DATA_DIR/erasures/.pending-<session>.json; on PostgreSQL a row every replica sees,
+tests/test_pg_pending_erasure_replicas.py) and receipts that still
 disclose the forgotten word. Every path that copies the session's content out then finishes that erasure first
 (control.forget.recover) — the word is in no byte it writes and a bundle still verifies — or, when the erasure
 cannot be finished now, refuses with one line and writes nothing: the bundle export (function, `python -m bundle
@@ -122,7 +123,7 @@ def half(svc: tuple[str, Service, str | None]) -> Half:
     mem, turns = marked_session(service.engine, session)
     stopped_half_way(service, session, [mem])
     h = Half(kind, service, key, session, mem, turns, url)
-    assert cf.pending(h.data), "the journal stays after the I/O error"
+    assert cf.pending_sessions(h.data, h.stores) == [session], "the journal stays after the I/O error (on PostgreSQL its row)"
     assert stored_with_marker(h), "the receipts still disclose the forgotten word"
     return h
 
@@ -145,7 +146,7 @@ def bundle_members_with_marker(raw: bytes) -> list[str]:
 
 def finished(h: Half) -> None:
     """The erasure was finished: no journal, no stored copy of the word, a certificate naming the session."""
-    assert cf.pending(h.data) == []
+    assert cf.pending_sessions(h.data, h.stores) == [] and cf.pending(h.data) == []
     assert stored_with_marker(h) == []
     assert list((h.data / "erasures").glob(f"erasure-{h.session}-*.json"))
 
@@ -294,7 +295,7 @@ class TestACopyIsRefusedWhileTheErasureCannotBeFinished:
         with pytest.raises(BundleError, match=REFUSAL) as caught:
             export_session(half.data, half.session, out, stores=half.cli_stores())
         assert "\n" not in str(caught.value) and not out.exists() and list(tmp_path.glob(".out.mrebundle*")) == []
-        assert cf.pending(half.data)
+        assert cf.pending_sessions(half.data, half.stores) == [half.session]
 
     def test_the_bundle_cli_refuses_in_one_line_with_exit_2(
         self, half: Half, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -383,7 +384,7 @@ def test_a_forget_that_fails_and_cannot_be_finished_says_so_in_one_line_and_keep
             tools["forget_memory"](key, event_id, "")  # MCP's forget: the same path as the app's
     said = str(caught.value.message)
     assert "cannot be finished just now" in said and "\n" not in said and str(service.data_dir) not in said, said
-    assert cf.pending(service.data_dir)
+    assert cf.pending_sessions(service.data_dir, service.engine.stores) == [session_id(key)]
 
 
 # -- a SIGKILL right after Ledger.erase, then the command line ----------------------------------------------

@@ -455,3 +455,18 @@ class TestTheStoreUnreachableAtTheEdge:
         with pytest.raises(gr.Error) as caught:
             list(UI(service).chat("hello", [], 8, new_session_key()))
         assert caught.value.message == STORE_UNAVAILABLE
+
+    def test_a_turn_whose_receipt_download_cannot_reach_the_database_still_shows_its_answer(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The answer and its receipt were stored; the database went away before the download copy was read (the
+        pending-erasure check before any copy asks it, on PostgreSQL): the answer is shown, no download, no traceback."""
+        service = Service(Engine(tmp_path / "data", llm=LLM(api_key="")))
+
+        def unreachable(*_a: Any, **_k: Any) -> Any:
+            raise BackendError("PostgreSQL at postgresql://mre@127.0.0.1:1/db: server closed the connection")
+
+        monkeypatch.setattr(service, "receipt_bytes", unreachable)
+        final = list(UI(service).chat("hello", [], 8, new_session_key()))[-1]
+        history, _box, _stamps, download = final
+        assert history[-2]["role"] == "assistant" and download.value is None and not download.interactive

@@ -70,7 +70,7 @@ def test_an_import_after_the_idle_check_is_not_deleted_by_retention(tmp_path: Pa
 def test_a_forget_whose_session_grew_after_its_count_deletes_nothing_and_leaves_no_certificate(tmp_path: Path, pg_url: str) -> None:
     """The same window for an explicit forget: an append that lands after the certificate's count was read makes
     the deletion refuse (the certificate would not cover it) — one PlanError line, the session whole, no journal."""
-    from control.forget import forget_session, pending
+    from control.forget import forget_session, pending, pending_sessions
     from control.plan import PlanError
     from storage.pg.receipts import PgReceipts
 
@@ -90,6 +90,6 @@ def test_a_forget_whose_session_grew_after_its_count_deletes_nothing_and_leaves_
             with pytest.raises(PlanError, match="holds 2 events now, not the 1"):
                 forget_session(data, S, key=engine.key, stores=stores)
         assert stores.ledger.head(S)[0] == 2
-        assert pending(data) == [] and not list((data / "erasures").glob("erasure-*.json"))
+        assert pending(data) == [] and pending_sessions(data, stores) == [] and not list((data / "erasures").glob("erasure-*.json"))
         forget_session(data, S, key=engine.key, stores=stores)  # asked again, it deletes both
         assert not stores.ledger.exists(S)

@@ -186,14 +186,14 @@ def _forgetting(service: Service, session: str, call: Callable[[], T]) -> T:
     except PlanError:
         raise
     except Exception as exc:
-        if not unfinished(service.data_dir, session):
+        if not unfinished(service.data_dir, session, service.engine.stores):
             raise
         log.error("forget: session %s: the erasure stopped after the ledger changed (%s); finishing it now", session, type(exc).__name__)
     try:
         recover(service)
     except Exception as again:  # noqa: BLE001 - said below in one line; the journal stays for the next try
         log.error("forget: session %s: the interrupted erasure could not be finished now (%s)", session, type(again).__name__)
-    raise ForgetInterrupted(UNFINISHED_AFTER_FAILURE if unfinished(service.data_dir, session) else FINISHED_AFTER_FAILURE)
+    raise ForgetInterrupted(UNFINISHED_AFTER_FAILURE if unfinished(service.data_dir, session, service.engine.stores) else FINISHED_AFTER_FAILURE)
 
 
 def _receipt_ids(service: Service, session: str) -> list[str]:

@@ -387,12 +387,17 @@ class PgLedger:
         return against_tail(report, size, head)
 
     # -- erasure -----------------------------------------------------------
-    def erase(self, session: str, seqs: Iterable[int], *, reason: str | None = None) -> Erasure:
+    def erase(
+        self, session: str, seqs: Iterable[int], *, reason: str | None = None, pending: tuple[str, bytes] | None = None
+    ) -> Erasure:
         """Erase events: lines rewritten in erased form and erasure records appended in one transaction, then VACUUM.
 
         The same erased lines and records as the file backend (ledger/erasing.py plan_erasure).
         After the commit `VACUUM events` makes the old row versions unreachable; see the module
         docstring for what PostgreSQL still retains (free space, WAL, backups, replicas).
+        `pending` (token, journal): the erasure's journal (control.forget), kept in `erasures_pending` in the same
+        transaction, so every replica sees the erasure pending from the moment the ledger changed until
+        `erasure_done(token)`.
         """
         wanted = check_erase_args(session, seqs, reason)
         with self.db.transaction() as conn:
@@ -417,6 +422,8 @@ class PgLedger:
                     copy.write_row(_line_row(r.to_line(), r.to_dict()))
             conn.execute(sql.LEDGER_ADVANCE, (size + len(records), appended[-1][1].hex(), session))
             conn.execute(sql.IMPORTS_FORGET, (session, wanted))  # unsalted hashes of what was erased: gone with it
+            if pending is not None:
+                conn.execute(sql.ERASURE_PENDING_ADD, (pending[0], session, pending[1], None))
         self._remember(session, size + len(records), appended[-1][1])
         self.vacuum()
         log.info(
@@ -424,6 +431,43 @@ class PgLedger:
             session, len(gone), wanted, records[0].seq, records[-1].seq,
         )
         return Erasure(gone, records[-1], records)
+
+    # -- erasures stopped half way (control.forget; sql.ERASURES_PENDING_SCHEMA) ---------------------
+    def keep_pending(self, token: str, session: str, journal: bytes, certificate: bytes | None = None) -> None:
+        """Record an erasure in progress (a whole session's, before anything of it is deleted): see `erase`'s `pending`."""
+        validate_session_id(session)
+        with self.db.transaction() as conn:
+            conn.execute(sql.ERASURE_PENDING_ADD, (token, session, journal, certificate))
+
+    def pending_erasures(self, session: str | None = None) -> list[tuple[str, str]]:
+        """(token, session) of every erasure in progress or stopped half way (of `session` only, when given), oldest first."""
+        with self.db.connection() as conn:
+            if session is None:
+                rows = conn.execute(sql.ERASURES_PENDING).fetchall()
+            else:
+                validate_session_id(session)
+                rows = conn.execute(sql.ERASURES_PENDING_OF, (session,)).fetchall()
+        return [(str(t), str(s)) for t, s in rows]
+
+    def pending_journal(self, token: str) -> tuple[bytes, bytes | None]:
+        """The erasure's journal and certificate (None: an erasure of events); FileNotFoundError once it finished."""
+        with self.db.connection() as conn:
+            row = conn.execute(sql.ERASURE_PENDING_READ, (token,)).fetchone()
+        if row is None:
+            raise FileNotFoundError(f"erasure {token}: finished")
+        return bytes(row[0]), None if row[1] is None else bytes(row[1])
+
+    def erasure_pending(self, session: str) -> bool:
+        """Whether an erasure of `session` is in progress or stopped half way (on any replica)."""
+        validate_session_id(session)
+        with self.db.connection() as conn:
+            row = conn.execute(sql.ERASURE_PENDING_ANY, (session,)).fetchone()
+        return bool(row and row[0])
+
+    def erasure_done(self, token: str) -> None:
+        """The erasure's steps have all run: it is no longer pending."""
+        with self.db.transaction() as conn:
+            conn.execute(sql.ERASURE_PENDING_DONE, (token,))
 
     def delete_session(self, session: str, expect: tuple[int, str] | None = None, written_before: float | None = None) -> bool:
         """Delete a session whole (its events, import records and tail) in one transaction, then VACUUM the

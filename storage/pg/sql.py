@@ -9,7 +9,8 @@ from __future__ import annotations
 
 # 2: the tables added while 1 was current (imports, consent, settings, bundle imports, ledger cuts) are part of it; from
 # 2 on a start whose database records this version runs no DDL (a role that cannot make tables can use it)
-# 3: supersession_suggestions (issue 28: model proposals the rules did not confirm, left to a person)
+# 3: supersession_suggestions (issue 28: model proposals the rules did not confirm, left to a person) and
+# erasures_pending (issue 28: an erasure stopped half way, seen by every replica)
 SCHEMA_VERSION = 3
 SCHEMA_LOCK = 0x6D72655F736368  # pg_advisory_xact_lock key held while the schema is created ("mre_sch")
 
@@ -697,3 +698,30 @@ RETURNING octet_length(data), sha256
 LEDGER_CUT_DELETE = "DELETE FROM events WHERE session = %s AND seq >= %s"
 LEDGER_CUTS = "SELECT cut_from_seq, made_at, name, data, sha256 FROM ledger_cuts WHERE session = %s ORDER BY made_at, name"
 LEDGER_CUTS_VACUUM = "VACUUM ledger_cuts"
+
+# -- erasures stopped half way (control.forget, control.settle; docs/BACKENDS.md) ----------------------------------------
+# The journal of an erasure in progress (control.steps: seqs and receipt ids, never a text), so that every replica sees
+# it pending, not only the one whose DATA_DIR would hold `erasures/.pending-<session>.json`: any replica's copy of the
+# session (export, receipt download, search, turn) finishes it first (control.settle), and any replica's recover does.
+# `token`: the erasure's own id. Inserted in PgLedger.erase's transaction (so it is there exactly when the ledger
+# changed), or, for a whole session, before anything is deleted, with `certificate`: the certificate's file (hashes
+# only), which a replica that finishes the deletion writes into its own DATA_DIR. Deleted when the steps have finished.
+ERASURES_PENDING_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS erasures_pending (
+        token       text PRIMARY KEY,
+        session     text NOT NULL,
+        journal     bytea NOT NULL,
+        certificate bytea,
+        made_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS erasures_pending_by_session ON erasures_pending (session)",
+]
+SCHEMA.extend(ERASURES_PENDING_SCHEMA)
+ERASURE_PENDING_ADD = "INSERT INTO erasures_pending (token, session, journal, certificate) VALUES (%s, %s, %s, %s)"
+ERASURES_PENDING = "SELECT token, session FROM erasures_pending ORDER BY made_at, token"
+ERASURES_PENDING_OF = "SELECT token, session FROM erasures_pending WHERE session = %s ORDER BY made_at, token"
+ERASURE_PENDING_READ = "SELECT journal, certificate FROM erasures_pending WHERE token = %s"
+ERASURE_PENDING_DONE = "DELETE FROM erasures_pending WHERE token = %s"
+ERASURE_PENDING_ANY = "SELECT EXISTS (SELECT 1 FROM erasures_pending WHERE session = %s)"
