@@ -20,7 +20,7 @@ from .test_erasure_pending_copies import has_marker, stopped_half_way, svc  # no
 
 @pytest.mark.xfail(strict=True, reason="reviewer finding: a forget that begins between settle and the receipt read is not waited for; the download holds the word")
 @pytest.mark.parametrize("svc", ["files"], indirect=True)
-def test_a_receipt_download_racing_a_forget_holds_no_forgotten_word(svc: tuple[str, Service, str | None], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_receipt_download_racing_a_forget_holds_no_forgotten_word(svc: tuple[str, Service, str | None], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     _kind, service, _url = svc
     session = session_id(new_session_key())
     mem, turns = marked_session(service.engine, session)

@@ -10,7 +10,6 @@ differently, so the twins disagree in exit status and effect on the same input:
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
