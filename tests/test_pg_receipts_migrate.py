@@ -116,10 +116,13 @@ def test_a_session_whose_ledger_is_not_in_the_database_is_skipped_and_named(data
 def test_the_step_registers_once_for_ledger_migrate(pg_url: str) -> None:
     from storage.pg import migrate, receipts_migrate
 
-    before = list(migrate.EXTRA_STEPS)
+    name = "receipts, .cites, checkpoints, Merkle trees"
+    original = list(migrate.EXTRA_STEPS)
+    before = [step for step in original if step[0] != name]  # an earlier test in this process may have run a migrate
     try:
-        receipts_migrate.register()
-        receipts_migrate.register()
-        assert [name for name, _ in migrate.EXTRA_STEPS[len(before) :]] == ["receipts, .cites, checkpoints, Merkle trees"]
-    finally:
         migrate.EXTRA_STEPS[:] = before
+        receipts_migrate.register()
+        receipts_migrate.register()
+        assert [n for n, _ in migrate.EXTRA_STEPS[len(before) :]] == [name]
+    finally:
+        migrate.EXTRA_STEPS[:] = original
