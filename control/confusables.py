@@ -66,7 +66,17 @@ SMALL: dict[str, str] = {
     "\u13da": "s", "\u13a2": "t", "\u13d9": "v", "\u13b3": "w", "\u13c3": "z",
 }  # fmt: skip
 
+# enclosed Latin capitals NFKC leaves alone -> the Latin capital each shows (UnicodeData.txt, Unicode 15.1, block
+# Enclosed Alphanumeric Supplement: NEGATIVE CIRCLED LATIN CAPITAL LETTER A-Z U+1F150-1F169, NEGATIVE SQUARED LATIN
+# CAPITAL LETTER A-Z U+1F170-1F189, REGIONAL INDICATOR SYMBOL LETTER A-Z U+1F1E6-1F1FF; each is named after its
+# letter, and a regional indicator pair that is no flag is shown as the two letters). The plain circled, squared and
+# parenthesized letters have a compatibility decomposition: NFKC reads them.
+ENCLOSED: dict[str, str] = {
+    chr(first + i): chr(ord("A") + i) for first in (0x1F150, 0x1F170, 0x1F1E6) for i in range(26)
+}
+
 CAPITALS_TABLE = str.maketrans(CAPITALS)
+ENCLOSED_TABLE = str.maketrans(ENCLOSED)
 SMALL_TABLE = str.maketrans(SMALL)
 
 # Default_Ignorable_Code_Point, DerivedCoreProperties.txt (Unicode 15.1): first and last code point of each range

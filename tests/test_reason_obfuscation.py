@@ -259,7 +259,8 @@ def test_ordinary_reasons_still_pass_for_ordinary_memories(shared_data: Path) ->
         assert extra[r] == 0, f"{r!r} is refused for {extra[r]} memories holding none of its words"
     pairs = len(ORDINARY_REASONS) * len(memories)
     # measured on this data: 26 of 96,600 pairs (0.03%; 13 of the 35 reasons, each for 1-4 of 2,760 memories); the literal "any 4-letter piece of any word" rule refused
-    # 3,410 (3.5%), so it is narrowed to names and codes (control.quoting says how)
+    # 3,410 (3.5%), so it is narrowed to names and codes (control.quoting says how); since review 6 (pieces must make
+    # up the reason's words, split words must line up with them) 2 ("not needed any more" for "anymore")
     assert sum(extra.values()) <= pairs // 1000, extra
 
 

@@ -9,7 +9,6 @@ import pytest
 from control.plan import quoted
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: rule 3 reads common memory words across the reason's word boundaries ('March at' holds 'chat')")
 @pytest.mark.parametrize(
     ("reason", "memory"),
     [

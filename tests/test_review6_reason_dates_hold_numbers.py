@@ -11,7 +11,6 @@ import pytest
 from control.plan import quoted
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a dated ordinary reason is refused because a memory's number occurs inside the date's digits")
 @pytest.mark.parametrize(
     ("reason", "memory"),
     [

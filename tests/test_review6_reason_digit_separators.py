@@ -11,7 +11,6 @@ from control.plan import quoted
 MEMORY = "my door code is 4711"
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: the code 4711 repeated with other separators or as words passes the reason check")
 @pytest.mark.parametrize("reason", ["4;7;1;1", "4_7_1_1", "4|7|1|1", "4·7·1·1", "it was four seven one one", "four-seven-one-one"])
 def test_a_code_repeated_with_other_separators_or_in_words_is_refused(reason: str) -> None:
     assert quoted(reason, MEMORY)

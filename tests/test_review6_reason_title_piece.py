@@ -13,7 +13,6 @@ IDENTITY = "Here's one- 'Embracing Identity' is all about finding comfort and lo
 PERSEID = "I'll always remember our camping trip last year when we saw the Perseid meteor shower."
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: rule 4 pieces of capitalised words refuse 'confidential' / 'too personal' / 'personal data'")
 @pytest.mark.parametrize(
     ("reason", "memory"),
     [("confidential", IDENTITY), ("entered by accident", IDENTITY), ("too personal", PERSEID), ("personal data", PERSEID), ("wrong person", PERSEID)],
