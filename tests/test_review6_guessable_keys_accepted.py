@@ -18,7 +18,6 @@ GUESSABLE = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: CamelCase pangrams/passphrases and typed patterns pass the guessability rule")
 @pytest.mark.parametrize("key", GUESSABLE)
 def test_a_guessable_key_is_refused(key: str) -> None:
     assert not is_session_key(key)

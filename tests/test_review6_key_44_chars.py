@@ -16,7 +16,6 @@ KEYS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a 44-character key raises IndexError out of check_session_key")
 @pytest.mark.parametrize("key", KEYS)
 def test_a_44_character_key_is_accepted_or_refused_never_an_index_error(key: str) -> None:
     assert len(key) == 44
