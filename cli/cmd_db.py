@@ -29,9 +29,12 @@ def migrate(**params: Any) -> int:
 
 
 @db.command(short_help="Write a session's JSONL from PostgreSQL.")
-@click.argument("database_url", metavar="DATABASE_URL")
+@click.argument("database_url", metavar="[DATABASE_URL]", required=False)
 @session_argument
 @click.option("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
 def export(**params: Any) -> int:
-    """Write a session's JSONL from PostgreSQL (the bytes the file backend holds)."""
+    """Write a session's JSONL from PostgreSQL (the bytes the file backend holds).
+
+    The database is $DATABASE_URL (or --database-url before the group); a DATABASE_URL argument is still taken when it
+    holds no password, and refused when it does (a command line is visible to every user of the machine)."""
     return run_program(IMPL, "cmd_export", "export", params)

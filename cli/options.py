@@ -18,10 +18,29 @@ CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}  # -h as well,
 
 
 class PrefixCommand(click.Command):
-    """A command that takes a unique prefix of a long option (`--js` for `--json`), as argparse does: scripts written
-    for the `python -m` programs may use one. An ambiguous prefix is left alone, and click refuses it (exit 2)."""
+    """A command whose arguments its `python -m` twin's argparse parser reads (cli/twins.py), so that both take
+    exactly the same argument lists: a unique prefix of a long option (`--js` for `--json`), a negative number as a
+    positional ("-1"), `-k=5`, and an option where a value was expected (`--reason -typo`) refused. Click's own
+    parser is left to --help, and to a command that has no twin."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from . import twins
+
+        group = ctx.parent.command.name if ctx.parent is not None else None
+        if group is not None and self.name is not None and (group, self.name) in twins.TWINS:
+            try:
+                read = twins.parse(group, self.name, list(args))
+            except twins.Refused as exc:
+                raise click.UsageError(str(exc), ctx=ctx) from None
+            except twins.HelpAsked:
+                click.echo(ctx.get_help(), color=ctx.color)
+                ctx.exit()
+            for param in self.get_params(ctx):
+                if param.name is not None and param.expose_value and hasattr(read, param.name):
+                    value = getattr(read, param.name)
+                    ctx.params[param.name] = tuple(value) if isinstance(value, list) else value
+            ctx.args = []
+            return []
         longs = [o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
         try:
             expanded = expand_prefixes(args, longs)

@@ -509,7 +509,28 @@ def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, li
 def cmd_export(args: argparse.Namespace) -> int:
     from storage.pg import cli as pg_cli
 
+    args.database_url = _export_database(args.database_url)
     return pg_cli.cmd_export(args)
+
+
+def _export_database(raw: str | None) -> str:
+    """The database of `export [DATABASE_URL] SESSION`: $DATABASE_URL when the argument is omitted. A URL argument is
+    still taken when it holds no password; one that does is refused before any connection, as anything on a command
+    line is visible to every user of the machine (`ps`)."""
+    from storage import redact
+    from storage.cli_stores import database_for
+
+    if raw is not None:
+        if redact(raw) != raw:
+            raise CliError(
+                "export: the database URL on the command line holds a password, which every user of this machine can "
+                "read (ps); set it in the environment instead: DATABASE_URL='postgresql://…' python -m ledger export SESSION"
+            )
+        return raw
+    url = database_for()
+    if url is None:
+        raise CliError("export: no database: set DATABASE_URL='postgresql://…' in the environment (python -m ledger export SESSION)")
+    return url
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -574,7 +595,9 @@ def build_parser() -> Parser:
     r.add_argument("--json", action="store_true", help="print a JSON report")
     r.set_defaults(func=cmd_repair)
     e = sub.add_parser("export", help="write a session's JSONL from PostgreSQL (the bytes the file backend holds)")
-    e.add_argument("database_url", metavar="DATABASE_URL")
+    e.add_argument(
+        "database_url", nargs="?", metavar="DATABASE_URL", help="default: $DATABASE_URL; a URL holding a password is refused here (ps shows it): set DATABASE_URL"
+    )
     e.add_argument("session")
     e.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
     e.set_defaults(func=cmd_export)

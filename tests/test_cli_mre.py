@@ -79,6 +79,17 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return dict(action.choices)
 
 
+def test_mre_reads_each_command_with_its_twins_parser() -> None:
+    """cli/twins.py names the argparse parser each mre command reads its arguments with: the twin of this table."""
+    from cli import twins
+
+    assert sorted(twins.TWINS) == sorted(TWINS.values())
+    for (program, sub), (group, command) in TWINS.items():
+        made = twins.twin_parser(group, command)
+        assert argparse_signature(made) == argparse_signature(COMMANDS[(program, sub)]), (group, command)
+        assert made.prog == COMMANDS[(program, sub)].prog
+
+
 def argparse_commands() -> dict[tuple[str, str | None], argparse.ArgumentParser]:
     """Every subcommand of every `python -m` program, from the parsers the programs build."""
     found: dict[tuple[str, str | None], argparse.ArgumentParser] = {}
@@ -277,6 +288,10 @@ READING = [
     ["retrieval", "search", "{data}", "alice", "kayak"],
     ["retrieval", "search", "{data}", "alice", "sister", "--json", "-k", "2", "--explain"],
     ["retrieval", "search", "{data}", "alice", "--queries", "{root}/queries.txt", "--history", "--include-revoked"],
+    ["retrieval", "search", "{data}", "alice", "-1"],  # a negative number is a positional, as argparse reads it
+    ["retrieval", "search", "{data}", "alice", "-3 kayaks"],  # so is an argument with a space inside
+    ["retrieval", "search", "{data}", "alice", "kayak", "-k=2"],  # argparse reads -k=2 as -k 2
+    ["retrieval", "search", "{data}", "alice", "kayak", "--js"],  # a unique prefix of --json
     ["control", "history", "{data}", "alice", "0"],
     ["control", "history", "{data}", "alice", "0", "--json"],
     ["control", "suggestions", "{data}", "alice", "--json"],
@@ -331,6 +346,8 @@ WRITING = [
     ["retrieval", "rebuild", "{data}"],
     ["ledger", "import", "{data}", "bob", "{root}/import.jsonl"],
     ["chat", "{data}", "alice", "where does my sister live?", "-k", "2"],
+    ["chat", "{data}", "alice", "-5", "-k=2"],  # a negative-number message, and -k=2
+    ["control", "revoke", "{data}", "alice", "0", "--reason=-typo"],  # a value starting with '-', attached by '='
     ["chat", "propose", "{data}", "alice", "where does my sister live?"],
     ["bundle", "markdown", "{data}", "alice", "{data}/../alice.md"],
 ]
@@ -407,6 +424,9 @@ BAD = [
     ["chat", "answer", "{data}", "ct1.not-a-token"],
     ["bundle", "verify", "{root}/queries.txt"],
     ["bundle", "export", "{root}/missing", "alice", "{root}/x.zip"],
+    ["ledger", "export", "postgresql://mre:s3cr3t-Pa55@/x?host={root}/nosock&port=1", "alice"],  # a password: refused, never tried
+    ["ledger", "export", "postgresql:///x?host={root}/nosock&password=s3cr3t-Pa55", "alice"],
+    ["ledger", "export", "alice"],  # no URL argument and no DATABASE_URL
 ]
 
 
@@ -418,6 +438,7 @@ def test_bad_input_is_the_same_one_line_and_exit_status(made: dict[str, Path], p
     code, out, err = b
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
+    assert "s3cr3t-Pa55" not in err
 
 
 USAGE = [
@@ -428,6 +449,10 @@ USAGE = [
     ["chat", "answer", "{data}"],
     ["bundle", "verify"],
     ["ledger", "import", "{data}", "alice", "{root}/import.jsonl", "--allow"],  # an ambiguous prefix
+    ["control", "revoke", "{data}", "alice", "0", "--reason", "-typo"],  # an option where its value was expected
+    ["control", "revoke", "{data}", "alice", "0", "--reason", "--json"],
+    ["retrieval", "search", "{data}", "alice", "kayak", "-k"],  # an option missing its value
+    ["ledger", "verify", "{data}", "--json", "alice", "bob"],  # argparse: sessions after an option are not taken
 ]
 
 

@@ -523,9 +523,10 @@ class TestCli:
         assert run_cli("import", pg_url, "s1", str(src)).returncode == 0  # every record of it reached by an erasure: gone
 
     def test_an_unreachable_database_is_one_line_without_the_password(self) -> None:
+        """The URL from DATABASE_URL: on a command line a URL holding a password is refused before any connection."""
         url = "postgresql://mre:hunter2@127.0.0.1:1/nowhere"
-        for args in (["verify", url], ["export", url, "s1"]):
-            done = run_cli(*args)
+        for args in (["verify", url], ["export", "s1"]):
+            done = run_cli(*args, env={"DATABASE_URL": url})
             assert done.returncode == 2
             assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: PostgreSQL at postgresql://mre:***@127.0.0.1:1/nowhere")
             assert "hunter2" not in done.stderr and "Traceback" not in done.stderr
@@ -559,6 +560,37 @@ def test_migrate_refuses_a_database_url_with_a_password_in_argv_and_says_to_set_
     assert len(lines) == 1, done.stderr
     assert "DATABASE_URL" in lines[0] and "password" in lines[0] and "hunter2" not in lines[0]
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://mre:hunter2-secret@127.0.0.1:9/mre",
+        "postgresql://mre@127.0.0.1:9/mre?password=hunter2-secret",
+    ],
+)
+def test_export_refuses_a_database_url_with_a_password_in_argv_and_says_to_set_database_url(url: str) -> None:
+    done = run_cli("export", url, "s1")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "DATABASE_URL" in lines[0] and "password" in lines[0] and "hunter2" not in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_export_without_a_database_says_to_set_database_url() -> None:
+    done = run_cli("export", "s1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "DATABASE_URL" in done.stderr, done.stderr
+
+
+@pytest.mark.pg
+def test_export_reads_database_url_when_the_argument_is_omitted(pg_url: str, tmp_path: Path) -> None:
+    data = _data_dir(tmp_path / "data")
+    assert run_cli("migrate", str(data), env={"DATABASE_URL": pg_url}).returncode == 0
+    via_env = subprocess.run([sys.executable, "-m", "ledger", "export", "a"], capture_output=True, cwd=ROOT, timeout=60, env={**os.environ, "DATABASE_URL": pg_url})
+    assert via_env.returncode == 0, via_env.stderr
+    assert via_env.stdout == (data / "sessions" / "a" / "events.jsonl").read_bytes()
 
 
 def test_migrate_without_a_database_says_to_set_database_url(tmp_path: Path) -> None:

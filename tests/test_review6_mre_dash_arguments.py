@@ -50,7 +50,6 @@ def _code(main, argv: list[str]) -> int:  # type: ignore[no-untyped-def]
         return int(exc.code or 0)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: mre refuses a negative-number query/message that python -m takes")
 @pytest.mark.parametrize("which", ["search", "chat"])
 def test_a_negative_number_positional_is_read_the_same(data: Path, which: str, capsys: pytest.CaptureFixture[str]) -> None:
     b = _copy(data)
@@ -64,7 +63,6 @@ def test_a_negative_number_positional_is_read_the_same(data: Path, which: str, c
     assert twin == py
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: python -m control refuses --reason -typo (exit 2) but mre revokes with it")
 def test_a_reason_starting_with_a_dash_is_read_the_same(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     b = _copy(data)
     py = _code(control_cli.main, ["revoke", str(data), "alice", "0", "--reason", "-typo"])
@@ -72,7 +70,6 @@ def test_a_reason_starting_with_a_dash_is_read_the_same(data: Path, capsys: pyte
     assert (py, twin) == (py, py)
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: python -m retrieval takes -k=5, mre refuses it")
 def test_k_equals_is_read_the_same(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     py = _code(retrieval_cli.main, ["search", str(data), "alice", "thermostat", "-k=5"])
     twin = mre_main(["search", "query", str(data), "alice", "thermostat", "-k=5"])

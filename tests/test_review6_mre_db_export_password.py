@@ -11,7 +11,6 @@ import pytest
 from cli.main import main as mre_main
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: mre db export takes a postgresql:// URL holding a password on the command line")
 def test_mre_db_export_refuses_a_url_holding_a_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     secret = "s3cr3t-Pa55"
     url = f"postgresql://mre:{secret}@/x?host={tmp_path}/nosock&port=1"
