@@ -71,8 +71,10 @@ def _print_turn(turn: Any, k: int) -> None:
     print(f"receipt: {turn.receipt_path}")
 
 
-def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
-    """The engine on DATA_DIR's stores (PostgreSQL when $DATABASE_URL is set); the caller closes it (`closing`)."""
+def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = None) -> Any:
+    """The engine on DATA_DIR's stores (PostgreSQL when $DATABASE_URL is set); the caller closes it (`closing`).
+    `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
+    before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
     from receipts.keys import load_existing, new_key_note
     from storage.cli_stores import database_for, quiet_pool
 
@@ -86,6 +88,12 @@ def _engine(data_raw: str, *, create: bool, write: bool) -> Any:
         quiet_pool()
         stores = open_stores(data, receipt_copies=True)  # `receipt: <path>` names a file this visitor keeps
     try:
+        if token is not None:  # a token not issued here: refused before a key or folder is made for this DATA_DIR
+            import time
+
+            from .consent import Store, check_issued, proposal_store
+
+            check_issued(proposal_store(stores) if stores is not None else Store(data), token, time.time())
         had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
         make_data_dir(data)
         engine = Engine(data, stores=stores)
@@ -141,9 +149,12 @@ def build_answer_parser() -> Parser:
 
 def cmd_answer(args: argparse.Namespace) -> int:
     def go() -> int:
+        from .consent import parse_token
+
         if args.cancel and args.ids:
             raise CliError("--cancel takes no ids")
-        with closing(_engine(args.data_dir, create=False, write=False)) as engine:
+        parse_token(args.token)  # its shape first: a malformed token is refused before DATA_DIR is even looked at
+        with closing(_engine(args.data_dir, create=False, write=False, token=args.token)) as engine:
             if args.cancel:
                 engine.cancel(args.token, session=args.session)
                 print("cancelled: nothing was sent to the model and nothing was appended")

@@ -64,10 +64,12 @@ class Cites:
         return {answer: held[root] for answer, root in found.items()}
 
     def unattributed(self, session: str, after_seq: int) -> list[int]:
-        """The indexed assistant events after `after_seq` that no turn's cites account for — lines imported into the
-        session (`ledger import`), or written by code that kept no record: what they may quote is unknown."""
+        """The indexed events after `after_seq` that are not the person's own (assistant, system or tool lines) and
+        that no turn's cites account for — lines imported into the session (`ledger import`, with --allow-system a
+        system line too), or written by code that kept no record: what they may quote is unknown. User lines are the
+        person's own statements: a revoke names them directly."""
         self._make_whole(session)
-        answers = self.index.assistant_seqs(session, after_seq)
+        answers = self.index.non_user_seqs(session, after_seq)
         if not answers:
             return []
         known = self.rows.answered(session, after_seq)

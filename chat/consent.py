@@ -305,13 +305,24 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
     return Proposal(token, session, message, k, cands, _utc(expires), tuple(r.seq for r in excluded))
 
 
-def _open(engine: Engine, token: object, session: str | None) -> tuple[ProposalStore, str, dict[str, Any]]:
-    """The waiting proposal a token names, after checking the token is genuine, this session's and in time."""
+def parse_token(token: object) -> tuple[str, int, str]:
+    """(nonce, expires, mac) of a turn token; ConsentError when it is not one (its shape only: nothing is read)."""
     m = TOKEN_RE.fullmatch(token) if isinstance(token, str) else None
     if m is None:
         raise ConsentError("token: not a turn token (ct1.<nonce>.<expires>.<mac>, as propose returned it)")
-    nonce, expires, mac = m.group(1), int(m.group(2)), m.group(3)
-    store = proposal_store(engine.stores)
+    return m.group(1), int(m.group(2)), m.group(3)
+
+
+def check_issued(store: ProposalStore, token: object, now: float) -> None:
+    """Before an engine is opened to answer or cancel (its signing key loaded, or created): ConsentError, as `answer`
+    would say it, when the token is malformed or `store` has no proposal of it waiting — never issued by this data
+    directory or database, spent or expired. Reads only (the CLI: exit 2 then means nothing changed)."""
+    nonce, expires, _mac = parse_token(token)
+    _waiting(store, nonce, expires, now)
+
+
+def _waiting(store: ProposalStore, nonce: str, expires: int, now: float) -> dict[str, Any]:
+    """The waiting proposal of `nonce`; ConsentError saying why there is none."""
     try:
         pending = store.load(nonce)
     except ConsentError:
@@ -324,9 +335,17 @@ def _open(engine: Engine, token: object, session: str | None) -> tuple[ProposalS
             raise ConsentError("token: already used — each token answers one turn; propose again")
         if how == "cancelled":
             raise ConsentError("token: that proposal was cancelled; propose again")
-        if how == "expired" or engine.clock() > expires:
+        if how == "expired" or now > expires:
             raise ConsentError(f"token: expired at {_utc(expires)}; propose again")
         raise ConsentError("token: unknown — not issued by this data directory or database")
+    return pending
+
+
+def _open(engine: Engine, token: object, session: str | None) -> tuple[ProposalStore, str, dict[str, Any]]:
+    """The waiting proposal a token names, after checking the token is genuine, this session's and in time."""
+    nonce, expires, mac = parse_token(token)
+    store = proposal_store(engine.stores)
+    pending = _waiting(store, nonce, expires, engine.clock())
     want = token_mac(store.secret(), str(pending.get("session")), nonce, proposal_digest(pending), int(pending.get("expires", -1)))
     if not hmac.compare_digest(want, mac) or expires != pending.get("expires"):
         raise ConsentError("token: does not match its proposal (altered or forged); nothing was sent")

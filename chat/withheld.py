@@ -61,9 +61,10 @@ class ModelView:
 
 
 def withheld(cites: Cites, session: str, state: ControlState) -> dict[int, Revocation]:
-    """seq -> the revocation in force that keeps it from every model: each revoked event; each assistant line after
-    a revoked event that no turn's cites account for (imported, say: it may repeat anything said before it); and each
-    answer whose turn cited one of those or cited such an answer (chat.citing). The turn's retrieval leaves out
+    """seq -> the revocation in force that keeps it from every model: each revoked event; each indexed line after a
+    revoked event that is not the person's own (assistant, system or tool) and that no turn's cites account for
+    (imported, say: it may repeat anything said before it — user lines are the person's statements, revoked
+    directly); and each answer whose turn cited one of those or cited such an answer (chat.citing). The turn's retrieval leaves out
     exactly these."""
     if not state.revoked:
         return {}

@@ -10,8 +10,9 @@ stored receipts may still disclose the words until the steps after it run. `sett
 finished now (the disk still fails, the journal cannot be read) it refuses with one line, ErasureUnfinished, and the
 caller copies nothing. With nothing pending it costs one stat of the journal's path (and on PostgreSQL one query).
 
-`settled` is the same for a caller that copies under the session's turn lock (the bundle export): it settles first
-(recover takes that lock itself), then takes the lock and refuses if an erasure began and stopped in between.
+`settled` is the same for a caller that copies under the session's turn lock (the bundle export, the app's receipt
+reads and downloads): it settles first (recover takes that lock itself), then takes the lock; an erasure that began
+and stopped in between is settled too and the lock taken again, or the copy refused.
 """
 
 from __future__ import annotations
@@ -90,14 +91,25 @@ def settled(
     stores: Stores | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
-) -> Iterator[list[Path]]:
+    settle_now: Callable[[], object] | None = None,
+) -> Iterator[None]:
     """`settle`, then hold the session's turn lock (`lock`, e.g. ReceiptBackend.turn_lock) with no erasure of it
-    pending: one that began and stopped before the lock was taken is refused (ErasureUnfinished)."""
-    written = settle(data_dir, session, stores=stores, key=key, copies=copies)
-    with lock(session):
-        if unfinished(data_dir, session, stores):
-            raise ErasureUnfinished(refusal(session))
-        yield written
+    pending, for the copy to be made in. An erasure that began between the settle and the lock (another request,
+    process or replica) and stopped half way is finished too: settled once more, outside the lock (recover takes it
+    itself), and the lock taken again; ErasureUnfinished when it cannot be finished now, or when yet another began
+    and stopped in between. `settle_now`: the caller's own settle (the app's, which raises its own one-line error),
+    else `settle` with `stores`, `key` and `copies`."""
+
+    def settle_once() -> object:
+        return settle_now() if settle_now is not None else settle(data_dir, session, stores=stores, key=key, copies=copies)
+
+    for _attempt in range(2):
+        settle_once()
+        with lock(session):
+            if not unfinished(data_dir, session, stores):
+                yield
+                return
+    raise ErasureUnfinished(refusal(session))
 
 
 __all__ = ["ErasureUnfinished", "refusal", "settle", "settled", "unfinished"]

@@ -148,16 +148,17 @@ class Searching(Indexing):
             out.add(s)
         return sorted(out)
 
-    def assistant_seqs(self, session: str, after_seq: int) -> list[int]:
-        """The seqs of the session's indexed assistant events after `after_seq`, ascending (chat.withheld asks which
-        of them no turn's cites account for). Nothing indexed: []."""
+    def non_user_seqs(self, session: str, after_seq: int) -> list[int]:
+        """The seqs of the session's indexed events after `after_seq` that are not the person's own (every role but
+        'user': assistant, system, tool), ascending (chat.withheld asks which of them no turn's cites account for).
+        Nothing indexed: []."""
         row = self._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
         if row is None:
             return []
         num = int(row[0])
         lo, hi = (num << sql.SEQ_BITS) | (max(after_seq, -1) + 1), (num + 1) << sql.SEQ_BITS
         rows = self._reader().execute(
-            "SELECT seq FROM events WHERE id >= ? AND id < ? AND role = 'assistant' ORDER BY id", (lo, hi)
+            "SELECT seq FROM events WHERE id >= ? AND id < ? AND role <> 'user' ORDER BY id", (lo, hi)
         ).fetchall()
         return [int(r[0]) for r in rows]
 

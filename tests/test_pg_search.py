@@ -126,6 +126,18 @@ class TestSameAsSqlite:
             assert key(pg.search("s1", q, 5)) == key(lite.search("s1", q, 5)), q
         lite.close()
 
+    def test_non_user_seqs_are_the_same_every_role_but_user(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
+        """chat.withheld asks both backends which indexed lines are not the person's own (assistant, system, tool)."""
+        fill(ledger, "s1", [("user", "a"), ("assistant", "b"), ("system", "c"), ("tool", "d"), ("user", "e"), ("assistant", "f")])
+        lite, pg = both(tmp_path, ledger, db)
+        lite.index_session("s1")
+        pg.index_session("s1")
+        for after in (-1, 0, 1, 3, 5):
+            expected = [s for s in (1, 2, 3, 5) if s > after]
+            assert pg.non_user_seqs("s1", after) == lite.non_user_seqs("s1", after) == expected, after
+        assert pg.non_user_seqs("nope", -1) == lite.non_user_seqs("nope", -1) == []
+        lite.close()
+
     def test_exclusions_give_the_same_hits(self, tmp_path: Path, ledger: Ledger, db: Database) -> None:
         fill(ledger, "s1")
         lite, pg = both(tmp_path, ledger, db)

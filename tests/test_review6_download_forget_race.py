@@ -18,7 +18,6 @@ from .forget_support import marked_session
 from .test_erasure_pending_copies import has_marker, stopped_half_way, svc  # noqa: F401 - svc is a fixture
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: a forget that begins between settle and the receipt read is not waited for; the download holds the word")
 @pytest.mark.parametrize("svc", ["files"], indirect=True)
 def test_a_receipt_download_racing_a_forget_holds_no_forgotten_word(svc: tuple[str, Service, str | None], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     _kind, service, _url = svc

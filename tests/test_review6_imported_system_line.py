@@ -27,7 +27,6 @@ def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggingModel]:
         yield server
 
 
-@pytest.mark.xfail(strict=True, reason="reviewer finding: an imported system line repeating a revoked statement still reaches the model")
 def test_an_imported_system_line_repeating_a_revoked_statement_is_in_no_request(model: LoggingModel, tmp_path: Path) -> None:
     eng = Engine(tmp_path / "d", llm=model.llm(api_key=KEY))
     try:

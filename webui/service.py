@@ -10,7 +10,8 @@ the caller's own session.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
 from chat.withheld import withheld
 from control.revocation import current as current_controls
-from control.settle import ErasureUnfinished, settle
+from control.settle import ErasureUnfinished, settle, settled
 from control.state import ControlState
 from control.supersession_state import Supersession
 from ledger import Event, LedgerCorrupted, SessionReport
@@ -99,8 +100,14 @@ class Service:
         session = self.session(key)
         if not self.engine.ledger.exists(session):
             return []
+        try:
+            with self.settled(session):  # once: the receipts shown are read under the session's turn lock
+                return self._history(session, limit, shown=True)
+        except BadInput:  # not to be shown now (settled): the answers are shown without stamps
+            return self._history(session, limit, shown=False)
+
+    def _history(self, session: str, limit: int, *, shown: bool) -> list[Past]:
         count, _head = self.engine.ledger.head(session)
-        shown = self.copyable(session)  # once: a refusal is not tried again for each answer
         out = []
         for ev in self.engine.ledger.events(session, start_seq=max(0, count - limit)):
             body = None
@@ -111,18 +118,11 @@ class Service:
         return out
 
     def _receipt_body(self, session: str, receipt_id: str) -> dict[str, Any] | None:
+        """What a stored receipt says; the caller holds `settled`. None when gone, unreadable or malformed."""
         try:
-            return parse_receipt(self.receipt_bytes(session, receipt_id)).body
-        except (OSError, ValueError):  # gone, unreadable or malformed, or not to be shown now: the answer is shown without stamps
+            return parse_receipt(self.engine.backend.read_receipt(session, receipt_id)).body
+        except (OSError, ValueError):  # the answer is shown without stamps
             return None
-
-    def copyable(self, session: str) -> bool:
-        """Whether the session's receipts may be shown or copied now (receipt_bytes would not refuse)."""
-        try:
-            self.settle(session)
-        except BadInput:
-            return False
-        return True
 
     def settle(self, session: str) -> None:
         """Before anything of the session is shown, copied out or sent to a model (a receipt read, a search, a turn, the
@@ -134,12 +134,24 @@ class Service:
         except ErasureUnfinished as exc:
             raise BadInput(str(exc)) from None
 
+    @contextmanager
+    def settled(self, session: str) -> Iterator[None]:
+        """Every read of a stored receipt to be shown or copied out (a download, the chat restored on a page) runs in
+        this, as the bundle export does (control.settle.settled): `settle`, then the session's turn lock held with no
+        erasure of it pending — one that began in between (another request, process or replica) and stopped half way
+        is settled too — so a forget never finds a copy being made: it waits for the lock, and then redacts or removes
+        the download copies with the stored receipts. BadInput (one line) when an erasure cannot be finished now."""
+        try:
+            with settled(self.data_dir, session, self.engine.backend.turn_lock, stores=self.engine.stores, settle_now=lambda: self.settle(session)):
+                yield
+        except ErasureUnfinished as exc:
+            raise BadInput(str(exc)) from None
+
     def receipt_bytes(self, session: str, receipt_id: str) -> bytes:
-        """A stored receipt, read to be shown or copied out (a download, the chat restored on a page): every read of
-        one by this app goes through here, after `settle`, so a receipt an interrupted erasure redacts or withdraws is
-        never copied as it was. BadInput (settle); OSError (ReceiptNotFound) / ValueError as ReceiptBackend.read_receipt."""
-        self.settle(session)
-        return self.engine.backend.read_receipt(session, receipt_id)
+        """A stored receipt, read to be shown (`settled`), so a receipt a forget redacts or withdraws is never shown
+        as it was. BadInput (settled); OSError (ReceiptNotFound) / ValueError as ReceiptBackend.read_receipt."""
+        with self.settled(session):
+            return self.engine.backend.read_receipt(session, receipt_id)
 
     # -- chat, memory, search ------------------------------------------------------------
     def turn(
@@ -202,21 +214,28 @@ class Service:
             raise BadInput(str(exc)) from None
 
     def restored_receipt(self, key: object, receipt_id: str) -> str | None:
-        """A download copy of one of the key's receipts, or None if the file is gone."""
+        """A download copy of one of the key's receipts, or None if the file is gone or may not be copied now. Read
+        and written under `settled`: a forget that starts meanwhile waits for the copy, then redacts or removes it."""
         session = self.session(key)
         try:
-            data = self.receipt_bytes(session, receipt_id)
-        except (OSError, ValueError):  # gone, or not to be copied now (receipt_bytes)
+            with self.settled(session):
+                try:
+                    data = self.engine.backend.read_receipt(session, receipt_id)
+                except (OSError, ValueError):  # gone, unreadable or too large
+                    return None
+                return self.downloads.put(f"{receipt_id}.json", data)
+        except BadInput:  # not to be copied now (settled)
             return None
-        return self.downloads.put(f"{receipt_id}.json", data)
 
     def receipt_download(self, turn: Turn) -> str | None:
-        """A download copy of the turn's receipt; None when it may not be copied now (receipt_bytes). OSError as put."""
+        """A download copy of the turn's receipt, read and written under `settled`; None when it may not be copied
+        now. OSError as ReceiptBackend.read_receipt and Downloads.put."""
+        session = turn.user_event.session
         try:
-            data = self.receipt_bytes(turn.user_event.session, turn.receipt_id)
+            with self.settled(session):
+                return self.downloads.put(f"{turn.receipt_id}.json", self.engine.backend.read_receipt(session, turn.receipt_id))
         except BadInput:
             return None
-        return self.downloads.put(f"{turn.receipt_id}.json", data)
 
     def latest_receipt(self, key: object, limit: int = RESTORE_EVENTS) -> tuple[str, dict[str, Any]] | None:
         """(receipt id, what it says) of the newest answer among the last `limit` events whose receipt is on disk."""
@@ -229,8 +248,14 @@ class Service:
             rid = ev.meta.get("receipt_id") if ev.role == "assistant" else None
             if isinstance(rid, str):
                 found = rid
-        body = self._receipt_body(session, found) if found is not None else None
-        return None if found is None or body is None else (found, body)
+        if found is None:
+            return None
+        try:
+            with self.settled(session):  # read under the session's turn lock, with no erasure of it pending
+                body = self._receipt_body(session, found)
+        except BadInput:  # not to be shown now
+            return None
+        return None if body is None else (found, body)
 
     def withheld_copy(self, key: object, receipt_id: object, seqs: Iterable[int]) -> str:
         """A download copy of one of the key's receipts with the disclosures of `seqs` left out (receipts.redact):
@@ -238,16 +263,20 @@ class Service:
         session = self.session(key)
         if not isinstance(receipt_id, str):
             raise BadInput("withhold: no receipt to copy yet: ask something first")
-        try:
-            raw = self.receipt_bytes(session, receipt_id)
-        except BadInput as exc:
-            raise BadInput(f"withhold: {exc}") from None
-        except (OSError, ValueError):
-            raise BadInput(f"withhold: receipt {receipt_id[:40]} is not in this session") from None
         chosen = sorted(set(seqs))
         if not chosen:
             raise BadInput("withhold: tick at least one memory to leave out of the copy")
-        return self.downloads.put(f"{receipt_id}-withheld.json", redact(raw, chosen))
+        try:
+            with self.settled(session):  # read and written under it: a forget that starts meanwhile waits for the copy
+                try:
+                    raw = self.engine.backend.read_receipt(session, receipt_id)
+                except (OSError, ValueError):
+                    raw = None
+                if raw is not None:
+                    return self.downloads.put(f"{receipt_id}-withheld.json", redact(raw, chosen))
+        except BadInput as exc:  # not to be copied now (settled)
+            raise BadInput(f"withhold: {exc}") from None
+        raise BadInput(f"withhold: receipt {receipt_id[:40]} is not in this session")
 
     def revoked(self, key: object) -> dict[int, int]:
         """revoked seq -> the seq of the control event that revoked it, in the key's session (for labels)."""

@@ -114,10 +114,11 @@ class PgIndex(Forgetting):
             return SearchResponse(session, query, k, [], q.reason)
         return self._search(session, q, k, exclude, explain)
 
-    def assistant_seqs(self, session: str, after_seq: int) -> list[int]:
-        """The seqs of the session's indexed assistant events after `after_seq`, ascending (as Index.assistant_seqs)."""
+    def non_user_seqs(self, session: str, after_seq: int) -> list[int]:
+        """The seqs of the session's indexed events after `after_seq` whose role is not 'user', ascending (as
+        Index.non_user_seqs)."""
         with self.db.connection() as conn:
-            return [int(r[0]) for r in conn.execute(sql.SEARCH_ASSISTANT_SEQS, (session, after_seq)).fetchall()]
+            return [int(r[0]) for r in conn.execute(sql.SEARCH_NON_USER_SEQS, (session, after_seq)).fetchall()]
 
     def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
         found = self._search_indexed(session, q, k, exclude, explain)

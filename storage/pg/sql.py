@@ -215,10 +215,11 @@ SEARCH_SCHEMA = [
 ]
 SEARCH_SESSIONS = "SELECT session, num FROM search_sessions"
 SEARCH_SESSION = "SELECT num, last_seq, last_chain FROM search_sessions WHERE session = %s"
-# the indexed assistant events after a seq (chat.withheld; params: session, after_seq)
-SEARCH_ASSISTANT_SEQS = """
+# the indexed events after a seq that are not the person's own: every role but 'user' (chat.withheld; params:
+# session, after_seq)
+SEARCH_NON_USER_SEQS = """
 SELECT e.seq FROM search_events AS e JOIN search_sessions AS s ON s.num = e.num
-WHERE s.session = %s AND e.seq > %s AND e.role = 'assistant' ORDER BY e.seq
+WHERE s.session = %s AND e.seq > %s AND e.role <> 'user' ORDER BY e.seq
 """
 SEARCH_NEW_SESSION = (
     "INSERT INTO search_sessions (session, last_chain) VALUES (%s, %s) ON CONFLICT (session) DO NOTHING"
