@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ledger import Event
 from ledger.canonical import canonical_json
-from ledger.event import is_erasure_record, now_ts
+from ledger.event import is_erasure_record, now_ts, validate_session_id
 from ledger.fsmode import fsync_dir, private_dir, replace_durable
 from ledger.imports import forget_erased as forget_imports
 from ledger.repair import CUT_PREFIX
@@ -30,7 +30,7 @@ from receipts import files
 from receipts.audit import forget_cache
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
-from receipts.file_backend import FileBackend
+from receipts.file_backend import FileBackend, IndexRows
 from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptBackend
 from receipts.supersessions import is_control_record
@@ -438,6 +438,8 @@ def finish(
     purged(lambda: idx.forget_events(session, seqs))
     w.vacuum_receipts()  # the redacted and deleted rows' old versions
     dropped, scrubbed = 0, copies
+    if not w.on_files:
+        scrubbed = drop_file_copy(w.data, session)  # a `ledger migrate` left the session's files in DATA_DIR
     if w.on_files:
         fled = w.files_ledger()
         dropped = forget_imports(fled, session, seqs)  # their unsalted content hashes could confirm a guess
@@ -504,6 +506,8 @@ def delete_session(
         purged(lambda: idx.purge_session(session))  # on files after the ledger: the purge refuses a session it holds
     w.vacuum_receipts()
     (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file (receipts.files)
+    if not w.on_files:
+        copies = drop_file_copy(data, session)  # a `ledger migrate` left the session's files (and index rows) in DATA_DIR
     for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
         path.unlink(missing_ok=True)
     if not w.on_files and w.stores is not None:  # on PostgreSQL they are rows, and so are the session's settings
@@ -516,6 +520,37 @@ def delete_session(
         forget_settings(w.stores, session)
         forget_suggestions(w.stores, session)
     return copies
+
+
+def drop_file_copy(data: Path, session: str) -> tuple[str, ...]:
+    """On PostgreSQL: delete what a file-backed past of the session left in DATA_DIR — `python -m ledger migrate`
+    copies a data directory into the database (verifying every line and receipt it copies) and leaves the files: the
+    session's folder (events.jsonl, receipts, `.cites` records, import records), its Merkle tree and audit cache,
+    and its rows in index.sqlite (purged: the WAL emptied, the freed pages zeroed), with any index copies moved aside.
+    The database is the record; a forget there (and a session's deletion) must leave no older copy of the words
+    in DATA_DIR. Idempotent (recover runs it again); returns the names of index copies overwritten and removed."""
+    validate_session_id(session)
+    for path in (data / "sessions" / session, data / "merkle" / session):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_symlink():
+            path.unlink(missing_ok=True)
+    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)
+    forget_cache(data, session)
+    if not (data / INDEX_FILE).is_file():
+        return ()
+    scrubbed = scrub_index_copies(data)
+    from ledger import Ledger
+    from retrieval import Index
+
+    idx = Index(data, Ledger(data))
+    try:
+        idx.ensure_schema("receipts", files.RECEIPTS_DDL)
+        IndexRows(idx).forget_rows(session)
+        purged(lambda: idx.purge_session(session))
+    finally:
+        idx.close()
+    return scrubbed
 
 
 def purged(step: Callable[[], object], attempts: int = 2) -> None:

@@ -17,11 +17,17 @@ Several app replicas sharing one database see the same receipts and the same lat
   waited for).
 
 `copies`: a folder (a cache) where each receipt written is also put as a file, for a CLI that prints
-`receipt: <path>` and a visitor who keeps the file; the database row stays the record.
+`receipt: <path>` and a visitor who keeps the file; the database row stays the record. A forget run on another
+replica (another DATA_DIR) redacts or deletes the rows and cannot reach this folder, so the copies are checked
+against the rows (`sweep_copies`: a copy whose bytes differ from its row's is rewritten from the row, one whose row
+is gone is deleted) when the store opens (every copy), and before a receipt of a session is read, listed or
+written here (that session's): the next start or read of this replica leaves no copy holding a word the record
+no longer holds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -81,6 +87,8 @@ class PgReceipts:
         self._locks = KeyedLocks()  # this process's threads, per session
         self._lock_pool: ConnectionPool | None = None  # opened by the first turn_lock
         self._closed = False
+        if self.copies is not None and self.copies.is_dir():
+            self.sweep_copies()  # at start-up: a forget on another replica may have changed rows these copy
 
     def __repr__(self) -> str:
         return f"PgReceipts({self.db.shown!r})"
@@ -185,6 +193,8 @@ class PgReceipts:
                 raise ValueError(f"receipt id {receipt_id} is already used by another session")
         if self.copies is None or not self.write_copies:
             return f"postgresql:receipts/{session}/{receipt_id}"
+        if (self.copies / session).is_dir():
+            self.sweep_copies(session)  # this session's older copies: another replica may have forgotten since
         return str(self._copy(session, receipt_id, data))
 
     def _copy(self, session: str, receipt_id: str, data: bytes) -> Path:
@@ -193,6 +203,56 @@ class PgReceipts:
         path = folder / f"{receipt_id}.json"
         replace_durable(path, data)
         return path
+
+    def _copy_paths(self, session: str | None) -> dict[str, dict[str, Path]]:
+        """The copies kept here, per session and receipt id (only names that are a session and a receipt id)."""
+        out: dict[str, dict[str, Path]] = {}
+        if self.copies is None or not self.copies.is_dir():
+            return out
+        folders = [self.copies / session] if session is not None else sorted(p for p in self.copies.iterdir() if not p.is_symlink())
+        for folder in folders:
+            try:
+                validate_session_id(folder.name)
+            except ValueError:
+                continue
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            for path in folder.glob("*.json"):
+                if RECEIPT_ID_RE.fullmatch(path.stem):
+                    out.setdefault(folder.name, {})[path.stem] = path
+        return out
+
+    def sweep_copies(self, session: str | None = None) -> int:
+        """Bring this folder's copies (of `session`, or of every session) in step with the rows: a copy whose bytes
+        differ from its row's (a forget on another replica redacted it) is rewritten from the row, one whose row is
+        gone (withdrawn, the session deleted) is deleted. Returns how many copies changed. A copy that cannot be
+        read or written is logged (the error's type only) and deleted if it can be."""
+        changed = 0
+        for sess, paths in self._copy_paths(session).items():
+            with self.db.connection() as conn:
+                rows = conn.execute(sql.RECEIPT_DIGESTS, (sess, sorted(paths))).fetchall()
+            digests = {str(r): bytes(d) for r, d in rows}
+            for receipt_id, path in paths.items():
+                try:
+                    want = digests.get(receipt_id)
+                    if want is not None and hashlib.sha256(path.read_bytes()).digest() == want:
+                        continue
+                    if want is not None:
+                        try:
+                            self._copy(sess, receipt_id, self.read_row(sess, receipt_id))
+                            changed += 1
+                            continue
+                        except (ReceiptNotFound, ValueError):
+                            pass  # gone meanwhile, or over the limit: no copy then
+                    path.unlink(missing_ok=True)
+                    changed += 1
+                except OSError as exc:
+                    log.warning("a receipt copy could not be checked against its row (%s); removing it", type(exc).__name__)
+                    try:
+                        path.unlink(missing_ok=True)
+                    except OSError:
+                        pass
+        return changed
 
     def replace_receipt(self, session: str, receipt_id: str, data: bytes) -> None:
         validate_session_id(session)
@@ -204,6 +264,13 @@ class PgReceipts:
             self._copy(session, receipt_id, data)  # a cached copy must not keep the words a redaction removed
 
     def read_receipt(self, session: str, receipt_id: str) -> bytes:
+        data = self.read_row(session, receipt_id)
+        if self.copies is not None and (self.copies / session).is_dir():
+            self.sweep_copies(session)
+        return data
+
+    def read_row(self, session: str, receipt_id: str) -> bytes:
+        """The receipt's bytes as the row holds them (read_receipt without the copies' check)."""
         validate_session_id(session)
         check_receipt_id(receipt_id)
         with self.db.connection() as conn:
@@ -217,6 +284,8 @@ class PgReceipts:
 
     def receipt_ids(self, session: str) -> list[str]:
         validate_session_id(session)
+        if self.copies is not None and (self.copies / session).is_dir():
+            self.sweep_copies(session)
         with self.db.connection() as conn:
             return [str(r[0]) for r in conn.execute(sql.RECEIPT_IDS, (session,)).fetchall()]
 

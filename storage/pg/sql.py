@@ -449,6 +449,8 @@ SELECT octet_length(envelope), CASE WHEN octet_length(envelope) <= %s THEN envel
 FROM receipts WHERE session = %s AND receipt_id = %s
 """
 RECEIPT_IDS = "SELECT receipt_id FROM receipts WHERE session = %s ORDER BY n"
+# a replica's receipt copies checked against the rows (storage.pg.receipts.PgReceipts.sweep_copies)
+RECEIPT_DIGESTS = "SELECT receipt_id, sha256(envelope) FROM receipts WHERE session = %s AND receipt_id = ANY(%s)"
 RECEIPT_DELETE = "DELETE FROM receipts WHERE session = %s AND receipt_id = %s"
 RECEIPT_DELETE_SOME = "DELETE FROM receipts WHERE session = %s AND receipt_id = ANY(%s)"
 RECEIPT_DELETE_SESSION = "DELETE FROM receipts WHERE session = %s"
