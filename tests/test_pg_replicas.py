@@ -466,7 +466,8 @@ class TestTheStoreUnreachableAtTheEdge:
         def unreachable(*_a: Any, **_k: Any) -> Any:
             raise BackendError("PostgreSQL at postgresql://mre@127.0.0.1:1/db: server closed the connection")
 
-        monkeypatch.setattr(service, "receipt_bytes", unreachable)
+        # every read of a stored receipt runs in Service.settled (settle, then the turn lock): it is what asks the database
+        monkeypatch.setattr(service, "settled", unreachable)
         final = list(UI(service).chat("hello", [], 8, new_session_key()))[-1]
         history, _box, _stamps, download = final
         assert history[-2]["role"] == "assistant" and download.value is None and not download.interactive
