@@ -376,7 +376,8 @@ class Engine:
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
         prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any."""
-        held = current_controls(self.ledger, session, save=True).supersessions  # a turn appends: keep control-state.json level (issue 15)
+        state = current_controls(self.ledger, session, save=True)  # a turn appends: keep control-state.json level (issue 15)
+        held = state.supersessions
         with_states = self.receipt_format == rbody.RECEIPT_VERSION_2 and bool(held.links)
         if self.receipt_format != rbody.RECEIPT_VERSION_2:
             excluded = []  # a format-1 receipt cannot carry them (FORMAT.md §17); retrieval still left them out
@@ -405,7 +406,7 @@ class Engine:
         marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}
         template = TEMPLATE_V2 if marks else TEMPLATE_V1
         # the last guard before the model: nothing the visitor withheld, nothing a person did not approve
-        check_handed(model_view(self.stores, self.cites, session), memories, approved=consent.approved if consent is not None else None)
+        check_handed(model_view(self.stores, self.cites, session, state=state), memories, approved=consent.approved if consent is not None else None)
         # 3. the prompt
         messages = build_messages(template, message, [ev.to_dict() for ev in memories], marks)
         p_hash = prompt_hash(messages)

@@ -9,16 +9,16 @@ Withheld from every model call, whatever it is for (the turn's answer, the super
   a consent turn's answer hands memories to a model, exactly those approved, and the supersession detector uses the
   local rules alone, which send nothing.
 
-`model_view` reads the rule for a session (under its turn lock, by the caller); `events_for_model` gives the events a
-model call may carry, read from the ledger (never from the index); `check_handed` is the last guard before a call:
-it raises rather than send anything the view withholds.
+`model_view` reads the rule for a session (under its turn lock, by the caller); the supersession shortlist reads its
+texts from the ledger through it (chat.supersede); `check_handed` is the last guard before a call: it raises rather
+than send anything the view withholds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from control.revocation import current as current_controls
 from control.settings import get_consent
@@ -82,15 +82,6 @@ def model_view(stores: Stores, cites: Cites, session: str, *, state: ControlStat
     return ModelView(session, withheld(cites, session, state), get_consent(stores, session))
 
 
-def events_for_model(view: ModelView, ledger: Any, seqs: Iterable[int], *, approved: Collection[int] = ()) -> list[Event]:
-    """The ledger's events at `seqs` that a model call may carry, in the order given: those the view withholds and
-    erased events are left out. The texts come from the ledger, the source of truth, not from a search index."""
-    keep = [s for s in seqs if view.may_see(s, approved=approved)]
-    if not keep:
-        return []
-    return [ev for ev in ledger.read_events(view.session, keep) if not ev.erased]
-
-
 def check_handed(view: ModelView, events: Iterable[Event], *, approved: Collection[int] | None = None) -> None:
     """The last guard before a model call: WithheldError, naming seqs only, when any of `events` is withheld or
     erased, or — with ask me first on — not among `approved` (None: no person approved anything for this call)."""
@@ -103,4 +94,4 @@ def check_handed(view: ModelView, events: Iterable[Event], *, approved: Collecti
             raise WithheldError(f"session {view.session}: ask me first is on and seq {ev.seq} was not approved; nothing was sent to the model")
 
 
-__all__ = ["ModelView", "WithheldError", "check_handed", "events_for_model", "model_view", "withheld"]
+__all__ = ["ModelView", "WithheldError", "check_handed", "model_view", "withheld"]
