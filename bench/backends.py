@@ -39,7 +39,7 @@ def _writer(kind: str, target: str, session: str, n: int, barrier: Any, ends: An
     sys.path[0] = str(Path(__file__).resolve().parents[1])
     text = "x" * 370
     if kind == "file":
-        from ledger import Ledger
+        from storage.files.ledger.store import Ledger
 
         led: Any = Ledger(target)
         led.append(session, "user", "warm-up")

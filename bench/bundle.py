@@ -49,10 +49,11 @@ from bundle import export_session, import_bundle, imported_dir, verify_file  # n
 from bundle.verify import staged  # noqa: E402
 from chat.engine import Engine  # noqa: E402
 from chat.llm import LLM  # noqa: E402
-from ledger import Ledger  # noqa: E402
-from receipts import checkpoints, files  # noqa: E402
-from receipts.keys import load_or_create  # noqa: E402
-from retrieval import Index  # noqa: E402
+from storage.common.keyfiles import load_or_create  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.receipts import checkpoint_files as checkpoints_files  # noqa: E402
+from storage.files.receipts import files  # noqa: E402
+from storage.files.retrieval.db import Index  # noqa: E402
 
 SESSION = "bench"
 QUESTIONS = ("Where did I move?", "What about the support group?", "Tell me about the painting", "Any camping plans?", "What did the cat do yesterday?")
@@ -92,7 +93,7 @@ def build(data: Path, n: int, turns: int) -> dict[str, float]:
 
     def checkpoint() -> None:
         with files.session_turn_lock(data, SESSION):
-            checkpoints.issue(data, led, SESSION, key)
+            checkpoints_files.issue(data, led, SESSION, key)
 
     setup["checkpoint"], _ = timed(checkpoint)
     led.close()

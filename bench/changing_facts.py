@@ -64,8 +64,8 @@ from bench.changing_facts_data import (  # noqa: E402
 from bench.common import machine  # noqa: E402
 from chat.supersede import asks_about_past, newest_statement, with_newest  # noqa: E402
 from control.supersede_rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
-from ledger import Ledger  # noqa: E402
-from retrieval import Index  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.retrieval.db import Index  # noqa: E402
 
 KS = (5, 8)
 SHORTLIST_K = 50

@@ -47,12 +47,12 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 from bench._machine import machine_line  # noqa: E402
 from bench.ledger import messages  # noqa: E402
 from control.forget import forget  # noqa: E402
-from ledger import Ledger  # noqa: E402
 from ledger.chunks import CHUNK_LINES  # noqa: E402
-from receipts import files  # noqa: E402
-from receipts.audit import Auditor  # noqa: E402
-from receipts.keys import load_or_create  # noqa: E402
-from retrieval import Index  # noqa: E402
+from storage.common.keyfiles import load_or_create  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.receipts import files  # noqa: E402
+from storage.files.receipts.audit import Auditor  # noqa: E402
+from storage.files.retrieval.db import Index  # noqa: E402
 
 SESSION = "bench"
 COPY = "bench-copy.jsonl"

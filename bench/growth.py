@@ -171,8 +171,8 @@ def save_control_state(data: Path) -> float | None:
 def measure(root: Path, n: int, corpus: tuple[list[str], list[str], list[str]], args: argparse.Namespace) -> dict[str, Any]:
     from chat.engine import Engine
     from chat.llm import LLM
-    from ledger import Ledger
-    from retrieval import Index
+    from storage.files.ledger.store import Ledger
+    from storage.files.retrieval.db import Index
 
     sentences, speakers, questions = corpus
     rng = random.Random(args.seed + n)

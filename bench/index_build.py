@@ -115,7 +115,7 @@ def pct(xs: list[float], q: float) -> float:
 
 def build_ledger(data: Path, n: int, seed: int) -> None:
     from bench.growth import jsonl, locomo, texts
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     sentences, speakers, _ = locomo()
     data.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ import orjson
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from bench._machine import machine_line  # noqa: E402
-from ledger import Ledger  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
 
 WORDS = "the a memory receipt ledger Lisbon moved cat dog yesterday support group painting camping".split()
 

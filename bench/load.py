@@ -42,9 +42,9 @@ if __package__ in (None, ""):  # run as a script: the repository root first (ben
 from bench._machine import machine_line  # noqa: E402
 from chat.engine import Engine  # noqa: E402
 from chat.llm import LLM  # noqa: E402
-from receipts import files  # noqa: E402
-from receipts.api import data_dir_key, verify_bytes  # noqa: E402
 from receipts.body import parse_receipt  # noqa: E402
+from storage.files.receipts import files  # noqa: E402
+from storage.files.receipts.api import data_dir_key, verify_bytes  # noqa: E402
 from webui.sessions import new_session_key, session_id  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

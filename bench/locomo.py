@@ -19,9 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import LOCOMO, RawBaseline, import_lines, load, machine, questions, recall, turns  # noqa: E402
-from ledger import Ledger  # noqa: E402
-from retrieval import Index, IndexConfig  # noqa: E402
+from retrieval import IndexConfig  # noqa: E402
 from retrieval.scoring import CONTEXT, ECHO  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.retrieval.db import Index
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

@@ -32,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import LOCOMO, import_lines, load, machine, questions, recall, turns  # noqa: E402
 from bench.locomo import CATEGORIES, KS, SPLITS  # noqa: E402
 from bench.search import Recombiner, pct  # noqa: E402
-from ledger import Ledger  # noqa: E402
-from retrieval import Index, SearchResponse  # noqa: E402
+from retrieval import SearchResponse  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.retrieval.db import Index
 from storage.pg import sql as pg_sql  # noqa: E402
 from storage.pg.connect import Database  # noqa: E402
 from storage.pg.index import PgIndex  # noqa: E402

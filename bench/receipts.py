@@ -36,11 +36,11 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 from bench._machine import machine_line  # noqa: E402
 from chat.engine import Engine  # noqa: E402
 from chat.llm import LLM  # noqa: E402
-from ledger import Ledger  # noqa: E402
-from receipts import audit_parallel  # noqa: E402
-from receipts.api import verify_bytes  # noqa: E402
 from receipts.body import checkpoint_bytes, decode_sig, parse_receipt  # noqa: E402
 from receipts.keys import format_public_key  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.receipts import audit_parallel  # noqa: E402
+from storage.files.receipts.api import verify_bytes  # noqa: E402
 
 WORDS = (
     "cat Miso Lisbon tram sister wedding Porto cello nurse hospital vacuum bed painting camping "

@@ -211,9 +211,9 @@ def check_receipts(
     """Every visitor's receipts, read from the stores (the database's rows on PostgreSQL): each verified offline (the
     public key only) and with the session's ledger as stored (on PostgreSQL exported byte for byte into `scratch`, on
     files the data directory itself); none names another session or holds another visitor's marker."""
-    from receipts.api import verify_bytes
-    from receipts.audit import forget_cache
     from receipts.body import parse_receipt
+    from storage.files.receipts.api import verify_bytes
+    from storage.files.receipts.audit import forget_cache
 
     on_files = stores.kind == "files"
     for v in people:

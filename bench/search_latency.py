@@ -27,7 +27,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from bench.common import import_lines, load, machine, questions, turns  # noqa: E402
-from ledger import Ledger, Message  # noqa: E402
+from storage.files.ledger.store import Ledger, Message  # noqa: E402
 
 K = 8
 
@@ -52,7 +52,7 @@ def pct(values: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     import retrieval
-    from retrieval import Index
+    from storage.files.retrieval.db import Index
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "latency")

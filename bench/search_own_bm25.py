@@ -37,8 +37,11 @@ sys.path = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HE
 
 from bench.common import load, machine, questions  # noqa: E402
 from bench.search_latency import K, build, pct  # noqa: E402
-from retrieval import Index, IndexConfig, sql  # noqa: E402
-from retrieval.db import candidates_for  # noqa: E402
+from retrieval import IndexConfig, sql  # noqa: E402
+from storage.files.retrieval.db import (  # noqa: E402
+    Index,
+    candidates_for,  # noqa: E402
+)
 
 Row = tuple[int, bool]  # (seq, matched in its own text)
 Variant = Callable[[sqlite3.Connection, int, str, int], list[Row]]

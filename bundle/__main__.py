@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
-from receipts.api import load_trust
 from receipts.keys import KeyConfigError
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
 from storage.cli_stores import database_for, opened_stores
+from storage.files.receipts.api import load_trust
 from storage.stores import Stores
 
 from .export import export_session

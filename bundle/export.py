@@ -26,17 +26,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from control.settle import ErasureUnfinished, settled
-from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
-from ledger.fsmode import open_private
 from receipts import checkpoints
 from receipts.body import RECEIPT_ID_RE
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.dsse import sign_envelope
-from receipts.file_backend import FileBackend, issue
-from receipts.keys import SigningKey, format_public_key, load_or_create
+from receipts.keys import SigningKey, format_public_key
 from receipts.stores import ReceiptBackend
+from storage.common.fsmode import open_private
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.file_backend import FileBackend, issue
 
 from .format import (
     CHECKPOINT_NAME,

@@ -26,18 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ledger import Ledger
 from ledger.event import EventError, now_ts, validate_session_id
-from ledger.fsmode import private_dir, write_private
 from receipts.keys import PublicKey, format_public_key
-from retrieval import Index
+from storage.common.fsmode import private_dir, write_private
+from storage.files.ledger.store import Ledger
+from storage.files.retrieval.db import Index
 
 from .format import BundleError
 from .verify import BundleReport, staged, verify_opened
 
 if TYPE_CHECKING:
-    from receipts.ledger_copy import LineSource
     from receipts.verify import Report
+    from storage.files.receipts.ledger_copy import LineSource
     from storage.stores import Stores
 
 IMPORTED = "imported"
@@ -117,7 +117,7 @@ def list_imported(data_dir: str | os.PathLike[str], *, stores: Stores | None = N
 
 def trusted_keys(data_dir: str | os.PathLike[str], local: str, *, stores: Stores | None = None) -> list[PublicKey]:
     """The keys trusted for an imported session: those its bundle carried (checked at import)."""
-    from receipts.api import load_trust
+    from storage.files.receipts.api import load_trust
 
     if stores is not None and _on_database(stores):
         from .pg_import import import_keys
@@ -143,7 +143,7 @@ def verify_imported_receipt(
     PostgreSQL from the import schema's stored lines, as any check against the database's rows is
     (receipts.ledger_copy: a copy with no name on disk, its audit cache in a private folder removed after): the
     same checks over the same bytes, at the cost of one copy of the ledger per call."""
-    from receipts.api import verify_bytes
+    from storage.files.receipts.api import verify_bytes
 
     keys = trusted_keys(data_dir, local, stores=stores)
     if stores is None or not _on_database(stores):

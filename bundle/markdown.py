@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 
 from control.revocation import current
 from control.state import ControlState
-from ledger import Event, Ledger
+from ledger import Event
 from ledger.event import EventError, validate_session_id
-from ledger.fsmode import replace_durable
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.decisions import control_of_record
 from receipts.stores import ReceiptBackend
 from receipts.supersessions import supersession_of_record
+from storage.common.fsmode import replace_durable
+from storage.files.ledger.store import Ledger
 
 from .export import no_erasure_pending, session_stores
 from .format import BundleError

@@ -32,12 +32,12 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ledger import Ledger
 from ledger.event import now_ts
 from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
 from storage import BackendError
+from storage.files.ledger.store import Ledger
 
 from .format import BundleError
 from .read import Opened

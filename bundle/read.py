@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import IO
 
 from ledger.canonical import CanonicalError, loads_strict
-from ledger.fsmode import open_private, private_dir
 from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope
 from receipts.keys import KeyConfigError, PublicKey, parse_public_key
+from storage.common.fsmode import open_private, private_dir
 
 from .format import (
     CHECKPOINT_NAME,

@@ -24,16 +24,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from receipts.audit import Auditor, LedgerAt
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.certificate_check import verify_certificate
-from receipts.certificate_io import _leftovers, _receipt_problems, _view
 from receipts.checkpoints import MalformedCheckpoint, check_since, parse_checkpoint
 from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
-from receipts.ledger_copy import CACHE, owned_folder
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
+from storage.files.receipts.audit import Auditor, LedgerAt
+from storage.files.receipts.certificate_io import _leftovers, _receipt_problems, _view
+from storage.files.receipts.ledger_copy import CACHE, owned_folder
 
 from .format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
 from .read import Opened, check_zip, open_bundle

@@ -38,10 +38,10 @@ STEPS = ("propose", "answer")
 
 def _guarded(action: Any) -> int:
     """Run `action()` with the CLI's one-line refusals (never a traceback, never an internal class name)."""
-    from ledger import LedgerCorrupted
     from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
     from storage import BackendError
+    from storage.files.ledger.store import LedgerCorrupted
 
     from .engine import InputError, TurnError
     from .shown import turn_error_text
@@ -75,8 +75,8 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     """The engine on DATA_DIR's stores (PostgreSQL when $DATABASE_URL is set); the caller closes it (`closing`).
     `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
     before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
-    from receipts.keys import load_existing, new_key_note
     from storage.cli_stores import database_for, quiet_pool
+    from storage.common.keyfiles import load_existing, new_key_note
 
     from .engine import Engine
 

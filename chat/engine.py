@@ -37,13 +37,15 @@ from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts, validate_session_id
 from receipts import body as rbody
-from receipts import checkpoints, files
-from receipts.file_backend import issue as issue_checkpoint
-from receipts.keys import SigningKey, load_or_create
+from receipts import checkpoints
+from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
-from retrieval import Index
 from retrieval.model import Hit, SearchError, check_k
+from storage.common.keyfiles import load_or_create
+from storage.files.receipts import files
+from storage.files.receipts.file_backend import issue as issue_checkpoint
+from storage.files.retrieval.db import Index
 from storage.stores import Stores, file_stores, open_stores
 
 from .citing import Cites

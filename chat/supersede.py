@@ -24,9 +24,10 @@ from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_mod
 from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
-from ledger import Event, Ledger
-from retrieval import Index
+from ledger import Event
 from retrieval.model import Hit
+from storage.files.ledger.store import Ledger
+from storage.files.retrieval.db import Index
 
 from .llm import LLM
 from .withheld import ModelView

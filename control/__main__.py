@@ -28,12 +28,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger import Ledger
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 from storage import BackendError
+from storage.files.ledger.store import Ledger
 
 from .forget import describe, forget, forget_session, pending, pending_sessions, recover, result_dict
 from .plan import PlanError

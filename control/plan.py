@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ledger.store import MAX_ERASE
+from storage.files.ledger.store import MAX_ERASE
 
 from . import quoting
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
-from ledger import Event, Ledger, tailrecord
+from ledger import Event
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
@@ -37,9 +37,12 @@ from ledger.event import (
     validate_session_id,
 )
 from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
-from receipts.file_backend import issue
-from receipts.keys import SigningKey, load_or_create
+from receipts.keys import SigningKey
 from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger import tailrecord
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.file_backend import issue
 
 from . import state_file
 from .plan import PlanError, quoted

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ledger.fsmode import open_private
+from storage.common.fsmode import open_private
 
 from .state import ControlState, Revocation
 from .supersession_state import Supersession, SupersessionState

@@ -21,22 +21,22 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from ledger import Event
 from ledger.canonical import canonical_json
 from ledger.event import is_erasure_record, now_ts, validate_session_id
-from ledger.fsmode import fsync_dir, private_dir, replace_durable
-from ledger.imports import forget_erased as forget_imports
 from ledger.repair import CUT_PREFIX
-from ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
 from receipts import certificate as cert
-from receipts import files
-from receipts.audit import forget_cache
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
-from receipts.file_backend import FileBackend, IndexRows
 from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptBackend
 from receipts.supersessions import is_control_record
-from retrieval import INDEX_FILE
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
+from storage.common.fsmode import fsync_dir, private_dir, replace_durable
+from storage.files.ledger.import_records import forget_erased as forget_imports
+from storage.files.ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
+from storage.files.receipts import files
+from storage.files.receipts.audit import forget_cache
+from storage.files.receipts.file_backend import FileBackend, IndexRows
+from storage.files.retrieval.db import INDEX_FILE
 
 from .plan import Citation, Plan, Slot
 from .where import Where
@@ -540,8 +540,8 @@ def drop_file_copy(data: Path, session: str) -> tuple[str, ...]:
     if not (data / INDEX_FILE).is_file():
         return ()
     scrubbed = scrub_index_copies(data)
-    from ledger import Ledger
-    from retrieval import Index
+    from storage.files.ledger.store import Ledger
+    from storage.files.retrieval.db import Index
 
     idx = Index(data, Ledger(data))
     try:

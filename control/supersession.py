@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger import Event, Ledger
+from ledger import Event
 from ledger.event import EventError, is_erasure_record, validate_session_id
 from receipts.decisions import MAX_CONTROL_REASON
-from receipts.file_backend import issue
-from receipts.keys import SigningKey, load_or_create
+from receipts.keys import SigningKey
 from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
-from retrieval import Index
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.file_backend import issue
+from storage.files.retrieval.db import Index
 
 from .plan import quoted
 from .revocation import ControlError, _target, current

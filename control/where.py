@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
-from ledger import Ledger
-from receipts import files
-from receipts.file_backend import FileBackend, IndexRows
 from receipts.stores import ReceiptBackend, ReceiptRows
-from retrieval import Index
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import files
+from storage.files.receipts.file_backend import FileBackend, IndexRows
+from storage.files.retrieval.db import Index
 
 if TYPE_CHECKING:
     from storage.pg.index import PgIndex

@@ -32,12 +32,14 @@ from ledger.cli_support import (
     writable_data_dir,
 )
 from ledger.event import Event, EventError, validate_session_id
-from ledger.imports import ImportRecordError, already_imported, previous_import, record_import
-from ledger.listing import list_sessions
+from ledger.imports import ImportRecordError, already_imported
 from ledger.messages import ImportError_
-from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
-from ledger.store import Ledger, LedgerCorrupted
+from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused
 from ledger.verify import SessionReport, erased_words
+from storage.files.ledger.import_records import previous_import, record_import
+from storage.files.ledger.listing_files import list_sessions
+from storage.files.ledger.repair_files import diagnose, truncate_at
+from storage.files.ledger.store import Ledger, LedgerCorrupted
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -52,7 +54,7 @@ def _import_signer(data_dir: Path) -> tuple[Any, str]:
     only by the command line.
     """
     try:
-        from receipts.checkpoints import existing_key
+        from storage.files.receipts.checkpoint_files import existing_key
     except ImportError:  # pragma: no cover - the ledger used on its own
         return None, "no checkpoint signed (the receipts package is not available)"
     key = existing_key(data_dir)
@@ -112,7 +114,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     assert digest is not None
     lock: AbstractContextManager[Any] = nullcontext()
     if key is not None:
-        from receipts import checkpoints, files
+        from storage.files.receipts import checkpoint_files as checkpoints_files
+        from storage.files.receipts import files
 
         lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
     try:
@@ -125,7 +128,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             record_import(ledger, args.session, digest, events, src.name)
             if key is not None:
                 try:
-                    cp = checkpoints.issue(data, ledger, args.session, key)
+                    cp = checkpoints_files.issue(data, ledger, args.session, key)
                 except (OSError, ValueError) as exc:
                     print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_BROKEN)
@@ -191,9 +194,10 @@ MARK = {"pass": "ok  ", "fail": "FAIL", "not_verifiable": "n/a "}
 def cmd_verify_since(args: argparse.Namespace, url: str | None = None) -> int:
     """Prove the session's ledger today extends a checkpoint kept earlier (receipts.checkpoints); on PostgreSQL
     (`url`) against the database's rows and latest checkpoint, DATA_DIR (when DATA is one) giving the own key."""
-    from receipts.api import load_trust
-    from receipts.checkpoints import MAX_CHECKPOINT_BYTES, MalformedCheckpoint, parse_checkpoint, prove_since
+    from receipts.checkpoints import MAX_CHECKPOINT_BYTES, MalformedCheckpoint, parse_checkpoint
     from receipts.keys import KeyConfigError
+    from storage.files.receipts.api import load_trust
+    from storage.files.receipts.checkpoint_files import prove_since
 
     data = Path(args.data_dir)
     if len(args.sessions) != 1:
@@ -247,8 +251,8 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
     from contextlib import ExitStack
 
     from ledger.cli_support import CliError
-    from receipts.checkpoints import prove_since
     from storage.cli_stores import opened_stores
+    from storage.files.receipts.checkpoint_files import prove_since
     from storage.pg.ledger import PgLedger
 
     with ExitStack() as stack:
@@ -471,8 +475,9 @@ def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) 
 def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, list[str]]:
     """Cut under the engine's turn lock (no turn or import signs in between), then refresh what derives from the ledger."""
     try:
-        from receipts import checkpoints, files
-        from receipts.audit import forget_cache
+        from storage.files.receipts import checkpoint_files as checkpoints_files
+        from storage.files.receipts import files
+        from storage.files.receipts.audit import forget_cache
     except ImportError:  # pragma: no cover - the ledger used on its own
         return truncate_at(ledger, session, seq), []
     refreshed = []
@@ -488,13 +493,13 @@ def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, li
             refreshed.append(unsigned)
         else:
             try:
-                cp = checkpoints.issue(data, ledger, session, key)
+                cp = checkpoints_files.issue(data, ledger, session, key)
                 refreshed.append(f"signed a checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}")
             except (OSError, ValueError) as exc:
                 refreshed.append(f"the checkpoint could not be signed ({exc})")
     forget_cache(data, session)  # this verifier's audit cache: the next check re-walks
     refreshed.append("dropped the audit cache")
-    from retrieval import INDEX_FILE, Index
+    from storage.files.retrieval.db import INDEX_FILE, Index
 
     if (data / INDEX_FILE).exists():  # the index is derived: re-indexed from the ledger (never created here)
         index = Index(data, ledger)

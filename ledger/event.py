@@ -20,6 +20,7 @@ from ledger.jsonnames import json_type
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system", "tool")
+EVENTS_FILE = "events.jsonl"  # a session's ledger file: DATA_DIR/sessions/<session>/events.jsonl
 GENESIS = bytes(32)  # prev chain hash of the event at seq 0
 TAG_CONTENT = b"mre:v1:content\x00"
 TAG_EVENT = b"mre:v1:event\x00"

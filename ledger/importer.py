@@ -25,15 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import orjson
 
-from ledger import tailrecord
 from ledger.bulk import ID_BYTES, Block, chain, encode_messages, random_ids
 from ledger.bulkpool import Task, encode_blocks, run_task
-from ledger.event import GENESIS, SALT_BYTES, Event, event_from_dict, now_ts, validate_session_id
+from ledger.event import SALT_BYTES, Event, event_from_dict, now_ts, validate_session_id
 from ledger.messages import ImportError_, Message, latest_ts
 
 if TYPE_CHECKING:
     from ledger.appending import Appended
-    from ledger.store import Ledger
 
 PARALLEL_MIN_LINES = 100_000  # below this, starting worker processes (~0.2 s of CPU each) costs more than it saves
 BLOCK_LINES = 16_384
@@ -77,7 +75,7 @@ def workers_for(lines: int, load: float | None = None) -> int:
 
 
 def stage(
-    ledger: Ledger | None,
+    ledger: TailGuesser | None,
     session: str,
     lines: Iterable[bytes],
     progress: Any = None,
@@ -96,7 +94,7 @@ def stage(
     if tail is None:
         if ledger is None:
             raise TypeError("stage: give a file Ledger or the session's tail")
-        tail = _guess_tail(ledger, session)
+        tail = ledger.guess_tail(session)
     seq, head = tail
     now, latest = now_ts(), latest_ts()
     todo = iter(lines)
@@ -142,12 +140,10 @@ def stage(
     return Staged(session, kept, seq, head, count, digest.hexdigest() if digest is not None else None)
 
 
-def _guess_tail(ledger: Ledger, session: str) -> tuple[int, bytes]:
-    """The session's (next seq, head) as its tail record says, read without a walk or a write; commit checks it."""
-    if not ledger.exists(session):
-        return 0, GENESIS
-    rec = tailrecord.load(ledger.session_dir(session))
-    return (rec.next_seq, rec.head) if rec is not None else (0, GENESIS)
+class TailGuesser(Protocol):
+    """A backend that can say a session's (next seq, head) without a walk or a write (the file Ledger's tail record)."""
+
+    def guess_tail(self, session: str) -> tuple[int, bytes]: ...
 
 
 class BlockWriter(Protocol):

@@ -7,12 +7,10 @@ to count its lines and take the `ts` of the last one. Nothing is recovered or wr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ledger.store import Ledger
 from ledger.verify import SessionReport
 
 READ_BYTES = 1 << 20
@@ -42,22 +40,6 @@ class SessionSummary:
         }
 
 
-def count_and_last_line(path: Path) -> tuple[int, bytes | None]:
-    """(complete lines, the last complete line without its newline), in one streaming pass."""
-    count, carry, last = 0, b"", None
-    with open(path, "rb") as f:
-        while chunk := f.read(READ_BYTES):
-            count += chunk.count(b"\n")
-            data = carry + chunk
-            end = data.rfind(b"\n")
-            if end < 0:
-                carry = data
-                continue
-            last = data[data.rfind(b"\n", 0, end) + 1 : end]
-            carry = data[end + 1 :]
-    return count, last
-
-
 def last_ts(line: bytes | None) -> str | None:
     if line is None:
         return None
@@ -69,12 +51,3 @@ def last_ts(line: bytes | None) -> str | None:
     return ts if isinstance(ts, str) else None
 
 
-def summarize(ledger: Ledger, session: str, progress: Any = None) -> SessionSummary:
-    report = ledger.verify(session, progress=progress)
-    lines, last = count_and_last_line(ledger.log_path(session))
-    return SessionSummary(session, lines, last_ts(last), report)
-
-
-def list_sessions(ledger: Ledger, progress: Any = None) -> list[SessionSummary]:
-    """`progress` (tqdm-like) is updated with the bytes verified."""
-    return [summarize(ledger, s, progress) for s in ledger.sessions()]

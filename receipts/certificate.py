@@ -18,7 +18,7 @@ Two scopes:
   final signed checkpoint and counts.
 
 Verification is receipts.certificate_check (pure, one row per check, as
-receipts.verify does); `receipts.certificate_io.verify_certificate_bytes` parses,
+receipts.verify does); `storage.files.receipts.certificate_io.verify_certificate_bytes` parses,
 verifies and adds the ledger checks with a data directory.
 """
 

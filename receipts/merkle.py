@@ -21,7 +21,7 @@ roots, proof elements) must be exactly 32 bytes, including the trivial
 
 The generators (``root_from_leaf_hashes``, ``inclusion_proof``,
 ``consistency_proof``) are O(n) references for tests and small trees; the
-persisted O(log n) versions live in ``receipts.merkle_store``.
+persisted O(log n) versions live in ``storage.files.receipts.merkle_store``.
 """
 
 from __future__ import annotations

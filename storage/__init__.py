@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
     from storage.pg.ledger import PgLedger
 
 ENV_VAR = "DATABASE_URL"
@@ -157,6 +157,6 @@ def open_ledger(data_dir: str | os.PathLike[str], database_url: str | None = Non
         from storage.pg.ledger import PgLedger
 
         return PgLedger(url, Path(data_dir))
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     return Ledger(data_dir)

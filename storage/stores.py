@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Literal
 from storage import BackendError, database_url, is_database_url, redact
 
 if TYPE_CHECKING:
-    from ledger import Ledger
     from receipts.stores import ReceiptBackend, ReceiptRows
-    from retrieval import Index
     from retrieval.config import IndexConfig
+    from storage.files.ledger.store import Ledger
+    from storage.files.retrieval.db import Index
     from storage.pg.connect import Database
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
@@ -69,10 +69,10 @@ class Stores:
 def file_stores(data_dir: str | os.PathLike[str], *, index: Index | None = None, config: IndexConfig | None = None) -> Stores:
     """The embedded default: JSONL ledgers, index.sqlite and receipt files under `data_dir` (`index`: one already
     open over it, whose ledger is used)."""
-    from ledger import Ledger
-    from receipts import files
-    from receipts.file_backend import FileBackend, IndexRows
-    from retrieval import Index
+    from storage.files.ledger.store import Ledger
+    from storage.files.receipts import files
+    from storage.files.receipts.file_backend import FileBackend, IndexRows
+    from storage.files.retrieval.db import Index
 
     data = Path(data_dir)
     if index is None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import orjson
 
-from ledger import Ledger
 from ledger.event import GENESIS, chain_link, event_from_dict, recompute_digest
-from receipts import checkpoints
 from receipts.keys import SigningKey
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
 
 
 def log_path(data: Path, session: str) -> Path:
@@ -30,7 +30,7 @@ def resign(data: Path, session: str, key: SigningKey) -> dict[str, object]:
     ledger = Ledger(data)
     report = ledger.verify(session)
     assert report.ok, f"the attack should leave `ledger verify` passing: {report.to_dict()}"
-    return checkpoints.issue(data, ledger, session, key)
+    return checkpoints_files.issue(data, ledger, session, key)
 
 
 def rewrite_and_recompute(data: Path, session: str, seq: int, text: str, key: SigningKey) -> dict[str, object]:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ledger import Ledger, Message
 from ledger.event import now_ts
 from receipts import body as rbody
-from receipts import files
-from receipts.keys import SigningKey, load_or_create
+from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger, Message
+from storage.files.receipts import files
 
 MARKER = "Zyxqolvendrab"
 NEEDLES = (b"zyxqolvendr", b"qolvendrab")

@@ -16,8 +16,8 @@ from gradio_client.exceptions import AppError
 
 import app
 from receipts import checkpoints
-from receipts.api import verify_bytes
 from receipts.body import MAX_RECEIPT_BYTES
+from storage.files.receipts.api import verify_bytes
 from webui import kept
 from webui.config import Config
 from webui.sessions import new_session_key, session_id
@@ -228,7 +228,7 @@ class TestBadInput:
         assert resp.status_code == 413  # and the server enforces it for any other caller
 
     def test_the_data_directory_is_never_served(self, server: app.Running) -> None:
-        from receipts.keys import keys_dir
+        from storage.common.keyfiles import keys_dir
 
         data = server.service.data_dir
         for target in (keys_dir(data) / "signing.key", data.resolve() / "index.sqlite"):
@@ -317,7 +317,7 @@ class TestMCP:
 
     def test_forget_memory_returns_a_certificate_the_remote_client_can_verify(self, server: app.Running) -> None:
         from ledger.canonical import canonical_json
-        from receipts.certificate_io import verify_certificate_bytes
+        from storage.files.receipts.certificate_io import verify_certificate_bytes
 
         async def steps(s: Any) -> Any:
             key = json.loads((await s.call_tool("new_session_key", {})).content[0].text)["session_key"]

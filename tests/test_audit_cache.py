@@ -21,12 +21,12 @@ import pytest
 import ledger.chunks
 from chat.engine import Engine, TurnError
 from chat.llm import LLM
-from ledger import Ledger, LedgerCorrupted
 from ledger.event import make_event
-from receipts.api import verify_bytes
-from receipts.audit import cache_dir, cache_root
 from receipts.keys import SigningKey
 from receipts.verify import Report
+from storage.files.ledger.store import Ledger, LedgerCorrupted
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.audit import cache_dir, cache_root
 
 FACTS = [
     "I moved to Lisbon in March and I love the tram rides",

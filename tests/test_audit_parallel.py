@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 import ledger.chunks
-import receipts.audit_parallel as ap
+import storage.files.receipts.audit_parallel as ap
 from control.supersession import supersede
-from ledger import Ledger
-from receipts.audit import Auditor, cache_dir
 from receipts.merkle import leaf_hash
-from receipts.merkle_store import MerkleStore
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.audit import Auditor, cache_dir
+from storage.files.receipts.merkle_store import MerkleStore
 
 S = "s"
 

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import app
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.show import summarize
+from storage.files.receipts.api import verify_bytes
 from webui import ids
 
 from .browser_support import (

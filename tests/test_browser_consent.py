@@ -23,8 +23,8 @@ import pytest
 
 import app
 from control.settings import get_consent
-from receipts.api import verify_bytes
 from receipts.verify import PASS
+from storage.files.receipts.api import verify_bytes
 from webui import ids
 from webui import render_controls as rc
 

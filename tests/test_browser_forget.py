@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 import app
-from receipts.certificate_io import verify_certificate_bytes
 from receipts.verify import PASS
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 from webui import ids
 
 from .browser_support import (

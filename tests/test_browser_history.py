@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import app
-from ledger import Ledger
 from receipts import checkpoints as C
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as C_files
 from webui import ids
 from webui.config import Config
 
@@ -133,7 +134,7 @@ def visit(browser: Browser, server: Server, messages: tuple[str, ...]) -> Seen:
         send(v.page, m)
     n = 2 * len(messages)
     history_status(v.page, rf"(keeps the signed checkpoint of {n} events|\u2192 {n} events)")
-    kept = C.latest(server.data, session)
+    kept = C_files.latest(server.data, session)
     assert kept is not None and kept["body"]["tree_size"] == n
     return Seen(v, session, kept)
 

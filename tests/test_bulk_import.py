@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from ledger import GENESIS, Ledger, bulk, bulkpool, importer
+from ledger import GENESIS, bulk, bulkpool, importer
 from ledger.event import make_event
 from ledger.imports import content_hash
 from ledger.messages import ImportError_, latest_ts, parse_import
+from storage.files.ledger.store import Ledger
 
 NOW = "2026-05-02T12:00:00.000000Z"
 

@@ -30,11 +30,12 @@ from chat.llm import LLM
 from control.forget import forget
 from control.revocation import revoke
 from ledger.canonical import canonical_json
-from receipts.api import load_trust, verify_bytes
-from receipts.certificate_io import verify_certificate_bytes
 from receipts.dsse import parse_envelope, sign_envelope
-from receipts.keys import PublicKey, SigningKey, keys_dir
-from retrieval import Index
+from receipts.keys import PublicKey, SigningKey
+from storage.common.keyfiles import keys_dir
+from storage.files.receipts.api import load_trust, verify_bytes
+from storage.files.receipts.certificate_io import verify_certificate_bytes
+from storage.files.retrieval.db import Index
 
 SESSION = "alice"
 MEMORIES = (

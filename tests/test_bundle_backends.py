@@ -31,9 +31,9 @@ from bundle import (
 from bundle.__main__ import main
 from bundle.format import BundleError
 from bundle.importer import verify_imported_receipt
-from ledger import Ledger
-from receipts.api import verify_bytes
 from receipts.verify import PASS
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.api import verify_bytes
 from storage.pg import migrate as pg_migrate
 from storage.pg import receipts_migrate
 from storage.stores import Stores, file_stores, pg_stores
@@ -160,7 +160,7 @@ class TestExport:
 
 
 def trusted_keys_of(data: Path) -> list:  # type: ignore[type-arg]
-    from receipts.keys import load_or_create
+    from storage.common.keyfiles import load_or_create
 
     return [load_or_create(data).public_key]
 

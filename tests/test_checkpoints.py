@@ -24,14 +24,16 @@ import pytest
 
 from chat.engine import Engine, TurnError
 from chat.llm import LLM, Completion
-from ledger import Ledger
 from ledger import __main__ as ledger_cli
 from ledger.event import GENESIS, chain_link, event_from_dict, recompute_digest
 from receipts import __main__ as receipts_cli
 from receipts import checkpoints as C
-from receipts.keys import SigningKey, format_public_key, load_or_create
+from receipts.keys import SigningKey, format_public_key
 from receipts.merkle import leaf_hash, root_from_leaf_hashes
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as C_files
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = ["My cat is called Miso", "I live in Lisbon", "My sister Ana marries in Porto in October"]
@@ -74,7 +76,7 @@ def recomputed_root(data: Path, session: str) -> tuple[int, str, str]:
 
 
 def assert_latest_covers_everything(data: Path, session: str, key: SigningKey) -> dict[str, Any]:
-    cp = C.latest(data, session)
+    cp = C_files.latest(data, session)
     assert cp is not None, "no checkpoint after an acknowledged append"
     n, root, head = recomputed_root(data, session)
     body = cp["body"]
@@ -117,7 +119,7 @@ def resign(data: Path, session: str, key: SigningKey) -> None:
     ledger = Ledger(data)
     report = ledger.verify(session)
     assert report.ok, f"the attack should leave `ledger verify` passing: {report.to_dict()}"
-    C.issue(data, ledger, session, key)
+    C_files.issue(data, ledger, session, key)
 
 
 def rows(report: C.SinceReport) -> dict[str, str]:
@@ -128,7 +130,7 @@ def rows(report: C.SinceReport) -> dict[str, str]:
 class TestEveryAppendIsSigned:
     def test_remember_leaves_the_latest_checkpoint_covering_the_new_event(self, tmp_path: Path) -> None:
         engine = Engine(tmp_path, llm=LLM(api_key=""))
-        assert C.latest(tmp_path, "alice") is None
+        assert C_files.latest(tmp_path, "alice") is None
         for i, fact in enumerate(FACTS, start=1):
             engine.remember("alice", fact)
             assert assert_latest_covers_everything(tmp_path, "alice", engine.key)["body"]["tree_size"] == i
@@ -139,7 +141,7 @@ class TestEveryAppendIsSigned:
         real = world.engine.llm.complete
 
         def complete(*args: Any, **kwargs: Any) -> Completion:
-            cp = C.latest(tmp_path, "alice")
+            cp = C_files.latest(tmp_path, "alice")
             assert cp is not None
             seen.append(cp["body"]["tree_size"])
             return real(*args, **kwargs)
@@ -169,9 +171,9 @@ class TestEveryAppendIsSigned:
             make_world(tmp_path, turns=0)
         finally:
             os.umask(old)
-        path = C.checkpoint_path(tmp_path, "alice")
+        path = C_files.checkpoint_path(tmp_path, "alice")
         assert path.stat().st_mode & 0o777 == 0o600
-        cp = C.latest(tmp_path, "alice")
+        cp = C_files.latest(tmp_path, "alice")
         assert cp is not None and path.read_bytes() == C.checkpoint_file_bytes(cp)
         assert not list(path.parent.glob(".*.tmp")), "a temp file was left behind"
 
@@ -194,13 +196,13 @@ class TestEveryAppendIsSigned:
         src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
         assert ledger_cli.main(["import", str(data), "bob", str(src)]) == 0
         assert "no checkpoint signed" in capsys.readouterr().out
-        assert C.latest(data, "bob") is None
+        assert C_files.latest(data, "bob") is None
         assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "in.jsonl"], "a key was created"
         assert not (data / "keys").exists()
 
 
     def test_an_import_with_an_unusable_signing_key_imports_nothing(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        from receipts.keys import keys_dir
+        from storage.common.keyfiles import keys_dir
 
         data = tmp_path / "data"
         load_or_create(data)
@@ -217,32 +219,32 @@ class TestEveryAppendIsSigned:
 class TestProveSince:
     def test_an_honest_append_after_a_kept_checkpoint_is_consistent(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         world.engine.turn("alice", "Who is getting married?")
         world.engine.remember("alice", "I also play the cello")
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         m, n = kept["body"]["tree_size"], kept["body"]["tree_size"] + 3
         assert report.verdict == "verified" and report.ok and not report.failed
         assert set(rows(report).values()) == {PASS}
         assert report.message == f"history extends the checkpoint you kept ({m} → {n} events)"
-        assert report.current == C.latest(tmp_path, "alice") and report.events == n
+        assert report.current == C_files.latest(tmp_path, "alice") and report.events == n
         assert report.proof, "a consistency proof from a smaller tree is never empty"
 
     def test_the_same_checkpoint_kept_and_current_is_consistent(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert report.verdict == "verified" and report.proof == ()
 
     def test_rewrite_and_recompute_after_a_kept_checkpoint_is_caught(self, tmp_path: Path) -> None:
         world = make_world(tmp_path, turns=2)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         world.engine.remember("alice", "one more thing")
         rewrite_and_recompute(tmp_path, "alice", 1, "I live in Madrid", world.key)
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         r = rows(report)
         assert report.verdict == "failed" and not report.ok
         assert r["kept.root"] == FAIL and r["kept.chain_head"] == FAIL and r["ledger.consistency"] == FAIL
@@ -254,19 +256,19 @@ class TestProveSince:
 
     def test_rewriting_an_event_after_the_kept_size_is_not_a_change_to_what_was_kept(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         world.engine.remember("alice", "a later event")
         rewrite_and_recompute(tmp_path, "alice", kept["body"]["tree_size"], "a different later event", world.key)
-        assert C.prove_since(tmp_path, "alice", kept, world.trusted).verdict == "verified"
+        assert C_files.prove_since(tmp_path, "alice", kept, world.trusted).verdict == "verified"
 
     def test_truncation_after_a_kept_checkpoint_is_caught(self, tmp_path: Path) -> None:
         world = make_world(tmp_path, turns=2)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         m = kept["body"]["tree_size"]
         truncate(tmp_path, "alice", 2, world.key)
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         r = rows(report)
         assert report.verdict == "failed" and report.events == m - 2
         assert r["ledger.chain"] == FAIL and r["ledger.consistency"] == FAIL and r["current.ledger"] == PASS
@@ -274,7 +276,7 @@ class TestProveSince:
 
     def test_an_old_line_edited_in_place_is_named_as_a_chain_break_not_as_fewer_events(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         path = tmp_path / "sessions" / "alice" / "events.jsonl"
         lines = path.read_bytes().splitlines(keepends=True)
@@ -282,19 +284,19 @@ class TestProveSince:
         obj["text"] = "I live in Madrid"  # digest not recomputed: the walk stops at line 2
         lines[1] = event_from_dict(obj).to_line()
         path.write_bytes(b"".join(lines))
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert report.verdict == "failed" and rows(report)["ledger.chain"] == FAIL
         assert report.message.startswith("this history changed since you last saw it: chain broken at line 2")
 
     def test_a_symlinked_ledger_is_refused_with_every_history_row_failing(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         path = tmp_path / "sessions" / "alice" / "events.jsonl"
         elsewhere = tmp_path / "elsewhere.jsonl"
         path.rename(elsewhere)
         path.symlink_to(elsewhere)
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         r = rows(report)
         assert report.verdict == "failed" and not report.ok
         assert all(r[n] == FAIL for n in ("ledger.chain", "kept.root", "kept.chain_head", "ledger.consistency", "current.ledger"))
@@ -302,29 +304,29 @@ class TestProveSince:
 
     def test_a_torn_tail_that_stays_torn_still_fails(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         with open(tmp_path / "sessions" / "alice" / "events.jsonl", "ab") as f:
             f.write(b'{"chain": "half a line')
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         chain = next(c for c in report.checks if c.name == "ledger.chain")
         assert report.verdict == "failed" and chain.status == FAIL and "torn_tail" in chain.message
 
     def test_events_appended_without_a_checkpoint_are_named(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         Ledger(tmp_path).append("alice", "user", "appended behind the engine's back")
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert rows(report)["current.ledger"] == FAIL and report.verdict == "failed" and not report.ok
         assert "1 events are under no signature" in next(c.found for c in report.checks if c.name == "current.ledger") or ""
 
     def test_a_kept_checkpoint_from_another_session_is_rejected(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
         world.engine.remember("bob", "I am Bob")
-        kept = C.latest(tmp_path, "bob")
+        kept = C_files.latest(tmp_path, "bob")
         assert kept is not None
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         r = rows(report)
         assert r["kept.session"] == FAIL and r["kept.signature"] == PASS
         assert all(r[n] == NOT_VERIFIABLE for n in ("ledger.chain", "kept.root", "kept.chain_head", "ledger.consistency"))
@@ -332,7 +334,7 @@ class TestProveSince:
 
     def test_every_mutation_of_a_kept_checkpoint_is_caught(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         other = SigningKey.generate()
 
@@ -366,17 +368,17 @@ class TestProveSince:
         slipped = []
         for name, mutate in mutations.items():
             bad = mutate(copy.deepcopy(kept))
-            report = C.prove_since(tmp_path, "alice", C.parse_checkpoint(json.dumps(bad).encode()), world.trusted)
+            report = C_files.prove_since(tmp_path, "alice", C.parse_checkpoint(json.dumps(bad).encode()), world.trusted)
             if report.verdict != "failed":
                 slipped.append(name)
         assert not slipped, f"mutations not caught: {slipped}"
 
     def test_without_a_trusted_key_signatures_are_only_self_consistent(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         world.engine.remember("alice", "later")
-        report = C.prove_since(tmp_path, "alice", kept, [])
+        report = C_files.prove_since(tmp_path, "alice", kept, [])
         r = rows(report)
         assert report.ok and report.verdict == "unverified"
         assert r["kept.signature"] == NOT_VERIFIABLE and r["current.signature"] == NOT_VERIFIABLE
@@ -385,28 +387,28 @@ class TestProveSince:
 
     def test_without_a_trusted_key_a_bad_signature_still_fails(self, tmp_path: Path) -> None:
         make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         sig = base64.b64decode(kept["sig"])
         bad = {**kept, "sig": base64.b64encode(bytes([sig[0] ^ 1]) + sig[1:]).decode()}
-        report = C.prove_since(tmp_path, "alice", bad, [])
+        report = C_files.prove_since(tmp_path, "alice", bad, [])
         assert rows(report)["kept.signature"] == FAIL and report.verdict == "failed"
         assert report.message == "the checkpoint you kept does not carry a valid signature by a trusted key"
 
     def test_a_session_without_a_current_checkpoint_is_unverified_not_verified(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
-        C.checkpoint_path(tmp_path, "alice").unlink()
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        C_files.checkpoint_path(tmp_path, "alice").unlink()
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert report.ok and report.verdict == "unverified" and report.current is None
         assert "holds no signed checkpoint" in report.message
 
     def test_the_report_has_no_truth_value(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         with pytest.raises(TypeError):
             bool(report)
         d = report.to_dict()
@@ -418,7 +420,7 @@ class TestProveSince:
 class TestParse:
     def test_malformed_kept_checkpoints_are_one_line_errors(self, tmp_path: Path) -> None:
         make_world(tmp_path, turns=0)
-        good = C.latest(tmp_path, "alice")
+        good = C_files.latest(tmp_path, "alice")
         assert good is not None
         text = json.dumps(good)
         b = good["body"]
@@ -466,31 +468,31 @@ class TestParse:
 
     def test_a_malformed_stored_checkpoint_is_an_error_naming_the_file(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
-        path = C.checkpoint_path(tmp_path, "alice")
+        path = C_files.checkpoint_path(tmp_path, "alice")
         path.write_bytes(b'{"body": 1}')
         with pytest.raises(C.MalformedCheckpoint, match=str(path)):
-            C.latest(tmp_path, "alice")
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+            C_files.latest(tmp_path, "alice")
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert rows(report)["current.signature"] == FAIL and report.verdict == "failed"
 
     def test_a_stored_checkpoint_of_another_session_is_refused(self, tmp_path: Path) -> None:
         world = make_world(tmp_path)
         world.engine.remember("bob", "hi")
-        C.checkpoint_path(tmp_path, "alice").write_bytes(C.checkpoint_path(tmp_path, "bob").read_bytes())
+        C_files.checkpoint_path(tmp_path, "alice").write_bytes(C_files.checkpoint_path(tmp_path, "bob").read_bytes())
         with pytest.raises(C.MalformedCheckpoint, match="names session 'bob'"):
-            C.latest(tmp_path, "alice")
+            C_files.latest(tmp_path, "alice")
 
     def test_a_symlinked_stored_checkpoint_is_not_followed(self, tmp_path: Path) -> None:
         make_world(tmp_path)
-        path = C.checkpoint_path(tmp_path, "alice")
+        path = C_files.checkpoint_path(tmp_path, "alice")
         target = tmp_path / "elsewhere.json"
         target.write_bytes(path.read_bytes())
         path.unlink()
         path.symlink_to(target)
         with pytest.raises(C.MalformedCheckpoint, match="symbolic link"):
-            C.latest(tmp_path, "alice")
+            C_files.latest(tmp_path, "alice")
 
 
 # -- the command lines --------------------------------------------------------------------
@@ -505,7 +507,7 @@ class TestCheckpointCLI:
         make_world(tmp_path / "d")
         assert receipts_cli.main(["checkpoint", str(tmp_path / "d"), "alice"]) == 0
         out = capsys.readouterr().out
-        assert C.parse_checkpoint(out.encode()) == C.latest(tmp_path / "d", "alice")
+        assert C.parse_checkpoint(out.encode()) == C_files.latest(tmp_path / "d", "alice")
 
     @pytest.mark.parametrize("case", ["not-a-dir", "unknown-session", "bad-session-id", "none-yet", "malformed"])
     def test_receipts_checkpoint_exits_2_with_one_line(self, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
@@ -513,9 +515,9 @@ class TestCheckpointCLI:
         make_world(data)
         session = {"unknown-session": "nobody", "bad-session-id": "../x"}.get(case, "alice")
         if case == "none-yet":
-            C.checkpoint_path(data, "alice").unlink()
+            C_files.checkpoint_path(data, "alice").unlink()
         if case == "malformed":
-            C.checkpoint_path(data, "alice").write_bytes(b"[]")
+            C_files.checkpoint_path(data, "alice").write_bytes(b"[]")
         target = tmp_path / "missing" if case == "not-a-dir" else data
         assert receipts_cli.main(["checkpoint", str(target), session]) == 2
         cap = capsys.readouterr()
@@ -547,7 +549,7 @@ class TestCheckpointCLI:
         data = tmp_path / "d"
         make_world(data)
         kept_file = tmp_path / "kept.json"
-        kept_file.write_bytes(C.checkpoint_path(data, "alice").read_bytes())
+        kept_file.write_bytes(C_files.checkpoint_path(data, "alice").read_bytes())
         if case == "malformed-file":
             kept_file.write_text('{"body": {}, "body": {}}')
         args = {
@@ -586,9 +588,9 @@ class TestConcurrentWriter:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
-        stale = C.latest
+        stale = C_files.latest
         world.engine.remember("alice", "appended just before the verifier looked")
         calls = []
 
@@ -597,7 +599,7 @@ class TestConcurrentWriter:
             return kept if len(calls) <= 2 else stale(data, session)  # the writer had not signed yet
 
         monkeypatch.setattr(C, "latest", lagging)
-        report = C.prove_since(tmp_path, "alice", kept, world.trusted)
+        report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert report.verdict == "verified" and len(calls) > 2
         assert report.current is not None and report.current["body"]["tree_size"] == report.events
 
@@ -606,7 +608,7 @@ class TestConcurrentWriter:
         import time
 
         world = make_world(tmp_path)
-        kept = C.latest(tmp_path, "alice")
+        kept = C_files.latest(tmp_path, "alice")
         assert kept is not None
         stop = threading.Event()
 
@@ -620,7 +622,7 @@ class TestConcurrentWriter:
         thread = threading.Thread(target=writer)
         thread.start()
         try:
-            verdicts = [C.prove_since(tmp_path, "alice", kept, world.trusted) for _ in range(8)]
+            verdicts = [C_files.prove_since(tmp_path, "alice", kept, world.trusted) for _ in range(8)]
         finally:
             stop.set()
             thread.join()

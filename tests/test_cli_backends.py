@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ledger import Message
+from storage.files.ledger.store import Message
 from storage.pg.ledger import PgLedger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ class TestSearch:
 def receipt_and_checkpoint(folder: Path) -> tuple[Path, Path]:
     """A receipt file and a checkpoint file made by a turn on files (offline)."""
     from chat.engine import Engine
-    from receipts import checkpoints
+    from storage.files.receipts import checkpoint_files as checkpoints_files
     from storage.stores import file_stores
 
     engine = Engine(folder, stores=file_stores(folder))
@@ -117,7 +117,7 @@ def receipt_and_checkpoint(folder: Path) -> tuple[Path, Path]:
     finally:
         engine.close()
     kept = folder.parent / "kept-checkpoint.json"
-    kept.write_text(json.dumps(checkpoints.latest(folder, "s1")))
+    kept.write_text(json.dumps(checkpoints_files.latest(folder, "s1")))
     return turn.receipt_path, kept
 
 
@@ -274,7 +274,7 @@ class TestCertificates:
 
 class TestImport:
     def test_an_import_into_the_database_signs_a_checkpoint_with_the_data_dirs_key(self, pg_url: str, data: Path, tmp_path: Path) -> None:
-        from receipts.keys import load_or_create
+        from storage.common.keyfiles import load_or_create
 
         key = load_or_create(data)
         env = env_for(pg_url, tmp_path)

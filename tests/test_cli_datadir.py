@@ -11,12 +11,13 @@ import pytest
 
 from chat.__main__ import main as chat_main
 from chat.engine import Engine
-from ledger import Ledger
 from ledger.__main__ import main as ledger_main
-from receipts import checkpoints
 from receipts.__main__ import main as receipts_main
-from receipts.keys import format_public_key, load_or_create
+from receipts.keys import format_public_key
 from retrieval.cli import main as retrieval_main
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +92,7 @@ def test_a_reading_command_creates_nothing_in_or_beside_the_data_directory(
     populated: tuple[Path, Path, Path], argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, data, receipt = populated
-    cp = checkpoints.latest(data, "alice")
+    cp = checkpoints_files.latest(data, "alice")
     (root / "kept.json").write_text(json.dumps(cp))
     before = tree(root)
     code = call(argv, d=str(data), root=str(root), receipt=str(receipt))
@@ -106,7 +107,7 @@ def test_a_reading_command_on_a_missing_data_directory_is_one_line_and_creates_n
     populated: tuple[Path, Path, Path], argv: list[str], missing: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, data, receipt = populated
-    (root / "kept.json").write_text(json.dumps(checkpoints.latest(data, "alice")))
+    (root / "kept.json").write_text(json.dumps(checkpoints_files.latest(data, "alice")))
     before = tree(root)
     code = call(argv, d=str(root / missing), root=str(root), receipt=str(receipt))
     assert code == 2

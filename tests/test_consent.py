@@ -20,10 +20,10 @@ from chat.__main__ import main as chat_main
 from chat.consent import TOKEN_TTL, ConsentError
 from chat.engine import Engine, TurnError
 from receipts import body as rbody
-from receipts.api import verify_bytes
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
 from receipts.verify import FAIL, PASS
+from storage.files.receipts.api import verify_bytes
 
 from .forget_support import engine
 

@@ -30,7 +30,7 @@ from control.settings import (
     refuse_direct_turn,
     set_consent,
 )
-from receipts.keys import load_or_create
+from storage.common.keyfiles import load_or_create
 from storage.pg import sql
 from storage.stores import Stores, file_stores, pg_stores
 

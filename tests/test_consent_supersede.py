@@ -20,9 +20,9 @@ from chat.consent import ConsentError
 from chat.engine import Engine, Turn, TurnError
 from chat.llm import LLM
 from control.revocation import current
-from receipts.api import verify_bytes
 from receipts.prompt import TEMPLATE_V2
 from receipts.verify import FAIL, Report
+from storage.files.receipts.api import verify_bytes
 
 LEEDS, DOG, BRISTOL = "I live in Leeds", "My dog is called Rex", "We've just moved to Bristol"
 NOW = "Which city do I live in?"

@@ -16,8 +16,8 @@ import pytest
 from ledger.canonical import canonical_json
 from receipts import certificate as cert
 from receipts.certificate_check import LEDGER_ROWS_EVENTS
-from receipts.certificate_io import verify_certificate_bytes
 from receipts.keys import SigningKey, format_public_key, parse_public_key
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 PUBKEY = VECTORS / "receipt_v1_pubkey.json"

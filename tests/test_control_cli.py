@@ -12,10 +12,10 @@ import pytest
 
 from control.__main__ import main as control_main
 from receipts import certificate as cert
-from receipts import files
 from receipts.__main__ import main as receipts_main
 from receipts.keys import format_public_key
 from receipts.verify import FAIL
+from storage.files.receipts import files
 
 from .forget_support import engine, marked_session
 

@@ -11,11 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger import Ledger
-from receipts import files
-from receipts.api import verify_bytes
 from receipts.disclose import cited_seqs
 from receipts.verify import FAIL
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import files
+from storage.files.receipts.api import verify_bytes
 
 from .forget_support import engine, files_with_marker, marked_session
 

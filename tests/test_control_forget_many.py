@@ -18,10 +18,11 @@ import control.plan
 from control.__main__ import main as control_main
 from control.forget import forget, pending, recover
 from control.plan import PlanError
-from ledger import Ledger
 from receipts.__main__ import main as receipts_main
-from receipts.api import verify_bytes
-from receipts.keys import format_public_key, load_or_create
+from receipts.keys import format_public_key
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.api import verify_bytes
 
 from .many_support import build, files_with_marker
 
@@ -92,7 +93,7 @@ def test_a_forget_over_the_cap_is_one_line_and_changes_nothing(tmp_path: Path, m
 
 
 def test_the_cap_is_the_ledgers_per_erasure_limit() -> None:
-    from ledger.store import MAX_ERASE
+    from storage.files.ledger.store import MAX_ERASE
 
     assert control.plan.MAX_FORGET == MAX_ERASE == 10_000
 

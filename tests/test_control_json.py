@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from control.__main__ import main as control_main
-from ledger import Ledger
-from receipts import files
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import files
 
 from .forget_support import MARKER, engine, marked_session
 

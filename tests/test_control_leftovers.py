@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from control import forget as control
-from ledger import Ledger
 from ledger.__main__ import main as ledger_main
-from ledger.imports import IMPORTS_FILE, previous_import, read_records, record_import
-from ledger.store import Message
+from ledger.imports import IMPORTS_FILE
+from storage.files.ledger.import_records import previous_import, read_records, record_import
+from storage.files.ledger.store import Ledger, Message
 
 from .forget_support import MARKER
 
@@ -137,7 +137,7 @@ class TestQuarantinedCopies:
         assert Ledger(data).verify("s1").ok
 
     def test_a_crash_after_the_ledger_rewrite_still_removes_the_quarantine_file_on_recover(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from retrieval import Index
+        from storage.files.retrieval.db import Index
 
         from .forget_support import files_with_marker
 
@@ -166,7 +166,7 @@ class TestIndexCopies:
 
     @staticmethod
     def _copy(data: Path) -> list[str]:
-        from retrieval import INDEX_FILE
+        from storage.files.retrieval.db import INDEX_FILE
 
         names = []
         for suffix in ("", "-wal", "-shm"):

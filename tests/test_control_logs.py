@@ -15,7 +15,7 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from control import forget as control
-from receipts import files
+from storage.files.receipts import files
 
 from .forget_support import MARKER, NEEDLES, engine, marked_session
 from .test_llm import FakeGroq, Reply

@@ -12,8 +12,8 @@ from chat.consent import ConsentError
 from chat.engine import Engine
 from control.mcp import answer_turn, approved_list, cancel_turn, propose_turn, restore_memory, revoke_memory
 from control.revocation import ControlError
-from receipts.api import verify_bytes
 from receipts.body import dump_file
+from storage.files.receipts.api import verify_bytes
 
 from .forget_support import engine
 

@@ -81,7 +81,7 @@ def test_seqs_typed_as_text_are_read_and_duplicates_collapse() -> None:
 
 def test_an_event_id_names_the_same_event_as_its_seq(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from control.forget import preview
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     led = Ledger(tmp_path)
     a = led.append("s", "user", "I adopted a grey cat named Miso", {})

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from control import forget as control
-from ledger import Ledger
-from receipts import files
-from receipts.api import verify_bytes
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import files
+from storage.files.receipts.api import verify_bytes
 
 from .forget_support import engine
 

@@ -23,10 +23,10 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from control.supersession import SupersedeError, current_supersessions, history, supersede, superseded_seqs
-from ledger import Ledger
 from ledger.messages import ImportError_, parse_import
 from receipts.decisions import CONTROL_TEXTS, RESTORE, REVOKE, control_meta
 from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, is_control_record, supersession_meta
+from storage.files.ledger.store import Ledger
 from storage.stores import Stores, file_stores, pg_stores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,7 @@ def test_a_control_state_file_written_before_the_rule_is_not_trusted(tmp_path: P
 def test_a_turn_over_such_a_record_hands_the_memory_on_and_its_receipt_verifies_with_the_ledger(tmp_path: Path) -> None:
     """The app serves the older statement as live (the record is none); the verifier, checking the ledger's states,
     agrees: a record whose `new` is not a user statement supersedes nothing there either."""
-    from receipts.api import verify_bytes
+    from storage.files.receipts.api import verify_bytes
 
     data = tmp_path / "data"
     eng = Engine(data, llm=LLM(api_key=""))

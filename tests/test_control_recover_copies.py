@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from control import forget as control
-from receipts import files
+from storage.files.receipts import files
 
 from .forget_support import engine, files_with_marker, marked_session
 

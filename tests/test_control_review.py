@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from control import forget as control
-from receipts import files
+from storage.files.receipts import files
 
 from .forget_support import MARKER, engine, files_with_marker
 
@@ -61,8 +61,8 @@ def test_a_reader_holding_the_index_stops_only_the_purge_the_receipts_are_redact
     import time
 
     from control.__main__ import main as control_main
-    from receipts.certificate_io import verify_certificate_bytes
-    from retrieval import db
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
+    from storage.files.retrieval import db
 
     from .forget_support import marked_session
 
@@ -183,7 +183,7 @@ def test_a_reason_that_repeats_a_number_or_short_word_of_what_it_forgets_or_revo
     """The reason stays in the ledger for good: a PIN, a name or a phone number in it outlives the erasure."""
     from control.plan import PlanError
     from control.revocation import revoke
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     data = tmp_path / "data"
     eng = engine(data)
@@ -229,7 +229,7 @@ def _holding(roots: list[Path], forms: set[bytes]) -> list[str]:
 def test_a_non_ascii_marker_in_text_and_meta_leaves_no_utf8_escaped_utf16_or_base64_copy(tmp_path: Path) -> None:
     import os
 
-    from receipts.api import verify_bytes
+    from storage.files.receipts.api import verify_bytes
 
     marker = "Zürichgrün"
     data = tmp_path / "data"
@@ -261,7 +261,7 @@ def test_a_session_certificate_is_not_verified_while_its_deletion_is_unfinished(
     import subprocess
     import sys
 
-    from receipts.certificate_io import verify_certificate_bytes
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
 
     from .forget_support import marked_session
 
@@ -299,7 +299,7 @@ def test_a_certificate_checked_with_the_data_directory_fails_while_a_stored_rece
     erased event (a copy put back, a redaction undone) or a withdrawn one still stored is caught, not VERIFIED."""
     from chat.engine import Engine
     from chat.llm import LLM
-    from receipts.certificate_io import verify_certificate_bytes
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
 
     from .forget_support import marked_session
 

@@ -20,9 +20,9 @@ from control.forget import forget
 from control.plan import PlanError
 from control.revocation import ControlError, current, revoked_seqs
 from control.state import derive
-from ledger import Ledger
 from ledger.event import GENESIS, Event, make_event
 from receipts.decisions import CONTROL_TEXTS, control_meta, control_of
+from storage.files.ledger.store import Ledger
 
 from .forget_support import engine
 
@@ -205,9 +205,9 @@ def test_the_cached_state_follows_appends_and_equals_a_fresh_derivation(tmp_path
 
 # -- retrieval honours it, and the receipt says so (FORMAT.md §17) --------------------------------------
 from receipts import body as rbody  # noqa: E402
-from receipts.api import verify_bytes  # noqa: E402
 from receipts.body import parse_receipt  # noqa: E402
 from receipts.verify import FAIL, PASS  # noqa: E402
+from storage.files.receipts.api import verify_bytes  # noqa: E402
 
 QUESTION = "Where did I move, and what is my cat called?"
 
@@ -291,7 +291,7 @@ def test_a_receipt_claiming_an_exclusion_the_ledger_does_not_hold_fails_ledger_e
     body = parse_receipt(later.receipt_path.read_bytes()).signed_body
     tree = body["checkpoint"]["body"]["tree_size"]
     # a revocation that is in the signed tree but was restored before the question: only the ledger can tell
-    store = __import__("receipts.files", fromlist=["synced_tree"]).synced_tree(eng.data_dir, eng.ledger, "alice")
+    store = __import__("storage.files.receipts.files", fromlist=["synced_tree"]).synced_tree(eng.data_dir, eng.ledger, "alice")
     proof = [h.hex() for h in store.inclusion_proof(rev.control_seq, tree)]
     store.close()
 

@@ -15,7 +15,7 @@ import control.revocation as revocation
 from control.revocation import _control_candidates, _derive_scanned, current, restore, revoke
 from control.state import derive
 from control.supersession import supersede
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 
 S = "s"
 

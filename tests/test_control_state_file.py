@@ -17,7 +17,7 @@ from control import state_file
 from control.revocation import current, restore, revoke
 from control.state import ControlState, derive, erases_folded
 from control.supersession import supersede
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 
 S = "s"
 ROOT = Path(__file__).resolve().parents[1]

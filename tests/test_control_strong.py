@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from control import forget as control
-from ledger import Ledger
-from receipts import files
-from receipts.api import verify_bytes
 from receipts.certificate import certificate_file_bytes
-from receipts.certificate_io import verify_certificate_bytes
 from receipts.keys import SigningKey
 from receipts.verify import ERASED, FAIL, WITHHELD
-from retrieval import Index
 from retrieval.model import SearchError
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import files
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.certificate_io import verify_certificate_bytes
+from storage.files.retrieval.db import Index
 
 from .forget_support import MARKER, engine, files_with_marker, marked_session
 

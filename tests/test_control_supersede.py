@@ -35,9 +35,7 @@ from control.supersession import (
     superseded_seqs,
 )
 from control.supersession_state import shown_reason, stored_reason
-from ledger import Ledger
 from ledger.event import GENESIS, Event, make_event
-from receipts import checkpoints, files
 from receipts.decisions import CONTROL_TEXTS, control_meta, control_of
 from receipts.supersessions import (
     SUPERSEDE_TEXT,
@@ -46,8 +44,11 @@ from receipts.supersessions import (
     supersession_meta,
     supersession_of,
 )
-from retrieval import Index
 from retrieval.indexing import skipped
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts import files
+from storage.files.retrieval.db import Index
 
 from .forget_support import engine
 
@@ -68,7 +69,7 @@ def data(tmp_path: Path) -> Path:
     with files.session_turn_lock(d, "alice"):  # as remember does
         for text in ("I live in Leeds", "My dev server port is 3000", "We've just moved to Bristol"):  # 0, 1, 2
             eng.ledger.append("alice", "user", text, {})
-        checkpoints.issue(d, eng.ledger, "alice", eng.key)
+        checkpoints_files.issue(d, eng.ledger, "alice", eng.key)
     eng.index.index_session("alice")
     eng.index.close()
     eng.ledger.close()
@@ -235,7 +236,7 @@ def test_supersede_appends_one_record_leaves_both_events_untouched_and_keeps_a_c
                                         "decided_by": "visitor", "checked_by": None, "reason": "moved away"}}
     assert "Leeds" not in ev.to_line().decode() and "Bristol" not in ev.to_line().decode()
     assert led.verify("alice").ok
-    cp = checkpoints.latest(data, "alice")
+    cp = checkpoints_files.latest(data, "alice")
     assert cp is not None and cp["body"]["tree_size"] == 4 and cp["body"]["chain_head"] == head
     assert superseded_seqs(data, "alice") == {0: 2}
     assert result.summary().startswith("session alice: seq 0 (evt_") and "record at seq 3" in result.summary()
@@ -254,7 +255,7 @@ def test_correct_appends_the_new_statement_then_the_record_and_indexes_only_the_
     new, rec = led.read_events("alice", [3, 4])
     assert (new.role, new.text, new.meta) == ("user", "The dev server runs on 8080 now", {"kind": "chat"})
     assert supersession_of(rec.role, rec.text, rec.meta, rec.seq) == SupersessionRecord(3, new.id, 1, result.old_id, "visitor", None, None)
-    assert led.head("alice")[0] == 5 and checkpoints.latest(data, "alice")["body"]["tree_size"] == 5  # type: ignore[index]
+    assert led.head("alice")[0] == 5 and checkpoints_files.latest(data, "alice")["body"]["tree_size"] == 5  # type: ignore[index]
     idx = Index(data, led)
     try:
         assert [h.seq for h in idx.search("alice", "dev server 8080", 5).results][0] == 3

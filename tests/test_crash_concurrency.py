@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 KILLS = 100

@@ -13,9 +13,9 @@ import pytest
 
 from chat.engine import Engine, InputError, TurnError
 from chat.llm import LLM
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from storage import BackendError, redact
+from storage.files.receipts.api import verify_bytes
 from storage.stores import Stores, file_stores, open_stores, pg_stores
 
 Opener = Callable[[], Engine]

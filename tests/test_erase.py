@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ledger.chunks
-import ledger.rewrite
-from ledger import EraseError, Ledger, LedgerCorrupted
+import storage.files.ledger.rewrite
 from ledger.event import is_erasure_record, make_event
 from ledger.verify import ChainWalker
-from receipts.audit import Auditor
 from receipts.merkle import leaf_hash, root_from_leaf_hashes
+from storage.files.ledger.store import EraseError, Ledger, LedgerCorrupted
+from storage.files.receipts.audit import Auditor
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
@@ -225,7 +225,7 @@ class TestErase:
         with pytest.raises(EraseError, match="reason must be a string"):
             led.erase(S, [2], reason=5)  # type: ignore[arg-type]
         assert raw(led) == before
-        assert not ledger.rewrite.temp_path(led.log_path(S)).exists()
+        assert not storage.files.ledger.rewrite.temp_path(led.log_path(S)).exists()
 
     def test_erasing_a_corrupted_ledger_is_refused(self, tmp_path: Path) -> None:
         led = filled(tmp_path)
@@ -240,13 +240,13 @@ class TestErase:
 CRASHER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-import ledger.rewrite
+import storage.files.ledger.rewrite
 from ledger import Ledger
 step = sys.argv[3]
 def hook(name):
     if name == step:
         os.kill(os.getpid(), signal.SIGKILL)
-ledger.rewrite.step_hook = hook
+storage.files.ledger.rewrite.step_hook = hook
 Ledger(sys.argv[2]).erase("alice", [2, 6], reason="crash test")
 print("survived")
 """
@@ -262,7 +262,7 @@ class TestCrashes:
         child = subprocess.run([sys.executable, "-c", CRASHER, str(ROOT), str(tmp_path), step], capture_output=True, text=True, timeout=60)
         assert child.returncode == -signal.SIGKILL, child.stderr
         data = raw(led)
-        leftover = ledger.rewrite.temp_path(led.log_path(S))
+        leftover = storage.files.ledger.rewrite.temp_path(led.log_path(S))
         assert leftover.exists() == (not new)
         fresh = Ledger(tmp_path)  # a restart
         fresh.head(S)
@@ -278,7 +278,7 @@ class TestCrashes:
         assert ev.seq == report.events
         done = fresh.erase(S, [8])  # a later erasure works, and leaves no temp file behind
         assert done.record.seq == report.events + 1
-        assert not ledger.rewrite.temp_path(fresh.log_path(S)).exists()
+        assert not storage.files.ledger.rewrite.temp_path(fresh.log_path(S)).exists()
         assert fresh.verify(S, parallel=False).ok
         assert led.append(S, "user", "the writer from before the crash").seq == report.events + 2
 

@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-import ledger.rewrite
-from ledger import Ledger, Message
+import storage.files.ledger.rewrite
 from ledger.event import Event, erasure_record_text, is_erasure_record, make_event
-from ledger.store import MAX_RECORD_ENTRIES
 from receipts import certificate as cert
-from receipts.certificate_io import verify_certificate_bytes
-from receipts.keys import load_or_create
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import MAX_RECORD_ENTRIES, Ledger, Message
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
@@ -66,7 +65,7 @@ class TestSeveralRecords:
     def test_all_records_land_in_one_rename(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         led = filled(tmp_path)
         steps: list[str] = []
-        monkeypatch.setattr(ledger.rewrite, "step_hook", steps.append)
+        monkeypatch.setattr(storage.files.ledger.rewrite, "step_hook", steps.append)
         led.erase(S, ERASE)
         assert steps == ["written", "synced", "renamed", "dir_synced"]
 
@@ -145,13 +144,13 @@ class TestRulesInARow:
 CRASHER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-import ledger.rewrite
+import storage.files.ledger.rewrite
 from ledger import Ledger
 step = sys.argv[3]
 def hook(name):
     if name == step:
         os.kill(os.getpid(), signal.SIGKILL)
-ledger.rewrite.step_hook = hook
+storage.files.ledger.rewrite.step_hook = hook
 Ledger(sys.argv[2]).erase("alice", list(range(1, 300, 2)), reason="crash test")
 print("survived")
 """
@@ -171,14 +170,14 @@ def test_a_kill_at_any_step_of_a_150_seq_erasure_leaves_the_old_file_or_the_whol
         assert report.events == N + 3 and report.erased == tuple(ERASE)
     else:
         assert led.log_path(S).read_bytes() == old and report.erased == () and report.events == N
-    assert not ledger.rewrite.temp_path(led.log_path(S)).exists()
+    assert not storage.files.ledger.rewrite.temp_path(led.log_path(S)).exists()
 
 
 # -- the certificate over several records ----------------------------------------------------
 def _certificate(data: Path, led: Ledger, records: list[Event], erased: list[int]) -> bytes:
     """A certificate as control.steps.finish signs one (records, proofs, checkpoint after the last)."""
-    from receipts import files
     from receipts.body import sign_checkpoint
+    from storage.files.receipts import files
 
     key = load_or_create(data)
     store = files.synced_tree(data, led, S)

@@ -11,7 +11,6 @@ import pytest
 import rfc8785
 
 import ledger.chunks
-from ledger import Ledger
 from ledger.event import (
     ERASED_KEYS,
     Event,
@@ -24,10 +23,11 @@ from ledger.event import (
     make_event,
     recompute_digest,
 )
-from ledger.parallel import verify_file_parallel_erased
 from ledger.verify import BAD_ERASURE_RECORD, ERASED_UNRECORDED, MALFORMED_EVENT, NON_CANONICAL, verify_stream
-from receipts.audit import Auditor
 from receipts.merkle import leaf_hash, root_from_leaf_hashes
+from storage.files.ledger.parallel import verify_file_parallel_erased
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.audit import Auditor
 
 S = "erase-s"
 
@@ -388,19 +388,19 @@ def _root(events: list[Event]) -> bytes:
 
 class TestProveSince:
     def test_a_checkpoint_kept_before_an_erasure_is_still_extended_and_the_row_names_the_erased(self, tmp_path: Path) -> None:
-        from receipts import checkpoints
         from receipts.keys import SigningKey
+        from storage.files.receipts import checkpoint_files as checkpoints_files
 
         key = SigningKey.generate()
         events = build(6)
         write_ledger(tmp_path, events)
         led = Ledger(tmp_path)
-        kept = checkpoints.issue(tmp_path, led, S, key)
+        kept = checkpoints_files.issue(tmp_path, led, S, key)
         events = erase(events, [2])
         write_ledger(tmp_path, events)
         led = Ledger(tmp_path)
-        checkpoints.issue(tmp_path, led, S, key)
-        report = checkpoints.prove_since(tmp_path, S, kept, [key.public_key])
+        checkpoints_files.issue(tmp_path, led, S, key)
+        report = checkpoints_files.prove_since(tmp_path, S, kept, [key.public_key])
         assert report.ok and report.verdict == "verified", report.to_dict()
         chain = next(c for c in report.checks if c.name == "ledger.chain")
         assert "1 event erased (seq 2)" in chain.message

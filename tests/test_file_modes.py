@@ -18,11 +18,18 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from ledger import Ledger
-from ledger.fsmode import PRIVATE_DIR, PRIVATE_FILE, looser_than_private, open_private, private_dir, write_private
-from receipts.api import verify_bytes
-from receipts.keys import keys_dir
-from retrieval.db import Index
+from storage.common.fsmode import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    looser_than_private,
+    open_private,
+    private_dir,
+    write_private,
+)
+from storage.common.keyfiles import keys_dir
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.api import verify_bytes
+from storage.files.retrieval.db import Index
 
 UMASKS = [0o000, 0o022, 0o002]
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger
-from ledger.store import ImportError_, parse_import
+from storage.files.ledger.store import ImportError_, Ledger, parse_import
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from ledger import Ledger
 from ledger.__main__ import main
 from ledger.event import format_ts
-from ledger.imports import IMPORTS_FILE, content_hash, read_records
-from ledger.store import ImportError_, parse_import
+from ledger.imports import IMPORTS_FILE, content_hash
+from storage.files.ledger.import_records import read_records
+from storage.files.ledger.store import ImportError_, Ledger, parse_import
 
 pytestmark = pytest.mark.usefixtures("_no_signing_key")
 

@@ -16,11 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import GENESIS, Event, Ledger, Message, make_event
+from ledger import GENESIS, Event, make_event
 from ledger.event import erased_form
-from retrieval import Index, IndexConfig, db, sql
+from retrieval import IndexConfig, sql
 from retrieval.indexing import CONTEXT_SEP, erased_by, novelty_gains, plan_rows, regained_novelty, skipped
 from retrieval.model import ForgetError, PurgeIncomplete
+from storage.files.ledger.store import Ledger, Message
+from storage.files.retrieval import db
+from storage.files.retrieval.db import Index
 
 MARKER = "Zorblaxian"
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from ledger import EventError, Ledger
+from ledger import EventError
 from ledger.event import check_content
 from ledger.jsonnames import field_shown, json_shown, json_type
 from receipts.body import MalformedReceipt, check_body_shape
 from receipts.certificate import MalformedCertificate, check_certificate_shape
 from receipts.checkpoints import MalformedCheckpoint, check_checkpoint_shape
 from receipts.keys import KeyConfigError, parse_public_key
+from storage.files.ledger.store import Ledger
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 PYTHON_WORDS = re.compile(r"\b(None|NoneType|True|False|dict|list|tuple|str|int|bool|float)\b")
@@ -162,7 +163,7 @@ def test_an_unreadable_receipt_beside_a_certificate_is_named_without_a_class(tmp
     from chat.engine import Engine
     from chat.llm import LLM
     from control import forget as control
-    from receipts.certificate_io import verify_certificate_bytes
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
 
     from .forget_support import marked_session
 

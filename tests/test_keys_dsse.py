@@ -45,11 +45,11 @@ from receipts.keys import (
     SigningKey,
     format_public_key,
     key_id,
-    keys_dir,
-    load_or_create,
     parse_private_key,
     parse_public_key,
 )
+from storage.common import keyfiles as keys_module_files
+from storage.common.keyfiles import keys_dir, load_or_create
 
 SEED = bytes(range(32))
 SEED_KEY_ID = "ed25519:f7b5252a57c749b1"  # golden: pins the key-id definition
@@ -209,7 +209,7 @@ class TestLoadOrCreate:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         winner = load_or_create(tmp_path)
-        real_read = keys_module._read_private_file
+        real_read = keys_module_files._read_private_file
         calls: list[Path] = []
 
         def first_read_misses(path: Path) -> SigningKey | None:

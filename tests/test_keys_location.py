@@ -16,16 +16,8 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.keys import (
-    KEYS_DIR_ENV,
-    KeyConfigError,
-    SigningKey,
-    format_public_key,
-    keys_dir,
-    legacy_keys_dir,
-    load_existing,
-    load_or_create,
-)
+from receipts.keys import KEYS_DIR_ENV, KeyConfigError, SigningKey, format_public_key
+from storage.common.keyfiles import keys_dir, legacy_keys_dir, load_existing, load_or_create
 
 
 @pytest.fixture(autouse=True)

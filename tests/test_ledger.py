@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, LedgerCorrupted, Message, verify_stream
+from ledger import verify_stream
 from ledger.event import GENESIS, MAX_TEXT_BYTES, EventError, make_event
-from ledger.store import ImportError_
+from storage.files.ledger.store import ImportError_, Ledger, LedgerCorrupted, Message
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "tests" / "vectors"
@@ -241,7 +241,7 @@ def test_private_files_are_not_world_writable(tmp_path: Path) -> None:
 
 class TestDescriptors:
     def test_open_descriptors_stay_bounded_with_many_sessions(self, tmp_path: Path) -> None:
-        from ledger.store import MAX_OPEN_SESSIONS
+        from storage.files.ledger.store import MAX_OPEN_SESSIONS
 
         led = Ledger(tmp_path)
         for i in range(MAX_OPEN_SESSIONS + 40):

@@ -20,11 +20,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from ledger import EventError, Ledger, Message, appending, bulk, erasing, importer
+from ledger import EventError, appending, bulk, erasing, importer
 from ledger.erasing import EraseError
 from ledger.event import GENESIS
 from ledger.messages import ImportError_
 from storage import open_ledger, redact
+from storage.files.ledger.store import Ledger, Message
 from storage.pg import ledger as pg_ledger
 from storage.pg import migrate as pg_migrate
 from storage.pg.ledger import PgLedger

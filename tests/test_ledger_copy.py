@@ -1,4 +1,4 @@
-"""receipts.ledger_copy: a check through a private copy of a ledger's lines leaves nothing behind, even killed.
+"""storage.files.receipts.ledger_copy: a check through a private copy of a ledger's lines leaves nothing behind, even killed.
 
 The source here is a files ledger read line by line (the PostgreSQL one is tests/test_review_pg_verify_leftovers.py):
 the copy, its cache and the lock table are the same code whatever hands the lines over.
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from receipts import audit
-from receipts.api import verify_bytes
-from receipts.audit import Auditor
 from receipts.keys import PublicKey
-from receipts.ledger_copy import COPIED, OWNER, PREFIX, ledger_dir, sweep_stale_copies
+from storage.files.receipts import audit
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.audit import Auditor
+from storage.files.receipts.ledger_copy import COPIED, OWNER, PREFIX, ledger_dir, sweep_stale_copies
 
 from .forget_support import MARKER, engine, files_with_marker, marked_session
 

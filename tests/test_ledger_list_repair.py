@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from chat.engine import Engine
-from ledger import Ledger
 from ledger.__main__ import main
-from ledger.listing import count_and_last_line
-from receipts import checkpoints
-from receipts.api import verify_bytes
+from storage.files.ledger.listing_files import count_and_last_line
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts.api import verify_bytes
 
 
 def make(data: Path, session: str, n: int) -> Ledger:
@@ -246,7 +246,7 @@ class TestDerivedData:
         out = capsys.readouterr().out
         assert "dropped the Merkle tree" in out and "signed a checkpoint of 3 events" in out and "re-indexed the session" in out
         report = Ledger(data).verify("alice")
-        cp = checkpoints.latest(data, "alice")
+        cp = checkpoints_files.latest(data, "alice")
         assert cp is not None and (cp["body"]["tree_size"], cp["body"]["chain_head"]) == (3, report.head)
         fresh = Engine(data)
         assert all("zebra" not in h.text for h in fresh.index.search("alice", "zebra", k=5).results)

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from ledger import Ledger
-from ledger.parallel import verify_file_parallel_erased
+from storage.files.ledger.parallel import verify_file_parallel_erased
+from storage.files.ledger.store import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ledger import Message
 from ledger.__main__ import main
-from receipts.file_backend import issue
-from receipts.keys import load_or_create
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Message
+from storage.files.receipts.file_backend import issue
 from storage.pg.ledger import PgLedger
 from storage.pg.repair import kept_cuts
 from storage.stores import Stores, pg_stores

@@ -19,13 +19,13 @@ import ledger.chunks
 from chat.engine import Engine
 from control.forget import forget
 from control.supersession import supersede
-from receipts.api import verify_bytes
-from receipts.audit import Auditor, cache_dir
 from receipts.keys import parse_public_key
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
 from receipts.states import check_ledger_states
 from receipts.supersession_walk import NEEDLE, RecordScan
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.audit import Auditor, cache_dir
 
 from .test_supersede_engine import BEFORE, BRISTOL, DOG, LEEDS, NOW, changed, offline, resign, row, verify
 
@@ -258,5 +258,5 @@ class TestTheWalkCollectsThem:
         def uncollected(receipt: Any, trusted: Any, led: Any = None, **kw: Any) -> Any:
             return real(receipt, trusted, None if led is None else rverify.LedgerFacts(**{**{n: getattr(led, n) for n in rverify.LedgerFacts.__dataclass_fields__}, "supersessions": None}), **kw)
 
-        monkeypatch.setattr("receipts.api.verify_receipt", uncollected)
+        monkeypatch.setattr("storage.files.receipts.api.verify_receipt", uncollected)
         assert row(verify(eng, t.receipt_path.read_bytes(), ledger=True), "ledger.states").status == NOT_VERIFIABLE

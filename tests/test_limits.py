@@ -19,7 +19,6 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from ledger import Ledger
 from ledger.__main__ import main as ledger_main
 from ledger.canonical import MAX_DEPTH, canonical_json, check_domain
 from ledger.event import (
@@ -31,10 +30,10 @@ from ledger.event import (
     EventError,
     make_event,
 )
-from ledger.store import LedgerCorrupted
 from ledger.verify import MALFORMED_EVENT, ChainWalker, split_lines, verify_stream
 from receipts import body as rbody
-from receipts.api import verify_bytes
+from storage.files.ledger.store import Ledger, LedgerCorrupted
+from storage.files.receipts.api import verify_bytes
 
 SESSION = "limits"
 

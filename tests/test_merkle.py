@@ -23,7 +23,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from receipts import merkle_store
 from receipts.merkle import (
     EMPTY_ROOT,
     HASH_SIZE,
@@ -40,7 +39,8 @@ from receipts.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from receipts.merkle_store import MerkleStore, MerkleStoreError
+from storage.files.receipts import merkle_store
+from storage.files.receipts.merkle_store import MerkleStore, MerkleStoreError
 
 VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "merkle_vectors"
 INCLUSION_FILES = sorted((VECTORS / "inclusion").rglob("*.json"))

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, Message, verify_stream
-from ledger.parallel import verify_file_parallel
+from ledger import verify_stream
+from storage.files.ledger.parallel import verify_file_parallel
+from storage.files.ledger.store import Ledger, Message
 
 
 @pytest.fixture

@@ -12,15 +12,17 @@ from typing import Any
 
 import pytest
 
-from ledger import Ledger
-from receipts import checkpoints, files
+from receipts import checkpoints
 from receipts.body import MAX_RECEIPT_BYTES, dump_file, sign_checkpoint
-from receipts.file_backend import FileBackend, IndexRows, issue
 from receipts.keys import SigningKey
 from receipts.merkle import EMPTY_ROOT, consistency_proof, inclusion_proof, leaf_hash, root_from_leaf_hashes
 from receipts.merkle_nodes import appended_nodes, consistency_ranges, edge_nodes, fold, inclusion_ranges, subtree_nodes
-from receipts.merkle_store import MerkleStore, MerkleStoreError
 from receipts.stores import PendingCites, ReceiptBackend, ReceiptNotFound, ReceiptRows
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts import files
+from storage.files.receipts.file_backend import FileBackend, IndexRows, issue
+from storage.files.receipts.merkle_store import MerkleStore, MerkleStoreError
 from tests.test_merkle import CONSISTENCY_FILES, INCLUSION_FILES, RFC6962_LEAVES, RFC6962_ROOTS, _b64, _load
 
 RID = "rcpt_" + "ab" * 16
@@ -420,9 +422,9 @@ class TestPgCheckpoints:
         assert pg.latest_checkpoint("s1") is None
         assert pg.keep_checkpoint("s1", cp) is True
         (tmp_path / "sessions" / "s1").mkdir(parents=True)  # the ledger's folder, where checkpoint.json goes
-        path = checkpoints.keep(tmp_path, "s1", cp)
+        path = checkpoints_files.keep(tmp_path, "s1", cp)
         assert pg.checkpoint_bytes("s1") == path.read_bytes()
-        assert pg.latest_checkpoint("s1") == checkpoints.latest(tmp_path, "s1") == cp
+        assert pg.latest_checkpoint("s1") == checkpoints_files.latest(tmp_path, "s1") == cp
 
     def test_a_smaller_tree_never_replaces_a_larger_ones_checkpoint(self, pg: Any) -> None:
         assert pg.keep_checkpoint("s1", _checkpoint("s1", 9)) is True
@@ -479,7 +481,7 @@ class TestPgCheckpoints:
         on_files = issue(FileBackend(tmp_path), led, "s1", KEY)
         fields = ("tree_size", "root", "chain_head", "session")
         assert [on_pg["body"][f] for f in fields] == [on_files["body"][f] for f in fields]
-        assert pg.latest_checkpoint("s1") == on_pg and checkpoints.latest(tmp_path, "s1") == on_files
+        assert pg.latest_checkpoint("s1") == on_pg and checkpoints_files.latest(tmp_path, "s1") == on_files
 
     def test_forgetting_a_session_leaves_nothing_of_it_and_nothing_of_others_goes(self, pg: Any) -> None:
         for session in ("s1", "s2"):

@@ -12,9 +12,10 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts import checkpoints, files
 from receipts.body import parse_receipt
 from receipts.stores import PendingCites
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts import files
 
 pytestmark = pytest.mark.pg
 LEFT = "rcpt_" + "0f" * 16  # a turn killed between its answer and its receipt left this .cites record
@@ -83,7 +84,7 @@ def test_checkpoints_and_cites_records_are_copied(data: Path, migrated: tuple[An
     store, tally = migrated
     assert (tally.checkpoints, tally.cites, tally.trees) == (2, 1, 2)
     for session in ("alice", "bob"):
-        assert store.checkpoint_bytes(session) == checkpoints.checkpoint_path(data, session).read_bytes()
+        assert store.checkpoint_bytes(session) == checkpoints_files.checkpoint_path(data, session).read_bytes()
     assert store.pending_cites("alice") == [PendingCites(LEFT, 3, (0, 1))]
     index = sqlite3.connect(data / "index.sqlite")
     want = index.execute("SELECT cited_seq, answer_seq FROM receipt_cites WHERE session = 'alice'").fetchall()

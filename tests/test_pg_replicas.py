@@ -40,10 +40,10 @@ from bench.replicas import (
 from chat.engine import Engine, TurnError
 from chat.llm import LLM
 from chat.shown import TURN_FAILED
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.keys import PublicKey, parse_private_key
 from storage import BackendError
+from storage.files.receipts.api import verify_bytes
 from storage.pg.receipts import PgReceipts
 from storage.stores import Stores, open_stores, pg_stores
 from tests import pg_support
@@ -337,7 +337,7 @@ def test_the_database_killed_mid_turns_loses_no_acknowledged_turn_and_the_app_an
 def receipts_by_question(stores: Stores, session: str, trusted: PublicKey, scratch: Path) -> dict[str, str]:
     """question text → receipt id, for every receipt of the session that verifies against the ledger as stored."""
     from bench.replicas import export_ledger
-    from receipts.audit import forget_cache
+    from storage.files.receipts.audit import forget_cache
 
     export_ledger(stores.ledger, session, scratch)
     found = {}

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 import receipts
 from receipts.__main__ import main as receipts_main
-from receipts.api import verify_bytes
 from receipts.body import PAYLOAD_TYPE, MalformedReceipt, dump_file, parse_receipt
 from receipts.dsse import sign_envelope
 from receipts.keys import PublicKey, SigningKey, parse_public_key
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Report
+from storage.files.receipts.api import verify_bytes
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 V1 = (VECTORS / "receipt_v1.json").read_bytes()
@@ -327,8 +327,8 @@ class TestTheEngine:
         assert statuses(report)["ledger.events"] == PASS and statuses(report)["ledger.response"] == PASS
 
     def test_after_erasure_a_redacted_receipt_says_erased_and_every_other_check_still_passes(self, turned: tuple[Any, Any, Path]) -> None:
-        from ledger import Ledger
         from receipts.verify import ERASED
+        from storage.files.ledger.store import Ledger
 
         engine, turn, data = turned
         raw = turn.receipt_path.read_bytes()

@@ -18,15 +18,15 @@ from hypothesis import strategies as st
 
 from chat.engine import Engine, TurnError
 from chat.llm import LLM
-from ledger import Ledger
 from ledger.canonical import canonical_json
 from ledger.event import GENESIS, make_event
-from receipts.api import verify_bytes
-from receipts.audit import cache_dir
 from receipts.body import MAX_RECEIPT_BYTES, PAYLOAD_TYPE, MalformedReceipt, checkpoint_bytes, parse_receipt
 from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, format_public_key
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Report
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.audit import cache_dir
 
 from .test_llm import GOOD_STREAM, PIECES, FakeGroq, Reply, completion_body, refused_base_url, stream_reply
 
@@ -166,7 +166,7 @@ def body_attacks(world: World) -> list[tuple[str, Mutator, str]]:
         used = {m["event"]["seq"] for m in b["memories"]}
         seq = next(s for s in range(b["query"]["event"]["seq"]) if s not in used)
         ev = world.engine.ledger.read_events("alice", [seq])[0]
-        from receipts.files import synced_tree
+        from storage.files.receipts.files import synced_tree
 
         store = synced_tree(world.data, world.engine.ledger, "alice")
         proof = [h.hex() for h in store.inclusion_proof(seq, b["checkpoint"]["body"]["tree_size"])]

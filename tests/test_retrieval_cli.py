@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, Message
+from storage.files.ledger.store import Ledger, Message
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, Message
-from retrieval import Index
 from retrieval.explain import IDF_FLOOR, idf, marked_words
+from storage.files.ledger.store import Ledger, Message
+from storage.files.retrieval.db import Index
 
 ROOT = Path(__file__).resolve().parents[1]
 STAND_IN = {"kind": "chat", "provider": "offline", "model": "offline", "receipt_id": "rcpt_x"}

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import Ledger, Message
-from retrieval import Index, IndexConfig, SearchError
+from retrieval import IndexConfig, SearchError
+from storage.files.ledger.store import Ledger, Message
+from storage.files.retrieval.db import Index
 
 # Most tests pin down mechanics, so they index each event's own text only; the
 # default (neighbouring turns as context) has its own tests in TestContext.
@@ -375,8 +376,8 @@ def test_concurrent_first_turns_of_new_sessions_never_fail(tmp_path: Path) -> No
     """50 threads each start a new session (append, search, index) at once: no error escapes."""
     import threading
 
-    from ledger import Ledger as _Ledger
-    from retrieval import Index as _Index
+    from storage.files.ledger.store import Ledger as _Ledger
+    from storage.files.retrieval.db import Index as _Index
 
     led = _Ledger(tmp_path)
     index = _Index(tmp_path, led)

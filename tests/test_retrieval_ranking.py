@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, Message
-from retrieval import Index, IndexConfig
+from retrieval import IndexConfig
 from retrieval.scoring import CONTEXT, is_echo, relative
 from retrieval.text import MAX_QUERY_TERMS, choose_terms, term_batches
+from storage.files.ledger.store import Ledger, Message
+from storage.files.retrieval.db import Index
 
 STAND_IN = {"kind": "chat", "provider": "offline", "model": "offline", "receipt_id": "rcpt_x"}
 GROQ = {"kind": "chat", "provider": "groq", "model": "m", "receipt_id": "rcpt_y"}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-import receipts.ledger_copy as ledger_copy
+import storage.files.receipts.ledger_copy as ledger_copy
 
 
 def test_a_sweep_between_owner_creation_and_its_lock_leaves_the_live_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

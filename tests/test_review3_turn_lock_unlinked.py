@@ -24,7 +24,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from control.steps import delete_session
 from control.where import where
-from receipts.files import session_turn_lock
+from storage.files.receipts.files import session_turn_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"

@@ -23,8 +23,8 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts import audit
-from receipts.api import verify_bytes
+from storage.files.receipts import audit
+from storage.files.receipts.api import verify_bytes
 from storage.stores import pg_stores
 
 from .forget_support import files_with_marker, marked_session

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 import control
 from chat.engine import Engine, Turn, TurnError
 from control.state import quoting_answers
-from receipts import files
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.verify import PASS
+from storage.files.receipts import files
+from storage.files.receipts.api import verify_bytes
 
 from .forget_support import engine
 

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import Ledger
 from ledger.__main__ import main as ledger_main
 from ledger.canonical import MAX_SAFE_INT, CanonicalError, JSONSyntaxError, _loads_careful, loads_strict
-from receipts.api import verify_bytes
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.keys import parse_public_key
+from storage.files.ledger.store import Ledger
+from storage.files.receipts.api import verify_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "tests" / "vectors"

@@ -18,11 +18,11 @@ from chat.supersede import asks_about_past
 from control.revocation import current
 from control.supersession import supersede
 from receipts import body as rbody
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash
 from receipts.supersessions import SUPERSEDE_TEXT, supersession_of_record
 from receipts.verify import FAIL, PASS, Report
+from storage.files.receipts.api import verify_bytes
 
 from .test_llm import KEY, FakeGroq, Reply, clear_groq_env, completion_body, serving
 

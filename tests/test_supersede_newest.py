@@ -13,8 +13,8 @@ from chat.engine import Engine
 from chat.llm import LLM
 from chat.supersede import newest_statement, with_newest
 from control.supersede_asked import answers, asked
-from receipts.api import verify_bytes
 from retrieval.model import Hit
+from storage.files.receipts.api import verify_bytes
 
 
 def hit(seq: int, rank: int = 1) -> Hit:

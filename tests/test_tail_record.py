@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger import Ledger, LedgerCorrupted, tailrecord
-from ledger.repair import truncate_at
-from ledger.store import RECORD_MIN_LINES, Message
-from ledger.tailrecord import RECORD_FILE
 from ledger.verify import ChainWalker
+from storage.files.ledger import tailrecord
+from storage.files.ledger.repair_files import truncate_at
+from storage.files.ledger.store import RECORD_MIN_LINES, Ledger, LedgerCorrupted, Message
+from storage.files.ledger.tailrecord import RECORD_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"

@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ledger import Ledger, Message, verify_stream
+from ledger import verify_stream
 from ledger.event import LINE_KEYS, make_event
+from storage.files.ledger.store import Ledger, Message
 
 N = 200
 SESSION = "tamper"

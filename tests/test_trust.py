@@ -18,9 +18,10 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.api import data_dir_key, verify_bytes
-from receipts.keys import SigningKey, format_public_key, keys_dir, legacy_keys_dir, load_existing, load_or_create
+from receipts.keys import SigningKey, format_public_key
 from receipts.verify import NOT_VERIFIABLE, PASS, SELF_CONSISTENT, Report
+from storage.common.keyfiles import keys_dir, legacy_keys_dir, load_existing, load_or_create
+from storage.files.receipts.api import data_dir_key, verify_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from bundle import verify_file
 from bundle.format import MANIFEST_NAME, MANIFEST_PAYLOAD_TYPE, parse_manifest
-from receipts.api import load_trust
 from receipts.dsse import parse_envelope, verify_envelope
+from storage.files.receipts.api import load_trust
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 PUBKEY = VECTORS / "receipt_v1_pubkey.json"

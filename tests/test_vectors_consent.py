@@ -7,10 +7,10 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.keys import parse_public_key
 from receipts.verify import PASS
+from storage.files.receipts.api import verify_bytes
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 RAW = (VECTORS / "receipt_v2_consent.json").read_bytes()

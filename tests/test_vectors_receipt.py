@@ -6,9 +6,9 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from receipts.api import verify_bytes
 from receipts.keys import parse_public_key
 from receipts.verify import PASS
+from storage.files.receipts.api import verify_bytes
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from receipts import body as rbody
-from receipts.api import verify_bytes
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.keys import SigningKey, parse_public_key
 from receipts.verify import FAIL, PASS
+from storage.files.receipts.api import verify_bytes
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 RAW = (VECTORS / "receipt_v2_states.json").read_bytes()

@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 
 from control.state import derive
-from ledger import Ledger
 from ledger.event import event_from_dict
 from receipts.supersessions import supersession_of
+from storage.files.ledger.store import Ledger
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 

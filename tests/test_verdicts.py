@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from receipts.__main__ import main
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.keys import format_public_key
 from receipts.verify import FAIL, NOT_VERIFIABLE
+from storage.files.receipts.api import verify_bytes
 from webui.tamper import tamper
 
 from .test_receipts import World, make_world

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.groups import group_of, group_report
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Report
+from storage.files.receipts.api import verify_bytes
 from webui.render_verify import groups_markdown, tamper_markdown, verdict_markdown
 from webui.tamper import tamper
 

@@ -14,8 +14,8 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
+from storage.files.receipts.api import verify_bytes
 from webui import controls as ct
 from webui import render_controls as rc
 from webui.handlers import UI

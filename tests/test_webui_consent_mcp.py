@@ -12,7 +12,7 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from control.settings import set_consent
-from receipts.api import verify_bytes
+from storage.files.receipts.api import verify_bytes
 from webui.mcp_tools import make_tools
 from webui.service import Service
 from webui.sessions import session_id

@@ -17,10 +17,11 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from control import forget as cf
-from receipts import files, withheld_seqs
+from receipts import withheld_seqs
 from receipts.body import parse_receipt
-from receipts.certificate_io import verify_certificate_bytes
 from receipts.verify import PASS
+from storage.files.receipts import files
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 from webui import forget as fg
 from webui import render as r
 from webui.handlers import UI

@@ -11,8 +11,8 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from ledger.canonical import canonical_json
-from receipts.certificate_io import verify_certificate_bytes
 from receipts.verify import PASS
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 from webui.mcp_tools import make_tools
 from webui.service import Service
 

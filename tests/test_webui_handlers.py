@@ -281,7 +281,7 @@ class TestVerifyTab:
 
     def test_a_forgotten_memory_reads_forgotten_for_its_owner_and_withheld_for_anyone_else(self, ui: UI) -> None:
         from control.forget import forget
-        from receipts import files
+        from storage.files.receipts import files
 
         key = new_session_key()
         chat(ui, key, "my locker code is 4711")

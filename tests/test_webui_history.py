@@ -20,10 +20,11 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from ledger import Ledger
 from receipts import checkpoints as C
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as C_files
 from webui import history as H
 from webui import kept as kp
 from webui import render_history as rh
@@ -135,7 +136,7 @@ class TestHonestHistory:
     def test_the_first_look_keeps_the_current_checkpoint_after_checking_it(self, service: Service) -> None:
         key = new_session_key()
         cp = seen(service, key, "My cat is called Miso")
-        assert cp == C.latest(service.data_dir, session_id(key)) and cp["body"]["tree_size"] == 2
+        assert cp == C_files.latest(service.data_dir, session_id(key)) and cp["body"]["tree_size"] == 2
 
     def test_each_turn_and_each_remember_extends_the_kept_checkpoint(self, service: Service) -> None:
         key = new_session_key()
@@ -148,7 +149,7 @@ class TestHonestHistory:
             check = service.history_check(key, text(kept))
             assert check.outcome == H.EXTENDS and not check.warning, check.to_dict()
             assert check.report is not None and check.report.verdict == "verified"
-            assert check.keep == C.latest(service.data_dir, session_id(key))
+            assert check.keep == C_files.latest(service.data_dir, session_id(key))
             assert check.keep is not None and check.keep["body"]["tree_size"] > kept["body"]["tree_size"]
             kept = check.keep
         # seen again with nothing new: still extends (m → m)
@@ -196,7 +197,7 @@ class TestChangedHistory:
         key = new_session_key()
         session = session_id(key)
         service.turn(key, "My cat is called Miso", 8)
-        good = C.latest(service.data_dir, session)
+        good = C_files.latest(service.data_dir, session)
         assert good is not None
         b = good["body"]
         forged = sign_checkpoint(
@@ -207,7 +208,7 @@ class TestChangedHistory:
             issued_at=b["issued_at"],
             key=service.engine.key,
         )
-        C.keep(service.data_dir, session, forged)
+        C_files.keep(service.data_dir, session, forged)
         check = service.history_check(key, None)
         assert check.outcome == H.UNSOUND and check.warning and check.keep is None
 
@@ -366,6 +367,6 @@ def test_the_ledger_tab_shows_the_checkpoint_signed_after_the_last_append(servic
     service.turn(key, "My cat is called Miso", 8)
     service.remember(key, "I live in Lisbon")
     _status, _table, shown = ui.ledger(key)
-    latest = C.latest(service.data_dir, session_id(key))
+    latest = C_files.latest(service.data_dir, session_id(key))
     assert latest is not None and latest["body"]["tree_size"] == 3
     assert json.loads(shown) == latest

@@ -18,7 +18,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.keys import keys_dir
+from storage.common.keyfiles import keys_dir
 from storage.stores import pg_stores
 from webui import forget as fg
 from webui.mcp_tools import make_tools

@@ -10,9 +10,9 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.audit import cache_dir
 from receipts.body import MAX_RECEIPT_BYTES
-from receipts.certificate_io import verify_certificate_bytes
+from storage.files.receipts.audit import cache_dir
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 from webui.config import ConfigError, delete_cache, launch_options, parse_args
 from webui.downloads import Downloads
 from webui.retention import Sweeper, parse_hours, sweep

@@ -15,7 +15,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.api import verify_bytes
+from storage.files.receipts.api import verify_bytes
 from webui import ids
 from webui import render_controls as rc
 from webui.handlers import UI

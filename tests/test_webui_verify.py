@@ -12,10 +12,10 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from ledger.canonical import canonical_json
-from receipts.api import verify_bytes
-from receipts.audit import cache_dir
 from receipts.body import MalformedReceipt
 from receipts.keys import parse_public_key
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.audit import cache_dir
 from webui import render_verify as rv
 from webui.service import Service
 from webui.sessions import new_session_key, session_id

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import ledger.chunks
-import ledger.recovery
-from ledger import Ledger, LedgerCorrupted
+import storage.files.ledger.recovery
 from ledger.event import make_event
 from ledger.verify import ChainWalker
+from storage.files.ledger.store import Ledger, LedgerCorrupted
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"
@@ -140,7 +140,7 @@ class TestWhatIsStillTrusted:
         def boom(*_a: object) -> None:
             raise AssertionError("re-hashed although the file is as this writer left it")
 
-        monkeypatch.setattr(ledger.recovery, "rehash", boom)
+        monkeypatch.setattr(storage.files.ledger.recovery, "rehash", boom)
         for i in range(5):
             led.append(S, "user", f"more {i}")
         assert led.head(S)[0] == 10

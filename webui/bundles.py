@@ -45,10 +45,10 @@ from bundle.format import SUFFIX
 from bundle.importer import find_receipt_home
 from control.revocation import current as current_controls
 from control.state import ControlState, derive
-from ledger import Ledger
 from receipts.body import MAX_RECEIPT_BYTES
-from retrieval import Index
 from retrieval.model import SearchError, SearchResponse
+from storage.files.ledger.store import Ledger
+from storage.files.retrieval.db import Index
 
 from .inputs import BadInput, check_query, parse_k
 from .sessions import is_session_key, session_id

@@ -24,16 +24,19 @@ from control.revocation import current as current_controls
 from control.settle import ErasureUnfinished, settle, settled
 from control.state import ControlState
 from control.supersession_state import Supersession
-from ledger import Event, LedgerCorrupted, SessionReport
+from ledger import Event, SessionReport
 from receipts import checkpoints, redact
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.certificate import Certificate, parse_certificate
 from receipts.certificate_check import CertificateReport
-from receipts.certificate_io import verify_certificate_bytes
-from receipts.keys import KeyConfigError, format_public_key, keys_dir
+from receipts.keys import KeyConfigError, format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
+from storage.common.keyfiles import keys_dir
+from storage.files.ledger.store import LedgerCorrupted
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.certificate_io import verify_certificate_bytes
 
 from . import history as h
 from .bundles import receipt_home
@@ -361,7 +364,7 @@ class Service:
             trusted = [self.engine.key.public_key]
             source, _receipts, latest = self._database()
             if kept is not None:
-                report = checkpoints.prove_since(self.data_dir, session, kept, trusted, source=source, read_latest=latest)
+                report = checkpoints_files.prove_since(self.data_dir, session, kept, trusted, source=source, read_latest=latest)
                 if not h.bad_kept_signature(report):
                     return h.from_report(session, kept, report, note)
                 note = "the checkpoint kept in this browser does not carry a valid signature by this app's key: ignored"
@@ -378,7 +381,7 @@ class Service:
                     )
                 return h.HistoryCheck(session, h.EMPTY, "", note=note)
             return h.first_look(
-                session, current, checkpoints.prove_since(self.data_dir, session, current, trusted, source=source, read_latest=latest), note
+                session, current, checkpoints_files.prove_since(self.data_dir, session, current, trusted, source=source, read_latest=latest), note
             )
         except (OSError, LedgerCorrupted) as exc:  # the check could not run: say so, never an error page
             log.warning("session %s: the kept checkpoint could not be checked (%s)", session, type(exc).__name__)

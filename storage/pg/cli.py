@@ -18,13 +18,13 @@ from typing import Any
 from ledger import importer
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 from ledger.event import EventError, validate_session_id
-from ledger.fsmode import fsync_dir, open_private
 from ledger.imports import already_imported
 from ledger.listing import SessionSummary, last_ts
 from ledger.messages import ImportError_
 from ledger.verify import SessionReport
 from storage import BackendError, is_database_url, redact
 from storage.cli_stores import quiet_pool
+from storage.common.fsmode import fsync_dir, open_private
 from storage.pg.connect import Database
 from storage.pg.ledger import PgLedger
 
@@ -119,7 +119,7 @@ def cmd_import(
             events = importer.commit(led, staged)
             led.record_import(args.session, digest, events, src.name)
             if backend is not None:
-                from receipts.file_backend import issue
+                from storage.files.receipts.file_backend import issue
 
                 try:
                     cp = issue(backend, led, args.session, key)
@@ -185,7 +185,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
     data = existing_data_dir(args.data_dir)
     if not is_database_url(args.database_url):
         return fail(f"{redact(args.database_url)!r}: expected a postgresql:// URL (DATABASE_URL)")
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     files = Ledger(data, record_tails=False)
     names = args.sessions or files.sessions()

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from ledger import Ledger
 from ledger.verify import Break, SessionReport, read_chunks, split_lines
+from storage.files.ledger.store import Ledger
 from storage.pg.connect import Database
 from storage.pg.ledger import PgLedger
 

@@ -40,7 +40,6 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ledger.event import validate_session_id
-from ledger.fsmode import private_dir, replace_durable
 from ledger.locks import KeyedLocks
 from receipts.body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE, dump_file
 from receipts.checkpoints import (
@@ -50,9 +49,10 @@ from receipts.checkpoints import (
     checkpoint_file_bytes,
     parse_checkpoint,
 )
-from receipts.files import leaf_matches
 from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
 from storage import BackendError
+from storage.common.fsmode import private_dir, replace_durable
+from storage.files.receipts.files import leaf_matches
 from storage.pg import sql
 from storage.pg.connect import CONNECT_TIMEOUT_S, Database
 from storage.pg.merkle import PgMerkleStore, TreeMoved

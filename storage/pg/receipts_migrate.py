@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger import Ledger
-from receipts import checkpoints, files
+from receipts import checkpoints
 from receipts.body import parse_receipt
 from receipts.stores import row_values
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts import files
 from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.ledger import PgLedger
@@ -92,7 +94,7 @@ def _session(data_dir: Path, session: str, store: PgReceipts, ledger: PgLedger, 
     tally.trees += 1
     tally.leaves += tree.size
     try:
-        kept = checkpoints.latest(data_dir, session)
+        kept = checkpoints_files.latest(data_dir, session)
     except (checkpoints.MalformedCheckpoint, OSError) as exc:
         tally.skipped.append(f"{session}: checkpoint.json not copied ({str(exc)[:200]})")
         return

@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 import sqlite_utils
 
-from ledger import Ledger
-from ledger.fsmode import open_private, private_dir
 from retrieval import sql
 from retrieval.config import IndexConfig
 from retrieval.model import IndexUnavailable
+from storage.common.fsmode import open_private, private_dir
+from storage.files.ledger.store import Ledger
 
 if TYPE_CHECKING:
-    from retrieval.indexer import Progress
+    from storage.common.retrieval.indexer import Progress
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"

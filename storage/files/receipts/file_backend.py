@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.event import now_ts, validate_session_id
-from receipts import checkpoints, files
+from receipts import checkpoints
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey
 from receipts.stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts import files
 
 
 class FileBackend:
@@ -47,7 +49,7 @@ class FileBackend:
         path = files.receipt_path(self.data_dir, session, receipt_id)
         if not path.is_file():
             raise ReceiptNotFound(f"session {session}: no receipt {receipt_id}")
-        from ledger.fsmode import replace_durable
+        from storage.common.fsmode import replace_durable
 
         replace_durable(path, data)
 
@@ -81,22 +83,22 @@ class FileBackend:
     def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
         if not allow_shrink:
             try:
-                kept = checkpoints.latest(self.data_dir, session)
+                kept = checkpoints_files.latest(self.data_dir, session)
             except (checkpoints.MalformedCheckpoint, OSError):
                 kept = None  # an unreadable one is replaced, as `keep` always did
             if kept is not None and kept["body"]["tree_size"] > checkpoint["body"]["tree_size"]:
                 return False
-        checkpoints.keep(self.data_dir, session, checkpoint)
+        checkpoints_files.keep(self.data_dir, session, checkpoint)
         return True
 
     def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
-        return checkpoints.latest(self.data_dir, session)
+        return checkpoints_files.latest(self.data_dir, session)
 
     def forget_session(self, session: str) -> None:
         validate_session_id(session)
         for path in (self.data_dir / "sessions" / session / "receipts", self.data_dir / "merkle" / session):
             shutil.rmtree(path, ignore_errors=True)
-        checkpoints.checkpoint_path(self.data_dir, session).unlink(missing_ok=True)
+        checkpoints_files.checkpoint_path(self.data_dir, session).unlink(missing_ok=True)
 
 
 class _IndexDb(Protocol):

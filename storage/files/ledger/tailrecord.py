@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from ledger.erasures import ErasureState
-from ledger.fsmode import open_private
 from ledger.verify import ChainWalker
+from storage.common.fsmode import open_private
 
 RECORD_FILE = "tail.json"
 RECORD_VERSION = 1

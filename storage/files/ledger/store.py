@@ -10,7 +10,7 @@
 - ledger/erasing.py — erasure (`erase`);
 - ledger/reading.py — reads and verification (`events`, `read_events`, `verify`).
 
-Every name other code imports from `ledger.store` is still here.
+Every name other code imports from `storage.files.ledger.store` is still here.
 """
 
 from __future__ import annotations
@@ -21,28 +21,30 @@ from typing import Any
 
 from ledger import importer
 from ledger.appending import Appended as Appended
-from ledger.appending import Appending
 from ledger.appending import _random_ids as _random_ids
+from ledger.corrupted import LedgerCorrupted as LedgerCorrupted
 from ledger.erasing import MAX_ERASE as MAX_ERASE
 from ledger.erasing import MAX_REASON as MAX_REASON
 from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
 from ledger.erasing import EraseError as EraseError
-from ledger.erasing import Erasing
 from ledger.erasing import Erasure as Erasure
+from ledger.event import GENESIS
 from ledger.importer import Imported
 from ledger.messages import ImportError_ as ImportError_
 from ledger.messages import Message as Message
 from ledger.messages import parse_import as parse_import
 from ledger.messages import validate_message as validate_message
-from ledger.reading import BISECT_MAX as BISECT_MAX
-from ledger.reading import Reading
-from ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
-from ledger.recovery import LedgerCorrupted as LedgerCorrupted
-from ledger.recovery import Quarantine as Quarantine
-from ledger.sessions import EVENTS_FILE as EVENTS_FILE
-from ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
-from ledger.sessions import _fsync_dir as _fsync_dir
-from ledger.sessions import _write_all as _write_all
+from storage.files.ledger import tailrecord
+from storage.files.ledger.appending_files import Appending
+from storage.files.ledger.erasing_files import Erasing
+from storage.files.ledger.reading import BISECT_MAX as BISECT_MAX
+from storage.files.ledger.reading import Reading
+from storage.files.ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
+from storage.files.ledger.recovery import Quarantine as Quarantine
+from storage.files.ledger.sessions import EVENTS_FILE as EVENTS_FILE
+from storage.files.ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
+from storage.files.ledger.sessions import _fsync_dir as _fsync_dir
+from storage.files.ledger.sessions import _write_all as _write_all
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -55,6 +57,14 @@ class Ledger(Appending, Erasing, Reading):
     (ledger/tailrecord.py), so a command that only reads leaves the data directory as it found
     it; opening a session without a current record then walks it, as it would anyway.
     """
+
+    def guess_tail(self, session: str) -> tuple[int, bytes]:
+        """The session's (next seq, head) as its tail record says, read without a walk or a write (importer.stage)."""
+        if not self.exists(session):
+            return 0, GENESIS
+        rec = tailrecord.load(self.session_dir(session))
+        return (rec.next_seq, rec.head) if rec is not None else (0, GENESIS)
+
 
     def import_jsonl(
         self, session: str, lines: Iterable[bytes], progress: Any = None, *, allow_system: bool = False, workers: int | None = None

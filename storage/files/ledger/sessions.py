@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ledger.event import EVENTS_FILE as EVENTS_FILE
 from ledger.event import EventError, validate_session_id
-from ledger.fsmode import open_private, private_dir
+from storage.common.fsmode import open_private, private_dir
 
 log = logging.getLogger("ledger")
-EVENTS_FILE = "events.jsonl"
 MAX_OPEN_SESSIONS = 128  # sessions whose lock and log descriptors stay open between appends
 
 

@@ -318,7 +318,7 @@ def _spawn(fd: int, session: str, start: int, end: int, seq: int, head: bytes) -
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
-        [sys.executable, "-m", "receipts.audit_parallel", str(fd), session, str(start), str(end), str(seq), head.hex(), str(chunk_rules.CHUNK_LINES)],
+        [sys.executable, "-m", "storage.files.receipts.audit_parallel", str(fd), session, str(start), str(end), str(seq), head.hex(), str(chunk_rules.CHUNK_LINES)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         pass_fds=(fd,),

@@ -168,7 +168,7 @@ def verify_file_parallel_erased(
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "ledger.parallel", str(path), session, str(a), str(b), str(seq), head]
+            [sys.executable, "-m", "storage.files.ledger.parallel", str(path), session, str(a), str(b), str(seq), head]
             + (["--progress"] if progress is not None else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if progress is None else subprocess.PIPE,

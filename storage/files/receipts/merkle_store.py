@@ -35,8 +35,8 @@ from itertools import islice
 from pathlib import Path
 from types import TracebackType
 
-from ledger.fsmode import open_private, private_dir, write_private
 from receipts.merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
+from storage.common.fsmode import open_private, private_dir, write_private
 
 FORMAT_FILE = "FORMAT"
 FORMAT_LINE = b"merkle-store v1: rfc6962 sha256, one file of 32-byte nodes per level\n"

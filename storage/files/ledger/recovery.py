@@ -14,30 +14,21 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger import tailrecord
 from ledger.chunks import PREFIX_CHANGED, ChunkLog, rehash
+from ledger.corrupted import LedgerCorrupted
 from ledger.erasures import ErasureState
 from ledger.event import GENESIS, now_ts
-from ledger.fsmode import open_private
-from ledger.resync import resync
-from ledger.rewrite import temp_path
-from ledger.sessions import EVENTS_FILE, Sessions, _fsync_dir
 from ledger.verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines
+from storage.common.fsmode import open_private
+from storage.files.ledger import tailrecord
+from storage.files.ledger.resync import resync
+from storage.files.ledger.rewrite import temp_path
+from storage.files.ledger.sessions import EVENTS_FILE, Sessions, _fsync_dir
 
 log = logging.getLogger("ledger")
 # A session of fewer lines is walked on open even when its tail record matches: the walk costs
 # less than ~15 ms there, and a walked tail follows another process's erasure chunk by chunk.
 RECORD_MIN_LINES = 1024
-
-
-class LedgerCorrupted(RuntimeError):
-    """A session's ledger does not verify; appends are refused until a person repairs it."""
-
-    def __init__(self, report: SessionReport) -> None:
-        brk = report.brk
-        where = f"line {brk.line}, seq {brk.seq}, {brk.kind}: {brk.message}" if brk else "unknown"
-        super().__init__(f"session {report.session}: ledger is corrupted ({where}); appends are refused")
-        self.report = report
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,14 +50,15 @@ from ledger.canonical import CanonicalError, loads_strict
 from ledger.chunks import Chunk, ChunkLog, check_contiguous, rehash
 from ledger.erasures import ErasureState
 from ledger.event import GENESIS, validate_session_id
-from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 from ledger.locks import KeyedLocks
-from ledger.resync import resync
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
-from receipts import audit_parallel, supersession_walk
+from receipts import supersession_walk
 from receipts.merkle import leaf_hash
-from receipts.merkle_store import MerkleStore, MerkleStoreError
 from receipts.verify import LedgerFacts, describe_audit
+from storage.common.fsmode import PRIVATE_DIR, open_private, private_dir
+from storage.files.ledger.resync import resync
+from storage.files.receipts import audit_parallel
+from storage.files.receipts.merkle_store import MerkleStore, MerkleStoreError
 
 STATE_VERSION = 4  # 3: with the erasure state of the verified prefix (ledger/erasures.py); 4: and its supersession records
 STATE_FIELDS = frozenset({"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures", "supersessions"})

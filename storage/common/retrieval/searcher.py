@@ -16,13 +16,13 @@ import orjson
 from ledger import EventError, validate_session_id
 from retrieval import bounded, sql
 from retrieval.config import IndexConfig
-from retrieval.connection import batched
 from retrieval.dates import DateSpan, best_match, query_dates
 from retrieval.explain import TermMatch, explain_hit, idf, marked_words
-from retrieval.indexer import Indexing
 from retrieval.model import Candidate, Hit, SearchError, SearchResponse, check_k
 from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
+from storage.common.retrieval.connection import batched
+from storage.common.retrieval.indexer import Indexing
 
 
 def candidates_for(k: int) -> int:

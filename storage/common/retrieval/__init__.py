@@ -1,0 +1,1 @@
+"""The retrieval algorithm both backends run: indexing, search, housekeeping, over a connection each supplies."""
