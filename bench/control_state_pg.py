@@ -26,7 +26,7 @@ from bench.common import pg_database  # noqa: E402
 from control import revocation  # noqa: E402
 from control.revocation import current, revoke  # noqa: E402
 from control.state import derive  # noqa: E402
-from storage.files.ledger.store import Message  # noqa: E402
+from ledger.messages import Message  # noqa: E402
 from storage.stores import pg_stores  # noqa: E402
 
 

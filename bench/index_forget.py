@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._machine import machine_line  # noqa: E402
 from bench.common import LOCOMO, load  # noqa: E402
 from bench.search import Recombiner  # noqa: E402
+from ledger.messages import Message  # noqa: E402
 from retrieval import sql as rsql  # noqa: E402
-from storage.files.ledger.store import Ledger, Message  # noqa: E402
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index  # noqa: E402
 
 MARKER = "Zorblaxian"

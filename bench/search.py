@@ -28,9 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import LOCOMO, RawBaseline, load, machine, questions, recall, turns  # noqa: E402
+from ledger.messages import Message  # noqa: E402
 from retrieval import IndexConfig  # noqa: E402
 from retrieval.sql import SCHEMA_VERSION  # noqa: E402
-from storage.files.ledger.store import Ledger, Message  # noqa: E402
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 K = 8

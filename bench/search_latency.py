@@ -27,7 +27,8 @@ _HERE = Path(__file__).resolve().parent
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from bench.common import import_lines, load, machine, questions, turns  # noqa: E402
-from storage.files.ledger.store import Ledger, Message  # noqa: E402
+from ledger.messages import Message  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
 
 K = 8
 

@@ -38,10 +38,10 @@ STEPS = ("propose", "answer")
 
 def _guarded(action: Any) -> int:
     """Run `action()` with the CLI's one-line refusals (never a traceback, never an internal class name)."""
+    from ledger.corrupted import LedgerCorrupted
     from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
     from storage import BackendError
-    from storage.files.ledger.store import LedgerCorrupted
 
     from .engine import InputError, TurnError
     from .shown import turn_error_text

@@ -51,12 +51,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ledger import Event
 from ledger.canonical import canonical_json, loads_strict
+from ledger.erasing import EraseError
 from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
 from receipts import certificate as cert
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey
 from storage.common.keyfiles import load_or_create
-from storage.files.ledger.store import EraseError, Ledger
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 from .plan import Plan, PlanError, plan

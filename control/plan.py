@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from storage.files.ledger.store import MAX_ERASE
+from ledger.erasing import MAX_ERASE
 
 from . import quoting
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ledger import Event
 from ledger.canonical import canonical_json
-from ledger.event import is_erasure_record, now_ts, validate_session_id
+from ledger.erasing import MAX_RECORD_ENTRIES
+from ledger.event import EVENTS_FILE, is_erasure_record, now_ts, validate_session_id
 from ledger.repair import CUT_PREFIX
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
@@ -32,7 +33,6 @@ from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 from storage.common.fsmode import fsync_dir, private_dir, replace_durable
 from storage.files.ledger.import_records import forget_erased as forget_imports
-from storage.files.ledger.store import EVENTS_FILE, MAX_RECORD_ENTRIES
 from storage.files.receipts import files
 from storage.files.receipts.audit import forget_cache
 from storage.files.receipts.file_backend import FileBackend, IndexRows

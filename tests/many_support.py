@@ -8,11 +8,12 @@ import hashlib
 from pathlib import Path
 
 from ledger.event import now_ts
+from ledger.messages import Message
 from receipts import body as rbody
 from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1
 from storage.common.keyfiles import load_or_create
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.receipts import files
 
 MARKER = "Zyxqolvendrab"

@@ -21,10 +21,11 @@ import pytest
 import ledger.chunks
 from chat.engine import Engine, TurnError
 from chat.llm import LLM
+from ledger.corrupted import LedgerCorrupted
 from ledger.event import make_event
 from receipts.keys import SigningKey
 from receipts.verify import Report
-from storage.files.ledger.store import Ledger, LedgerCorrupted
+from storage.files.ledger.store import Ledger
 from storage.files.receipts.api import verify_bytes
 from storage.files.receipts.audit import cache_dir, cache_root
 

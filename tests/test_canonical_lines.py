@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.corrupted import LedgerCorrupted
 from ledger.event import GENESIS, TAG_CHAIN, TAG_CONTENT, TAG_EVENT, make_event
 from ledger.verify import NON_CANONICAL, ChainWalker, SessionReport, split_lines, verify_stream
 from storage.files.ledger.parallel import verify_file_parallel
-from storage.files.ledger.store import Ledger, LedgerCorrupted
+from storage.files.ledger.store import Ledger
 
 SESSION = "lines"
 TS = "2026-01-02T03:04:05.000000Z"

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from storage.files.ledger.store import Message
+from ledger.messages import Message
 from storage.pg.ledger import PgLedger
 
 ROOT = Path(__file__).resolve().parents[1]

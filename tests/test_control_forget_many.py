@@ -93,7 +93,7 @@ def test_a_forget_over_the_cap_is_one_line_and_changes_nothing(tmp_path: Path, m
 
 
 def test_the_cap_is_the_ledgers_per_erasure_limit() -> None:
-    from storage.files.ledger.store import MAX_ERASE
+    from ledger.erasing import MAX_ERASE
 
     assert control.plan.MAX_FORGET == MAX_ERASE == 10_000
 

@@ -12,8 +12,9 @@ import pytest
 from control import forget as control
 from ledger.__main__ import main as ledger_main
 from ledger.imports import IMPORTS_FILE
+from ledger.messages import Message
 from storage.files.ledger.import_records import previous_import, read_records, record_import
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 
 from .forget_support import MARKER
 

@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 
 import ledger.chunks
 import storage.files.ledger.rewrite
+from ledger.corrupted import LedgerCorrupted
+from ledger.erasing import EraseError
 from ledger.event import is_erasure_record, make_event
 from ledger.verify import ChainWalker
 from receipts.merkle import leaf_hash, root_from_leaf_hashes
-from storage.files.ledger.store import EraseError, Ledger, LedgerCorrupted
+from storage.files.ledger.store import Ledger
 from storage.files.receipts.audit import Auditor
 
 ROOT = Path(__file__).resolve().parents[1]

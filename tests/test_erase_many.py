@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 import storage.files.ledger.rewrite
+from ledger.erasing import MAX_RECORD_ENTRIES
 from ledger.event import Event, erasure_record_text, is_erasure_record, make_event
+from ledger.messages import Message
 from receipts import certificate as cert
 from storage.common.keyfiles import load_or_create
-from storage.files.ledger.store import MAX_RECORD_ENTRIES, Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.receipts.certificate_io import verify_certificate_bytes
 
 ROOT = Path(__file__).resolve().parents[1]

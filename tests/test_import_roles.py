@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.files.ledger.store import ImportError_, Ledger, parse_import
+from ledger.messages import ImportError_, parse_import
+from storage.files.ledger.store import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,9 @@ import pytest
 from ledger.__main__ import main
 from ledger.event import format_ts
 from ledger.imports import IMPORTS_FILE, content_hash
+from ledger.messages import ImportError_, parse_import
 from storage.files.ledger.import_records import read_records
-from storage.files.ledger.store import ImportError_, Ledger, parse_import
+from storage.files.ledger.store import Ledger
 
 pytestmark = pytest.mark.usefixtures("_no_signing_key")
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from ledger.messages import Message
 from retrieval import IndexConfig
 from retrieval.text import content_terms, fold, stem
 from storage.common.retrieval import indexer
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 CTX = IndexConfig(context_before=2, context_after=2)

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from ledger import GENESIS, Event, make_event
 from ledger.event import erased_form
+from ledger.messages import Message
 from retrieval import IndexConfig, sql
 from retrieval.indexing import CONTEXT_SEP, erased_by, novelty_gains, plan_rows, regained_novelty, skipped
 from retrieval.model import ForgetError, PurgeIncomplete
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval import db
 from storage.files.retrieval.db import Index
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from ledger import verify_stream
+from ledger.corrupted import LedgerCorrupted
 from ledger.event import GENESIS, MAX_TEXT_BYTES, EventError, make_event
-from storage.files.ledger.store import ImportError_, Ledger, LedgerCorrupted, Message
+from ledger.messages import ImportError_, Message
+from storage.files.ledger.store import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "tests" / "vectors"

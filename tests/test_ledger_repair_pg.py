@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from ledger.__main__ import main
+from ledger.messages import Message
 from storage.common.keyfiles import load_or_create
-from storage.files.ledger.store import Message
 from storage.files.receipts.file_backend import issue
 from storage.pg.ledger import PgLedger
 from storage.pg.repair import kept_cuts

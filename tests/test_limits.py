@@ -21,6 +21,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from ledger.__main__ import main as ledger_main
 from ledger.canonical import MAX_DEPTH, canonical_json, check_domain
+from ledger.corrupted import LedgerCorrupted
 from ledger.event import (
     GENESIS,
     MAX_META_BYTES,
@@ -32,7 +33,7 @@ from ledger.event import (
 )
 from ledger.verify import MALFORMED_EVENT, ChainWalker, split_lines, verify_stream
 from receipts import body as rbody
-from storage.files.ledger.store import Ledger, LedgerCorrupted
+from storage.files.ledger.store import Ledger
 from storage.files.receipts.api import verify_bytes
 
 SESSION = "limits"

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from ledger import verify_stream
+from ledger.messages import Message
 from storage.files.ledger.parallel import verify_file_parallel
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 
 
 @pytest.fixture

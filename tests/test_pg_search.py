@@ -15,9 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from ledger.messages import Message
 from retrieval import IndexConfig, SearchError, SearchResponse
 from retrieval.model import ForgetError
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 from storage.pg.connect import Database
 from storage.pg.index import PgIndex

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.messages import Message
 from retrieval import IndexConfig, bounded
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 WORDS = [f"w{i}" for i in range(60)]

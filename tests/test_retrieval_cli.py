@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.files.ledger.store import Ledger, Message
+from ledger.messages import Message
+from storage.files.ledger.store import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 

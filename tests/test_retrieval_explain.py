@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.messages import Message
 from retrieval.explain import IDF_FLOOR, idf, marked_words
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.messages import Message
 from retrieval import IndexConfig, SearchError
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 # Most tests pin down mechanics, so they index each event's own text only; the

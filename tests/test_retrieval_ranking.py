@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from ledger.messages import Message
 from retrieval import IndexConfig
 from retrieval.scoring import CONTEXT, is_echo, relative
 from retrieval.text import MAX_QUERY_TERMS, choose_terms, term_batches
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 STAND_IN = {"kind": "chat", "provider": "offline", "model": "offline", "receipt_id": "rcpt_x"}

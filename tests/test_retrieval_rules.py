@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from ledger.messages import Message
 from retrieval import IndexConfig
 from retrieval.dates import DateSpan, best_match, event_date, query_dates
-from storage.files.ledger.store import Ledger, Message
+from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
 

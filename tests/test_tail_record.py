@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from ledger.corrupted import LedgerCorrupted
+from ledger.messages import Message
 from ledger.verify import ChainWalker
 from storage.files.ledger import tailrecord
 from storage.files.ledger.repair_files import truncate_at
-from storage.files.ledger.store import RECORD_MIN_LINES, Ledger, LedgerCorrupted, Message
+from storage.files.ledger.store import RECORD_MIN_LINES, Ledger
 from storage.files.ledger.tailrecord import RECORD_FILE
 
 ROOT = Path(__file__).resolve().parents[1]

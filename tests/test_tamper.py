@@ -12,7 +12,8 @@ import pytest
 
 from ledger import verify_stream
 from ledger.event import LINE_KEYS, make_event
-from storage.files.ledger.store import Ledger, Message
+from ledger.messages import Message
+from storage.files.ledger.store import Ledger
 
 N = 200
 SESSION = "tamper"

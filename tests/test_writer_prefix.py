@@ -18,9 +18,10 @@ import pytest
 
 import ledger.chunks
 import storage.files.ledger.recovery
+from ledger.corrupted import LedgerCorrupted
 from ledger.event import make_event
 from ledger.verify import ChainWalker
-from storage.files.ledger.store import Ledger, LedgerCorrupted
+from storage.files.ledger.store import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 S = "alice"

@@ -27,12 +27,12 @@ import gradio as gr
 from chat.engine import Turn, TurnError
 from chat.shown import turn_error_text
 from control.plan import PlanError
+from ledger.corrupted import LedgerCorrupted
 from receipts import RedactError
 from receipts.body import MalformedReceipt
 from receipts.certificate import MalformedCertificate, is_certificate
 from receipts.verify import ERASED, Report
 from storage import BackendError
-from storage.files.ledger.store import LedgerCorrupted
 
 from . import controls as ct
 from . import forget as fg

@@ -25,6 +25,7 @@ from control.settle import ErasureUnfinished, settle, settled
 from control.state import ControlState
 from control.supersession_state import Supersession
 from ledger import Event, SessionReport
+from ledger.corrupted import LedgerCorrupted
 from receipts import checkpoints, redact
 from receipts.body import parse_receipt
 from receipts.certificate import Certificate, parse_certificate
@@ -33,7 +34,6 @@ from receipts.keys import KeyConfigError, format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
 from storage.common.keyfiles import keys_dir
-from storage.files.ledger.store import LedgerCorrupted
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts.api import verify_bytes
 from storage.files.receipts.certificate_io import verify_certificate_bytes
