@@ -45,8 +45,8 @@ ROWS_PER_TX = 20_000
 
 CHILD_INDEX = """
 import resource, sys, time
-from ledger import Ledger
-from retrieval import Index
+from storage.files.ledger.store import Ledger
+from storage.files.retrieval.db import Index
 r0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
 idx = Index(sys.argv[1], Ledger(sys.argv[1]))
 idx.index_session(sys.argv[2])
@@ -58,7 +58,7 @@ print(wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime))
 
 CHILD_CONTROL = """
 import sys, time
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 from control.revocation import current
 led = Ledger(sys.argv[1])  # a writer's ledger (the app, a turn): it leaves control-state.json behind
 t = time.perf_counter()
@@ -72,8 +72,8 @@ print((time.perf_counter() - t) * 1000)
 CHILD_PARTS = """
 import sys, time
 t0 = time.perf_counter()
-from ledger import Ledger
-from retrieval import Index
+from storage.files.ledger.store import Ledger
+from storage.files.retrieval.db import Index
 from control.revocation import current
 t1 = time.perf_counter()
 try:

@@ -72,7 +72,7 @@ def raw_verify(path: Path) -> int:
 
 CHILD = """
 import sys, time
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 data, what = sys.argv[1], sys.argv[2]
 led = Ledger(data)
 t = time.perf_counter()

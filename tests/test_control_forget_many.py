@@ -101,7 +101,7 @@ def test_the_cap_is_the_ledgers_per_erasure_limit() -> None:
 CRASHER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-import ledger.rewrite
+import storage.files.ledger.rewrite
 from control.forget import forget
 step = sys.argv[3]
 def hook(name):

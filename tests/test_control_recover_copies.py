@@ -20,7 +20,7 @@ KILL_AFTER_LEDGER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from control import forget as control
-from retrieval import Index
+from storage.files.retrieval.db import Index
 Index.forget_events = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 control.forget(sys.argv[2], "alice", [int(sys.argv[3])], copies=[sys.argv[4]])
 """
@@ -29,7 +29,7 @@ KILL_DELETING_SESSION = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from control import forget as control
-from retrieval import Index
+from storage.files.retrieval.db import Index
 Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 control.forget_session(sys.argv[2], "alice", copies=[sys.argv[3]])
 """

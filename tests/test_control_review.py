@@ -251,7 +251,7 @@ KILLED_DELETING = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from control import forget as control
-from retrieval import Index
+from storage.files.retrieval.db import Index
 Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # the folder is gone, the rest is not
 control.forget_session(sys.argv[2], "alice")
 """

@@ -155,9 +155,9 @@ CHILD = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from control import forget as control
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 from receipts import certificate
-from retrieval import Index
+from storage.files.retrieval.db import Index
 point = sys.argv[4]
 
 def die(*_a, **_k):
@@ -311,7 +311,7 @@ CHILD_ALL = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from control import forget as control
-from retrieval import Index
+from storage.files.retrieval.db import Index
 Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 control.forget_session(sys.argv[2], "alice")
 """

@@ -19,7 +19,7 @@ KILLS = 100
 APPENDER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 led = Ledger(sys.argv[2])
 tag = sys.argv[3]
 count = int(sys.argv[4])

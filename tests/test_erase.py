@@ -243,7 +243,7 @@ CRASHER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 import storage.files.ledger.rewrite
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 step = sys.argv[3]
 def hook(name):
     if name == step:
@@ -288,7 +288,7 @@ class TestCrashes:
 APPENDER = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 led = Ledger(sys.argv[2])
 i = 0
 while not os.path.exists(sys.argv[3]):  # appends until the test says stop: the erasures always overlap them

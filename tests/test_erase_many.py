@@ -147,7 +147,7 @@ CRASHER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 import storage.files.ledger.rewrite
-from ledger import Ledger
+from storage.files.ledger.store import Ledger
 step = sys.argv[3]
 def hook(name):
     if name == step:

@@ -97,9 +97,9 @@ KILLED_IN_A_COPY = """
 import os, signal, sys
 from contextlib import contextmanager
 from pathlib import Path
-from receipts.audit import Auditor
+from storage.files.receipts.audit import Auditor
 from receipts.keys import PublicKey
-from receipts.ledger_copy import ledger_dir
+from storage.files.receipts.ledger_copy import ledger_dir
 
 class FileLines:
     def exists(self, session):

@@ -31,7 +31,7 @@ S = "alice"
 WAITER = """
 import sys, time
 from pathlib import Path
-from receipts.files import session_turn_lock
+from storage.files.receipts.files import session_turn_lock
 with session_turn_lock(Path(sys.argv[1]), sys.argv[2]):
     print("held", flush=True)
     time.sleep(3)

@@ -54,7 +54,7 @@ def test_checks_against_the_database_leave_no_folder_or_lock_per_check(tmp_path:
 
 KILLED_MID_CHECK = """
 import os, signal, sys
-import receipts.api as api
+import storage.files.receipts.api as api
 class Dying(api.Auditor):
     def facts(self, session):
         os.kill(os.getpid(), signal.SIGKILL)  # a crash in the middle of the walk

@@ -439,7 +439,7 @@ sys.path.insert(0, sys.argv[1])
 from gradio.processing_utils import save_file_to_cache
 from chat.engine import Engine
 from chat.llm import LLM
-from retrieval import Index
+from storage.files.retrieval.db import Index
 from webui.handlers import UI
 from webui.service import Service
 from webui.sessions import new_session_key

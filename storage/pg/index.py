@@ -27,6 +27,7 @@ import orjson
 import psycopg
 
 from ledger import Event, EventError, validate_session_id
+from ledger.corrupted import LedgerCorrupted
 from retrieval.config import IndexConfig
 from retrieval.indexing import Plan, plan_rows
 from retrieval.model import IndexUnavailable, SearchError, SearchResponse, check_k
@@ -34,7 +35,6 @@ from retrieval.sql import MAX_SEQ
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, term_batches
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing
 from storage.common.retrieval.searcher import Searching, candidates_for, ranked_hits
-from storage.files.ledger.store import LedgerCorrupted
 from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.index_forget import Forgetting

@@ -19,13 +19,13 @@ import orjson
 import psycopg
 
 from ledger import EventError, validate_session_id
+from ledger.corrupted import LedgerCorrupted
 from retrieval.config import IndexConfig
 from retrieval.indexing import CONTEXT_SEP, novelty_gains, regained_novelty, skipped
 from retrieval.model import ForgetError, Forgotten
 from retrieval.scoring import collapse_score
 from retrieval.text import content_terms
 from storage.common.retrieval.housekeeping import SCAN_BATCH, Housekeeping
-from storage.files.ledger.store import LedgerCorrupted
 from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.terms import key, packed_counts, term_counts, tsvector_literal, unpack

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import orjson
 
 from ledger import EventError, validate_session_id
+from ledger.corrupted import LedgerCorrupted
 from retrieval import sql
 from retrieval.indexing import CONTEXT_SEP, novelty_gains, regained_novelty, skipped
 from retrieval.model import ForgetError, Forgotten, PurgeIncomplete
@@ -23,7 +24,6 @@ from retrieval.scoring import collapse_score
 from retrieval.text import content_terms
 from storage.common.retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, batched
 from storage.common.retrieval.indexer import Indexing
-from storage.files.ledger.store import LedgerCorrupted
 
 PURGE_WAIT_S = 10.0  # how long a purge waits for readers to let go of an old snapshot before giving up
 SCAN_BATCH = 2_000  # rows read per query while re-judging novelty after a forget

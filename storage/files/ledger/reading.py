@@ -13,12 +13,11 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ledger.event import Event, event_from_dict
+from ledger.event import EVENTS_FILE, Event, event_from_dict
 from ledger.verify import SessionReport, read_chunks, split_lines, verify_stream
 from storage.files.ledger import tailrecord
 from storage.files.ledger.parallel import counted, verify_file_parallel_erased
 from storage.files.ledger.recovery import Recovery, _Tail
-from storage.files.ledger.sessions import EVENTS_FILE
 
 log = logging.getLogger("ledger")
 BISECT_MAX = 64  # seqs one read_events finds by bisection when the offsets are not known; more: one scan

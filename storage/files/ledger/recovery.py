@@ -17,13 +17,13 @@ from pathlib import Path
 from ledger.chunks import PREFIX_CHANGED, ChunkLog, rehash
 from ledger.corrupted import LedgerCorrupted
 from ledger.erasures import ErasureState
-from ledger.event import GENESIS, now_ts
+from ledger.event import EVENTS_FILE, GENESIS, now_ts
 from ledger.verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines
 from storage.common.fsmode import open_private
 from storage.files.ledger import tailrecord
 from storage.files.ledger.resync import resync
 from storage.files.ledger.rewrite import temp_path
-from storage.files.ledger.sessions import EVENTS_FILE, Sessions, _fsync_dir
+from storage.files.ledger.sessions import Sessions, _fsync_dir
 
 log = logging.getLogger("ledger")
 # A session of fewer lines is walked on open even when its tail record matches: the walk costs

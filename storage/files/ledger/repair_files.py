@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ledger.event import now_ts
+from ledger.event import EVENTS_FILE, now_ts
 from ledger.repair import (
     COPY_BYTES,
     Cut,
@@ -24,7 +24,7 @@ from ledger.repair import (
 from ledger.verify import read_chunks, split_lines, verify_stream
 from storage.common.fsmode import open_private
 from storage.files.ledger import tailrecord
-from storage.files.ledger.store import EVENTS_FILE, Ledger, _fsync_dir, _write_all
+from storage.files.ledger.store import Ledger, _fsync_dir, _write_all
 
 
 def _line_offsets(path: Path, upto: int) -> tuple[int, int]:

@@ -28,6 +28,7 @@ from ledger.erasing import MAX_REASON as MAX_REASON
 from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
 from ledger.erasing import EraseError as EraseError
 from ledger.erasing import Erasure as Erasure
+from ledger.event import EVENTS_FILE as EVENTS_FILE
 from ledger.event import GENESIS
 from ledger.importer import Imported
 from ledger.messages import ImportError_ as ImportError_
@@ -41,7 +42,6 @@ from storage.files.ledger.reading import BISECT_MAX as BISECT_MAX
 from storage.files.ledger.reading import Reading
 from storage.files.ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
 from storage.files.ledger.recovery import Quarantine as Quarantine
-from storage.files.ledger.sessions import EVENTS_FILE as EVENTS_FILE
 from storage.files.ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
 from storage.files.ledger.sessions import _fsync_dir as _fsync_dir
 from storage.files.ledger.sessions import _write_all as _write_all
