@@ -34,10 +34,11 @@ from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, format_public_key
 from receipts.stores import ReceiptBackend
+from storage.common.checkpoint_issue import issue
 from storage.common.fsmode import open_private
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
-from storage.files.receipts.file_backend import FileBackend, issue
+from storage.files.receipts.file_backend import FileBackend
 
 from .format import (
     CHECKPOINT_NAME,

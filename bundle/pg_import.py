@@ -6,7 +6,7 @@ a data directory of its own (`DATA_DIR/imported/<LOCAL>/`), each import here is 
 backend's tables (storage.pg.sql.SCHEMA), created by storage.pg.connect.Database over a search_path naming only
 that schema, so PgLedger, PgIndex and PgReceipts work on it unchanged (`import_stores`). The main schema's
 `bundle_imports` row is origin.json, and the import's commit point: the ledger's exact lines (copied as
-`ledger migrate` copies them, storage.pg.migrate.migrate_session: its chain verified again on the way), the
+`ledger migrate` copies them, storage.migrate.migrate_session: its chain verified again on the way), the
 receipts (their exact bytes), the checkpoint, the certificates and keys (`bundle_members`) and the search index
 are all written first; a schema with no row (a crash) is dropped by a later import once STALE_SECONDS old. The
 same ledger imported twice (same session, signer, events, chain head) is a duplicate — also when two imports
@@ -182,7 +182,8 @@ def import_opened(stores: Stores, opened: Opened, origin: Origin) -> tuple[Origi
     """Write the verified bundle `opened` as the import `origin` (local id checked free by the caller):
     (the origin recorded, duplicate, events indexed). A duplicate found only at the commit (another import of the
     same ledger won the race) leaves nothing of this one. BundleError when the local id was taken meanwhile."""
-    from storage.pg import migrate, sql
+    from storage import migrate
+    from storage.pg import sql
 
     m = opened.manifest
     schema = f"{sql.BUNDLE_SCHEMA_PREFIX}{int(time.time()):010d}_{secrets.token_hex(4)}"

@@ -39,8 +39,8 @@ from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
 from retrieval.model import Hit, SearchError, check_k
+from storage.common.checkpoint_issue import issue as issue_checkpoint
 from storage.common.fsmode import fsync_dir, open_private, private_dir
-from storage.files.receipts.file_backend import issue as issue_checkpoint
 
 from .engine import Consent, InputError, Turn, TurnError, check_message, log
 

@@ -42,9 +42,9 @@ from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
+from storage.common.checkpoint_issue import issue as issue_checkpoint
 from storage.common.keyfiles import load_or_create
 from storage.files.receipts import files
-from storage.files.receipts.file_backend import issue as issue_checkpoint
 from storage.files.retrieval.db import Index
 from storage.stores import Stores, file_stores, open_stores
 

@@ -39,10 +39,10 @@ from ledger.event import (
 from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
 from receipts.keys import SigningKey
 from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
+from storage.common.checkpoint_issue import issue
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger import tailrecord
 from storage.files.ledger.store import Ledger
-from storage.files.receipts.file_backend import issue
 
 from . import state_file
 from .plan import PlanError, quoted

@@ -24,9 +24,9 @@ from ledger.event import EventError, is_erasure_record, validate_session_id
 from receipts.decisions import MAX_CONTROL_REASON
 from receipts.keys import SigningKey
 from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
+from storage.common.checkpoint_issue import issue
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
-from storage.files.receipts.file_backend import issue
 from storage.files.retrieval.db import Index
 
 from .plan import quoted

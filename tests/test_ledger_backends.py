@@ -24,10 +24,10 @@ from ledger import EventError, appending, bulk, erasing, importer
 from ledger.erasing import EraseError
 from ledger.event import GENESIS
 from ledger.messages import ImportError_, Message
+from storage import migrate as pg_migrate
 from storage import open_ledger, redact
 from storage.files.ledger.store import Ledger
 from storage.pg import ledger as pg_ledger
-from storage.pg import migrate as pg_migrate
 from storage.pg.ledger import PgLedger
 
 ROOT = Path(__file__).resolve().parents[1]

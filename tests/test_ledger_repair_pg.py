@@ -22,8 +22,8 @@ import pytest
 
 from ledger.__main__ import main
 from ledger.messages import Message
+from storage.common.checkpoint_issue import issue
 from storage.common.keyfiles import load_or_create
-from storage.files.receipts.file_backend import issue
 from storage.pg.ledger import PgLedger
 from storage.pg.repair import kept_cuts
 from storage.stores import Stores, pg_stores

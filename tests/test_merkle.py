@@ -39,8 +39,9 @@ from receipts.merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from storage.common.tree_errors import MerkleStoreError
 from storage.files.receipts import merkle_store
-from storage.files.receipts.merkle_store import MerkleStore, MerkleStoreError
+from storage.files.receipts.merkle_store import MerkleStore
 
 VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "merkle_vectors"
 INCLUSION_FILES = sorted((VECTORS / "inclusion").rglob("*.json"))

@@ -18,11 +18,13 @@ from receipts.keys import SigningKey
 from receipts.merkle import EMPTY_ROOT, consistency_proof, inclusion_proof, leaf_hash, root_from_leaf_hashes
 from receipts.merkle_nodes import appended_nodes, consistency_ranges, edge_nodes, fold, inclusion_ranges, subtree_nodes
 from receipts.stores import PendingCites, ReceiptBackend, ReceiptNotFound, ReceiptRows
+from storage.common.checkpoint_issue import issue
+from storage.common.tree_errors import MerkleStoreError
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts import files
-from storage.files.receipts.file_backend import FileBackend, IndexRows, issue
-from storage.files.receipts.merkle_store import MerkleStore, MerkleStoreError
+from storage.files.receipts.file_backend import FileBackend, IndexRows
+from storage.files.receipts.merkle_store import MerkleStore
 from tests.test_merkle import CONSISTENCY_FILES, INCLUSION_FILES, RFC6962_LEAVES, RFC6962_ROOTS, _b64, _load
 
 RID = "rcpt_" + "ab" * 16

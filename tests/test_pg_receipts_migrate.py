@@ -1,5 +1,5 @@
 """A file-backed data directory's receipts, .cites records, checkpoints and trees moved into PostgreSQL
-(storage/pg/receipts_migrate.py): the same bytes, and every old receipt's proofs are the migrated tree's."""
+(storage/migrate_receipts.py): the same bytes, and every old receipt's proofs are the migrated tree's."""
 
 from __future__ import annotations
 
@@ -42,11 +42,11 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def migrated(data: Path, pg_url: str) -> Iterator[tuple[Any, Any]]:
+    from storage.migrate import migrate
+    from storage.migrate_receipts import migrate_all
     from storage.pg.connect import Database
     from storage.pg.ledger import PgLedger
-    from storage.pg.migrate import migrate
     from storage.pg.receipts import PgReceipts
-    from storage.pg.receipts_migrate import migrate_all
 
     with Database(pg_url) as db:
         assert {m.status for m in migrate(data, PgLedger(db))} == {"copied"}
@@ -92,7 +92,7 @@ def test_checkpoints_and_cites_records_are_copied(data: Path, migrated: tuple[An
 
 
 def test_a_rerun_copies_nothing_again(data: Path, migrated: tuple[Any, Any]) -> None:
-    from storage.pg.receipts_migrate import migrate_all
+    from storage.migrate_receipts import migrate_all
 
     store, _tally = migrated
     again = migrate_all(data, store.db)
@@ -101,11 +101,11 @@ def test_a_rerun_copies_nothing_again(data: Path, migrated: tuple[Any, Any]) -> 
 
 
 def test_a_session_whose_ledger_is_not_in_the_database_is_skipped_and_named(data: Path, pg_url: str) -> None:
+    from storage.migrate import migrate
+    from storage.migrate_receipts import migrate_all
     from storage.pg.connect import Database
     from storage.pg.ledger import PgLedger
-    from storage.pg.migrate import migrate
     from storage.pg.receipts import PgReceipts
-    from storage.pg.receipts_migrate import migrate_all
 
     with Database(pg_url) as db:
         migrate(data, PgLedger(db), sessions=["bob"])
@@ -115,7 +115,8 @@ def test_a_session_whose_ledger_is_not_in_the_database_is_skipped_and_named(data
 
 
 def test_the_step_registers_once_for_ledger_migrate(pg_url: str) -> None:
-    from storage.pg import migrate, receipts_migrate
+    from storage import migrate
+    from storage import migrate_receipts as receipts_migrate
 
     before = list(migrate.EXTRA_STEPS)
     try:

@@ -103,6 +103,13 @@ def looser_than_private(root: str | os.PathLike[str], *, limit: int = 100_000) -
                 yield p, stat.S_IMODE(st.st_mode)
 
 
+def write_all(fd: int, data: bytes | bytearray) -> None:
+    """os.write until every byte of `data` is written (a write may take fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a folder, so a rename or unlink inside it survives a power cut."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

@@ -4,5 +4,5 @@
   connect.py  the connection pool, the schema (created and versioned on first use), clear errors
   receipts.py receipt envelopes, cited-seq rows, `.cites` records, checkpoints, the turn lock (receipts.stores)
   merkle.py   the producer's Merkle tree as rows of complete subtrees (receipts.merkle_store's interface)
-  receipts_migrate.py  `ledger migrate`'s step for receipts, .cites records, checkpoints and trees
+  (moved to storage/migrate_receipts.py) `ledger migrate`'s step for receipts, .cites records, checkpoints and trees
 """

@@ -119,7 +119,7 @@ def cmd_import(
             events = importer.commit(led, staged)
             led.record_import(args.session, digest, events, src.name)
             if backend is not None:
-                from storage.files.receipts.file_backend import issue
+                from storage.common.checkpoint_issue import issue
 
                 try:
                     cp = issue(backend, led, args.session, key)
@@ -173,10 +173,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int:
     """Move a file-backed data directory's ledgers into the database (verified, resumable)."""
-    from storage.pg.migrate import migrate, run_extra_steps
+    from storage.migrate import migrate, run_extra_steps
 
     try:  # the receipts' step (another package above the ledger): registered when it is there
-        from storage.pg.receipts_migrate import register
+        from storage.migrate_receipts import register
     except ImportError:  # pragma: no cover - the ledger used on its own
         pass
     else:
@@ -215,7 +215,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
     for ok, line in extra:
         print(line if ok else f"FAILED  {line}")
     if not extra:
-        print("receipts, checkpoints and Merkle trees: not migrated by this version (storage/pg/migrate.py EXTRA_STEPS)")
+        print("receipts, checkpoints and Merkle trees: not migrated by this version (storage/migrate.py EXTRA_STEPS)")
     print(f"{len(done) - len(refused)} of {len(done)} sessions in {redact(args.database_url)}" + (", run again after repairing the refused ones" if refused else ""))
     return EXIT_FAILED if refused or failed else EXIT_OK
 

@@ -34,7 +34,7 @@ from receipts.merkle_nodes import (
     nodes_of,
     subtree_nodes,
 )
-from storage.files.receipts.merkle_store import MerkleStoreError
+from storage.common.tree_errors import MerkleStoreError
 from storage.pg import sql
 from storage.pg.connect import Database
 

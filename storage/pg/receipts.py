@@ -52,7 +52,7 @@ from receipts.checkpoints import (
 from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
 from storage import BackendError
 from storage.common.fsmode import private_dir, replace_durable
-from storage.files.receipts.files import leaf_matches
+from storage.common.tree_check import leaf_matches
 from storage.pg import sql
 from storage.pg.connect import CONNECT_TIMEOUT_S, Database
 from storage.pg.merkle import PgMerkleStore, TreeMoved

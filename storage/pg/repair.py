@@ -34,7 +34,7 @@ import psycopg
 from ledger.event import now_ts, validate_session_id
 from ledger.repair import Cut, Diagnosis, RepairRefused, check_cut, check_prefix, check_seq, cut_name, repair_note
 from ledger.verify import SessionReport, verify_stream
-from storage.files.ledger.repair_files import write_cut
+from storage.common.cut_file import write_cut
 from storage.pg import sql
 from storage.pg.ledger import CURSOR_ROWS, PgLedger, _chunks, _line_row, against_tail
 
@@ -167,7 +167,7 @@ def kept_cuts(ledger: PgLedger, session: str) -> list[KeptCut]:
 def repair(stores: Stores, session: str, seq: int, key: Any, unsigned: str, *, copy_dir: Path | None) -> tuple[Cut, list[str]]:
     """Cut under the session's turn lock (no turn or import signs in between), then refresh what derives from the
     ledger: the Merkle tree, the search rows, the checkpoint (signed with `key`; `unsigned` says why not when None)."""
-    from storage.files.receipts.file_backend import issue
+    from storage.common.checkpoint_issue import issue
     from storage.pg.index import PgIndex
     from storage.pg.receipts import PgReceipts
 

@@ -32,10 +32,10 @@ from retrieval import sql
 from retrieval.config import IndexConfig
 from retrieval.model import IndexUnavailable
 from storage.common.fsmode import open_private, private_dir
-from storage.files.ledger.store import Ledger
 
 if TYPE_CHECKING:
     from storage.common.retrieval.indexer import Progress
+    from storage.files.ledger.store import Ledger
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
@@ -81,7 +81,7 @@ class IndexFile:
         self.data_dir = Path(data_dir)
         self.path = self.data_dir / INDEX_FILE
         self._own_ledger = ledger is None
-        self.ledger = ledger if ledger is not None else Ledger(self.data_dir)
+        self.ledger = ledger if ledger is not None else self._default_ledger(self.data_dir)
         self.config = config if config is not None else IndexConfig()
         self.warnings: list[str] = []  # what opening and recovering had to do
         self._lock = threading.RLock()
@@ -94,6 +94,10 @@ class IndexFile:
         with self._lock:
             self._open()
         self._owed_purge()
+
+    def _default_ledger(self, data_dir: Path) -> Ledger:
+        """The ledger indexed when none is given: the backend's own (storage.files' Index opens DATA_DIR's)."""
+        raise TypeError("IndexFile: give the ledger it indexes")
 
     # -- opening, recovery ------------------------------------------------
     def _connect(self, *, writer: bool) -> sqlite3.Connection:

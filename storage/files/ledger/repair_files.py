@@ -3,9 +3,7 @@ The checks and messages of a repair (check_cut, repair_note, ...) are pure, in l
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +20,9 @@ from ledger.repair import (
     repair_note,
 )
 from ledger.verify import read_chunks, split_lines, verify_stream
-from storage.common.fsmode import open_private
+from storage.common.cut_file import write_cut
 from storage.files.ledger import tailrecord
-from storage.files.ledger.store import Ledger, _fsync_dir, _write_all
+from storage.files.ledger.store import Ledger, _write_all
 
 
 def _line_offsets(path: Path, upto: int) -> tuple[int, int]:
@@ -49,27 +47,6 @@ def diagnose(ledger: Ledger, session: str, progress: Any = None) -> Diagnosis:
     offset, lines = _line_offsets(path, seq)
     return Diagnosis(session, report, lines, size, seq, lines - seq, size - offset)
 
-def write_cut(dest: Path, chunks: Iterable[bytes]) -> tuple[int, int, str]:
-    """Write `chunks` to a new file `dest` (exclusive, 0600, fsynced, folder fsynced); (lines, bytes, sha256 hex).
-
-    The cut's copy on either backend: the file backend's tail of events.jsonl, PostgreSQL's cut rows as JSONL."""
-    h = hashlib.sha256()
-    nbytes = newlines = 0
-    last = b""
-    fd = open_private(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    try:
-        for chunk in chunks:
-            _write_all(fd, chunk)
-            h.update(chunk)
-            nbytes += len(chunk)
-            newlines += chunk.count(b"\n")
-            last = chunk[-1:] if chunk else last
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    _fsync_dir(dest.parent)
-    lines = newlines + (1 if nbytes and last != b"\n" else 0)
-    return lines, nbytes, h.hexdigest()
 
 def _copy_tail(src: Path, offset: int, dest: Path) -> tuple[int, int, str]:
     """Copy src[offset:] to a new file `dest` (write_cut); (lines, bytes, sha256 hex)."""

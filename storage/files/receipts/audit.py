@@ -56,9 +56,10 @@ from receipts import supersession_walk
 from receipts.merkle import leaf_hash
 from receipts.verify import LedgerFacts, describe_audit
 from storage.common.fsmode import PRIVATE_DIR, open_private, private_dir
+from storage.common.tree_errors import MerkleStoreError
 from storage.files.ledger.resync import resync
 from storage.files.receipts import audit_parallel
-from storage.files.receipts.merkle_store import MerkleStore, MerkleStoreError
+from storage.files.receipts.merkle_store import MerkleStore
 
 STATE_VERSION = 4  # 3: with the erasure state of the verified prefix (ledger/erasures.py); 4: and its supersession records
 STATE_FIELDS = frozenset({"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures", "supersessions"})

@@ -13,11 +13,9 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from ledger.event import now_ts, validate_session_id
+from ledger.event import validate_session_id
 from receipts import checkpoints
-from receipts.body import sign_checkpoint
-from receipts.keys import SigningKey
-from receipts.stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
+from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound, TreeSource, row_values
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts import files
 
@@ -146,24 +144,3 @@ class IndexRows:
             files.forget_rows(db, session, receipt_ids)
 
 
-def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
-    """Sign a checkpoint over the session as it is now and keep it as the latest, on any ReceiptBackend.
-
-    The caller holds backend.turn_lock(session) and has just appended (receipts.checkpoints.issue is the
-    file backend's, by path). `allow_shrink`: a repair cut the ledger, so the smaller tree's checkpoint replaces
-    a larger one (backend.keep_checkpoint's)."""
-    count, head = ledger.head(session)
-    if count == 0:
-        raise ValueError(f"session {session}: no events to sign a checkpoint over")
-    tree = backend.synced_tree(ledger, session)
-    try:
-        if tree.size != count:
-            raise ValueError(f"session {session}: Merkle tree holds {tree.size} leaves, the ledger {count} events")
-        cp = sign_checkpoint(session=session, tree_size=count, root=tree.root(count), chain_head=head, issued_at=now_ts(), key=key)
-    finally:
-        tree.close()
-    backend.keep_checkpoint(session, cp, allow_shrink=allow_shrink)
-    return cp
-
-
-__all__ = ["FileBackend", "IndexRows", "issue"]

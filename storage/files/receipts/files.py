@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from ledger.event import validate_session_id
 from ledger.locks import KeyedLocks
 from receipts.body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
-from receipts.merkle import leaf_hash
-from receipts.stores import MerkleTree, TreeSource
+from receipts.stores import TreeSource
 from storage.common.fsmode import open_private, private_dir, replace_durable
+from storage.common.tree_check import leaf_matches
 from storage.files.receipts.merkle_store import MerkleStore
 
 RECEIPTS_DDL = """
@@ -227,7 +227,3 @@ def synced_tree(data_dir: Path, ledger: TreeSource, session: str) -> MerkleStore
     return store
 
 
-def leaf_matches(store: MerkleTree, ledger: TreeSource, session: str, index: int) -> bool:
-    """Whether the tree's leaf `index` is the ledger's event digest at that seq (both backends' synced_tree)."""
-    (ev,) = ledger.read_events(session, [index])
-    return store.leaf_hash(index) == leaf_hash(bytes.fromhex(ev.digest))

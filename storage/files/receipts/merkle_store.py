@@ -37,15 +37,12 @@ from types import TracebackType
 
 from receipts.merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
 from storage.common.fsmode import open_private, private_dir, write_private
+from storage.common.tree_errors import MerkleStoreError
 
 FORMAT_FILE = "FORMAT"
 FORMAT_LINE = b"merkle-store v1: rfc6962 sha256, one file of 32-byte nodes per level\n"
 # Leaves hashed and written per batch: bounds memory during a large extend.
 BATCH_LEAVES = 1 << 16
-
-
-class MerkleStoreError(Exception):
-    """The store's files cannot be used: unknown format, an I/O failure, or the store is closed."""
 
 
 def level_file_name(level: int) -> str:

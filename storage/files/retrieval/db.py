@@ -15,11 +15,14 @@ plan_rows, candidates_for, ...) stay importable from here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from retrieval.indexing import Plan, plan_rows
 from storage.common.retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
 from storage.common.retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
 from storage.common.retrieval.searcher import Searching, candidate, candidates_for
+from storage.files.ledger.store import Ledger
 
 
 class Index(Searching, Housekeeping):
@@ -29,6 +32,9 @@ class Index(Searching, Housekeeping):
     at start-up and index_session() after appends. search() indexes a session
     it has never seen on first use.
     """
+
+    def _default_ledger(self, data_dir: Path) -> Ledger:
+        return Ledger(data_dir)
 
     # Read from this module at call time, so that patching retrieval.db.plan_rows or
     # retrieval.db.PURGE_WAIT_S (as tests do) changes what every Index does.

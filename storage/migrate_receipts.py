@@ -1,6 +1,6 @@
 """`python -m ledger migrate`'s step for receipts, `.cites` records, checkpoints and Merkle trees.
 
-Run after the ledgers were copied (storage/pg/migrate.py registers it in EXTRA_STEPS). Per session of the
+Run after the ledgers were copied (storage/migrate.py registers it in EXTRA_STEPS). Per session of the
 data directory whose ledger the database now holds whole (same size and head as the file; others are
 skipped and named, their receipts left for a rerun):
 
@@ -136,8 +136,8 @@ def _receipt(store: PgReceipts, session: str, receipt_id: str, data: bytes, tall
 
 
 def register() -> None:
-    """Add this step to storage.pg.migrate.EXTRA_STEPS (once)."""
-    from storage.pg.migrate import EXTRA_STEPS
+    """Add this step to storage.migrate.EXTRA_STEPS (once)."""
+    from storage.migrate import EXTRA_STEPS
 
     if not any(step is migrate_receipts for _name, step in EXTRA_STEPS):
         EXTRA_STEPS.append(("receipts, .cites, checkpoints, Merkle trees", migrate_receipts))
