@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from storage.files.ledger.store import Ledger
-    from storage.pg.ledger import PgLedger
 
 ENV_VAR = "DATABASE_URL"
 SCHEMES = ("postgresql://", "postgres://")
@@ -140,23 +134,3 @@ def scrub(message: str, url: str) -> str:
     for secret in secrets_in(url):
         message = message.replace(secret, "***")
     return message
-
-
-_url_from_env = database_url  # open_ledger's parameter has the same name
-
-
-def open_ledger(data_dir: str | os.PathLike[str], database_url: str | None = None) -> Ledger | PgLedger:
-    """The ledger to use: PgLedger when `database_url` (or $DATABASE_URL) names PostgreSQL, else Ledger(data_dir).
-
-    BackendError when the URL is not a PostgreSQL one or the server cannot be reached.
-    """
-    url = database_url if database_url is not None else _url_from_env()
-    if url:
-        if not is_database_url(url):
-            raise BackendError(f"{ENV_VAR}: must start with postgresql:// (got {redact(url)!r})")
-        from storage.pg.ledger import PgLedger
-
-        return PgLedger(url, Path(data_dir))
-    from storage.files.ledger.store import Ledger
-
-    return Ledger(data_dir)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from storage import BackendError, database_url, is_database_url, redact
+from storage import ENV_VAR, BackendError, database_url, is_database_url, redact
+from storage import database_url as _database_url  # open_ledger's parameter has the same name
 
 if TYPE_CHECKING:
     from receipts.stores import ReceiptBackend, ReceiptRows
@@ -132,4 +133,21 @@ def open_stores(
     return file_stores(data_dir, config=config)
 
 
-__all__ = ["RECEIPT_COPIES", "Stores", "file_stores", "open_stores", "pg_stores"]
+
+def open_ledger(data_dir: str | os.PathLike[str], database_url: str | None = None) -> Ledger | PgLedger:
+    """The ledger to use: PgLedger when `database_url` (or $DATABASE_URL) names PostgreSQL, else Ledger(data_dir).
+
+    BackendError when the URL is not a PostgreSQL one or the server cannot be reached.
+    """
+    url = database_url if database_url is not None else _database_url()
+    if url:
+        if not is_database_url(url):
+            raise BackendError(f"{ENV_VAR}: must start with postgresql:// (got {redact(url)!r})")
+        from storage.pg.ledger import PgLedger
+
+        return PgLedger(url, Path(data_dir))
+    from storage.files.ledger.store import Ledger
+
+    return Ledger(data_dir)
+
+__all__ = ["RECEIPT_COPIES", "Stores", "file_stores", "open_ledger", "open_stores", "pg_stores"]

@@ -25,10 +25,11 @@ from ledger.erasing import EraseError
 from ledger.event import GENESIS
 from ledger.messages import ImportError_, Message
 from storage import migrate as pg_migrate
-from storage import open_ledger, redact
+from storage import redact
 from storage.files.ledger.store import Ledger
 from storage.pg import ledger as pg_ledger
 from storage.pg.ledger import PgLedger
+from storage.stores import open_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE_IDS = ["../etc", "a/b", "", "x" * 65, "a b", "s\x00", ".", "..", "é"]
