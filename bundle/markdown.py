@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 from control.revocation import current
 from control.state import ControlState
 from ledger import Event
+from ledger.controls import control_of_record
 from ledger.event import EventError, validate_session_id
+from ledger.supersessions import supersession_of_record
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
-from receipts.decisions import control_of_record
 from receipts.stores import ReceiptBackend
-from receipts.supersessions import supersession_of_record
 from storage.common.fsmode import replace_durable
 from storage.files.ledger.store import Ledger
 

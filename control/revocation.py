@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 import orjson
 
 from ledger import Event
+from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
@@ -36,9 +37,8 @@ from ledger.event import (
     is_erasure_record,
     validate_session_id,
 )
-from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
+from ledger.supersessions import SUPERSEDE_TEXT, is_control_record
 from receipts.keys import SigningKey
-from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
 from storage.common.checkpoint_issue import issue
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger import tailrecord

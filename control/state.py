@@ -17,9 +17,9 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from ledger import Event
+from ledger.controls import REVOKE, control_of
 from ledger.event import is_erasure_record
-from receipts.decisions import REVOKE, control_of
-from receipts.supersessions import supersession_of
+from ledger.supersessions import supersession_of
 
 from .supersession_state import SupersessionState
 

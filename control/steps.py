@@ -23,12 +23,12 @@ from ledger.canonical import canonical_json
 from ledger.erasing import MAX_RECORD_ENTRIES
 from ledger.event import EVENTS_FILE, is_erasure_record, now_ts, validate_session_id
 from ledger.repair import CUT_PREFIX
+from ledger.supersessions import is_control_record
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
 from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptBackend
-from receipts.supersessions import is_control_record
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 from storage.common.fsmode import fsync_dir, private_dir, replace_durable

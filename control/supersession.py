@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger import Event
+from ledger.controls import MAX_CONTROL_REASON
 from ledger.event import EventError, is_erasure_record, validate_session_id
-from receipts.decisions import MAX_CONTROL_REASON
+from ledger.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from receipts.keys import SigningKey
-from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from storage.common.checkpoint_issue import issue
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger

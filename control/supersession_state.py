@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from receipts.supersessions import SupersessionRecord
+from ledger.supersessions import SupersessionRecord
 
 from .plan import quoted
 from .supersede_lexicon import attribute_name

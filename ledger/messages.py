@@ -69,7 +69,7 @@ def record_problem(role: str, text: str, meta: dict[str, Any]) -> str | None:
     keys = RECORD_META_KEYS.intersection(meta)
     if keys:
         return f"meta {sorted(keys)[0]!r} is a control, supersession or erasure record's"
-    from receipts.supersessions import is_control_record  # here: the ledger is below receipts
+    from ledger.supersessions import is_control_record  # here: the ledger is below receipts
 
     if is_control_record(role, text, meta):
         return "it is a control record"

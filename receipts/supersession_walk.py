@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger.canonical import dumps_unchecked
-from receipts.supersessions import SUPERSEDE_TEXT, supersession_of_record
+from ledger.supersessions import SUPERSEDE_TEXT, supersession_of_record
 
 NEEDLE = b'"text":' + dumps_unchecked(SUPERSEDE_TEXT)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import app
-from receipts.supersessions import VISITOR, supersession_of
+from ledger.supersessions import VISITOR, supersession_of
 from webui import ids
 
 from .browser_support import WAIT_MS, markdown, offline_app, open_tab, read_grid, settled, toasts

@@ -26,7 +26,7 @@ from control.revocation import ControlError, current, restore, revoke
 from control.settings import get_consent, set_consent
 from control.state import derive
 from control.supersession import correct, history, supersede
-from receipts.decisions import CONTROL_TEXTS, REVOKE, control_meta
+from ledger.controls import CONTROL_TEXTS, REVOKE, control_meta
 from receipts.verify import WITHHELD
 from storage.files.receipts.api import verify_bytes
 from storage.stores import Stores, file_stores, pg_stores

@@ -23,9 +23,9 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from control.supersession import SupersedeError, current_supersessions, history, supersede, superseded_seqs
+from ledger.controls import CONTROL_TEXTS, RESTORE, REVOKE, control_meta
 from ledger.messages import ImportError_, parse_import
-from receipts.decisions import CONTROL_TEXTS, RESTORE, REVOKE, control_meta
-from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, is_control_record, supersession_meta
+from ledger.supersessions import SUPERSEDE_TEXT, VISITOR, is_control_record, supersession_meta
 from storage.files.ledger.store import Ledger
 from storage.stores import Stores, file_stores, pg_stores
 

@@ -20,8 +20,8 @@ from control.forget import forget
 from control.plan import PlanError
 from control.revocation import ControlError, current, revoked_seqs
 from control.state import derive
+from ledger.controls import CONTROL_TEXTS, control_meta, control_of
 from ledger.event import GENESIS, Event, make_event
-from receipts.decisions import CONTROL_TEXTS, control_meta, control_of
 from storage.files.ledger.store import Ledger
 
 from .forget_support import engine

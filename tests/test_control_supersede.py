@@ -35,9 +35,9 @@ from control.supersession import (
     superseded_seqs,
 )
 from control.supersession_state import shown_reason, stored_reason
+from ledger.controls import CONTROL_TEXTS, control_meta, control_of
 from ledger.event import GENESIS, Event, make_event
-from receipts.decisions import CONTROL_TEXTS, control_meta, control_of
-from receipts.supersessions import (
+from ledger.supersessions import (
     SUPERSEDE_TEXT,
     SupersessionRecord,
     is_control_record,

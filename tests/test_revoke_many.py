@@ -11,9 +11,9 @@ import pytest
 
 from chat.engine import Engine
 from control.revocation import current, revoked_seqs
+from ledger.controls import CONTROL_TEXTS, control_meta
 from ledger.messages import Message
 from receipts.body import parse_receipt
-from receipts.decisions import CONTROL_TEXTS, control_meta
 from storage.files.receipts.api import verify_bytes
 from storage.files.retrieval.db import Index
 

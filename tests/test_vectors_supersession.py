@@ -12,7 +12,7 @@ import orjson
 
 from control.state import derive
 from ledger.event import event_from_dict
-from receipts.supersessions import supersession_of
+from ledger.supersessions import supersession_of
 from storage.files.ledger.store import Ledger
 
 VECTORS = Path(__file__).resolve().parent / "vectors"

@@ -18,7 +18,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from control.supersession import HistoryEntry, SupersedeResult
 from ledger import Event
-from receipts.supersessions import VISITOR, supersession_of
+from ledger.supersessions import VISITOR, supersession_of
 from webui import render as r
 from webui import render_supersede as rs
 from webui.handlers import UI

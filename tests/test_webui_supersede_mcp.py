@@ -12,7 +12,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from receipts.supersessions import VISITOR, supersession_of
+from ledger.supersessions import VISITOR, supersession_of
 from webui.mcp_tools import make_tools
 from webui.service import Service
 from webui.sessions import session_id

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from chat.consent import Candidate
 from control.revocation import ControlResult
-from receipts.decisions import MAX_CONTROL_REASON, REVOKE
+from ledger.controls import MAX_CONTROL_REASON, REVOKE
 
 from .render import match_label, short_ts
 from .render_forget import short_text

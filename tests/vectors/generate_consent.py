@@ -24,9 +24,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from ledger.controls import CONTROL_TEXTS, control_meta  # noqa: E402
 from ledger.event import GENESIS, Event, make_event  # noqa: E402
 from receipts import body as rbody  # noqa: E402
-from receipts.decisions import CONTROL_TEXTS, control_meta  # noqa: E402
 from receipts.keys import SigningKey  # noqa: E402
 from receipts.merkle import inclusion_proof, leaf_hash, root_from_leaf_hashes  # noqa: E402
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash  # noqa: E402

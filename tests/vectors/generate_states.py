@@ -28,13 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ledger.event import GENESIS, Event, make_event  # noqa: E402
+from ledger.supersessions import SUPERSEDE_TEXT, supersession_meta  # noqa: E402
 from receipts import body as rbody  # noqa: E402
 from receipts.keys import SigningKey  # noqa: E402
 from receipts.merkle import inclusion_proof, leaf_hash, root_from_leaf_hashes  # noqa: E402
 from receipts.prompt import TEMPLATE_V2, build_messages, prompt_hash, superseded_mark  # noqa: E402
 from receipts.show import render_text, summarize  # noqa: E402
 from receipts.states import states_part  # noqa: E402
-from receipts.supersessions import SUPERSEDE_TEXT, supersession_meta  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 SESSION = "vector-states"

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from control.state import derive  # noqa: E402
 from ledger.event import GENESIS, Event, erased_form, erasure_record_meta, erasure_record_text, make_event  # noqa: E402
-from receipts.supersessions import SUPERSEDE_TEXT, supersession_meta, supersession_of  # noqa: E402
+from ledger.supersessions import SUPERSEDE_TEXT, supersession_meta, supersession_of  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 SESSION = "vector-supersede"
