@@ -15,6 +15,10 @@ plan_rows, candidates_for, ...) stay importable from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ledger import Event
+
 from .connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
 from .housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
 from .indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
@@ -32,8 +36,17 @@ class Index(Searching, Housekeeping):
 
     # Read from this module at call time, so that patching retrieval.db.plan_rows or
     # retrieval.db.PURGE_WAIT_S (as tests do) changes what every Index does.
-    def _plan(self, **kw: object) -> Plan:
-        return plan_rows(**kw)  # type: ignore[arg-type]
+    def _plan(
+        self,
+        *,
+        num: int,
+        events: Sequence[Event],
+        seen: set[str],
+        prior: Sequence[tuple[int, str]],
+        before: int = 0,
+        after: int = 0,
+    ) -> Plan:
+        return plan_rows(num=num, events=events, seen=seen, prior=prior, before=before, after=after)
 
     def _purge_wait_s(self) -> float:
         return PURGE_WAIT_S

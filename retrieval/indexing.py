@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -99,6 +100,21 @@ class Plan:
     context_updates: list[tuple[int, str]]
     # seqs that erasure records among `events` list (their rows, if any, must be forgotten)
     erased: list[int]
+
+
+class Planner(Protocol):
+    """What plans a chunk's rows: plan_rows, or whatever a test patched in its place (retrieval.db.Index._plan)."""
+
+    def __call__(
+        self,
+        *,
+        num: int,
+        events: Sequence[Event],
+        seen: set[str],
+        prior: Sequence[tuple[int, str]],
+        before: int = 0,
+        after: int = 0,
+    ) -> Plan: ...
 
 
 def plan_rows(
