@@ -19,7 +19,7 @@ from pathlib import Path
 from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 from receipts.api import load_trust
 from receipts.keys import KeyConfigError
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
+from receipts.report import FAIL, MARK
 from storage.cli_stores import database_for, opened_stores
 from storage.stores import Stores
 
@@ -29,7 +29,6 @@ from .importer import ImportRefused, import_bundle, list_imported
 from .markdown import write_markdown
 from .verify import VERDICT_EXIT, BundleReport, verify_file
 
-MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
 EPILOG = (
     "exit status: 0 VERIFIED (or done); 1 FAILED (a check failed); 3 UNVERIFIED (nothing failed, but no --trust key "
     "was given or something could not be checked); 2 unusable input (a bundle refused for its structure, a bad path)."

@@ -38,11 +38,11 @@ from .certificate_io import verify_certificate_bytes
 from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
 from .groups import group_report
 from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
+from .report import MARK
 from .show import render_text as render_show
 from .show import summarize
-from .verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
+from .verify import ERASED, FAIL, WITHHELD, Check, Report
 
-MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a ", WITHHELD: "held", ERASED: "gone"}
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
 EXIT_UNVERIFIED = 3
 EXIT_BY_VERDICT = {"verified": EXIT_OK, "failed": EXIT_FAILED, "unverified": EXIT_UNVERIFIED}
