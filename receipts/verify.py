@@ -23,28 +23,27 @@ from typing import Any
 
 from ledger.event import EventError, chain_link, recompute_digest
 from ledger.verify import Break
-
-from .body import PAYLOAD_TYPES, RECEIPT_VERSION_2, Receipt, checkpoint_bytes, decode_sig
-from .decisions import check_consent, check_exclusions, check_ledger_exclusions
-from .disclose import content_problem, digest_from_commit, held_message, is_erased_line
-from .dsse import verify_envelope
-from .keys import PublicKey
-from .merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
-from .prompt import TemplateError, build_messages, prompt_hash
+from receipts.body import PAYLOAD_TYPES, RECEIPT_VERSION_2, Receipt, checkpoint_bytes, decode_sig
+from receipts.decisions import check_consent, check_exclusions, check_ledger_exclusions
+from receipts.disclose import content_problem, digest_from_commit, held_message, is_erased_line
+from receipts.dsse import verify_envelope
+from receipts.keys import PublicKey
+from receipts.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
+from receipts.prompt import TemplateError, build_messages, prompt_hash
 
 # The outcomes and the row live in receipts.report; re-exported here, where callers have always imported them.
-from .report import ERASED as ERASED
-from .report import FAIL as FAIL
-from .report import HELD as HELD
-from .report import NO_TRUSTED_KEY as NO_TRUSTED_KEY
-from .report import NOT_VERIFIABLE as NOT_VERIFIABLE
-from .report import PASS as PASS
-from .report import SELF_CONSISTENT as SELF_CONSISTENT
-from .report import WITHHELD as WITHHELD
-from .report import Check as Check
-from .report import Report as _Report
-from .report import Rows
-from .states import check_ledger_states, check_states, prompt_marks
+from receipts.report import ERASED as ERASED
+from receipts.report import FAIL as FAIL
+from receipts.report import HELD as HELD
+from receipts.report import NO_TRUSTED_KEY as NO_TRUSTED_KEY
+from receipts.report import NOT_VERIFIABLE as NOT_VERIFIABLE
+from receipts.report import PASS as PASS
+from receipts.report import SELF_CONSISTENT as SELF_CONSISTENT
+from receipts.report import WITHHELD as WITHHELD
+from receipts.report import Check as Check
+from receipts.report import Report as _Report
+from receipts.report import Rows
+from receipts.states import check_ledger_states, check_states, prompt_marks
 
 REQUIRED = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS = ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response")
@@ -98,7 +97,7 @@ class ReceiptReport(_Report):
 
     def groups(self) -> list[Any]:
         """The checks grouped by what they are about, one plain sentence each (receipts.groups)."""
-        from .groups import group_report  # groups reads Report: imported here to avoid a cycle
+        from receipts.groups import group_report  # groups reads Report: imported here to avoid a cycle
 
         return list(group_report(self))
 
