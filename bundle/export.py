@@ -25,6 +25,17 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundle.format import (
+    CHECKPOINT_NAME,
+    LEDGER_NAME,
+    MANIFEST_NAME,
+    MANIFEST_PAYLOAD_TYPE,
+    BundleError,
+    Member,
+    build_manifest,
+    key_member,
+    zip_date_time,
+)
 from control.settle import ErasureUnfinished, settled
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
@@ -39,18 +50,6 @@ from storage.common.fsmode import open_private
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.receipts.file_backend import FileBackend
-
-from .format import (
-    CHECKPOINT_NAME,
-    LEDGER_NAME,
-    MANIFEST_NAME,
-    MANIFEST_PAYLOAD_TYPE,
-    BundleError,
-    Member,
-    build_manifest,
-    key_member,
-    zip_date_time,
-)
 
 if TYPE_CHECKING:
     from storage.pg.ledger import PgLedger

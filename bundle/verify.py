@@ -24,6 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from bundle.format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
+from bundle.read import Opened, check_zip, open_bundle
+from receipts.audit import Auditor, LedgerAt
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.certificate_check import verify_certificate
@@ -37,30 +40,25 @@ from storage.files.receipts.ledger_copy import CACHE, owned_folder
 
 from .format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
 from .read import Opened, check_zip, open_bundle
+from receipts.ledger_copy import CACHE, owned_folder
+from receipts.report import Check, Report, Rows
+from receipts.verify import LedgerFacts, verify_receipt
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 
 
-@dataclass(frozen=True)
-class BundleReport:
+@dataclass(frozen=True, slots=True)
+class BundleReport(Report):
+    """One row per check (receipts.report.Check). No truth value: read `.verdict`."""
+
     path: str
     session: str | None
     events: int | None
     checks: tuple[Check, ...]
 
-    @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == FAIL]
-
-    @property
-    def not_verifiable(self) -> list[Check]:
-        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
-
-    @property
-    def verdict(self) -> str:
-        if self.failed:
-            return "failed"
-        return "unverified" if self.not_verifiable or not self.checks else "verified"
+    def complete(self) -> bool:
+        """Every row was checked and passed (a receipt's or certificate's own verdict is in its one row)."""
+        return bool(self.checks) and not self.not_verifiable
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,21 +72,7 @@ class BundleReport:
         }
 
 
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Check] = []
-
-    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None) -> None:
-        self.rows.append(Check(name, PASS if ok else FAIL, message, None if ok or expected is None else str(expected), None if ok or found is None else str(found)))
-
-    def na(self, name: str, message: str) -> None:
-        self.rows.append(Check(name, NOT_VERIFIABLE, message))
-
-    def take(self, name: str, row: Check) -> None:
-        self.rows.append(dataclasses.replace(row, name=name))
-
-
-def _signature(r: _Rows, opened: Opened, trusted: Sequence[PublicKey]) -> Sequence[PublicKey]:
+def _signature(r: Rows, opened: Opened, trusted: Sequence[PublicKey]) -> Sequence[PublicKey]:
     """The manifest.signature row; returns the keys the other rows are checked under: `trusted` when a trusted key
     signed the manifest, none (the bundle's own keys, for self-consistency only) when no trusted key did."""
     env, manifest = opened.envelope, opened.manifest
@@ -111,7 +95,7 @@ def _signature(r: _Rows, opened: Opened, trusted: Sequence[PublicKey]) -> Sequen
     return ()
 
 
-def _ledger(r: _Rows, facts: LedgerFacts, opened: Opened) -> bool:
+def _ledger(r: Rows, facts: LedgerFacts, opened: Opened) -> bool:
     m = opened.manifest
     if not facts.exists or facts.problem is not None:
         r.add("ledger.chain", False, f"the ledger was not read: {facts.problem or 'missing'}", "events.jsonl", "unreadable")
@@ -132,7 +116,7 @@ def _ledger(r: _Rows, facts: LedgerFacts, opened: Opened) -> bool:
     return True
 
 
-def _checkpoint(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+def _checkpoint(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
     path = opened.data / "sessions" / opened.manifest.session / "checkpoint.json"
     try:
         cp = parse_checkpoint(path.read_bytes(), source=CHECKPOINT_NAME)
@@ -148,7 +132,7 @@ def _checkpoint(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[
             r.take(names[c.name], c)
 
 
-def _receipts(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+def _receipts(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
     for file_name, read in opened.words("receipts", "rcpt_*.json"):
         stem = file_name.removesuffix(".json")
         name = f"receipt {stem}"
@@ -172,7 +156,7 @@ def _receipts(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[Pu
             r.na(name, f"nothing failed against the bundle's ledger; {len(report.not_verifiable)} row(s) not verifiable (no --trust key?)")
 
 
-def _certificates(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+def _certificates(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
     session = opened.manifest.session
     view = _view(facts)
     receipts = None if opened.ledger is None else _Unnamed(opened)
@@ -203,7 +187,7 @@ def _certificates(r: _Rows, opened: Opened, facts: LedgerFacts, trusted: Sequenc
 def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleReport:
     """The checks over a bundle `bundle.read.open_bundle` accepted (over its staging folder and, when opened
     `unnamed`, its nameless files); nothing of the walk is kept after (its audit cache is in a folder of its own)."""
-    r = _Rows()
+    r = Rows()
     m = opened.manifest
     r.add("bundle.structure", True, f"one canonical zip of {len(m.members) + 1} members from byte 0 to its end record: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
     trusted = _signature(r, opened, trusted)

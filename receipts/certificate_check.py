@@ -1,6 +1,6 @@
 """Verifying an erasure certificate (pure): a parsed certificate in, a report with one row per check out.
 
-The rows and their outcomes are those of receipts.verify (Check; "pass", "fail", "not_verifiable"); the
+The rows, their outcomes and the verdict are receipts.report's (Check; "pass", "fail", "not_verifiable"): the
 verdict follows the same rule (docs/FORMAT.md §16). receipts.certificate_io adds the data directory.
 """
 
@@ -17,6 +17,7 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.merkle import ProofError, leaf_hash, verify_inclusion
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check
+from receipts.report import FAIL, MARK, Check, Report, Rows
 
 SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS_EVENTS = ("ledger.erased", "ledger.record", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.receipts")
@@ -24,37 +25,19 @@ LEDGER_ROWS_SESSION = ("ledger.deleted",)
 
 
 @dataclass(frozen=True, slots=True)
-class CertificateReport:
-    """One row per check (receipts.verify.Check). No truth value: read `.verdict`."""
+class CertificateReport(Report):
+    """One row per check (receipts.report.Check). No truth value: read `.verdict`."""
 
     session: str
     scope: str
     mode: str  # "offline" or "ledger"
     checks: tuple[Check, ...]
 
-    def __bool__(self) -> bool:
-        raise TypeError("CertificateReport has no truth value; read .verdict")
-
     @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == FAIL]
-
-    @property
-    def not_verifiable(self) -> list[Check]:
-        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
-
-    @property
-    def verdict(self) -> str:
-        """'failed' if a check failed; 'verified' if both signatures passed under a trusted key (and, with a
-        ledger, every ledger row passed); else 'unverified'."""
-        if self.failed:
-            return "failed"
-        passed = {c.name for c in self.checks if c.status == PASS}
+    def required(self) -> tuple[str, ...]:
+        """Both signatures under a trusted key and, with a ledger, every ledger row of the certificate's scope."""
         ledger_rows = LEDGER_ROWS_EVENTS if self.scope == "events" else LEDGER_ROWS_SESSION
-        required = SIGNATURE_ROWS + (ledger_rows if self.mode == "ledger" else ())
-        if not passed or any(name not in passed for name in required):
-            return "unverified"
-        return "verified"
+        return SIGNATURE_ROWS + (ledger_rows if self.mode == "ledger" else ())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,44 +53,19 @@ class CertificateReport:
 
 
 # -- verifying (pure) --------------------------------------------------------------
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Check] = []
-
-    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None, where: str | None = None) -> None:
-        self.rows.append(
-            Check(name, PASS if ok else FAIL, message, None if ok or expected is None else str(expected), None if ok or found is None else str(found), where)
-        )
-
-    def na(self, name: str, message: str) -> None:
-        self.rows.append(Check(name, NOT_VERIFIABLE, message))
-
-
-SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
-NO_TRUSTED_KEY = "no trusted public key given (--trust PUBKEY)"
-
-
-def _signature_na(r: _Rows, name: str, key: PublicKey | None, ok: bool | None) -> None:
-    if key is None:
-        r.na(name, NO_TRUSTED_KEY)
-    else:
-        does = "checks" if ok else "does NOT check"
-        r.na(name, f"{SELF_CONSISTENT}; the signature {does} against it ({key.key_id}); {NO_TRUSTED_KEY}")
-
-
 def _checkpoint_ok(cp: Mapping[str, Any], key: PublicKey) -> bool:
     sig = decode_sig(cp["sig"])
     return cp["key_id"] == key.key_id and sig is not None and key.verify(sig, checkpoint_bytes(cp["body"]))
 
 
-def _signatures(r: _Rows, cert: Certificate, trusted: Sequence[PublicKey], untrusted: PublicKey | None) -> None:
+def _signatures(r: Rows, cert: Certificate, trusted: Sequence[PublicKey], untrusted: PublicKey | None) -> None:
     env = cert.envelope
     r.add("envelope.payload_type", env.payload_type == ERASURE_PAYLOAD_TYPE, "the envelope names the erasure certificate format", ERASURE_PAYLOAD_TYPE, env.payload_type)
     cp = cert.body["checkpoint"]
     if not trusted:
         env_ok = None if untrusted is None else any(c.passed for c in verify_envelope(env, [untrusted], ERASURE_PAYLOAD_TYPE))
-        _signature_na(r, "envelope.signature", untrusted, env_ok)
-        _signature_na(r, "checkpoint.signature", untrusted, None if untrusted is None else _checkpoint_ok(cp, untrusted))
+        r.untrusted("envelope.signature", None if untrusted is None else untrusted.key_id, env_ok)
+        r.untrusted("checkpoint.signature", None if untrusted is None else untrusted.key_id, None if untrusted is None else _checkpoint_ok(cp, untrusted))
         return
     results = verify_envelope(env, trusted, ERASURE_PAYLOAD_TYPE)
     good = [c for c in results if c.passed]
@@ -146,7 +104,7 @@ def _record_entries(meta: Any) -> list[dict[str, Any]] | str:
     return list(entries)
 
 
-def _record_rows(r: _Rows, records: Sequence[dict[str, Any]], tree_size: int, root: bytes) -> None:
+def _record_rows(r: Rows, records: Sequence[dict[str, Any]], tree_size: int, root: bytes) -> None:
     """record.digest, record.chain_link, record.inclusion: each erasure record, one row per check over all of them."""
     bad_digest, bad_link, bad_incl = [], [], []
     for i, item in enumerate(records):
@@ -171,7 +129,7 @@ def _record_rows(r: _Rows, records: Sequence[dict[str, Any]], tree_size: int, ro
     r.add("record.inclusion", not bad_incl, f"each of the {n} erasure record(s) is its seq's leaf in the signed tree of size {tree_size}", root.hex(), "; ".join(bad_incl), "records[].proof")
 
 
-def _record_lists(r: _Rows, records: Sequence[dict[str, Any]], erased: Sequence[dict[str, Any]]) -> None:
+def _record_lists(r: Rows, records: Sequence[dict[str, Any]], erased: Sequence[dict[str, Any]]) -> None:
     """record.lists: every erased entry is listed by exactly one record (same seq, id, digest, commit), and no record
     lists anything else."""
     ours = {e["seq"]: tuple(e[k] for k in RECORD_ENTRY_FIELDS) for e in erased}
@@ -207,7 +165,7 @@ def _record_lists(r: _Rows, records: Sequence[dict[str, Any]], erased: Sequence[
     )
 
 
-def _check_events_scope(r: _Rows, body: dict[str, Any]) -> None:
+def _check_events_scope(r: Rows, body: dict[str, Any]) -> None:
     session, cpb = body["session"], body["checkpoint"]["body"]
     records = body["records"]
     first, last = records[0]["event"], records[-1]["event"]
@@ -255,7 +213,7 @@ def _check_events_scope(r: _Rows, body: dict[str, Any]) -> None:
     r.add("erased.inclusion", not bad_incl, f"each erased event is its seq's leaf in the signed tree of size {tree_size}", "all included", "; ".join(bad_incl)[:1200], "erased")
 
 
-def _check_session_scope(r: _Rows, body: dict[str, Any]) -> None:
+def _check_session_scope(r: Rows, body: dict[str, Any]) -> None:
     session, cpb = body["session"], body["checkpoint"]["body"]
     r.add("certificate.session", cpb["session"] == session, "the final checkpoint belongs to the certificate's session", session, cpb["session"])
     n = body["counts"]["events"]
@@ -291,7 +249,7 @@ class LedgerView:
     receipt_problems: Callable[[set[int], set[str]], list[str]] | None = None
 
 
-def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
+def _check_ledger_events(r: Rows, body: dict[str, Any], led: LedgerView) -> None:
     if not led.exists or led.problem is not None:
         for name in LEDGER_ROWS_EVENTS:
             if led.problem is not None:
@@ -350,7 +308,7 @@ def _check_ledger_events(r: _Rows, body: dict[str, Any], led: LedgerView) -> Non
     r.add("ledger.consistency", not why, f"the ledger today ({led.verified} events) extends the signed checkpoint ({tree_size})" + (f": {why}" if why else ""), cpb["root"], why or None)
 
 
-def _check_ledger_session(r: _Rows, body: dict[str, Any], led: LedgerView) -> None:
+def _check_ledger_session(r: Rows, body: dict[str, Any], led: LedgerView) -> None:
     cpb = body["checkpoint"]["body"]
     if led.exists and led.problem is not None:
         r.add("ledger.deleted", False, f"the data directory still holds something for session {led.session}: {led.problem}", "no ledger", "a ledger")
@@ -368,7 +326,7 @@ def _check_ledger_session(r: _Rows, body: dict[str, Any], led: LedgerView) -> No
 
 def verify_certificate(cert: Certificate, trusted: Sequence[PublicKey], ledger: LedgerView | None = None, *, untrusted: PublicKey | None = None) -> CertificateReport:
     """Check a parsed certificate; with `ledger`, also against what a data directory holds today."""
-    r = _Rows()
+    r = Rows()
     _signatures(r, cert, trusted, untrusted)
     body = cert.body
     if cert.scope == "events":
@@ -384,9 +342,6 @@ def verify_certificate(cert: Certificate, trusted: Sequence[PublicKey], ledger: 
     else:
         _check_ledger_session(r, body, ledger)
     return CertificateReport(cert.session, cert.scope, "offline" if ledger is None else "ledger", tuple(r.rows))
-
-
-MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
 
 
 def render_text(report: CertificateReport) -> str:

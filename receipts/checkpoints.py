@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from ledger.canonical import canonical_json, loads_strict
 from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts
@@ -34,11 +36,18 @@ from receipts.keys import PublicKey, SigningKey
 from receipts.merkle import ProofError, verify_consistency
 from receipts.stores import MerkleTree
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
+from ledger.verify import TORN_TAIL, erased_words
+from receipts.audit import Auditor
+from receipts.files import synced_tree
+from receipts.keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
+from receipts.ledger_copy import LineSource, ledger_dir
+from receipts.merkle_store import MerkleStore
+from receipts.report import FAIL, NOT_VERIFIABLE, PASS, SELF_CONSISTENT, Check, Report, Rows
+from receipts.verify import LedgerFacts, describe_audit
 
 CHECKPOINT_FILE = "checkpoint.json"
 MAX_CHECKPOINT_BYTES = 64 * 1024
 BODY_FIELDS = ("type", "v", "session", "tree_size", "root", "chain_head", "issued_at")
-SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
 # rows that must pass for the kept checkpoint to be proved part of today's history
 HISTORY_ROWS = ("kept.session", "ledger.chain", "kept.root", "kept.chain_head", "ledger.consistency")
 ATTEMPTS = 5  # prove_since's tries when a writer moved between its two reads (see there)
@@ -122,7 +131,7 @@ def sign_tree(session: str, store: MerkleTree, chain_head: str, key: SigningKey)
 
 # -- proving a kept checkpoint ------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class SinceReport:
+class SinceReport(Report):
     """Whether today's history extends a kept checkpoint. No truth value: read `.ok` or `.verdict`.
 
     `.ok`: nothing failed and every history row passed — the ledger today provably
@@ -139,32 +148,15 @@ class SinceReport:
     proof: tuple[str, ...]  # consistency proof (hex) from the kept size to `events`
     checks: tuple[Check, ...]
     notes: tuple[str, ...] = ()  # what the auditor re-checked and what it took from its cache
-
-    def __bool__(self) -> bool:
-        raise TypeError("SinceReport has no truth value; read .ok or .verdict")
+    read_instead: ClassVar[str] = ".ok or .verdict"
 
     @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == FAIL]
-
-    @property
-    def not_verifiable(self) -> list[Check]:
-        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
-
-    def _status(self, name: str) -> str | None:
-        return next((c.status for c in self.checks if c.name == name), None)
+    def required(self) -> tuple[str, ...]:
+        return REQUIRED
 
     @property
     def ok(self) -> bool:
-        return not self.failed and all(self._status(n) == PASS for n in HISTORY_ROWS)
-
-    @property
-    def verdict(self) -> str:
-        if self.failed:
-            return "failed"
-        if all(self._status(n) == PASS for n in REQUIRED):
-            return "verified"
-        return "unverified"
+        return not self.failed and all(self.status_of(n) == PASS for n in HISTORY_ROWS)
 
     @property
     def kept_size(self) -> int:
@@ -217,20 +209,7 @@ class SinceReport:
         }
 
 
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Check] = []
-
-    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None, where: str | None = None) -> None:
-        exp = None if ok or expected is None else str(expected)
-        fnd = None if ok or found is None else str(found)
-        self.rows.append(Check(name, PASS if ok else FAIL, message, exp, fnd, where))
-
-    def na(self, name: str, message: str) -> None:
-        self.rows.append(Check(name, NOT_VERIFIABLE, message))
-
-
-def _signature(r: _Rows, name: str, what: str, cp: Mapping[str, Any], trusted: Sequence[PublicKey], own: PublicKey | None) -> None:
+def _signature(r: Rows, name: str, what: str, cp: Mapping[str, Any], trusted: Sequence[PublicKey], own: PublicKey | None) -> None:
     sig = decode_sig(cp["sig"])
     data = checkpoint_bytes(cp["body"])
     if not trusted:
@@ -264,7 +243,7 @@ def check_since(
     `own` is the data directory's public key: with no `trusted` key, signatures
     are checked against it for self-consistency only (never a pass).
     """
-    r = _Rows()
+    r = Rows()
     kb = kept["body"]
     m, n = kb["tree_size"], facts.verified
     kept_root = bytes.fromhex(kb["root"])
@@ -312,7 +291,7 @@ def check_since(
 
 
 def _check_current(
-    r: _Rows, session: str, facts: LedgerFacts, current: Mapping[str, Any] | MalformedCheckpoint | None, trusted: Sequence[PublicKey], own: PublicKey | None
+    r: Rows, session: str, facts: LedgerFacts, current: Mapping[str, Any] | MalformedCheckpoint | None, trusted: Sequence[PublicKey], own: PublicKey | None
 ) -> None:
     if isinstance(current, MalformedCheckpoint):
         r.add("current.signature", False, str(current), "a well-formed signed checkpoint", "malformed")

@@ -30,33 +30,23 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
 from receipts.prompt import TemplateError, build_messages, prompt_hash
+
+# The outcomes and the row live in receipts.report; re-exported here, where callers have always imported them.
+from receipts.report import ERASED as ERASED
+from receipts.report import FAIL as FAIL
+from receipts.report import HELD as HELD
+from receipts.report import NO_TRUSTED_KEY as NO_TRUSTED_KEY
+from receipts.report import NOT_VERIFIABLE as NOT_VERIFIABLE
+from receipts.report import PASS as PASS
+from receipts.report import SELF_CONSISTENT as SELF_CONSISTENT
+from receipts.report import WITHHELD as WITHHELD
+from receipts.report import Check as Check
+from receipts.report import Report as _Report
+from receipts.report import Rows
 from receipts.states import check_ledger_states, check_states, prompt_marks
 
-PASS, FAIL, NOT_VERIFIABLE = "pass", "fail", "not_verifiable"
-WITHHELD, ERASED = "withheld", "erased"  # format 2: a cited event's content is not in this copy (nor in the ledger)
-HELD = (WITHHELD, ERASED)
 REQUIRED = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS = ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response")
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    status: str
-    message: str
-    expected: str | None = None
-    found: str | None = None
-    where: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "message": self.message,
-            "expected": self.expected,
-            "found": self.found,
-            "where": self.where,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +60,9 @@ class Cited:
 
 
 @dataclass(frozen=True, slots=True)
-class Report:
+class ReceiptReport(_Report):
+    """A receipt's checks (receipts.report.Report). No truth value: read `.verdict`."""
+
     receipt_id: str
     session: str
     mode: str  # "offline" or "ledger"
@@ -78,41 +70,16 @@ class Report:
     cited: tuple[Cited, ...] = ()
 
     def __bool__(self) -> bool:
-        raise TypeError("Report has no truth value; read .verdict")
+        raise TypeError("Report has no truth value; read .verdict")  # the name callers know it by
 
     @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == FAIL]
+    def required(self) -> tuple[str, ...]:
+        """Both signatures; checked with a ledger, the ledger rows too.
 
-    @property
-    def not_verifiable(self) -> list[Check]:
-        return [c for c in self.checks if c.status == NOT_VERIFIABLE]
-
-    @property
-    def withheld(self) -> list[Check]:
-        """Rows whose content this copy (and, for "erased", the ledger) does not carry: neither pass nor fail."""
-        return [c for c in self.checks if c.status in HELD]
-
-    @property
-    def passed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == PASS]
-
-    @property
-    def verdict(self) -> str:
-        """'verified', 'failed' (some check failed) or 'unverified' (nothing failed, but not enough was checked).
-
-        Checked with a ledger, the ledger rows are required too: a data directory without the
-        session is not a failure, but it is not a ledger check either. Withheld and erased rows
-        (a redacted format-2 receipt) neither fail nor block it: what the copy still proves was
-        checked, and `withheld` says what it does not carry (docs/FORMAT.md §15)."""
-        if self.failed:
-            return "failed"
-        passed = {c.name for c in self.checks if c.status == PASS}
-        held = {c.name for c in self.checks if c.status in HELD}
-        required = REQUIRED + (LEDGER_ROWS if self.mode == "ledger" else ())
-        if not passed or any(name not in passed and name not in held for name in required):
-            return "unverified"
-        return "verified"
+        A data directory without the session is not a failure, but it is not a ledger check either.
+        Withheld and erased rows (a redacted format-2 receipt) neither fail nor block the verdict: what
+        the copy still proves was checked, and `withheld` says what it does not carry (docs/FORMAT.md §15)."""
+        return REQUIRED + (LEDGER_ROWS if self.mode == "ledger" else ())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +100,9 @@ class Report:
         from receipts.groups import group_report  # groups reads Report: imported here to avoid a cycle
 
         return list(group_report(self))
+
+
+Report = ReceiptReport  # the name callers import it by
 
 
 @dataclass(frozen=True)
@@ -194,29 +164,6 @@ def describe_audit(led: LedgerFacts) -> str:
     return f"re-hashed {_n(led.rehashed_lines)} lines ({_mb(led.rehashed_bytes)}) against the audit cache; {walked}"
 
 
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Check] = []
-
-    def add(self, name: str, ok: bool, message: str, expected: object = None, found: object = None, where: str | None = None) -> None:
-        self.rows.append(
-            Check(
-                name,
-                PASS if ok else FAIL,
-                message,
-                None if ok or expected is None else str(expected),
-                None if ok or found is None else str(found),
-                where,
-            )
-        )
-
-    def na(self, name: str, message: str, where: str | None = None) -> None:
-        self.rows.append(Check(name, NOT_VERIFIABLE, message, where=where))
-
-    def held(self, name: str, status: str, message: str, where: str | None = None) -> None:
-        self.rows.append(Check(name, status, message, where=where))
-
-
 def _events(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], list[str]]]:
     """(check prefix, JSON path, event record, proof) for the query, each memory and the response."""
     out = [("query", "query", body["query"]["event"], body["query"]["proof"])]
@@ -232,12 +179,12 @@ def verify_receipt(
     ledger: LedgerFacts | None = None,
     *,
     untrusted: PublicKey | None = None,
-) -> Report:
+) -> ReceiptReport:
     """`untrusted`: a key that came with the data (never trusted): with no `trusted` key the
     signatures are checked against it for self-consistency, and those rows stay not_verifiable."""
     body = receipt.signed_body
     v2 = receipt.format == RECEIPT_VERSION_2
-    r = _Rows()
+    r = Rows()
     _check_envelope(r, receipt, trusted, untrusted)
     cp = body["checkpoint"]
     cpb = cp["body"]
@@ -295,21 +242,7 @@ def verify_receipt(
             _check_ledger_states(r, body, ledger)
     cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix), state.get(prefix)) for prefix, _path, ev, _proof in events)
     mode = "offline" if ledger is None else "ledger"
-    return Report(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
-
-
-SELF_CONSISTENT = "self-consistent: key taken from the data directory, not independently trusted"
-NO_TRUSTED_KEY = "no trusted public key given (--trust PUBKEY)"
-
-
-def _untrusted_row(r: _Rows, name: str, key: PublicKey | None, ok: bool | None) -> None:
-    """A signature row without a trusted key: not_verifiable, saying what a data directory's own key showed."""
-    if key is None:
-        r.na(name, NO_TRUSTED_KEY)
-    elif ok:
-        r.na(name, f"{SELF_CONSISTENT}; the signature checks against it ({key.key_id}); {NO_TRUSTED_KEY}")
-    else:
-        r.na(name, f"{SELF_CONSISTENT}; the signature does NOT check against it ({key.key_id}); {NO_TRUSTED_KEY}")
+    return ReceiptReport(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
 
 
 def _text(receipt: Receipt, ev: dict[str, Any]) -> str | None:
@@ -327,7 +260,7 @@ def _erased_in_ledger(led: LedgerFacts | None, events: list[tuple[str, str, dict
     return {ev["seq"] for _p, _w, ev, _pr in events if 0 <= ev["seq"] < led.verified and is_erased_line(led.event_at(ev["seq"]))}
 
 
-def _check_content(r: _Rows, prefix: str, path: str, ev: dict[str, Any], receipt: Receipt, state: str) -> None:
+def _check_content(r: Rows, prefix: str, path: str, ev: dict[str, Any], receipt: Receipt, state: str) -> None:
     """Format 2: the disclosure recomputes the signed commitment (and the answer's meta names this receipt)."""
     seq = ev["seq"]
     d = receipt.disclosures.get(seq)
@@ -343,7 +276,7 @@ def _check_content(r: _Rows, prefix: str, path: str, ev: dict[str, Any], receipt
         r.add(f"{prefix}.content", False, f"seq {seq}: {message}", expected, found, f"{path}.disclosure")
 
 
-def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
+def _check_envelope(r: Rows, receipt: Receipt, trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
     env = receipt.envelope
     want = PAYLOAD_TYPES[receipt.format]
     r.add("envelope.payload_type", env.payload_type == want, "the envelope names this receipt format", want, env.payload_type)
@@ -351,7 +284,7 @@ def _check_envelope(r: _Rows, receipt: Receipt, trusted: Sequence[PublicKey], un
         ok = None
         if untrusted is not None:
             ok = any(c.key_trusted and c.signature_valid for c in verify_envelope(env, [untrusted], env.payload_type))
-        _untrusted_row(r, "envelope.signature", untrusted, ok)
+        r.untrusted("envelope.signature", None if untrusted is None else untrusted.key_id, ok)
         return
     results = verify_envelope(env, trusted, env.payload_type)
     good = [c for c in results if c.key_trusted and c.signature_valid]
@@ -371,10 +304,10 @@ def _checkpoint_signed_by(cp: dict[str, Any], key: PublicKey) -> bool:
     return sig is not None and key.verify(sig, checkpoint_bytes(cp["body"]))
 
 
-def _check_checkpoint_signature(r: _Rows, cp: dict[str, Any], trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
+def _check_checkpoint_signature(r: Rows, cp: dict[str, Any], trusted: Sequence[PublicKey], untrusted: PublicKey | None = None) -> None:
     if not trusted:
         ok = None if untrusted is None else cp["key_id"] == untrusted.key_id and _checkpoint_signed_by(cp, untrusted)
-        _untrusted_row(r, "checkpoint.signature", untrusted, ok)
+        r.untrusted("checkpoint.signature", None if untrusted is None else untrusted.key_id, ok)
         return
     key = next((k for k in trusted if k.key_id == cp["key_id"]), None)
     if key is None:
@@ -384,7 +317,7 @@ def _check_checkpoint_signature(r: _Rows, cp: dict[str, Any], trusted: Sequence[
     r.add("checkpoint.signature", ok, f"checkpoint signature by {key.key_id}", "a valid Ed25519 signature", "invalid signature", "checkpoint.sig")
 
 
-def _check_structure(r: _Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]]) -> None:
+def _check_structure(r: Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]]) -> None:
     session = body["session"]
     sessions = {ev["session"] for _, _, ev, _ in events} | {body["checkpoint"]["body"]["session"]}
     others = sorted(sessions - {session})
@@ -419,7 +352,7 @@ def _check_structure(r: _Rows, body: dict[str, Any], events: list[tuple[str, str
 
 
 def _check_event(
-    r: _Rows, prefix: str, path: str, ev: dict[str, Any], proof: list[str], tree_size: int, root: bytes, v2: bool = False
+    r: Rows, prefix: str, path: str, ev: dict[str, Any], proof: list[str], tree_size: int, root: bytes, v2: bool = False
 ) -> None:
     seq = ev["seq"]
     try:
@@ -440,7 +373,7 @@ def _check_event(
         r.add(f"{prefix}.inclusion", False, f"seq {seq}: {exc}", root.hex(), getattr(exc, "found", None), f"{path}.proof")
 
 
-def _check_prompt(r: _Rows, receipt: Receipt, state: dict[str, str]) -> None:
+def _check_prompt(r: Rows, receipt: Receipt, state: dict[str, str]) -> None:
     body = receipt.body  # format 2: the events with their disclosed texts merged in
     template = body["prompt"]["template"]
     sources = [("query", body["query"]["event"])] + [(f"memory#{i + 1}", m["event"]) for i, m in enumerate(body["memories"])]
@@ -460,7 +393,7 @@ def _check_prompt(r: _Rows, receipt: Receipt, state: dict[str, str]) -> None:
     r.add("prompt.hash", derived == body["prompt"]["sha256"], f"prompt re-derived from the query and memories with {template}", body["prompt"]["sha256"], derived, "prompt.sha256")
 
 
-def _check_ledger_states(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> None:
+def _check_ledger_states(r: Rows, body: dict[str, Any], led: LedgerFacts) -> None:
     """`ledger.states`: each cited memory's state at the turn is the one the ledger's supersession records give (§20)."""
     if not led.exists:
         r.na("ledger.states", f"this data directory has no session {led.session}: the ledger checks cannot run here")
@@ -472,7 +405,7 @@ def _check_ledger_states(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> No
         r.add(*check_ledger_states(body, led.verified, led.event_at, led.supersessions))
 
 
-def _check_ledger_exclusions(r: _Rows, body: dict[str, Any], led: LedgerFacts) -> None:
+def _check_ledger_exclusions(r: Rows, body: dict[str, Any], led: LedgerFacts) -> None:
     """`ledger.exclusions`: every revocation the receipt names is in the ledger and was in force (§17)."""
     if not led.exists:
         r.na("ledger.exclusions", f"this data directory has no session {led.session}: the ledger checks cannot run here")
@@ -489,7 +422,7 @@ def _break_words(brk: Break) -> str:
 
 
 def _check_ledger(
-    r: _Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]], led: LedgerFacts
+    r: Rows, body: dict[str, Any], events: list[tuple[str, str, dict[str, Any], list[str]]], led: LedgerFacts
 ) -> dict[str, str]:
     """The five ledger rows; returns, per cited event, "" (the ledger holds it as cited) or what differs."""
     cpb = body["checkpoint"]["body"]

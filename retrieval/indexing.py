@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
 from ledger import Event
 from ledger.event import is_erasure_record
 from ledger.supersessions import is_control_record
+from receipts.supersessions import is_control_record
 from retrieval.scoring import collapse_score, novelty
 from retrieval.sql import row_id
 from retrieval.text import content_terms
@@ -98,6 +100,21 @@ class Plan:
     context_updates: list[tuple[int, str]]
     # seqs that erasure records among `events` list (their rows, if any, must be forgotten)
     erased: list[int]
+
+
+class Planner(Protocol):
+    """What plans a chunk's rows: plan_rows, or whatever a test patched in its place (retrieval.db.Index._plan)."""
+
+    def __call__(
+        self,
+        *,
+        num: int,
+        events: Sequence[Event],
+        seen: set[str],
+        prior: Sequence[tuple[int, str]],
+        before: int = 0,
+        after: int = 0,
+    ) -> Plan: ...
 
 
 def plan_rows(

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
 
 import orjson
 
@@ -27,6 +26,9 @@ from retrieval.indexing import Plan, plan_rows
 from retrieval.model import Forgotten, IndexUnavailable
 from retrieval.text import content_terms
 from storage.common.retrieval.connection import ZEROED, IndexFile, batched, is_corruption
+from ledger import GENESIS, Event, LedgerCorrupted, validate_session_id
+from retrieval.connection import ZEROED, IndexFile, batched, is_corruption
+from retrieval.indexing import Plan, Planner, plan_rows
 
 log = logging.getLogger("retrieval")
 CHUNK = 20_000  # events per write transaction while indexing
@@ -41,7 +43,6 @@ AUTOMERGE, CRISISMERGE = 4, 16  # FTS5's defaults
 BUILD_MERGE = (16, 64)  # (automerge, crisismerge) while a session is indexed from scratch
 RACE_ATTEMPTS = 10  # re-reads of a watermark another writer moved, before giving up
 Progress = Callable[[str, int], None]  # (session, events just indexed)
-Planner = Callable[..., Plan]  # indexing.plan_rows (Index._plan)
 
 
 class _Raced(Exception):
@@ -110,8 +111,17 @@ class _Chunks:
 class Indexing(IndexFile):
     """catch_up, index_session, rebuild: the index follows the ledgers."""
 
-    def _plan(self, **kw: Any) -> Plan:
-        return plan_rows(**kw)
+    def _plan(
+        self,
+        *,
+        num: int,
+        events: Sequence[Event],
+        seen: set[str],
+        prior: Sequence[tuple[int, str]],
+        before: int = 0,
+        after: int = 0,
+    ) -> Plan:
+        return plan_rows(num=num, events=events, seen=seen, prior=prior, before=before, after=after)
 
     def catch_up(self, progress: Progress | None = None) -> list[str]:
         """Bring every session up to date with its ledger; return the warnings (also logged)."""

@@ -23,6 +23,13 @@ from storage.common.retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Hous
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
 from storage.common.retrieval.searcher import Searching, candidate, candidates_for
 from storage.files.ledger.store import Ledger
+from collections.abc import Sequence
+
+from ledger import Event
+from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
+from retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
+from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
+from retrieval.searcher import Searching, candidate, candidates_for
 
 
 class Index(Searching, Housekeeping):
@@ -38,8 +45,17 @@ class Index(Searching, Housekeeping):
 
     # Read from this module at call time, so that patching retrieval.db.plan_rows or
     # retrieval.db.PURGE_WAIT_S (as tests do) changes what every Index does.
-    def _plan(self, **kw: object) -> Plan:
-        return plan_rows(**kw)  # type: ignore[arg-type]
+    def _plan(
+        self,
+        *,
+        num: int,
+        events: Sequence[Event],
+        seen: set[str],
+        prior: Sequence[tuple[int, str]],
+        before: int = 0,
+        after: int = 0,
+    ) -> Plan:
+        return plan_rows(num=num, events=events, seen=seen, prior=prior, before=before, after=after)
 
     def _purge_wait_s(self) -> float:
         return PURGE_WAIT_S
