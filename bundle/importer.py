@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from bundle.format import BundleError
 from bundle.verify import BundleReport, staged, verify_opened
-from ledger import Ledger
 from ledger.event import EventError, now_ts, validate_session_id
 from receipts.keys import PublicKey, format_public_key
 from storage.common.fsmode import private_dir, write_private

@@ -29,18 +29,20 @@ from ledger.cli_support import (
     run,
 )
 from ledger.event import EventError, validate_session_id
-from receipts.api import load_trust, verify_bytes
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, is_certificate, parse_certificate
 from receipts.certificate_check import render_text as render_certificate
-from receipts.certificate_io import verify_certificate_bytes
-from receipts.checkpoints import MalformedCheckpoint, checkpoint_path, latest
+from receipts.checkpoints import MalformedCheckpoint
 from receipts.groups import group_report
-from receipts.keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
+from receipts.keys import KeyConfigError, format_public_key
 from receipts.report import MARK
 from receipts.show import render_text as render_show
 from receipts.show import summarize
 from receipts.verify import ERASED, FAIL, WITHHELD, Check, Report
+from storage.common.keyfiles import keys_dir, legacy_keys_dir, load_existing
+from storage.files.receipts.api import load_trust, verify_bytes
+from storage.files.receipts.certificate_io import verify_certificate_bytes
+from storage.files.receipts.checkpoint_files import checkpoint_path, latest
 
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
 EXIT_UNVERIFIED = 3

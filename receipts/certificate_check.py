@@ -16,7 +16,6 @@ from receipts.certificate import ERASURE_PAYLOAD_TYPE, RECORD_ENTRY_FIELDS, Cert
 from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.merkle import ProofError, leaf_hash, verify_inclusion
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check
 from receipts.report import FAIL, MARK, Check, Report, Rows
 
 SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ledger.canonical import canonical_json, loads_strict
@@ -34,15 +32,8 @@ from ledger.verify import erased_words
 from receipts.body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
 from receipts.keys import PublicKey, SigningKey
 from receipts.merkle import ProofError, verify_consistency
-from receipts.stores import MerkleTree
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
-from ledger.verify import TORN_TAIL, erased_words
-from receipts.audit import Auditor
-from receipts.files import synced_tree
-from receipts.keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
-from receipts.ledger_copy import LineSource, ledger_dir
-from receipts.merkle_store import MerkleStore
 from receipts.report import FAIL, NOT_VERIFIABLE, PASS, SELF_CONSISTENT, Check, Report, Rows
+from receipts.stores import MerkleTree
 from receipts.verify import LedgerFacts, describe_audit
 
 CHECKPOINT_FILE = "checkpoint.json"

@@ -18,11 +18,6 @@ from receipts import checkpoints
 from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound, TreeSource, row_values
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts import files
-from ledger.event import now_ts, validate_session_id
-from receipts import checkpoints, files
-from receipts.body import sign_checkpoint
-from receipts.keys import SigningKey
-from receipts.stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
 
 
 class FileBackend:

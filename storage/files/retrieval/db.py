@@ -15,21 +15,16 @@ plan_rows, candidates_for, ...) stay importable from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from ledger import Event
 from retrieval.indexing import Plan, plan_rows
 from storage.common.retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
 from storage.common.retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
 from storage.common.retrieval.searcher import Searching, candidate, candidates_for
 from storage.files.ledger.store import Ledger
-from collections.abc import Sequence
-
-from ledger import Event
-from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
-from retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
-from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
-from retrieval.searcher import Searching, candidate, candidates_for
 
 
 class Index(Searching, Housekeeping):
