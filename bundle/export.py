@@ -45,11 +45,9 @@ from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, format_public_key
 from receipts.stores import ReceiptBackend
-from storage.common.checkpoint_issue import issue
-from storage.common.fsmode import open_private
-from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.receipts.file_backend import FileBackend
+from storage.local import load_or_create, open_private
 
 if TYPE_CHECKING:
     from storage.pg.ledger import PgLedger
@@ -191,7 +189,7 @@ def export_session(
             if cp is None or cp["body"]["tree_size"] != count or cp["body"]["chain_head"] != head or cp["key_id"] != signer.key_id:
                 # events appended with no checkpoint after them (e.g. `remember`), or none yet: sign one over the
                 # ledger as it is now, as a turn would, so the bundle's checkpoint covers all of it
-                cp = issue(backend, ledger, session, signer)
+                cp = backend.issue_checkpoint(ledger, session, signer)
             size, chunks = _ledger_chunks(stack, ledger, session, count)
             members: list[Member] = []
             receipts = _receipt_members(backend, session)

@@ -30,9 +30,9 @@ from bundle.format import BundleError
 from bundle.verify import BundleReport, staged, verify_opened
 from ledger.event import EventError, now_ts, validate_session_id
 from receipts.keys import PublicKey, format_public_key
-from storage.common.fsmode import private_dir, write_private
 from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
+from storage.local import private_dir, write_private
 
 if TYPE_CHECKING:
     from receipts.verify import Report

@@ -26,8 +26,8 @@ from ledger.event import EventError, validate_session_id
 from ledger.supersessions import supersession_of_record
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.stores import ReceiptBackend
-from storage.common.fsmode import replace_durable
 from storage.files.ledger.store import Ledger
+from storage.local import replace_durable
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey

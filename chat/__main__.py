@@ -76,7 +76,7 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
     before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
     from storage.cli_stores import database_for, quiet_pool
-    from storage.common.keyfiles import load_existing, new_key_note
+    from storage.local import load_existing, new_key_note
 
     from .engine import Engine
 

@@ -39,8 +39,7 @@ from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
 from retrieval.model import Hit, SearchError, check_k
-from storage.common.checkpoint_issue import issue as issue_checkpoint
-from storage.common.fsmode import fsync_dir, open_private, private_dir
+from storage.local import fsync_dir, open_private, private_dir
 
 from .engine import Consent, InputError, Turn, TurnError, check_message, log
 
@@ -400,7 +399,7 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 # a fact it changes is marked if approved (FORMAT.md §20); the local rules decide: a person chose what
                 # reaches a model in this turn, and no model may see an earlier statement they did not approve
                 engine.detect_changes(user_ev, consent_turn=True)
-                issue_checkpoint(engine.backend, engine.ledger, sess, engine.key)
+                engine.backend.issue_checkpoint(engine.ledger, sess, engine.key)
                 engine.index.index_session(sess, [user_ev])
                 _refuse_dead_echo(engine, sess, user_ev.seq, {c["seq"] for c in chosen}, receipt_id)
                 memories = [ev for ev in proposed if ev.seq in {c["seq"] for c in chosen}]

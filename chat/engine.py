@@ -42,10 +42,9 @@ from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
-from storage.common.checkpoint_issue import issue as issue_checkpoint
-from storage.common.keyfiles import load_or_create
 from storage.files.receipts import files
 from storage.files.retrieval.db import Index
+from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores
 
 from .citing import Cites
@@ -224,7 +223,7 @@ class Engine:
             with self.backend.turn_lock(session):
                 ev = self.ledger.append(session, role, text, meta or {})
                 self.detect_changes(ev)
-                issue_checkpoint(self.backend, self.ledger, session, self.key)
+                self.backend.issue_checkpoint(self.ledger, session, self.key)
         except EventError as exc:
             raise InputError(str(exc)) from None
         self.index.index_session(session, [ev])  # and any supersession records after it: read from the ledger, skipped
@@ -281,7 +280,7 @@ class Engine:
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
         try:
             self.detect_changes(user_ev)
-            issue_checkpoint(self.backend, self.ledger, session, self.key)
+            self.backend.issue_checkpoint(self.ledger, session, self.key)
             return self._answer(session, message, k, receipt_id, on_delta, user_ev)
         except TurnError:
             raise
@@ -296,7 +295,7 @@ class Engine:
         """Best effort: leave a system event saying what went wrong, so the ledger never just stops."""
         try:
             self.ledger.append(session, "system", text, {"kind": kind, "receipt_id": receipt_id})
-            issue_checkpoint(self.backend, self.ledger, session, self.key)
+            self.backend.issue_checkpoint(self.ledger, session, self.key)
         except Exception as exc:  # noqa: BLE001 - the turn fails either way
             log.error("session %s: could not record %s (%s)", session, kind, type(exc).__name__)  # no traceback: it may quote text
 

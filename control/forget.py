@@ -56,9 +56,9 @@ from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate
 from receipts import certificate as cert
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey
-from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
+from storage.local import load_or_create
 
 from .plan import Plan, PlanError, plan
 from .quoting import first_quoted

@@ -39,10 +39,9 @@ from ledger.event import (
 )
 from ledger.supersessions import SUPERSEDE_TEXT, is_control_record
 from receipts.keys import SigningKey
-from storage.common.checkpoint_issue import issue
-from storage.common.keyfiles import load_or_create
 from storage.files.ledger import tailrecord
 from storage.files.ledger.store import Ledger
+from storage.local import load_or_create
 
 from . import state_file
 from .plan import PlanError, quoted
@@ -441,7 +440,7 @@ def _control(
         _check(session, ev, current(led, session), action, reason)
         k = key if key is not None else load_or_create(data)
         control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
-        issue(w.backend, led, session, k)
+        w.backend.issue_checkpoint(led, session, k)
         current(led, session, save=True)  # folds it now and keeps control-state.json up to date
     return ControlResult(session, action, ev.seq, ev.id, control.seq, control.id, reason)
 

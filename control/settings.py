@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ledger.event import EventError, validate_session_id
-from storage.common.fsmode import private_dir, replace_durable
+from storage.local import private_dir, replace_durable
 
 if TYPE_CHECKING:
     from storage.stores import Stores

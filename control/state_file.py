@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from storage.common.fsmode import open_private
+from storage.local import open_private
 
 from .state import ControlState, Revocation
 from .supersession_state import Supersession, SupersessionState

@@ -31,12 +31,12 @@ from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptBackend
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
-from storage.common.fsmode import fsync_dir, private_dir, replace_durable
 from storage.files.ledger.import_records import forget_erased as forget_imports
 from storage.files.receipts import files
 from storage.files.receipts.audit import forget_cache
 from storage.files.receipts.file_backend import FileBackend, IndexRows
 from storage.files.retrieval.db import INDEX_FILE
+from storage.local import fsync_dir, private_dir, replace_durable
 
 from .plan import Citation, Plan, Slot
 from .where import Where

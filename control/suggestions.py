@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.event import now_ts
-from storage.common.fsmode import private_dir, replace_durable
+from storage.local import private_dir, replace_durable
 
 from .settings import SettingsError, Where, _check_session, _session_dir
 

@@ -24,10 +24,9 @@ from ledger.controls import MAX_CONTROL_REASON
 from ledger.event import EventError, is_erasure_record, validate_session_id
 from ledger.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from receipts.keys import SigningKey
-from storage.common.checkpoint_issue import issue
-from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
+from storage.local import load_or_create
 
 from .plan import quoted
 from .revocation import ControlError, _target, current
@@ -226,7 +225,7 @@ def supersede(
     _session(w, session)
     with w.backend.turn_lock(session):
         result = supersede_locked(led, session, new_seq, old_seq, reason=reason, decided_by=decided_by, checked_by=checked_by)
-        issue(w.backend, led, session, key if key is not None else load_or_create(data))
+        w.backend.issue_checkpoint(led, session, key if key is not None else load_or_create(data))
     return result
 
 
@@ -268,7 +267,7 @@ def correct(
             raise SupersedeError(f"session {session}: the new statement cannot be recorded: {exc}") from None
         meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR, reason=reason)
         record = led.append(session, "system", SUPERSEDE_TEXT, meta)
-        issue(w.backend, led, session, k)
+        w.backend.issue_checkpoint(led, session, k)
         current(led, session, save=True)  # folds the record now and keeps control-state.json up to date
     try:
         w.index().index_session(session, [new, record])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger import Event
+from receipts.keys import SigningKey
 
 
 class ReceiptNotFound(FileNotFoundError):
@@ -109,6 +110,11 @@ class ReceiptBackend(Protocol):
 
     def pending_cites(self, session: str) -> list[PendingCites]:
         """The `.cites` records still held (turns killed before their receipt, receipts that failed)."""
+        ...
+
+    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+        """Sign a checkpoint over the session as the ledger has it now and keep it as the latest (caller holds the
+        turn lock). `allow_shrink`: a repair cut the ledger, so a smaller tree's checkpoint replaces a larger one."""
         ...
 
     def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:

@@ -15,8 +15,7 @@ from chat.engine import Engine
 from ledger.cli_support import EXPECTED_DATA_DIR, CliError, make_data_dir, note, writable_data_dir
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError
-from storage.common.fsmode import looser_than_private
-from storage.common.keyfiles import keys_dir, load_existing, new_key_note
+from storage.local import keys_dir, load_existing, looser_than_private, new_key_note
 
 from .retention import parse_hours
 

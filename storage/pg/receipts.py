@@ -49,8 +49,10 @@ from receipts.checkpoints import (
     checkpoint_file_bytes,
     parse_checkpoint,
 )
+from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
 from storage import BackendError
+from storage.common.checkpoint_issue import issue
 from storage.common.fsmode import private_dir, replace_durable
 from storage.common.tree_check import leaf_matches
 from storage.pg import sql
@@ -319,6 +321,11 @@ class PgReceipts:
         return [PendingCites(str(r), int(q), tuple(int(m) for m in mems)) for r, q, mems in rows]
 
     # -- checkpoints ------------------------------------------------------------------------------
+    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+        """Sign a checkpoint over the session as the ledger has it now and keep it (storage.common.checkpoint_issue;
+        the caller holds turn_lock(session))."""
+        return issue(self, ledger, session, key, allow_shrink=allow_shrink)
+
     def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
         """Make it the latest unless a larger tree's checkpoint is kept already (False then). One statement:
         the comparison and the write are atomic, whatever other replicas do."""

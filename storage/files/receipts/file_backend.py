@@ -15,7 +15,9 @@ from typing import Any, Protocol
 
 from ledger.event import validate_session_id
 from receipts import checkpoints
+from receipts.keys import SigningKey
 from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound, TreeSource, row_values
+from storage.common.checkpoint_issue import issue
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts import files
 
@@ -77,6 +79,11 @@ class FileBackend:
             if got is not None:
                 out.append(PendingCites(path.stem, got[0], tuple(got[1])))
         return out
+
+    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+        """Sign a checkpoint over the session as the ledger has it now and keep it (storage.common.checkpoint_issue;
+        the caller holds turn_lock(session))."""
+        return issue(self, ledger, session, key, allow_shrink=allow_shrink)
 
     def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
         if not allow_shrink:
