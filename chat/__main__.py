@@ -91,9 +91,11 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
         if token is not None:  # a token not issued here: refused before a key or folder is made for this DATA_DIR
             import time
 
-            from .consent import Store, check_issued, proposal_store
+            from storage.api_faces import proposals_at
 
-            check_issued(proposal_store(stores) if stores is not None else Store(data), token, time.time())
+            from .consent import TOKEN_TTL, check_issued, proposal_store
+
+            check_issued(proposal_store(stores) if stores is not None else proposals_at(data, TOKEN_TTL), token, time.time())
         had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
         make_data_dir(data)
         engine = Engine(data, stores=stores)

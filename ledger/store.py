@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from . import importer
@@ -29,6 +30,7 @@ from .erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
 from .erasing import EraseError as EraseError
 from .erasing import Erasing
 from .erasing import Erasure as Erasure
+from .event import EventError, validate_session_id
 from .importer import Imported
 from .messages import ImportError_ as ImportError_
 from .messages import Message as Message
@@ -75,3 +77,40 @@ class Ledger(Appending, Erasing, Reading):
         finally:
             if was_enabled:
                 gc.enable()
+
+    # -- the storage contract's (storage/api_faces.py: LedgerFaces), as storage.pg.ledger.PgLedger answers them --
+    def last_written(self, session: str) -> float | None:
+        """When the session's ledger was last written (its events file's mtime; the folder's if there is none), or
+        None when there is no such session."""
+        sdir = self.sessions_dir / session
+        try:
+            log_file = sdir / EVENTS_FILE
+            return (log_file if log_file.exists() else sdir).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def idle_sessions(self, before: float) -> list[str]:
+        """The sessions last written before `before` (Unix time): every folder under DATA_DIR/sessions, also one
+        with no events file yet (dated by the folder)."""
+        if not self.sessions_dir.is_dir():
+            return []
+        out = []
+        for p in sorted(self.sessions_dir.iterdir()):
+            try:
+                session = validate_session_id(p.name)
+                if p.is_dir() and _last_write(p) < before:
+                    out.append(session)
+            except (EventError, FileNotFoundError):
+                continue
+        return out
+
+    def kept_elsewhere(self) -> str | None:
+        """Where the record is kept when DATA_DIR's files are not it: never, for the file ledger."""
+        return None
+
+
+def _last_write(sdir: Path) -> float:
+    try:
+        return float((sdir / EVENTS_FILE).stat().st_mtime)
+    except FileNotFoundError:
+        return float(sdir.stat().st_mtime)

@@ -6,6 +6,8 @@ checkpoint on any backend.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -14,11 +16,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.event import now_ts, validate_session_id
+from ledger.fsmode import fsync_dir, open_private, private_dir
 
 from . import checkpoints, files
-from .body import sign_checkpoint
+from .body import parse_receipt, sign_checkpoint
 from .keys import SigningKey
-from .stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
+from .stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, cited_seqs, row_values
+
+log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
 
 
 class FileBackend:
@@ -93,6 +98,10 @@ class FileBackend:
     def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
         return checkpoints.latest(self.data_dir, session)
 
+    def proposals(self, ttl: int) -> FileProposals:
+        """DATA_DIR/proposals/ (FileProposals)."""
+        return FileProposals(self.data_dir, ttl=ttl)
+
     def forget_session(self, session: str) -> None:
         validate_session_id(session)
         for path in (self.data_dir / "sessions" / session / "receipts", self.data_dir / "merkle" / session):
@@ -100,8 +109,132 @@ class FileBackend:
         checkpoints.checkpoint_path(self.data_dir, session).unlink(missing_ok=True)
 
 
+class FileProposals:
+    """The consent proposals of chat.consent on files (receipts.stores.ProposalStore; storage.pg.consent.PgProposals
+    on PostgreSQL). DATA_DIR/proposals/: `secret`, `<session>.<nonce>.json` (waiting), `….used` / `.cancelled` /
+    `.expired` (spent). `ttl`: the tokens' lifetime in seconds (chat.consent.TOKEN_TTL).
+
+    Deleting a session (control.forget.forget_session, Engine.forget, retention) removes its `<session>.*` files."""
+
+    def __init__(self, data_dir: Path, *, ttl: int) -> None:
+        self.folder = data_dir / "proposals"
+        self.ttl = ttl
+
+    def secret(self) -> bytes:
+        """Made whole in a temporary file and linked into place (link fails if the name exists), so processes making it
+        together agree on one, and none ever reads a half-written one."""
+        path = self.folder / "secret"
+        private_dir(self.folder)
+        if not path.exists():
+            tmp = self.folder / f".secret.{os.getpid()}.{os.urandom(8).hex()}.tmp"
+            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                os.write(fd, os.urandom(32))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # atomic: exactly one maker's bytes become the secret
+                fsync_dir(self.folder)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+            finally:
+                tmp.unlink(missing_ok=True)
+        raw = path.read_bytes()
+        if len(raw) != 32:
+            raise ValueError(f"{path}: not a consent secret (expected 32 bytes); remove it to make a new one")
+        return raw
+
+    def _find(self, nonce: str, suffix: str) -> Path | None:
+        """`<session>.<nonce>.<suffix>` (a session id holds no dot, so the name says whose it is)."""
+        found = sorted(self.folder.glob(f"*.{nonce}.{suffix}")) if self.folder.is_dir() else []
+        return found[0] if found else None
+
+    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None:
+        private_dir(self.folder)
+        tmp = self.folder / f".{nonce}.tmp"
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            os.write(fd, json.dumps(pending, sort_keys=True).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, self.folder / f"{session}.{nonce}.json")
+
+    def load(self, nonce: str) -> dict[str, Any] | None:
+        path = self._find(nonce, "json")
+        if path is None:
+            return None
+        try:
+            obj: dict[str, Any] = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # chat.consent: "token: its proposal cannot be read (…)"
+            raise ValueError(str(exc)) from None
+        return obj
+
+    def spend(self, nonce: str, how: str) -> bool:
+        """Atomically move the waiting proposal to its tombstone; False when it was no longer waiting."""
+        path = self._find(nonce, "json")
+        if path is None:
+            return False
+        tomb = path.with_suffix(f".{how}")
+        try:
+            os.rename(path, tomb)  # the claim: of two spends, exactly one rename finds the file
+        except FileNotFoundError:
+            return False
+        # The question leaves the disk with the proposal: an empty file replaces the tombstone's inode (never
+        # truncate it in place: a racing answer that opened the proposal before the rename still reads it whole,
+        # then finds it spent, instead of reading an empty file and calling the proposal unreadable).
+        empty = self.folder / f".{nonce}.{how}.tmp"
+        os.close(open_private(empty, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
+        os.replace(empty, tomb)
+        return True
+
+    def spent(self, nonce: str) -> str | None:
+        for how in ("used", "cancelled", "expired"):
+            if self._find(nonce, how) is not None:
+                return how
+        return None
+
+    def sweep(self, now: float) -> None:
+        """Drop proposals and tombstones older than the token lifetime (a spent token is refused as expired then)."""
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.iterdir():
+            if path.name == "secret":
+                continue
+            try:
+                if path.stat().st_mtime < now - self.ttl - 60:
+                    path.unlink()
+            except FileNotFoundError:
+                continue
+
+    def forget_session(self, session: str) -> None:
+        """`<session>.*`: its waiting proposals (with their questions) and its tombstones."""
+        validate_session_id(session)  # a session id holds no glob character and no dot
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.glob(f"{session}.*"):
+            path.unlink(missing_ok=True)
+
+
+class _Sessions(Protocol):
+    def sessions(self) -> list[str]: ...
+
+
 class _IndexDb(Protocol):
-    """What IndexRows needs of retrieval.Index: its write and read connections (index.sqlite)."""
+    """What IndexRows needs of retrieval.Index: its write and read connections (index.sqlite), its folder, its ledger
+    (whose sessions' receipt files the rows are derived from) and the generation of its file (a new one starts with
+    empty derived tables)."""
+
+    data_dir: Path
+
+    @property
+    def ledger(self) -> _Sessions: ...
+
+    @property
+    def generation(self) -> int: ...
 
     def write(self) -> AbstractContextManager[files.Sql]: ...
 
@@ -144,6 +277,41 @@ class IndexRows:
         with self.index.write() as db:
             files.forget_rows(db, session, receipt_ids)
 
+    # -- the storage contract's (storage/api_faces.py: ReceiptRowsFaces), as storage.pg.receipts.PgReceipts answers them --
+    def derived_generation(self) -> int | None:
+        """The index file's generation: the rows here are derived from the receipt files, and a new file (moved aside,
+        replaced) starts with them empty."""
+        return self.index.generation
+
+    def restore_derived(self) -> int | None:
+        """The receipts and receipt_cites tables are derived from the receipt files: refill them after the index was
+        rebuilt (receipt_cites also when the index predates it). A receipt always cites its question: a table of
+        receipts without any cited seq was never filled. Returns the generation at which the tables are whole."""
+        generation = self.index.generation
+        with self.index.read() as conn:
+            rows = conn.execute("SELECT EXISTS (SELECT 1 FROM receipts)").fetchone()[0]
+            cited = conn.execute("SELECT EXISTS (SELECT 1 FROM receipt_cites)").fetchone()[0]
+        if not (rows and cited):
+            for session in self.index.ledger.sessions():
+                for path in files.list_receipts(self.index.data_dir, session):
+                    try:
+                        receipt = parse_receipt(files.read_receipt_bytes(path))
+                    except (ValueError, OSError) as exc:
+                        log.warning("%s: not restored to the receipts table (%s)", path, type(exc).__name__)  # a parse error quotes a field
+                        continue
+                    if not rows:
+                        self._record_row_logged(session, receipt.receipt_id, str(path), receipt.body)
+                    if not cited:
+                        self.record_cites(session, receipt.receipt_id, *cited_seqs(receipt.signed_body))
+        return generation
+
+    def _record_row_logged(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None:
+        """record_row, a failure logged: the row is derived, the receipt file is the record."""
+        try:
+            self.record_row(session, receipt_id, where, body)
+        except Exception as exc:  # noqa: BLE001 - the row is derived; the file is the record
+            log.warning("receipt %s: index row not written (%s); the receipt file is intact", receipt_id, exc)
+
 
 def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
     """Sign a checkpoint over the session as it is now and keep it as the latest, on any ReceiptBackend.
@@ -165,4 +333,4 @@ def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: Signin
     return cp
 
 
-__all__ = ["FileBackend", "IndexRows", "issue"]
+__all__ = ["FileBackend", "FileProposals", "IndexRows", "issue"]

@@ -124,6 +124,11 @@ class ReceiptBackend(Protocol):
         """Delete the session's receipts, cites records, tree and checkpoint (idempotent)."""
         ...
 
+    def proposals(self, ttl: int) -> ProposalStore:
+        """Where the deployment's consent proposals wait (chat.consent; `ttl`: the tokens' lifetime in seconds):
+        DATA_DIR/proposals/ on files, tables every replica shares on PostgreSQL."""
+        ...
+
 
 class ReceiptRows(Protocol):
     """The derived rows: one per receipt, and per answer the seqs its turn cited (chat.citing)."""
@@ -137,6 +142,45 @@ class ReceiptRows(Protocol):
     def answered(self, session: str, after_seq: int) -> set[int]: ...
 
     def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None: ...
+
+    def derived_generation(self) -> int | None:
+        """The generation of the derived tables, which changes when they start empty again (the file backend's index
+        file opened anew); None when the rows are the record and never start over (PostgreSQL)."""
+        ...
+
+    def restore_derived(self) -> int | None:
+        """Refill the rows derived from the receipt files when they were never filled (an index rebuilt, moved aside);
+        the generation at which they are whole, or None when the rows are the record (nothing to refill)."""
+        ...
+
+
+class ProposalStore(Protocol):
+    """Where consent proposals wait (chat.consent): the file backend's DATA_DIR/proposals/
+    (receipts.file_backend.FileProposals) or PostgreSQL (storage.pg.consent.PgProposals)."""
+
+    def secret(self) -> bytes:
+        """The deployment's 32-byte MAC key, made on first use and the same ever after (for every replica).
+        ValueError (files) or storage.BackendError (PostgreSQL) when what is kept is not one."""
+        ...
+
+    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None: ...
+
+    def load(self, nonce: str) -> dict[str, Any] | None:
+        """The waiting proposal, None when there is none (spent, swept or never made); ValueError when it cannot be
+        read."""
+        ...
+
+    def spend(self, nonce: str, how: str) -> bool:
+        """Atomically end the waiting proposal as `how` (used, cancelled, expired); False when it was not waiting."""
+        ...
+
+    def spent(self, nonce: str) -> str | None: ...
+
+    def sweep(self, now: float) -> None: ...
+
+    def forget_session(self, session: str) -> None:
+        """Every proposal of the session, waiting or spent, gone (the session is being deleted)."""
+        ...
 
 
 def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,4 +197,11 @@ def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["MerkleTree", "PendingCites", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "row_values"]
+def cited_seqs(body: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """(the answer's seq, the seqs its turn handed the model: its question, then its memories) of a receipt body:
+    one receipt's `receipt_cites` rows."""
+    answer = body["response"]["event"]["seq"]
+    return answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])]
+
+
+__all__ = ["MerkleTree", "PendingCites", "ProposalStore", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "cited_seqs", "row_values"]

@@ -323,7 +323,7 @@ class Service:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited
         from a private copy, receipts.ledger_copy), the receipts and the latest checkpoint; (None, None, None) on files."""
         stores = self.engine.stores
-        if stores.kind == "files":
+        if stores.ledger.kept_elsewhere() is None:  # DATA_DIR's files are the record: the auditor reads them
             return None, None, None
         return stores.ledger, stores.receipts, stores.receipts.latest_checkpoint
 

@@ -504,6 +504,19 @@ class PgLedger:
             row = conn.execute(sql.LEDGER_WRITTEN, (session,)).fetchone()
         return None if row is None else float(row[0])
 
+    def idle_sessions(self, before: float) -> list[str]:
+        """The sessions last written before `before` (Unix time, by last_written)."""
+        idle = []
+        for session in self.sessions():
+            written = self.last_written(session)
+            if written is not None and written < before:
+                idle.append(session)
+        return idle
+
+    def kept_elsewhere(self) -> str | None:
+        """Where the record is kept, DATA_DIR holding only the key and caches: "PostgreSQL at <its shown name>"."""
+        return f"PostgreSQL at {self.db.shown}"
+
     def vacuum(self) -> list[str]:
         """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); the tables
         PostgreSQL skipped (a role that does not own them: logged, see Database.vacuum)."""

@@ -56,6 +56,7 @@ from storage import BackendError
 
 from . import sql
 from .connect import CONNECT_TIMEOUT_S, Database
+from .consent import PgProposals
 from .merkle import PgMerkleStore, TreeMoved
 
 log = logging.getLogger("storage.pg")
@@ -409,6 +410,19 @@ class PgReceipts:
                 conn.execute(sql.CITES_DELETE_SESSION, (session,))
             else:
                 conn.execute(sql.CITES_DELETE_SOME, (session, list(receipt_ids)))
+
+    # -- the storage contract's (storage/api_faces.py), as the file backend's IndexRows / FileBackend answer them --
+    def derived_generation(self) -> int | None:
+        """None: these rows are the record, never derived from files, and never start over."""
+        return None
+
+    def restore_derived(self) -> int | None:
+        """Nothing to restore: the rows are the record (None, as derived_generation)."""
+        return None
+
+    def proposals(self, ttl: int) -> PgProposals:
+        """The consent proposals every replica shares (storage.pg.consent.PgProposals; `ttl`: the tokens' lifetime)."""
+        return PgProposals(self.db, ttl=ttl)
 
 
 __all__ = ["PgReceipts", "check_receipt_id"]
