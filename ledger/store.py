@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import importer
 from .appending import Appended as Appended
@@ -45,6 +45,9 @@ from .sessions import EVENTS_FILE as EVENTS_FILE
 from .sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
 from .sessions import _fsync_dir as _fsync_dir
 from .sessions import _write_all as _write_all
+
+if TYPE_CHECKING:
+    from receipts.file_backend import FileImports
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -103,6 +106,12 @@ class Ledger(Appending, Erasing, Reading):
             except (EventError, FileNotFoundError):
                 continue
         return out
+
+    def imports(self) -> FileImports:
+        """The sessions imported from bundles into this data directory (receipts.file_backend.FileImports)."""
+        from receipts.file_backend import FileImports
+
+        return FileImports(self.data_dir)
 
     def kept_elsewhere(self) -> str | None:
         """Where the record is kept when DATA_DIR's files are not it: never, for the file ledger."""

@@ -13,15 +13,29 @@ import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.event import now_ts, validate_session_id
-from ledger.fsmode import fsync_dir, open_private, private_dir
+from ledger.fsmode import fsync_dir, open_private, private_dir, write_private
 
 from . import checkpoints, files
 from .body import parse_receipt, sign_checkpoint
-from .keys import SigningKey
-from .stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, cited_seqs, row_values
+from .keys import PublicKey, SigningKey, format_public_key
+from .stores import (
+    MerkleTree,
+    Origin,
+    PendingCites,
+    ReceiptBackend,
+    ReceiptNotFound,
+    TreeSource,
+    cited_seqs,
+    row_values,
+)
+
+if TYPE_CHECKING:
+    from storage.stores import Stores
+
+    from .verify import Report
 
 log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
 
@@ -219,6 +233,115 @@ class FileProposals:
             path.unlink(missing_ok=True)
 
 
+IMPORTED = "imported"  # DATA_DIR/imported/<LOCAL>/: one data directory per imported session (docs/FORMAT.md §21)
+ORIGIN = "origin.json"
+
+
+def read_origin(folder: Path) -> Origin | None:
+    try:
+        doc = json.loads((folder / ORIGIN).read_text("utf-8"))
+        return Origin(**{k: doc[k] for k in Origin.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class FileImports:
+    """The sessions imported from bundles into a data directory (storage/api_faces.py: BundleImports; PostgreSQL's
+    is storage.pg.imports.PgImports): each is a data directory of its own, `DATA_DIR/imported/<LOCAL>/`
+    (`sessions/<ORIGIN>/…`, `erasures/`, `bundle-keys/`, `index.sqlite`), whose `origin.json` keeps the bundle's
+    session id, signer, event count, chain head, the bundle file's sha256 and the verdict."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.data_dir = Path(data_dir)
+        self.root = self.data_dir / IMPORTED
+
+    def __repr__(self) -> str:
+        return f"FileImports({str(self.data_dir)!r})"
+
+    def folder(self, local: str) -> Path:
+        return self.root / validate_session_id(local)
+
+    def origins(self) -> list[Origin]:
+        out = []
+        for p in sorted(self.root.iterdir()) if self.root.is_dir() else []:
+            if p.name.startswith(".") or not p.is_dir() or p.is_symlink():
+                continue
+            o = read_origin(p)
+            if o is not None and o.local == p.name:
+                out.append(o)
+        return out
+
+    @contextmanager
+    def open(self, local: str) -> Iterator[Stores]:
+        """The imported session's ledger, index, receipts and checkpoint, in its folder (closed after)."""
+        from ledger import Ledger
+        from retrieval import Index
+        from storage.stores import Stores
+
+        folder = self.folder(local)
+        led = Ledger(folder)
+        idx = Index(folder, led)
+        try:
+            yield Stores("files", folder, led, idx, FileBackend(folder), IndexRows(idx))
+        finally:
+            idx.close()
+            led.close()
+
+    def keys(self, local: str) -> list[PublicKey]:
+        """The keys trusted for an imported session: those its bundle carried (checked at import)."""
+        from .api import load_trust
+
+        folder = self.folder(local) / "bundle-keys"
+        return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
+
+    def certificates(self, local: str) -> list[tuple[str, bytes]]:
+        """(file name, bytes) of the erasure certificates the imported session's bundle carried."""
+        erasures = self.folder(local) / "erasures"
+        return [(p.name, p.read_bytes()) for p in sorted(erasures.glob("*.json"))] if erasures.is_dir() else []
+
+    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
+        """As `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does."""
+        from .api import verify_bytes
+
+        return verify_bytes(raw, trusted=keys, data_dir=self.folder(local))
+
+    def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
+        return next((o for o in self.origins() if (o.session, o.signer, o.events, o.chain_head) == (session, signer, events, chain_head)), None)
+
+    def taken(self, local: str) -> bool:
+        """An import or a session of this data directory already has the id `local`."""
+        return (self.root / local).exists() or (self.data_dir / "sessions" / local).exists()
+
+    def sweep(self) -> list[str]:
+        """Nothing: a dead import's staging folder is removed by the next staging (bundle.verify.staged)."""
+        return []
+
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+        """The verified bundle extracted in `folder` (a staging folder under DATA_DIR/imported/) becomes the import
+        `origin`: origin.json and the keys it carried written in, then renamed into place in one step (a crash leaves
+        either nothing or the whole import), then indexed. (origin, False, events indexed)."""
+        from ledger import Ledger
+        from retrieval import Index
+
+        # 0600 in 0700 whatever the umask, like every file the project writes (issue 28 §6; read.py extracted the rest)
+        write_private(folder / ORIGIN, (json.dumps({k: getattr(origin, k) for k in Origin.__dataclass_fields__}, indent=1) + "\n").encode("utf-8"))
+        kept = private_dir(folder / "bundle-keys")
+        for k in keys:  # normalised: one trust-format file per key the bundle carried
+            write_private(kept / (k.key_id.replace(":", "-") + ".pub"), format_public_key(k).encode("utf-8"))
+        target = self.root / origin.local
+        os.rename(folder, target)
+        fsync_dir(self.root)
+        led = Ledger(target)
+        idx = Index(target, led)
+        try:
+            idx.index_session(origin.session)
+            count = led.head(origin.session)[0]
+        finally:
+            idx.close()
+            led.close()
+        return origin, False, count
+
+
 class _Sessions(Protocol):
     def sessions(self) -> list[str]: ...
 
@@ -333,4 +456,4 @@ def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: Signin
     return cp
 
 
-__all__ = ["FileBackend", "FileProposals", "IndexRows", "issue"]
+__all__ = ["IMPORTED", "FileBackend", "FileImports", "FileProposals", "IndexRows", "issue", "read_origin"]

@@ -197,6 +197,26 @@ def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an imported session came from (docs/FORMAT.md §21): `origin.json` of its folder on files, its
+    `bundle_imports` row on PostgreSQL (bundle.importer re-exports it)."""
+
+    local: str
+    session: str  # the bundle's session id (its events carry it)
+    signer: str
+    events: int
+    chain_head: str
+    bundle_sha256: str
+    verdict: str  # "verified", or "unverified" (imported with allow_untrusted)
+    imported_at: str
+
+
+class ImportFailed(ValueError):
+    """A store could not take an imported session, or has no such import; one line (bundle.importer says it as a
+    BundleError)."""
+
+
 def cited_seqs(body: Mapping[str, Any]) -> tuple[int, list[int]]:
     """(the answer's seq, the seqs its turn handed the model: its question, then its memories) of a receipt body:
     one receipt's `receipt_cites` rows."""
@@ -204,4 +224,4 @@ def cited_seqs(body: Mapping[str, Any]) -> tuple[int, list[int]]:
     return answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])]
 
 
-__all__ = ["MerkleTree", "PendingCites", "ProposalStore", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "cited_seqs", "row_values"]
+__all__ = ["ImportFailed", "MerkleTree", "Origin", "PendingCites", "ProposalStore", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "cited_seqs", "row_values"]

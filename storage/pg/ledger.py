@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 import psycopg
@@ -52,6 +52,9 @@ from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
 
 from . import sql
 from .connect import Database
+
+if TYPE_CHECKING:
+    from .imports import PgImports
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
@@ -512,6 +515,12 @@ class PgLedger:
             if written is not None and written < before:
                 idle.append(session)
         return idle
+
+    def imports(self) -> PgImports:
+        """The sessions imported from bundles into this database, each in a schema of its own (storage.pg.imports)."""
+        from .imports import PgImports
+
+        return PgImports(self)
 
     def kept_elsewhere(self) -> str | None:
         """Where the record is kept, DATA_DIR holding only the key and caches: "PostgreSQL at <its shown name>"."""
