@@ -7,7 +7,7 @@ receipt key, whose public half travels in the bundle. The zip is written to a te
 fsynced and renamed into place: a reader never sees half a bundle.
 
 Either backend (storage.stores.Stores): on files the ledger is the session's events.jsonl, on PostgreSQL its
-rows' exact lines read in one snapshot (PgLedger.snapshot_lines); receipts and the checkpoint come through the
+rows' exact lines read in one snapshot (the ledger's snapshot_lines); receipts and the checkpoint come through the
 receipt backend (receipts.stores.ReceiptBackend). Every zip entry is dated `exported_at`, so a bundle is a pure
 function of its members, the export time and the key: the same session exported from the files and from
 PostgreSQL at the same `exported_at` gives the same bytes.
@@ -51,7 +51,7 @@ from .format import (
 )
 
 if TYPE_CHECKING:
-    from storage.pg.ledger import PgLedger
+    from storage.api_faces import LedgerStore
     from storage.stores import Stores
 
 CHUNK = 1024 * 1024
@@ -109,13 +109,13 @@ def _chunks(path: Path, limit: int) -> Iterator[bytes]:
 
 def session_stores(
     stack: ExitStack, data: Path, stores: Stores | None, session: str
-) -> tuple[Ledger | PgLedger, ReceiptBackend]:
+) -> tuple[LedgerStore, ReceiptBackend]:
     """The session's ledger and receipt backend: those of `stores`, or by default the file ledger (closed with `stack`)
     and the receipt files in `data` — only those, no index is opened. BundleError when the session is not there."""
     if stores is None:
         file_ledger = Ledger(data)
         stack.callback(file_ledger.close)
-        ledger: Ledger | PgLedger = file_ledger
+        ledger: LedgerStore = file_ledger
         backend: ReceiptBackend = FileBackend(data)
         where = str(data)
     else:
@@ -167,7 +167,7 @@ def export_session(
 
     `stores`: where the session is kept (storage.stores; by default the files in `data_dir`, of which only the
     ledger and the receipt files are opened). Erasure certificates are read from `data_dir/erasures` on either
-    backend (`certificates`: (file name, bytes) to carry instead, e.g. an imported session's, bundle.pg_import), and
+    backend (`certificates`: (file name, bytes) to carry instead, e.g. an imported session's, BundleImports.certificates), and
     the signing key is `data_dir`'s unless `key` is given. `exported_at`: the manifest's time and every zip entry's
     date (default now)."""
     data = Path(data_dir)
@@ -239,7 +239,7 @@ def _entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile
     return info
 
 
-def _ledger_chunks(stack: ExitStack, ledger: Ledger | PgLedger, session: str, count: int) -> tuple[int, Iterator[bytes]]:
+def _ledger_chunks(stack: ExitStack, ledger: LedgerStore, session: str, count: int) -> tuple[int, Iterator[bytes]]:
     """(bytes, for the progress bar; the ledger's first `count` lines as stored, in pieces). On files the bytes are
     exact; on PostgreSQL the lines come from one snapshot (held open by `stack`) and the bytes are the session's
     when asked (a `remember` after the head was read adds lines beyond `count`, which are not exported)."""

@@ -22,6 +22,7 @@ from . import checkpoints, files
 from .body import parse_receipt, sign_checkpoint
 from .keys import PublicKey, SigningKey, format_public_key
 from .stores import (
+    IMPORTED,
     MerkleTree,
     Origin,
     PendingCites,
@@ -233,8 +234,7 @@ class FileProposals:
             path.unlink(missing_ok=True)
 
 
-IMPORTED = "imported"  # DATA_DIR/imported/<LOCAL>/: one data directory per imported session (docs/FORMAT.md §21)
-ORIGIN = "origin.json"
+ORIGIN = "origin.json"  # DATA_DIR/imported/<LOCAL>/origin.json (docs/FORMAT.md §21)
 
 
 def read_origin(folder: Path) -> Origin | None:
@@ -456,4 +456,4 @@ def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: Signin
     return cp
 
 
-__all__ = ["IMPORTED", "FileBackend", "FileImports", "FileProposals", "IndexRows", "issue", "read_origin"]
+__all__ = ["ORIGIN", "FileBackend", "FileImports", "FileProposals", "IndexRows", "issue", "read_origin"]

@@ -197,6 +197,9 @@ def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+IMPORTED = "imported"  # DATA_DIR/imported/: imported sessions' folders on files, and every import's staging folder
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where an imported session came from (docs/FORMAT.md §21): `origin.json` of its folder on files, its
@@ -224,4 +227,4 @@ def cited_seqs(body: Mapping[str, Any]) -> tuple[int, list[int]]:
     return answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])]
 
 
-__all__ = ["ImportFailed", "MerkleTree", "Origin", "PendingCites", "ProposalStore", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "cited_seqs", "row_values"]
+__all__ = ["IMPORTED", "ImportFailed", "MerkleTree", "Origin", "PendingCites", "ProposalStore", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "cited_seqs", "row_values"]

@@ -18,15 +18,19 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from ledger import Ledger
+    from receipts.file_backend import FileImports
     from receipts.keys import PublicKey
-    from receipts.stores import ProposalStore
+    from receipts.stores import Origin, ProposalStore
     from receipts.verify import Report
     from retrieval import Index
+    from storage.pg.imports import PgImports
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
 
     LedgerStore: TypeAlias = Ledger | PgLedger  # storage.api.LedgerStore once merged
     SearchIndex: TypeAlias = Index | PgIndex  # storage.api.SearchIndex once merged
+    BundleImports: TypeAlias = FileImports | PgImports  # the BundleImportsFaces Protocol once merged
 
 
 class LedgerFaces(Protocol):
@@ -47,16 +51,7 @@ class LedgerFaces(Protocol):
         app's start-up line, and whether an auditor reads DATA_DIR's files or through the stores (webui.service)."""
         ...
 
-    def export_lines(self, session: str, count: int) -> AbstractContextManager[tuple[int, Sequence[bytes] | object]]:
-        """(bytes, the first `count` ledger lines as stored, in pieces) for a bundle (bundle.export): files read
-        the events file itself, PostgreSQL one snapshot of the rows. See bundle.export._ledger_chunks."""
-        ...
-
-    def control_state(self, session: str) -> object:
-        """The session's control state now (control.revocation.current on either backend)."""
-        ...
-
-    def imports(self) -> BundleImports:
+    def imports(self) -> BundleImportsFaces:
         """The imported sessions of this deployment (bundle.importer): DATA_DIR/imported/<LOCAL>/ on files, one
         schema each on PostgreSQL (storage.pg.imports)."""
         ...
@@ -88,22 +83,67 @@ class ReceiptBackendFaces(Protocol):
         ...
 
 
-class BundleImports(Protocol):
+class BundleImportsFaces(Protocol):
     """The imported sessions of one deployment (bundle.importer), reached as `stores.ledger.imports()`, or by
-    `imports_at(data_dir)` before any store is open. Files: ledger.store.FileImports; PostgreSQL:
-    storage.pg.imports.PgImports (was bundle/pg_import.py)."""
+    `imports_at(data_dir)` before any store is open. Files: receipts.file_backend.FileImports (DATA_DIR/imported/
+    <LOCAL>/, was bundle.importer's); PostgreSQL: storage.pg.imports.PgImports (a schema each, was
+    bundle/pg_import.py). A refusal is receipts.stores.ImportFailed, which bundle.importer says as a BundleError.
+    `Origin` (was bundle.importer's) and `IMPORTED` are in receipts.stores, where both backends reach them."""
 
-    def origins(self) -> list[object]:
-        """Every imported session (bundle.importer.Origin), by local id."""
+    def origins(self) -> list[Origin]:
+        """Every imported session, by local id."""
+        ...
+
+    def open(self, local: str) -> AbstractContextManager[Stores]:
+        """The imported session's stores (ledger, index, receipts, checkpoint), closed after; ImportFailed when there
+        is no such import (PostgreSQL)."""
         ...
 
     def keys(self, local: str) -> list[PublicKey]:
         """The keys its bundle carried, trusted for it."""
         ...
 
-    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
-        """A receipt checked against the imported session `local` under `keys`."""
+    def certificates(self, local: str) -> list[tuple[str, bytes]]:
+        """(file name, bytes) of the erasure certificates its bundle carried."""
         ...
+
+    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
+        """A receipt checked against the imported session `local` under `keys` (files: its folder; PostgreSQL: the
+        schema's stored lines)."""
+        ...
+
+    def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
+        """The import of the same ledger, if there is one (an import again is a duplicate)."""
+        ...
+
+    def taken(self, local: str) -> bool:
+        """An import or a session already has the id `local`."""
+        ...
+
+    def sweep(self) -> list[str]:
+        """Remove what crashed imports left (PostgreSQL: their schemas, once stale); what was removed."""
+        ...
+
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+        """The verified bundle extracted in `folder` (a staging folder under DATA_DIR/imported/) becomes the import
+        `origin` (local id checked free): (the origin recorded, duplicate — another import of the same ledger won a
+        race —, events indexed)."""
+        ...
+
+
+def imports_at(data_dir: str | os.PathLike[str]) -> BundleImports:
+    """The file backend's imports of `data_dir`, with nothing else opened or made (bundle's default, no `stores`)."""
+    from receipts.file_backend import FileImports
+
+    return FileImports(data_dir)
+
+
+def reader_ledger(folder: str | os.PathLike[str]) -> Ledger:
+    """A reader's file ledger over `folder` (it writes no tail record): how another backend reads a staged bundle's
+    ledger, through the contract rather than by importing the file backend (storage.pg.imports). Close it after."""
+    from ledger import Ledger
+
+    return Ledger(folder, record_tails=False)
 
 
 def proposals_at(data_dir: str | os.PathLike[str], ttl: int) -> ProposalStore:
@@ -114,4 +154,12 @@ def proposals_at(data_dir: str | os.PathLike[str], ttl: int) -> ProposalStore:
     return FileBackend(Path(data_dir)).proposals(ttl)
 
 
-__all__ = ["BundleImports", "LedgerFaces", "ReceiptBackendFaces", "ReceiptRowsFaces", "proposals_at"]
+__all__ = [
+    "BundleImportsFaces",
+    "LedgerFaces",
+    "ReceiptBackendFaces",
+    "ReceiptRowsFaces",
+    "imports_at",
+    "proposals_at",
+    "reader_ledger",
+]

@@ -37,7 +37,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
-from receipts.stores import ImportFailed, Origin
+from receipts.stores import IMPORTED, ImportFailed, Origin
 from storage import BackendError
 
 from . import migrate, sql
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bundle")
 STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
-IMPORTED = "imported"  # DATA_DIR/imported/: the staging folders, and the audit caches of checks against an import
 _SCHEMA_RE = re.compile(r"mre_import_(\d{10})_[0-9a-f]{8}")
 
 
@@ -145,14 +144,12 @@ def _drop(db: Database, schema: str) -> None:
         conn.execute(pgsql.SQL(sql.BUNDLE_DROP_SCHEMA).format(pgsql.Identifier(schema)))
 
 
-def import_staged(
-    db: Database, data_dir: Path, staged: Any, folder: Path, origin: Origin, keys: Sequence[PublicKey]
-) -> tuple[Origin, bool, int]:
-    """Write the verified bundle extracted in `folder` (its ledger open as `staged`, a reader's ledger over that
-    folder: typed loosely, so that this backend names no file class) as the import `origin` (local id checked free
-    by the caller): (the origin recorded, duplicate, events indexed). A duplicate found only at the commit (another
-    import of the same ledger won the race) leaves nothing of this one. ImportFailed when the local id was taken
-    meanwhile."""
+def import_staged(db: Database, data_dir: Path, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+    """Write the verified bundle extracted in `folder` as the import `origin` (local id checked free by the caller):
+    (the origin recorded, duplicate, events indexed). A duplicate found only at the commit (another import of the
+    same ledger won the race) leaves nothing of this one. ImportFailed when the local id was taken meanwhile."""
+    from storage.api_faces import reader_ledger  # the staged ledger's files, read through the contract
+
     session = origin.session
     schema = f"{sql.BUNDLE_SCHEMA_PREFIX}{int(time.time()):010d}_{secrets.token_hex(4)}"
     try:
@@ -168,10 +165,13 @@ def import_staged(
     try:
         with _schema_stores(db, data_dir, schema) as target:
             assert isinstance(target.ledger, PgLedger)  # _schema_stores' own
+            staged = reader_ledger(folder)
             try:
                 done = migrate.migrate_session(staged, target.ledger, session)
             except migrate.MigrationRefused as exc:  # cannot be after ledger.chain passed; said, never hidden
                 raise ImportFailed(f"{exc}") from None
+            finally:
+                staged.close()
             if (done.events, target.ledger.head(session)[1]) != (origin.events, origin.chain_head):
                 raise ImportFailed(f"session {session}: the database holds {done.events} events after the copy, the manifest {origin.events}")
             _write_receipts(target, folder, session)
@@ -268,6 +268,7 @@ class PgImports:
         from receipts.api import verify_bytes
 
         with self.open(local) as opened:
+            assert isinstance(opened.ledger, PgLedger)  # _schema_stores' own
             return verify_bytes(raw, trusted=keys, data_dir=self._data_dir() / IMPORTED, source=opened.ledger)
 
     def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
@@ -280,8 +281,8 @@ class PgImports:
         """Drop the schemas of crashed imports (see `sweep`); their names."""
         return sweep(self.db)
 
-    def add(self, staged: Any, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
-        return import_staged(self.db, self._data_dir(), staged, folder, origin, keys)
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+        return import_staged(self.db, self._data_dir(), folder, origin, keys)
 
 
 __all__ = ["STALE_SECONDS", "PgImports", "import_stores", "list_origins", "local_taken", "same_ledger", "schema_url", "sweep"]
