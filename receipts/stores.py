@@ -227,4 +227,17 @@ def cited_seqs(body: Mapping[str, Any]) -> tuple[int, list[int]]:
     return answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])]
 
 
-__all__ = ["IMPORTED", "ImportFailed", "MerkleTree", "Origin", "PendingCites", "ProposalStore", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "cited_seqs", "row_values"]
+__all__ = [
+    "IMPORTED",
+    "ImportFailed",
+    "MerkleTree",
+    "Origin",
+    "PendingCites",
+    "ProposalStore",
+    "ReceiptBackend",
+    "ReceiptNotFound",
+    "ReceiptRows",
+    "TreeSource",
+    "cited_seqs",
+    "row_values",
+]

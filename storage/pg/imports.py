@@ -66,7 +66,9 @@ def schema_url(url: str, schema: str) -> str:
 
 def _origin(row: Sequence[Any]) -> tuple[Origin, str]:
     local, session, signer, events, head, sha, verdict, at, schema = row
-    return Origin(str(local), str(session), str(signer), int(events), str(head), str(sha), str(verdict), str(at)), str(schema)
+    return Origin(str(local), str(session), str(signer), int(events), str(head), str(sha), str(verdict), str(at)), str(
+        schema
+    )
 
 
 def list_origins(db: Database) -> list[Origin]:
@@ -144,7 +146,9 @@ def _drop(db: Database, schema: str) -> None:
         conn.execute(pgsql.SQL(sql.BUNDLE_DROP_SCHEMA).format(pgsql.Identifier(schema)))
 
 
-def import_staged(db: Database, data_dir: Path, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+def import_staged(
+    db: Database, data_dir: Path, folder: Path, origin: Origin, keys: Sequence[PublicKey]
+) -> tuple[Origin, bool, int]:
     """Write the verified bundle extracted in `folder` as the import `origin` (local id checked free by the caller):
     (the origin recorded, duplicate, events indexed). A duplicate found only at the commit (another import of the
     same ledger won the race) leaves nothing of this one. ImportFailed when the local id was taken meanwhile."""
@@ -173,9 +177,13 @@ def import_staged(db: Database, data_dir: Path, folder: Path, origin: Origin, ke
             finally:
                 staged.close()
             if (done.events, target.ledger.head(session)[1]) != (origin.events, origin.chain_head):
-                raise ImportFailed(f"session {session}: the database holds {done.events} events after the copy, the manifest {origin.events}")
+                raise ImportFailed(
+                    f"session {session}: the database holds {done.events} events after the copy, the manifest {origin.events}"
+                )
             _write_receipts(target, folder, session)
-            cp = parse_checkpoint((folder / "sessions" / session / "checkpoint.json").read_bytes(), source="checkpoint.json")
+            cp = parse_checkpoint(
+                (folder / "sessions" / session / "checkpoint.json").read_bytes(), source="checkpoint.json"
+            )
             target.receipts.keep_checkpoint(session, cp)
             _write_members(target, folder, keys)
             target.index.index_session(session)
@@ -183,12 +191,25 @@ def import_staged(db: Database, data_dir: Path, folder: Path, origin: Origin, ke
         with db.transaction() as conn:
             o = origin
             row = conn.execute(
-                sql.BUNDLE_IMPORT_ADD, (o.local, o.session, o.signer, o.events, o.chain_head, o.bundle_sha256, o.verdict, o.imported_at, schema)
+                sql.BUNDLE_IMPORT_ADD,
+                (
+                    o.local,
+                    o.session,
+                    o.signer,
+                    o.events,
+                    o.chain_head,
+                    o.bundle_sha256,
+                    o.verdict,
+                    o.imported_at,
+                    schema,
+                ),
             ).fetchone()
     except BaseException:
         try:
             _drop(db, schema)
-        except Exception as exc:  # the server went away too: a later import's sweep drops it; the first error is the one to see
+        except (
+            Exception
+        ) as exc:  # the server went away too: a later import's sweep drops it; the first error is the one to see
             log.warning("bundle import: schema %s left for the sweep (%s)", schema, exc)
         raise
     if row is None:
@@ -241,7 +262,9 @@ class PgImports:
 
     def _data_dir(self) -> Path:
         if self.ledger.data_dir is None:
-            raise ImportFailed(f"imported sessions on PostgreSQL at {self.db.shown}: these stores have no data directory")
+            raise ImportFailed(
+                f"imported sessions on PostgreSQL at {self.db.shown}: these stores have no data directory"
+            )
         return self.ledger.data_dir
 
     def origins(self) -> list[Origin]:
@@ -254,7 +277,9 @@ class PgImports:
     def keys(self, local: str) -> list[PublicKey]:
         """The keys trusted for an imported session: those its bundle carried (checked at import)."""
         with self.open(local) as opened:
-            return [parse_public_key(bytes(data).decode("utf-8"), source=name) for name, data in _members(opened, "keys/")]
+            return [
+                parse_public_key(bytes(data).decode("utf-8"), source=name) for name, data in _members(opened, "keys/")
+            ]
 
     def certificates(self, local: str) -> list[tuple[str, bytes]]:
         """(file name, bytes) of the erasure certificates the imported session's bundle carried."""
@@ -285,4 +310,13 @@ class PgImports:
         return import_staged(self.db, self._data_dir(), folder, origin, keys)
 
 
-__all__ = ["STALE_SECONDS", "PgImports", "import_stores", "list_origins", "local_taken", "same_ledger", "schema_url", "sweep"]
+__all__ = [
+    "STALE_SECONDS",
+    "PgImports",
+    "import_stores",
+    "list_origins",
+    "local_taken",
+    "same_ledger",
+    "schema_url",
+    "sweep",
+]
