@@ -16,7 +16,8 @@ Every name other code imports from `ledger.store` is still here.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,9 +46,12 @@ from .sessions import EVENTS_FILE as EVENTS_FILE
 from .sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
 from .sessions import _fsync_dir as _fsync_dir
 from .sessions import _write_all as _write_all
+from .verify import StoredLinesChanged
 
 if TYPE_CHECKING:
     from receipts.file_backend import FileImports
+
+STORED_CHUNK = 1024 * 1024  # bytes per piece of stored_lines
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -107,6 +111,15 @@ class Ledger(Appending, Erasing, Reading):
                 continue
         return out
 
+    @contextmanager
+    def stored_lines(self, session: str, count: int) -> Iterator[tuple[int, Iterator[bytes]]]:
+        """(bytes, the session's first `count` lines exactly as stored, in pieces of about STORED_CHUNK bytes), for a
+        bundle (bundle.export): the events file itself, a torn tail a writer has not yet quarantined left out.
+        StoredLinesChanged when it holds fewer whole lines, or shrinks while read."""
+        log = self.log_path(session)
+        size = _whole_lines_size(log, count)
+        yield size, _file_chunks(log, size)
+
     def imports(self) -> FileImports:
         """The sessions imported from bundles into this data directory (receipts.file_backend.FileImports)."""
         from receipts.file_backend import FileImports
@@ -116,6 +129,32 @@ class Ledger(Appending, Erasing, Reading):
     def kept_elsewhere(self) -> str | None:
         """Where the record is kept when DATA_DIR's files are not it: never, for the file ledger."""
         return None
+
+
+def _whole_lines_size(log: Path, count: int) -> int:
+    """The bytes of the first `count` lines (the file may hold a torn tail a writer has not yet quarantined)."""
+    n = 0
+    size = 0
+    with open(log, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            size += len(line)
+            n += 1
+            if n == count:
+                return size
+    raise StoredLinesChanged(f"{log.name}: holds {n} whole lines, the ledger reports {count}")
+
+
+def _file_chunks(path: Path, limit: int) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        left = limit
+        while left > 0:
+            b = f.read(min(STORED_CHUNK, left))
+            if not b:
+                raise StoredLinesChanged(f"{path.name}: shorter than the {limit:,} bytes it held a moment ago")
+            left -= len(b)
+            yield b
 
 
 def _last_write(sdir: Path) -> float:

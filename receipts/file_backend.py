@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,7 +19,7 @@ from ledger.event import now_ts, validate_session_id
 from ledger.fsmode import fsync_dir, open_private, private_dir, write_private
 
 from . import checkpoints, files
-from .body import parse_receipt, sign_checkpoint
+from .body import RECEIPT_ID_RE, parse_receipt, sign_checkpoint
 from .keys import PublicKey, SigningKey, format_public_key
 from .stores import (
     IMPORTED,
@@ -112,6 +112,14 @@ class FileBackend:
 
     def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
         return checkpoints.latest(self.data_dir, session)
+
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """The receipt files of the session (regular files named by a receipt id; a link is no receipt), by name."""
+        folder = self.data_dir / "sessions" / session / "receipts"
+        if not folder.is_dir():
+            return []
+        found = sorted(p for p in folder.glob("rcpt_*.json") if RECEIPT_ID_RE.fullmatch(p.stem) and p.is_file() and not p.is_symlink())
+        return [(p.name, p.read_bytes) for p in found]
 
     def proposals(self, ttl: int) -> FileProposals:
         """DATA_DIR/proposals/ (FileProposals)."""

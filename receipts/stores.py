@@ -15,7 +15,7 @@ on both (a receipt is the exact bytes of its file, a checkpoint the exact bytes 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -124,6 +124,11 @@ class ReceiptBackend(Protocol):
         """Delete the session's receipts, cites records, tree and checkpoint (idempotent)."""
         ...
 
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """(file name `<receipt id>.json`, read its exact bytes) of every stored receipt of the session, by name: a
+        bundle's members (bundle.export). A read that fails on PostgreSQL raises ReceiptUnreadable."""
+        ...
+
     def proposals(self, ttl: int) -> ProposalStore:
         """Where the deployment's consent proposals wait (chat.consent; `ttl`: the tokens' lifetime in seconds):
         DATA_DIR/proposals/ on files, tables every replica shares on PostgreSQL."""
@@ -215,6 +220,10 @@ class Origin:
     imported_at: str
 
 
+class ReceiptUnreadable(ValueError):
+    """A stored receipt could not be read (ReceiptBackend.stored_receipts; one line naming session and receipt)."""
+
+
 class ImportFailed(ValueError):
     """A store could not take an imported session, or has no such import; one line (bundle.importer says it as a
     BundleError)."""
@@ -237,6 +246,7 @@ __all__ = [
     "ReceiptBackend",
     "ReceiptNotFound",
     "ReceiptRows",
+    "ReceiptUnreadable",
     "TreeSource",
     "cited_seqs",
     "row_values",

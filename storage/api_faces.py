@@ -11,14 +11,14 @@ backends' classes (as `Stores.ledger` / `Stores.index` are typed), so the upper 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from ledger import Ledger
-    from receipts.file_backend import FileImports
+    from receipts.file_backend import FileBackend, FileImports
     from receipts.keys import PublicKey
     from receipts.stores import Origin, ProposalStore
     from receipts.verify import Report
@@ -51,6 +51,12 @@ class LedgerFaces(Protocol):
         app's start-up line, and whether an auditor reads DATA_DIR's files or through the stores (webui.service)."""
         ...
 
+    def stored_lines(self, session: str, count: int) -> AbstractContextManager[tuple[int, Iterator[bytes]]]:
+        """(bytes, the first `count` lines exactly as stored, in pieces of about 1 MiB), held open while read: a
+        bundle's ledger member (bundle.export). Files: the events file (a torn tail left out); PostgreSQL: one
+        snapshot of the rows. ledger.verify.StoredLinesChanged (a ValueError) when fewer lines are there."""
+        ...
+
     def imports(self) -> BundleImportsFaces:
         """The imported sessions of this deployment (bundle.importer): DATA_DIR/imported/<LOCAL>/ on files, one
         schema each on PostgreSQL (storage.pg.imports)."""
@@ -76,6 +82,11 @@ class ReceiptRowsFaces(Protocol):
 class ReceiptBackendFaces(Protocol):
     """Added to ReceiptStore's backend (receipts.stores.ReceiptBackend: receipts.file_backend.FileBackend;
     storage.pg.receipts.PgReceipts). Belongs with SessionState (consent proposals) once that is merged."""
+
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """(`<receipt id>.json`, read its exact bytes) of every stored receipt of the session, by name: a bundle's
+        receipt members (bundle.export). PostgreSQL: receipts.stores.ReceiptUnreadable when a read fails."""
+        ...
 
     def proposals(self, ttl: int) -> ProposalStore:
         """Where consent proposals wait (chat.consent.proposal_store): receipts.file_backend.FileProposals
@@ -138,6 +149,15 @@ def imports_at(data_dir: str | os.PathLike[str]) -> BundleImports:
     return FileImports(data_dir)
 
 
+def ledger_and_receipts_at(data_dir: str | os.PathLike[str]) -> tuple[Ledger, FileBackend]:
+    """The file ledger and receipt files of `data_dir`, nothing else opened (no index): bundle's default, no `stores`.
+    Close the ledger after."""
+    from ledger import Ledger
+    from receipts.file_backend import FileBackend
+
+    return Ledger(data_dir), FileBackend(data_dir)
+
+
 def reader_ledger(folder: str | os.PathLike[str]) -> Ledger:
     """A reader's file ledger over `folder` (it writes no tail record): how another backend reads a staged bundle's
     ledger, through the contract rather than by importing the file backend (storage.pg.imports). Close it after."""
@@ -160,6 +180,7 @@ __all__ = [
     "ReceiptBackendFaces",
     "ReceiptRowsFaces",
     "imports_at",
+    "ledger_and_receipts_at",
     "proposals_at",
     "reader_ledger",
 ]

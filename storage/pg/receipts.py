@@ -31,7 +31,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ from receipts.checkpoints import (
     parse_checkpoint,
 )
 from receipts.files import leaf_matches
-from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
+from receipts.stores import PendingCites, ReceiptNotFound, ReceiptUnreadable, TreeSource, row_values
 from storage import BackendError
 
 from . import sql
@@ -419,6 +419,20 @@ class PgReceipts:
     def restore_derived(self) -> int | None:
         """Nothing to restore: the rows are the record (None, as derived_generation)."""
         return None
+
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """The session's receipt rows, by name, each read when asked (ReceiptUnreadable when it cannot be)."""
+
+        def reader(receipt_id: str) -> Callable[[], bytes]:
+            def read() -> bytes:
+                try:
+                    return self.read_receipt(session, receipt_id)
+                except (OSError, ValueError) as exc:  # ReceiptNotFound is an OSError; over the size limit a ValueError
+                    raise ReceiptUnreadable(f"session {session}: receipt {receipt_id}: {exc}") from None
+
+            return read
+
+        return [(f"{r}.json", reader(r)) for r in sorted(self.receipt_ids(session)) if RECEIPT_ID_RE.fullmatch(r)]
 
     def proposals(self, ttl: int) -> PgProposals:
         """The consent proposals every replica shares (storage.pg.consent.PgProposals; `ttl`: the tokens' lifetime)."""
