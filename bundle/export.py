@@ -24,6 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundle.format import (
+    CHECKPOINT_NAME,
+    LEDGER_NAME,
+    MANIFEST_NAME,
+    MANIFEST_PAYLOAD_TYPE,
+    BundleError,
+    Member,
+    build_manifest,
+    key_member,
+    zip_date_time,
+)
 from control.settle import ErasureUnfinished, settled
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
@@ -36,18 +47,6 @@ from receipts.file_backend import issue
 from receipts.keys import SigningKey, format_public_key, load_or_create
 from receipts.stores import ReceiptBackend, ReceiptUnreadable
 from storage.api_faces import ledger_and_receipts_at
-
-from .format import (
-    CHECKPOINT_NAME,
-    LEDGER_NAME,
-    MANIFEST_NAME,
-    MANIFEST_PAYLOAD_TYPE,
-    BundleError,
-    Member,
-    build_manifest,
-    key_member,
-    zip_date_time,
-)
 
 if TYPE_CHECKING:
     from storage.api_faces import LedgerStore

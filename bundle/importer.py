@@ -26,15 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundle.format import BundleError
+from bundle.verify import BundleReport, staged, verify_opened
 from ledger.event import EventError, now_ts, validate_session_id
 from ledger.fsmode import private_dir
 from receipts.keys import PublicKey
 from receipts.stores import IMPORTED, ImportFailed
 from receipts.stores import Origin as Origin  # where both backends reach it; bundle's name for it still
 from storage.api_faces import imports_at
-
-from .format import BundleError
-from .verify import BundleReport, staged, verify_opened
 
 if TYPE_CHECKING:
     from receipts.verify import Report

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.event import now_ts, validate_session_id
 from ledger.fsmode import fsync_dir, open_private, private_dir, write_private
-
-from . import checkpoints, files
-from .body import RECEIPT_ID_RE, parse_receipt, sign_checkpoint
-from .keys import PublicKey, SigningKey, format_public_key
-from .stores import (
+from receipts import checkpoints, files
+from receipts.body import RECEIPT_ID_RE, parse_receipt, sign_checkpoint
+from receipts.keys import PublicKey, SigningKey, format_public_key
+from receipts.stores import (
     IMPORTED,
     MerkleTree,
     Origin,
@@ -34,9 +33,8 @@ from .stores import (
 )
 
 if TYPE_CHECKING:
+    from receipts.verify import Report
     from storage.stores import Stores
-
-    from .verify import Report
 
 log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
 
@@ -297,7 +295,7 @@ class FileImports:
 
     def keys(self, local: str) -> list[PublicKey]:
         """The keys trusted for an imported session: those its bundle carried (checked at import)."""
-        from .api import load_trust
+        from receipts.api import load_trust
 
         folder = self.folder(local) / "bundle-keys"
         return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
@@ -309,7 +307,7 @@ class FileImports:
 
     def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
         """As `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does."""
-        from .api import verify_bytes
+        from receipts.api import verify_bytes
 
         return verify_bytes(raw, trusted=keys, data_dir=self.folder(local))
 

@@ -44,15 +44,13 @@ from bundle.importer import find_receipt_home, open_imported
 from control.state import ControlState, derive
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval.model import SearchError, SearchResponse
-
-from .inputs import BadInput, check_query, parse_k
-from .sessions import is_session_key, session_id
+from webui.inputs import BadInput, check_query, parse_k
+from webui.sessions import is_session_key, session_id
 
 if TYPE_CHECKING:
     from storage.api_faces import LedgerStore, SearchIndex
     from storage.stores import Stores
-
-    from .service import Service
+    from webui.service import Service
 
 # The app's upload cap is the receipt cap (webui.config.launch_options: Gradio refuses a bigger upload unread);
 # a bigger bundle is imported on the server with `python -m bundle import`.

@@ -39,12 +39,11 @@ from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
 from receipts.stores import IMPORTED, ImportFailed, Origin
 from storage import BackendError
-
-from . import migrate, sql
-from .connect import Database
-from .index import PgIndex
-from .ledger import PgLedger
-from .receipts import PgReceipts
+from storage.pg import migrate, sql
+from storage.pg.connect import Database
+from storage.pg.index import PgIndex
+from storage.pg.ledger import PgLedger
+from storage.pg.receipts import PgReceipts
 
 if TYPE_CHECKING:
     from receipts.verify import Report

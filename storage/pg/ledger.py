@@ -50,12 +50,11 @@ from ledger.importer import Imported
 from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
 from ledger.verify import SEQ_GAP, Break, SessionReport, StoredLinesChanged, verify_stream
-
-from . import sql
-from .connect import Database
+from storage.pg import sql
+from storage.pg.connect import Database
 
 if TYPE_CHECKING:
-    from .imports import PgImports
+    from storage.pg.imports import PgImports
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
@@ -529,7 +528,7 @@ class PgLedger:
 
     def imports(self) -> PgImports:
         """The sessions imported from bundles into this database, each in a schema of its own (storage.pg.imports)."""
-        from .imports import PgImports
+        from storage.pg.imports import PgImports
 
         return PgImports(self)
 

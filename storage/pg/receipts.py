@@ -53,11 +53,10 @@ from receipts.checkpoints import (
 from receipts.files import leaf_matches
 from receipts.stores import PendingCites, ReceiptNotFound, ReceiptUnreadable, TreeSource, row_values
 from storage import BackendError
-
-from . import sql
-from .connect import CONNECT_TIMEOUT_S, Database
-from .consent import PgProposals
-from .merkle import PgMerkleStore, TreeMoved
+from storage.pg import sql
+from storage.pg.connect import CONNECT_TIMEOUT_S, Database
+from storage.pg.consent import PgProposals
+from storage.pg.merkle import PgMerkleStore, TreeMoved
 
 log = logging.getLogger("storage.pg")
 LOCK_CONNECTIONS = 32  # sessions whose turns may run at once in one process (each holds one lock connection)
