@@ -54,8 +54,9 @@ class Running:
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
     engine = open_engine(cfg)  # a --data whose parent is missing is refused (a typo), unless --create
-    if engine.stores.kind != "files":  # DATABASE_URL: several replicas may share it (README "Scaling out")
-        log.info("memory kept in PostgreSQL at %s; %s holds the signing key and caches", engine.stores.where, cfg.data_dir)
+    elsewhere = engine.ledger.kept_elsewhere()  # DATABASE_URL: several replicas may share it (README "Scaling out")
+    if elsewhere is not None:
+        log.info("memory kept in %s; %s holds the signing key and caches", elsewhere, cfg.data_dir)
     warn_loose_modes(cfg.data_dir)  # what the engine creates is private: anything loose was there before
     service = Service(engine)  # its Downloads removes the download folders of app processes that are gone
     demo = build(service, retention_hours=cfg.retention_hours)  # adds Gradio's file cache to service.cache_dirs

@@ -104,7 +104,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         label = "" if done.origin.verdict == "verified" else " — UNVERIFIED (no trusted key signed it)"
         print(f"imported session {done.origin.session} as {done.local}: {done.indexed:,} events indexed{label}")
-        if stores is not None:  # on PostgreSQL: in a schema of its own (bundle/pg_import.py)
+        if stores is not None:  # on PostgreSQL: in a schema of its own (storage/pg/imports.py)
             print(f"kept in the database, beside its sessions (bundle_imports row {done.local})")
             return EXIT_OK
         print(f"its receipts verify with: python -m receipts verify RECEIPT --data {data}/imported/{done.local} --trust {data}/imported/{done.local}/bundle-keys/{done.origin.signer.replace(':', '-')}.pub")

@@ -7,7 +7,7 @@ receipt key, whose public half travels in the bundle. The zip is written to a te
 fsynced and renamed into place: a reader never sees half a bundle.
 
 Either backend (storage.stores.Stores): on files the ledger is the session's events.jsonl, on PostgreSQL its
-rows' exact lines read in one snapshot (PgLedger.snapshot_lines); receipts and the checkpoint come through the
+rows' exact lines read in one snapshot (the ledger's snapshot_lines); receipts and the checkpoint come through the
 receipt backend (receipts.stores.ReceiptBackend). Every zip entry is dated `exported_at`, so a bundle is a pure
 function of its members, the export time and the key: the same session exported from the files and from
 PostgreSQL at the same `exported_at` gives the same bytes.
@@ -21,7 +21,6 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,9 +47,15 @@ from receipts.stores import ReceiptBackend
 from storage.files.ledger.store import Ledger
 from storage.files.receipts.file_backend import FileBackend
 from storage.local import load_or_create, open_private
+from ledger.fsmode import open_private
+from ledger.verify import StoredLinesChanged
+from receipts.file_backend import issue
+from receipts.keys import SigningKey, format_public_key, load_or_create
+from receipts.stores import ReceiptBackend, ReceiptUnreadable
+from storage.api_faces import ledger_and_receipts_at
 
 if TYPE_CHECKING:
-    from storage.pg.ledger import PgLedger
+    from storage.api_faces import LedgerStore
     from storage.stores import Stores
 
 CHUNK = 1024 * 1024
@@ -88,34 +93,16 @@ def _certificate_members(data_dir: Path, session: str) -> list[tuple[str, bytes]
     return [(p.name, p.read_bytes()) for p in session_certificates(data_dir, session)]
 
 
-def _receipts(data_dir: Path, session: str) -> list[Path]:
-    folder = data_dir / "sessions" / session / "receipts"
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("rcpt_*.json") if RECEIPT_ID_RE.fullmatch(p.stem) and p.is_file() and not p.is_symlink())
-
-
-def _chunks(path: Path, limit: int) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        left = limit
-        while left > 0:
-            b = f.read(min(CHUNK, left))
-            if not b:
-                raise BundleError(f"{path.name}: shorter than the {limit:,} bytes it held a moment ago")
-            left -= len(b)
-            yield b
-
-
 def session_stores(
     stack: ExitStack, data: Path, stores: Stores | None, session: str
-) -> tuple[Ledger | PgLedger, ReceiptBackend]:
+) -> tuple[LedgerStore, ReceiptBackend]:
     """The session's ledger and receipt backend: those of `stores`, or by default the file ledger (closed with `stack`)
     and the receipt files in `data` — only those, no index is opened. BundleError when the session is not there."""
     if stores is None:
-        file_ledger = Ledger(data)
+        file_ledger, file_backend = ledger_and_receipts_at(data)
         stack.callback(file_ledger.close)
-        ledger: Ledger | PgLedger = file_ledger
-        backend: ReceiptBackend = FileBackend(data)
+        ledger: LedgerStore = file_ledger
+        backend: ReceiptBackend = file_backend
         where = str(data)
     else:
         ledger, backend, where = stores.ledger, stores.receipts, stores.where
@@ -166,7 +153,7 @@ def export_session(
 
     `stores`: where the session is kept (storage.stores; by default the files in `data_dir`, of which only the
     ledger and the receipt files are opened). Erasure certificates are read from `data_dir/erasures` on either
-    backend (`certificates`: (file name, bytes) to carry instead, e.g. an imported session's, bundle.pg_import), and
+    backend (`certificates`: (file name, bytes) to carry instead, e.g. an imported session's, BundleImports.certificates), and
     the signing key is `data_dir`'s unless `key` is given. `exported_at`: the manifest's time and every zip entry's
     date (default now)."""
     data = Path(data_dir)
@@ -238,52 +225,38 @@ def _entry(name: str, date_time: tuple[int, int, int, int, int, int]) -> zipfile
     return info
 
 
-def _ledger_chunks(stack: ExitStack, ledger: Ledger | PgLedger, session: str, count: int) -> tuple[int, Iterator[bytes]]:
-    """(bytes, for the progress bar; the ledger's first `count` lines as stored, in pieces). On files the bytes are
-    exact; on PostgreSQL the lines come from one snapshot (held open by `stack`) and the bytes are the session's
-    when asked (a `remember` after the head was read adds lines beyond `count`, which are not exported)."""
-    if isinstance(ledger, Ledger):
-        log = ledger.log_path(session)
-        size = _ledger_size(log, count)
-        return size, _chunks(log, size)
-    size = ledger.size_bytes(session)
-    lines = stack.enter_context(ledger.snapshot_lines(session))
-    return size, _counted(lines, count, session)
+def _ledger_chunks(stack: ExitStack, ledger: LedgerStore, session: str, count: int) -> tuple[int, Iterator[bytes]]:
+    """(bytes, for the progress bar; the ledger's first `count` lines as stored, in pieces: LedgerStore.stored_lines,
+    held open by `stack`). On files the bytes are exact; on PostgreSQL the lines come from one snapshot and the bytes
+    are the session's when asked (a `remember` after the head was read adds lines beyond `count`, not exported)."""
+    try:
+        size, chunks = stack.enter_context(ledger.stored_lines(session, count))
+    except StoredLinesChanged as exc:
+        raise BundleError(str(exc)) from None
+    return size, _lines_said(chunks)
 
 
-def _counted(lines: Iterator[bytes], count: int, session: str) -> Iterator[bytes]:
-    """The first `count` lines, joined into pieces of about CHUNK bytes; BundleError when there are fewer."""
-    n = 0
-    buf: list[bytes] = []
-    held = 0
-    for line in islice(lines, count):
-        n += 1
-        buf.append(line)
-        held += len(line)
-        if held >= CHUNK:
-            yield b"".join(buf)
-            buf, held = [], 0
-    if n != count:
-        raise BundleError(f"session {session}: the database holds {n} lines, the ledger reports {count}")
-    if buf:
-        yield b"".join(buf)
+def _lines_said(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The pieces, a ledger that changed under the export said as the BundleError it is here."""
+    try:
+        yield from chunks
+    except StoredLinesChanged as exc:
+        raise BundleError(str(exc)) from None
 
 
 def _receipt_members(backend: ReceiptBackend, session: str) -> list[tuple[str, Callable[[], bytes]]]:
-    """(member base name, read its bytes) for every receipt of the session, by name."""
-    if isinstance(backend, FileBackend):
-        return [(p.name, p.read_bytes) for p in _receipts(backend.data_dir, session)]
+    """(member base name, read its bytes) for every receipt of the session, by name (ReceiptBackend.stored_receipts)."""
+    return [(name, _read_said(read)) for name, read in backend.stored_receipts(session)]
 
-    def reader(receipt_id: str) -> Callable[[], bytes]:
-        def read() -> bytes:
-            try:
-                return backend.read_receipt(session, receipt_id)
-            except (OSError, ValueError) as exc:  # ReceiptNotFound is an OSError; over the size limit a ValueError
-                raise BundleError(f"session {session}: receipt {receipt_id}: {exc}") from None
 
-        return read
+def _read_said(read: Callable[[], bytes]) -> Callable[[], bytes]:
+    def said() -> bytes:
+        try:
+            return read()
+        except ReceiptUnreadable as exc:
+            raise BundleError(str(exc)) from None
 
-    return [(f"{r}.json", reader(r)) for r in sorted(backend.receipt_ids(session)) if RECEIPT_ID_RE.fullmatch(r)]
+    return said
 
 
 def replace_durable_file(tmp: Path, dest: Path) -> None:
@@ -294,21 +267,6 @@ def replace_durable_file(tmp: Path, dest: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _ledger_size(log: Path, count: int) -> int:
-    """The bytes of the first `count` lines (the file may hold a torn tail a writer has not yet quarantined)."""
-    n = 0
-    size = 0
-    with open(log, "rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            size += len(line)
-            n += 1
-            if n == count:
-                return size
-    raise BundleError(f"{log.name}: holds {n} whole lines, the ledger reports {count}")
 
 
 def _write_stream(z: zipfile.ZipFile, info: zipfile.ZipInfo, chunks: Iterator[bytes], progress: Progress | None, total: int) -> Member:

@@ -2,29 +2,29 @@
 
 Nothing is imported unless every check passes (`bundle.verify`); a bundle whose manifest is signed by no
 --trust key is refused unless `allow_untrusted`, and then recorded as unverified. The session's events are
-hashed with its id, so an imported session keeps its ledger byte for byte in a data directory of its own,
-`DATA_DIR/imported/<LOCAL>/` (`sessions/<ORIGIN>/…`, `erasures/`, `bundle-keys/`, `index.sqlite`), under a new
-local id on this server; `origin.json` there keeps the bundle's session id, signer, event count, chain head, the
-bundle file's sha256 and the verdict. Its receipts verify afterwards against that folder, under the signing key
-the bundle carried (kept in `bundle-keys/` as the key trusted for that session). The staging folder is renamed
-into place in one step, so a crash leaves either nothing or the whole import (a leftover `.staging-*` is removed
-by the next import: its owner lock is free, bundle.verify.staged). Importing the same ledger again (same session id, signer, event count and chain head) is
+hashed with its id, so an imported session keeps its ledger byte for byte under a new local id on this server;
+its origin (the bundle's session id, signer, event count, chain head, the bundle file's sha256 and the verdict)
+is kept with it, and its receipts verify afterwards under the signing key the bundle carried (the key trusted
+for that session). Importing the same ledger again (same session id, signer, event count and chain head) is
 reported as a duplicate and changes nothing.
 
-On PostgreSQL (`stores=` of kind "postgresql", storage.stores) the same checks run on the same staging folder, and
-the import is written into the database instead, each in a schema of its own (bundle/pg_import.py); `list_imported`,
-`trusted_keys` and `find_receipt_home` take the same `stores=` and read the database's `bundle_imports` rows.
+Where an import is kept is the stores' business (`stores=`, storage.stores; by default the files in `data_dir`),
+through their imports (storage/api_faces.py, BundleImports): on files a data directory of its own,
+`DATA_DIR/imported/<LOCAL>/`, renamed into place in one step from the staging folder, so a crash leaves either
+nothing or the whole import (a leftover `.staging-*` is removed by the next import: its owner lock is free,
+bundle.verify.staged); on PostgreSQL a schema of its own (storage.pg.imports). Either way the bundle is extracted
+and checked in a staging folder under `DATA_DIR/imported/` first.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from bundle.format import BundleError
 from bundle.verify import BundleReport, staged, verify_opened
@@ -37,10 +37,16 @@ from storage.local import private_dir, write_private
 if TYPE_CHECKING:
     from receipts.verify import Report
     from storage.files.receipts.ledger_copy import LineSource
+from ledger.fsmode import private_dir
+from receipts.keys import PublicKey
+from receipts.stores import IMPORTED, ImportFailed
+from receipts.stores import Origin as Origin  # where both backends reach it; bundle's name for it still
+from storage.api_faces import imports_at
+
+if TYPE_CHECKING:
+    from storage.api_faces import BundleImports
     from storage.stores import Stores
 
-IMPORTED = "imported"
-ORIGIN = "origin.json"
 STAGING_PREFIX = ".staging-"
 
 
@@ -52,20 +58,6 @@ class ImportRefused(BundleError):
         super().__init__(message)
         self.verdict = verdict
         self.report = report  # every row, to show why
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """What `origin.json` of an imported session says."""
-
-    local: str
-    session: str  # the bundle's session id (its events carry it)
-    signer: str
-    events: int
-    chain_head: str
-    bundle_sha256: str
-    verdict: str  # "verified", or "unverified" (imported with allow_untrusted)
-    imported_at: str
 
 
 @dataclass(frozen=True)
@@ -85,16 +77,18 @@ def imported_dir(data_dir: str | os.PathLike[str], local: str) -> Path:
     return imported_root(data_dir) / validate_session_id(local)
 
 
-def read_origin(folder: Path) -> Origin | None:
+def _imports(data_dir: str | os.PathLike[str], stores: Stores | None) -> BundleImports:
+    """The imports of `stores`, or by default of the files in `data_dir` (nothing else opened)."""
+    return stores.ledger.imports() if stores is not None else imports_at(data_dir)
+
+
+@contextmanager
+def _said() -> Iterator[None]:
+    """A store's refusal (receipts.stores.ImportFailed) said as the BundleError it is here."""
     try:
-        doc = json.loads((folder / ORIGIN).read_text("utf-8"))
-        return Origin(**{k: doc[k] for k in Origin.__dataclass_fields__})
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _on_database(stores: Stores | None) -> bool:
-    return stores is not None and stores.kind == "postgresql"
+        yield
+    except ImportFailed as exc:
+        raise BundleError(str(exc)) from None
 
 
 def list_imported(data_dir: str | os.PathLike[str], *, stores: Stores | None = None) -> list[Origin]:
@@ -112,19 +106,14 @@ def list_imported(data_dir: str | os.PathLike[str], *, stores: Stores | None = N
         if o is not None and o.local == p.name:
             out.append(o)
     return out
+    with _said():
+        return _imports(data_dir, stores).origins()
 
 
 def trusted_keys(data_dir: str | os.PathLike[str], local: str, *, stores: Stores | None = None) -> list[PublicKey]:
     """The keys trusted for an imported session: those its bundle carried (checked at import)."""
-    from storage.files.receipts.api import load_trust
-
-    if stores is not None and _on_database(stores):
-        from bundle.pg_import import import_keys
-
-        return import_keys(stores, validate_session_id(local))
-
-    folder = imported_dir(data_dir, local) / "bundle-keys"
-    return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
+    with _said():
+        return _imports(data_dir, stores).keys(validate_session_id(local))
 
 
 def find_receipt_home(data_dir: str | os.PathLike[str], session: str, *, stores: Stores | None = None) -> list[Origin]:
@@ -142,15 +131,22 @@ def verify_imported_receipt(
     PostgreSQL from the import schema's stored lines, as any check against the database's rows is
     (receipts.ledger_copy: a copy with no name on disk, its audit cache in a private folder removed after): the
     same checks over the same bytes, at the cost of one copy of the ledger per call."""
-    from storage.files.receipts.api import verify_bytes
-
     keys = trusted_keys(data_dir, local, stores=stores)
-    if stores is None or not _on_database(stores):
-        return verify_bytes(raw, trusted=keys, data_dir=imported_dir(data_dir, local))
-    from bundle.pg_import import import_stores
+    with _said():
+        return _imports(data_dir, stores).verify_receipt(raw, validate_session_id(local), keys)
 
-    with import_stores(stores, validate_session_id(local)) as opened:
-        return verify_bytes(raw, trusted=keys, data_dir=imported_root(data_dir), source=cast("LineSource", opened.ledger))
+
+def open_imported(data_dir: str | os.PathLike[str], local: str, *, stores: Stores | None = None) -> AbstractContextManager[Stores]:
+    """The stores of the imported session `local` (its ledger, index, receipts and checkpoint), to search or verify
+    against, closed after; BundleError when there is no such import (PostgreSQL)."""
+    with _said():
+        return _opened(_imports(data_dir, stores), validate_session_id(local))
+
+
+@contextmanager
+def _opened(imports: BundleImports, local: str) -> Iterator[Stores]:
+    with _said(), imports.open(local) as opened:
+        yield opened
 
 
 DATA_DIR_MARKS = ("sessions", "keys", "index.sqlite", IMPORTED, "erasures", "receipts")
@@ -168,10 +164,6 @@ def _data_dir(data: Path) -> Path:
             "(give the DATA_DIR the app or `python -m chat` writes, or an empty or new folder)"
         )
     return data
-
-
-def _default_local(data_dir: Path, origin: str, chain_head: str) -> str:
-    return _free_local(origin, chain_head, lambda local: (imported_root(data_dir) / local).exists() or (data_dir / "sessions" / local).exists())
 
 
 def _free_local(origin: str, chain_head: str, taken: Callable[[str], bool]) -> str:
@@ -211,39 +203,25 @@ def import_bundle(
             raise BundleError(f"--as: {exc}") from None
     root = imported_root(data)
     private_dir(root)  # 0700 whatever the umask; staged() removes the staging folders of dead imports there
-    if stores is not None and _on_database(stores):
-        return _import_into_database(stores, root, Path(path), as_session, trusted, allow_untrusted)
-    with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
-        report = verify_opened(opened, trusted)
-        m = opened.manifest
-        _refuse(report, allow_untrusted)
-        for o in list_imported(data):
-            if (o.session, o.signer, o.events, o.chain_head) == (m.session, m.signer, m.events, m.chain_head):
-                return Imported(o.local, o, report, True, 0)
-        if as_session is not None:
-            if (root / as_session).exists() or (data / "sessions" / as_session).exists():
-                raise BundleError(f"--as {as_session}: a session of that id already exists here; nothing was imported")
-            local = as_session
-        else:
-            local = _default_local(data, m.session, m.chain_head)
-        origin = Origin(local, m.session, m.signer, m.events, m.chain_head, _sha256_file(Path(path)), report.verdict, now_ts())
-        # 0600 in 0700 whatever the umask, like every file the project writes (issue 28 §6; read.py extracted the rest)
-        write_private(opened.data / ORIGIN, (json.dumps(_as_dict(origin), indent=1) + "\n").encode("utf-8"))
-        keys = private_dir(opened.data / "bundle-keys")
-        for k in opened.keys:  # normalised: one trust-format file per key the bundle carried
-            write_private(keys / (k.key_id.replace(":", "-") + ".pub"), format_public_key(k).encode("utf-8"))
-        target = root / local
-        os.rename(opened.data, target)
-        _fsync_dir(root)
-    led = Ledger(target)
-    idx = Index(target, led)
-    try:
-        idx.index_session(m.session)
-        count = led.head(m.session)[0]
-    finally:
-        idx.close()
-        led.close()
-    return Imported(local, origin, report, False, count)
+    imports = _imports(data, stores)
+    with _said():
+        imports.sweep()  # PostgreSQL: the schemas of crashed imports
+        with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
+            report = verify_opened(opened, trusted)
+            m = opened.manifest
+            _refuse(report, allow_untrusted)
+            earlier = imports.same_ledger(m.session, m.signer, m.events, m.chain_head)
+            if earlier is not None:
+                return Imported(earlier.local, earlier, report, True, 0)
+            if as_session is not None:
+                if imports.taken(as_session):
+                    raise BundleError(f"--as {as_session}: a session of that id already exists here; nothing was imported")
+                local = as_session
+            else:
+                local = _free_local(m.session, m.chain_head, imports.taken)
+            origin = Origin(local, m.session, m.signer, m.events, m.chain_head, _sha256_file(Path(path)), report.verdict, now_ts())
+            done, duplicate, count = imports.add(opened.data, origin, opened.keys)
+    return Imported(done.local, done, report, duplicate, count)
 
 
 def _refuse(report: BundleReport, allow_untrusted: bool) -> None:
@@ -258,40 +236,3 @@ def _refuse(report: BundleReport, allow_untrusted: bool) -> None:
             verdict="unverified",
             report=report,
         )
-
-
-def _import_into_database(
-    stores: Stores, root: Path, path: Path, as_session: str | None, trusted: Sequence[PublicKey], allow_untrusted: bool
-) -> Imported:
-    """import_bundle on PostgreSQL: the same checks, then bundle/pg_import.py writes it (a schema of its own)."""
-    from bundle import pg_import
-
-    pg_import.sweep(stores)
-    with staged(path, under=root, prefix=STAGING_PREFIX) as opened:
-        report = verify_opened(opened, trusted)
-        m = opened.manifest
-        _refuse(report, allow_untrusted)
-        earlier = pg_import.same_ledger(stores, m.session, m.signer, m.events, m.chain_head)
-        if earlier is not None:
-            return Imported(earlier.local, earlier, report, True, 0)
-        if as_session is not None:
-            if pg_import.local_taken(stores, as_session):
-                raise BundleError(f"--as {as_session}: a session of that id already exists here; nothing was imported")
-            local = as_session
-        else:
-            local = _free_local(m.session, m.chain_head, lambda name: pg_import.local_taken(stores, name))
-        origin = pg_import.new_origin(local, opened, _sha256_file(path), report.verdict)
-        done, duplicate, count = pg_import.import_opened(stores, opened, origin)
-    return Imported(done.local, done, report, duplicate, count)
-
-
-def _as_dict(o: Origin) -> dict[str, Any]:
-    return {k: getattr(o, k) for k in Origin.__dataclass_fields__}
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -28,10 +28,11 @@ from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.stores import ReceiptBackend
 from storage.files.ledger.store import Ledger
 from storage.local import replace_durable
+from receipts.supersessions import supersession_of_record
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey
-    from storage.pg.ledger import PgLedger
+    from storage.api_faces import LedgerStore
     from storage.stores import Stores
 
 # Every character that can start Markdown structure, backslash-escaped (CommonMark escapes any ASCII punctuation):
@@ -79,7 +80,7 @@ def _cited(backend: ReceiptBackend, session: str, receipt_id: object) -> list[di
     return [ev for name, ev in cited_events(body) if name.startswith("memory")]
 
 
-def _state(ledger: Ledger | PgLedger, session: str) -> ControlState:
+def _state(ledger: LedgerStore, session: str) -> ControlState:
     """The session's control state now (control.revocation.current: the file ledger's persisted one, or on
     PostgreSQL the one folded from its system rows)."""
     return current(ledger, session)

@@ -39,12 +39,12 @@ STEPS = ("propose", "answer")
 def _guarded(action: Any) -> int:
     """Run `action()` with the CLI's one-line refusals (never a traceback, never an internal class name)."""
     from ledger.corrupted import LedgerCorrupted
+    from chat.engine import InputError, TurnError
+    from chat.shown import turn_error_text
+    from ledger import LedgerCorrupted
     from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
     from storage import BackendError
-
-    from .engine import InputError, TurnError
-    from .shown import turn_error_text
 
     try:
         result: int = action()
@@ -75,10 +75,10 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     """The engine on DATA_DIR's stores (PostgreSQL when $DATABASE_URL is set); the caller closes it (`closing`).
     `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
     before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
+    from chat.engine import Engine
+    from receipts.keys import load_existing, new_key_note
     from storage.cli_stores import database_for, quiet_pool
     from storage.local import load_existing, new_key_note
-
-    from .engine import Engine
 
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
     stores = None
@@ -91,9 +91,10 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
         if token is not None:  # a token not issued here: refused before a key or folder is made for this DATA_DIR
             import time
 
-            from .consent import Store, check_issued, proposal_store
+            from chat.consent import TOKEN_TTL, check_issued, proposal_store
+            from storage.api_faces import proposals_at
 
-            check_issued(proposal_store(stores) if stores is not None else Store(data), token, time.time())
+            check_issued(proposal_store(stores) if stores is not None else proposals_at(data, TOKEN_TTL), token, time.time())
         had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
         make_data_dir(data)
         engine = Engine(data, stores=stores)
@@ -149,7 +150,7 @@ def build_answer_parser() -> Parser:
 
 def cmd_answer(args: argparse.Namespace) -> int:
     def go() -> int:
-        from .consent import parse_token
+        from chat.consent import parse_token
 
         if args.cancel and args.ids:
             raise CliError("--cancel takes no ids")

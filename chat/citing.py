@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from control.state import quoting_answers
 from control.steps import unreceipted
 from receipts.body import parse_receipt
+from receipts.stores import cited_seqs
 from storage.stores import Stores
 
 log = logging.getLogger("chat")
@@ -51,8 +52,7 @@ class Cites:
 
     def add_receipt(self, session: str, receipt_id: str, body: Mapping[str, Any]) -> None:
         """The rows of one stored receipt (its signed body)."""
-        answer = body["response"]["event"]["seq"]
-        self.record(session, receipt_id, answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])])
+        self.record(session, receipt_id, *cited_seqs(body))
 
     def quoting(self, session: str, held: Mapping[int, Why]) -> dict[int, Why]:
         """answer seq -> what keeps out the lowest seq of `held` it may quote (the revocation in force, or the
@@ -80,21 +80,18 @@ class Cites:
         with self._lock:
             self._complete.discard(session)
 
-    def _generation_now(self) -> int:
-        """The index file's generation (the file backend's derived tables start empty in a new one); PostgreSQL's
-        rows are the record and never start over: always 0."""
-        return int(getattr(self.index, "generation", 0)) if self.stores.kind == "files" else 0
-
     def _make_whole(self, session: str) -> None:
         """On every call: add the `.cites` records turns left behind (any process's); and, once per session and index
         generation on files, when the index file was opened anew since the engine started (moved aside, replaced: its
         derived tables are empty), the session's receipt files again."""
-        generation = self._generation_now()
+        # the derived tables' generation (the file backend's index file: they start empty in a new one); None on
+        # PostgreSQL, whose rows are the record and never start over
+        generation = self.rows.derived_generation()
         with self._lock:
-            if generation != self._generation:
+            if generation is not None and generation != self._generation:
                 self._complete.clear()
                 self._generation = generation
-            if session not in self._complete and self.stores.kind == "files" and generation != self._filled:
+            if session not in self._complete and generation is not None and generation != self._filled:
                 for receipt_id in self.backend.receipt_ids(session):
                     try:
                         receipt = parse_receipt(self.backend.read_receipt(session, receipt_id))
@@ -108,5 +105,5 @@ class Cites:
             # files or rows: a turn removes its own once its receipt is written.
             for c in unreceipted(self.stores.data_dir, session, self.ledger, backend=self.backend):
                 self.record(session, c.receipt_id, c.response_seq, [s for s, name in c.cited.items() if name != "response"])
-            if self.stores.kind == "files":
+            if generation is not None:
                 self._complete.add(session)  # the receipt files were read into the table once for this generation

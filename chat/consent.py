@@ -16,8 +16,8 @@ a turn with the approved memories only; its receipt records the decision (docs/F
 Replay, reuse, another session's token, an expired or altered token, or an id that was not proposed
 is a ConsentError (one line) and nothing is appended. `cancel` spends it with no turn at all.
 
-On PostgreSQL (storage.stores: `engine.stores.kind == "postgresql"`) the same proposals, secret and tombstones are
-rows every replica shares (storage.pg.consent.PgProposals): a token proposed on one replica is answered on any
+On PostgreSQL the same proposals, secret and tombstones are rows every replica shares
+(storage.pg.consent.PgProposals; on files receipts.file_backend.FileProposals, the stores' ReceiptBackend.proposals): a token proposed on one replica is answered on any
 other, and spending it is one UPDATE … WHERE state = 'waiting', so of two answers on any replicas exactly one wins.
 `proposal_store(stores)` gives the store for a deployment; its `forget_session` is what deleting a session calls.
 """
@@ -26,27 +26,25 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from chat.engine import Consent, InputError, Turn, TurnError, check_message, log
 from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
+from receipts.file_backend import issue as issue_checkpoint
 from retrieval.model import Hit, SearchError, check_k
 from storage.local import fsync_dir, open_private, private_dir
 
-from .engine import Consent, InputError, Turn, TurnError, check_message, log
-
 if TYPE_CHECKING:
+    from chat.engine import Engine
+    from receipts.stores import ProposalStore
     from storage.stores import Stores
-
-    from .engine import Engine
 
 TOKEN_TTL = 600  # seconds: a proposal waits ten minutes for its answer
 TOKEN_RE = re.compile(r"ct1\.([0-9a-f]{32})\.([0-9]{1,12})\.([0-9a-f]{64})")
@@ -116,148 +114,18 @@ def _utc(t: float) -> str:
 
 
 # -- the pending proposals --------------------------------------------------------------------------------
-class ProposalStore(Protocol):
-    """Where proposals wait: the files below (Store) or PostgreSQL (storage.pg.consent.PgProposals)."""
-
-    def secret(self) -> bytes:
-        """The deployment's 32-byte MAC key, made on first use and the same ever after (for every replica)."""
-        ...
-
-    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None: ...
-
-    def load(self, nonce: str) -> dict[str, Any] | None:
-        """The waiting proposal, None when there is none (spent, swept or never made)."""
-        ...
-
-    def spend(self, nonce: str, how: str) -> bool:
-        """Atomically end the waiting proposal as `how` (used, cancelled, expired); False when it was not waiting."""
-        ...
-
-    def spent(self, nonce: str) -> str | None: ...
-
-    def sweep(self, now: float) -> None: ...
-
-    def forget_session(self, session: str) -> None:
-        """Every proposal of the session, waiting or spent, gone (the session is being deleted)."""
-        ...
-
-
 def proposal_store(stores: Stores) -> ProposalStore:
-    """The proposal store of a deployment: DATA_DIR/proposals/ on files, the shared tables on PostgreSQL."""
-    if stores.kind == "postgresql" and stores.database is not None:
-        from storage.pg.consent import PgProposals
-
-        return PgProposals(stores.database, ttl=TOKEN_TTL)
-    if stores.kind == "files":
-        return Store(stores.data_dir)
-    raise TurnError(f"consent: no proposal store for a {stores.kind!r} backend without a database")
+    """The proposal store of a deployment (ReceiptBackend.proposals): DATA_DIR/proposals/ on files, the shared
+    tables on PostgreSQL."""
+    return stores.receipts.proposals(TOKEN_TTL)
 
 
-class Store:
-    """DATA_DIR/proposals/: `secret`, `<session>.<nonce>.json` (waiting), `….used` / `.cancelled` / `.expired` (spent).
-
-    Deleting a session (control.forget.forget_session, Engine.forget, retention) removes its `<session>.*` files."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.folder = data_dir / "proposals"
-
-    def secret(self) -> bytes:
-        """Made whole in a temporary file and linked into place (link fails if the name exists), so processes making it
-        together agree on one, and none ever reads a half-written one."""
-        path = self.folder / "secret"
-        private_dir(self.folder)
-        if not path.exists():
-            tmp = self.folder / f".secret.{os.getpid()}.{os.urandom(8).hex()}.tmp"
-            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            try:
-                os.write(fd, os.urandom(32))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)  # atomic: exactly one maker's bytes become the secret
-                fsync_dir(self.folder)
-            except FileExistsError:
-                pass  # another process made it first: use theirs
-            finally:
-                tmp.unlink(missing_ok=True)
-        raw = path.read_bytes()
-        if len(raw) != 32:
-            raise TurnError(f"{path}: not a consent secret (expected 32 bytes); remove it to make a new one")
-        return raw
-
-    def _find(self, nonce: str, suffix: str) -> Path | None:
-        """`<session>.<nonce>.<suffix>` (a session id holds no dot, so the name says whose it is)."""
-        found = sorted(self.folder.glob(f"*.{nonce}.{suffix}")) if self.folder.is_dir() else []
-        return found[0] if found else None
-
-    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None:
-        private_dir(self.folder)
-        tmp = self.folder / f".{nonce}.tmp"
-        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        try:
-            os.write(fd, json.dumps(pending, sort_keys=True).encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, self.folder / f"{session}.{nonce}.json")
-
-    def load(self, nonce: str) -> dict[str, Any] | None:
-        path = self._find(nonce, "json")
-        if path is None:
-            return None
-        try:
-            obj: dict[str, Any] = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise ConsentError(f"token: its proposal cannot be read ({exc})") from None
-        return obj
-
-    def spend(self, nonce: str, how: str) -> bool:
-        """Atomically move the waiting proposal to its tombstone; False when it was no longer waiting."""
-        path = self._find(nonce, "json")
-        if path is None:
-            return False
-        tomb = path.with_suffix(f".{how}")
-        try:
-            os.rename(path, tomb)  # the claim: of two spends, exactly one rename finds the file
-        except FileNotFoundError:
-            return False
-        # The question leaves the disk with the proposal: an empty file replaces the tombstone's inode (never
-        # truncate it in place: a racing answer that opened the proposal before the rename still reads it whole,
-        # then finds it spent, instead of reading an empty file and calling the proposal unreadable).
-        empty = self.folder / f".{nonce}.{how}.tmp"
-        os.close(open_private(empty, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
-        os.replace(empty, tomb)
-        return True
-
-    def spent(self, nonce: str) -> str | None:
-        for how in ("used", "cancelled", "expired"):
-            if self._find(nonce, how) is not None:
-                return how
-        return None
-
-    def sweep(self, now: float) -> None:
-        """Drop proposals and tombstones older than the token lifetime (a spent token is refused as expired then)."""
-        if not self.folder.is_dir():
-            return
-        for path in self.folder.iterdir():
-            if path.name == "secret":
-                continue
-            try:
-                if path.stat().st_mtime < now - TOKEN_TTL - 60:
-                    path.unlink()
-            except FileNotFoundError:
-                continue
-
-    def forget_session(self, session: str) -> None:
-        """`<session>.*`: its waiting proposals (with their questions) and its tombstones."""
-        validate_session_id(session)  # a session id holds no glob character and no dot
-        if not self.folder.is_dir():
-            return
-        for path in self.folder.glob(f"{session}.*"):
-            path.unlink(missing_ok=True)
+def _secret(store: ProposalStore) -> bytes:
+    """The store's MAC key; TurnError when what it keeps is not one (the file backend's ValueError)."""
+    try:
+        return store.secret()
+    except ValueError as exc:
+        raise TurnError(str(exc)) from None
 
 
 # -- the two steps ------------------------------------------------------------------------------------------
@@ -294,7 +162,7 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
             for i, h in enumerate(hits, start=1)
         ],
     }
-    mac = token_mac(store.secret(), session, nonce, proposal_digest(pending), expires)
+    mac = token_mac(_secret(store), session, nonce, proposal_digest(pending), expires)
     store.save(session, nonce, pending)
     token = f"ct1.{nonce}.{expires}.{mac}"
     cands = tuple(
@@ -345,7 +213,7 @@ def _open(engine: Engine, token: object, session: str | None) -> tuple[ProposalS
     nonce, expires, mac = parse_token(token)
     store = proposal_store(engine.stores)
     pending = _waiting(store, nonce, expires, engine.clock())
-    want = token_mac(store.secret(), str(pending.get("session")), nonce, proposal_digest(pending), int(pending.get("expires", -1)))
+    want = token_mac(_secret(store), str(pending.get("session")), nonce, proposal_digest(pending), int(pending.get("expires", -1)))
     if not hmac.compare_digest(want, mac) or expires != pending.get("expires"):
         raise ConsentError("token: does not match its proposal (altered or forged); nothing was sent")
     if session is not None and session != pending["session"]:

@@ -23,8 +23,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
+from chat.citing import Cites
+from chat.llm import LLM, Completion
+from chat.supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
 from control.settle import ErasureUnfinished, settle
@@ -39,6 +43,8 @@ from ledger.event import EventError, now_ts, validate_session_id
 from receipts import body as rbody
 from receipts import checkpoints
 from receipts.keys import SigningKey
+from receipts.file_backend import issue as issue_checkpoint
+from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
@@ -46,14 +52,6 @@ from storage.files.receipts import files
 from storage.files.retrieval.db import Index
 from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores
-
-from .citing import Cites
-from .llm import LLM, Completion
-from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
-from .withheld import check_handed, model_view, withheld
-
-if TYPE_CHECKING:
-    from storage.pg.ledger import PgLedger
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
@@ -142,8 +140,11 @@ class Engine:
         self.rows = stores.rows  # the derived receipts / receipt_cites rows
         self.cites = Cites(self.stores)  # which answers may quote a revoked memory
         try:
-            if stores.kind == "files":
-                self._restore_receipt_rows()  # index.sqlite's rows are derived from the receipt files; on PostgreSQL they are the record
+            # index.sqlite's rows are derived from the receipt files (refilled if it was rebuilt); on PostgreSQL they
+            # are the record: None, nothing to refill
+            generation = self.rows.restore_derived()
+            if generation is not None:
+                self.cites.filled(generation)
             self.key = key if key is not None else load_or_create(self.data_dir)
         except BaseException:
             stores.close()  # a PostgreSQL pool opened for nothing
@@ -164,19 +165,19 @@ class Engine:
     # -- ask me first (chat.consent; docs/FORMAT.md §18) ---------------------------------------------
     def propose(self, session: str, message: str, k: int = 8) -> Any:
         """Step 1 of a consent turn: the top-K candidates and a one-time token (chat.consent.Proposal); appends nothing."""
-        from . import consent
+        from chat import consent
 
         return consent.propose(self, session, message, k)
 
     def answer(self, token: str, approved_ids: Any, *, session: str | None = None, on_delta: Callable[[str], None] | None = None) -> Turn:
         """Step 2: spend the token; only the approved memories go into the prompt. ConsentError: nothing appended."""
-        from . import consent
+        from chat import consent
 
         return consent.answer(self, token, approved_ids, session=session, on_delta=on_delta)
 
     def cancel(self, token: str, *, session: str | None = None) -> None:
         """End a consent turn with nothing sent to the model: no event, no receipt."""
-        from . import consent
+        from chat import consent
 
         consent.cancel(self, token, session=session)
 
@@ -206,14 +207,7 @@ class Engine:
 
     def last_written(self, session: str) -> float | None:
         """When the session's ledger was last written (Unix time), or None when there is no such session."""
-        if self.stores.kind != "files":
-            return cast("PgLedger", self.ledger).last_written(session)
-        sdir = self.data_dir / "sessions" / session
-        try:
-            log_file = sdir / "events.jsonl"
-            return (log_file if log_file.exists() else sdir).stat().st_mtime
-        except FileNotFoundError:
-            return None
+        return self.ledger.last_written(session)
 
     def remember(self, session: str, text: str, role: str = "user", meta: dict[str, Any] | None = None) -> Event:
         """Append a message without a model turn (import, notes, MCP 'remember')."""
@@ -519,29 +513,6 @@ class Engine:
         disclosures = rbody.disclosures_for([user_ev, *memories, asst_ev])
         view = rbody.receipt_view(body, {d["seq"]: d for d in disclosures})
         return rbody.sign_receipt(body, self.key, disclosures), view
-
-    def _restore_receipt_rows(self) -> None:
-        """The receipts and receipt_cites tables are derived from the receipt files: refill them after the index was
-        rebuilt (receipt_cites also when the index predates it). A receipt always cites its question: a table of
-        receipts without any cited seq was never filled."""
-        index = cast(Index, self.index)  # the file backend's (Engine.__init__ calls this for it only)
-        generation = index.generation
-        with index.read() as conn:
-            rows = conn.execute("SELECT EXISTS (SELECT 1 FROM receipts)").fetchone()[0]
-            cited = conn.execute("SELECT EXISTS (SELECT 1 FROM receipt_cites)").fetchone()[0]
-        if not (rows and cited):
-            for session in self.ledger.sessions():
-                for path in files.list_receipts(self.data_dir, session):
-                    try:
-                        receipt = rbody.parse_receipt(files.read_receipt_bytes(path))
-                    except (ValueError, OSError) as exc:
-                        log.warning("%s: not restored to the receipts table (%s)", path, type(exc).__name__)  # a parse error quotes a field
-                        continue
-                    if not rows:
-                        self._record(session, receipt.receipt_id, path, receipt.body)
-                    if not cited:
-                        self.cites.add_receipt(session, receipt.receipt_id, receipt.signed_body)
-        self.cites.filled(generation)
 
     def _record(self, session: str, receipt_id: str, path: Path, body: dict[str, Any]) -> None:
         try:

@@ -29,6 +29,11 @@ import orjson
 
 from ledger import Event
 from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
+from control import state_file
+from control.plan import PlanError, quoted
+from control.state import ControlState, RoleOf, derive, erases_folded
+from control.where import where
+from ledger import Event, Ledger, tailrecord
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
@@ -43,16 +48,10 @@ from storage.files.ledger import tailrecord
 from storage.files.ledger.store import Ledger
 from storage.local import load_or_create
 
-from . import state_file
-from .plan import PlanError, quoted
-from .state import ControlState, RoleOf, derive, erases_folded
-from .where import where
-
 if TYPE_CHECKING:
+    from control.where import AnyLedger
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
-
-    from .where import AnyLedger
 
 
 class ControlError(PlanError):

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ledger.supersessions import SupersessionRecord
-
-from .plan import quoted
-from .supersede_lexicon import attribute_name
-from .supersede_rules import detect
+from control.plan import quoted
+from control.supersede_lexicon import attribute_name
+from control.supersede_rules import detect
+from receipts.supersessions import SupersessionRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,10 @@ ERASED_UNRECORDED = "erased_unrecorded"
 BAD_ERASURE_RECORD = "bad_erasure_record"
 
 
+class StoredLinesChanged(ValueError):
+    """A session's stored lines are fewer than its head said a moment ago (LedgerStore.stored_lines; one line)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Break:
     """The first point where a session's ledger stops verifying."""

@@ -15,7 +15,7 @@ on both (a receipt is the exact bytes of its file, a checkpoint the exact bytes 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -130,6 +130,16 @@ class ReceiptBackend(Protocol):
         """Delete the session's receipts, cites records, tree and checkpoint (idempotent)."""
         ...
 
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """(file name `<receipt id>.json`, read its exact bytes) of every stored receipt of the session, by name: a
+        bundle's members (bundle.export). A read that fails on PostgreSQL raises ReceiptUnreadable."""
+        ...
+
+    def proposals(self, ttl: int) -> ProposalStore:
+        """Where the deployment's consent proposals wait (chat.consent; `ttl`: the tokens' lifetime in seconds):
+        DATA_DIR/proposals/ on files, tables every replica shares on PostgreSQL."""
+        ...
+
 
 class ReceiptRows(Protocol):
     """The derived rows: one per receipt, and per answer the seqs its turn cited (chat.citing)."""
@@ -143,6 +153,45 @@ class ReceiptRows(Protocol):
     def answered(self, session: str, after_seq: int) -> set[int]: ...
 
     def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None: ...
+
+    def derived_generation(self) -> int | None:
+        """The generation of the derived tables, which changes when they start empty again (the file backend's index
+        file opened anew); None when the rows are the record and never start over (PostgreSQL)."""
+        ...
+
+    def restore_derived(self) -> int | None:
+        """Refill the rows derived from the receipt files when they were never filled (an index rebuilt, moved aside);
+        the generation at which they are whole, or None when the rows are the record (nothing to refill)."""
+        ...
+
+
+class ProposalStore(Protocol):
+    """Where consent proposals wait (chat.consent): the file backend's DATA_DIR/proposals/
+    (receipts.file_backend.FileProposals) or PostgreSQL (storage.pg.consent.PgProposals)."""
+
+    def secret(self) -> bytes:
+        """The deployment's 32-byte MAC key, made on first use and the same ever after (for every replica).
+        ValueError (files) or storage.BackendError (PostgreSQL) when what is kept is not one."""
+        ...
+
+    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None: ...
+
+    def load(self, nonce: str) -> dict[str, Any] | None:
+        """The waiting proposal, None when there is none (spent, swept or never made); ValueError when it cannot be
+        read."""
+        ...
+
+    def spend(self, nonce: str, how: str) -> bool:
+        """Atomically end the waiting proposal as `how` (used, cancelled, expired); False when it was not waiting."""
+        ...
+
+    def spent(self, nonce: str) -> str | None: ...
+
+    def sweep(self, now: float) -> None: ...
+
+    def forget_session(self, session: str) -> None:
+        """Every proposal of the session, waiting or spent, gone (the session is being deleted)."""
+        ...
 
 
 def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -159,4 +208,52 @@ def row_values(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["MerkleTree", "PendingCites", "ReceiptBackend", "ReceiptNotFound", "ReceiptRows", "TreeSource", "row_values"]
+IMPORTED = "imported"  # DATA_DIR/imported/: imported sessions' folders on files, and every import's staging folder
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an imported session came from (docs/FORMAT.md §21): `origin.json` of its folder on files, its
+    `bundle_imports` row on PostgreSQL (bundle.importer re-exports it)."""
+
+    local: str
+    session: str  # the bundle's session id (its events carry it)
+    signer: str
+    events: int
+    chain_head: str
+    bundle_sha256: str
+    verdict: str  # "verified", or "unverified" (imported with allow_untrusted)
+    imported_at: str
+
+
+class ReceiptUnreadable(ValueError):
+    """A stored receipt could not be read (ReceiptBackend.stored_receipts; one line naming session and receipt)."""
+
+
+class ImportFailed(ValueError):
+    """A store could not take an imported session, or has no such import; one line (bundle.importer says it as a
+    BundleError)."""
+
+
+def cited_seqs(body: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """(the answer's seq, the seqs its turn handed the model: its question, then its memories) of a receipt body:
+    one receipt's `receipt_cites` rows."""
+    answer = body["response"]["event"]["seq"]
+    return answer, [body["query"]["event"]["seq"], *(m["event"]["seq"] for m in body["memories"])]
+
+
+__all__ = [
+    "IMPORTED",
+    "ImportFailed",
+    "MerkleTree",
+    "Origin",
+    "PendingCites",
+    "ProposalStore",
+    "ReceiptBackend",
+    "ReceiptNotFound",
+    "ReceiptRows",
+    "ReceiptUnreadable",
+    "TreeSource",
+    "cited_seqs",
+    "row_values",
+]

@@ -23,7 +23,6 @@ from bundle import (
     import_bundle,
     imported_dir,
     list_imported,
-    pg_import,
     render_markdown,
     trusted_keys,
     verify_file,
@@ -36,6 +35,9 @@ from storage import migrate as pg_migrate
 from storage import migrate_receipts as receipts_migrate
 from storage.files.ledger.store import Ledger
 from storage.files.receipts.api import verify_bytes
+from storage.pg import imports as pg_imports
+from storage.pg import migrate as pg_migrate
+from storage.pg import receipts_migrate
 from storage.stores import Stores, file_stores, pg_stores
 from tests.test_bundle import QUERIES, SESSION, Source, build_source, empty_data_dir
 
@@ -72,14 +74,14 @@ def imported_stores(stores: Stores, local: str) -> Iterator[Stores]:
             st.index.close()
             st.ledger.close()
     else:
-        with pg_import.import_stores(stores, local) as st:
+        with stores.ledger.imports().open(local) as st:
             yield st
 
 
 def export_imported(stores: Stores, local: str, out: Path, source: Source) -> Path:
     """Export an imported session again, with its certificates, at AT under the source's key."""
     with imported_stores(stores, local) as st:
-        certs = pg_import.certificates(stores, local) if stores.kind == "postgresql" else None
+        certs = stores.ledger.imports().certificates(local) if stores.kind == "postgresql" else None
         export_session(st.data_dir, SESSION, out, key=source.key, stores=st, exported_at=AT, certificates=certs)
     return out
 
@@ -246,16 +248,16 @@ class TestPostgresqlImports:
             with st.database.transaction() as conn:
                 conn.execute("CREATE SCHEMA mre_import_1000000000_0badc0de")  # no bundle_imports row: a crash in 2001
                 conn.execute("CREATE SCHEMA mre_import_9999999999_0badc0de")  # no row, but not stale yet
-            assert pg_import.sweep(st) == ["mre_import_1000000000_0badc0de"]
+            assert st.ledger.imports().sweep() == ["mre_import_1000000000_0badc0de"]
             assert "mre_import_9999999999_0badc0de" in import_schemas(st) and len(import_schemas(st)) == 2
-            with pg_import.import_stores(st, done.local) as imp:
+            with st.ledger.imports().open(done.local) as imp:
                 assert imp.ledger.verify(SESSION).ok
 
     def test_a_failure_during_the_import_leaves_no_schema_and_no_row(self, source: Source, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         def broken(*_: object) -> None:
             raise RuntimeError("disk full (simulated)")
 
-        monkeypatch.setattr(pg_import, "_write_members", broken)
+        monkeypatch.setattr(pg_imports, "_write_members", broken)
         with pg_stores(pg_url, empty_data_dir(tmp_path / "data")) as st:
             with pytest.raises(RuntimeError, match="simulated"):
                 import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
@@ -266,15 +268,15 @@ class TestPostgresqlImports:
     ) -> None:
         with pg_stores(pg_url, empty_data_dir(tmp_path / "data")) as st:
             first = import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
-            real = pg_import.same_ledger
+            real = pg_imports.same_ledger
             calls: list[int] = []
 
             def stale_then_real(*a: object) -> object:
                 calls.append(1)  # the first check (before the copy) misses the winner, as in a race; the commit's sees it
                 return None if len(calls) == 1 else real(*a)  # type: ignore[arg-type]
 
-            monkeypatch.setattr(pg_import, "same_ledger", stale_then_real)
-            monkeypatch.setattr(pg_import, "local_taken", lambda *_a: False)
+            monkeypatch.setattr(pg_imports, "same_ledger", stale_then_real)
+            monkeypatch.setattr(pg_imports, "local_taken", lambda *_a: False)
             second = import_bundle(st.data_dir, source.bundle, trusted=source.trusted, stores=st)
             assert second.duplicate and second.local == first.local and calls == [1, 1]
             assert len(import_schemas(st)) == 1 and len(list_imported(st.data_dir, stores=st)) == 1
@@ -290,15 +292,15 @@ class TestPostgresqlImports:
             assert import_schemas(st) == [] and list_imported(st.data_dir, stores=st) == []
 
     def test_the_schema_url_keeps_the_url_and_adds_the_search_path(self) -> None:
-        url = pg_import.schema_url("postgresql://u:pw@127.0.0.1:5432/db?sslmode=disable", "mre_import_1700000000_00ff00ff")
+        url = pg_imports.schema_url("postgresql://u:pw@127.0.0.1:5432/db?sslmode=disable", "mre_import_1700000000_00ff00ff")
         info = psycopg.conninfo.conninfo_to_dict(url)
         assert (info["sslmode"], info["options"], info["password"]) == ("disable", "-c search_path=mre_import_1700000000_00ff00ff", "pw")
         with pytest.raises(ValueError, match="not an import schema"):
-            pg_import.schema_url("postgresql://u@h/db", "public; DROP TABLE events")
+            pg_imports.schema_url("postgresql://u@h/db", "public; DROP TABLE events")
 
     def test_the_schema_url_keeps_a_query_password_with_plus_and_escapes_as_libpq_reads_it(self) -> None:
         url = "postgresql://u@h:5432/db?password=a%2Bb+c%20d&options=-c%20work_mem%3D4MB"
-        info = psycopg.conninfo.conninfo_to_dict(pg_import.schema_url(url, "mre_import_1700000000_00ff00ff"))
+        info = psycopg.conninfo.conninfo_to_dict(pg_imports.schema_url(url, "mre_import_1700000000_00ff00ff"))
         assert info["password"] == psycopg.conninfo.conninfo_to_dict(url)["password"] == "a+b+c d"
         assert info["options"] == "-c work_mem=4MB -c search_path=mre_import_1700000000_00ff00ff"
 
@@ -348,7 +350,7 @@ class TestApp:
             (origin,) = bd.imported_sessions(service, key)
             _origin, resp = bd.search_imported(service, key, origin.local, "spare key", 8)
             assert any(secret in hit.text for hit in resp.results)
-            with pg_import.import_stores(service.engine.stores, origin.local) as st:
+            with service.engine.stores.ledger.imports().open(origin.local) as st:
                 raws = [st.receipts.read_receipt(origin.session, r) for r in st.receipts.receipt_ids(origin.session)]
             assert len(raws) == 2
             for raw in raws:

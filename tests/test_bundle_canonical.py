@@ -22,7 +22,7 @@ import pytest
 
 import bundle.export
 import bundle.layout
-from bundle import BundleError, ImportRefused, export_session, import_bundle, pg_import, verify_file
+from bundle import BundleError, ImportRefused, export_session, import_bundle, verify_file
 from bundle.__main__ import main
 from bundle.format import LEDGER_NAME
 from storage.stores import Stores, file_stores, pg_stores
@@ -169,7 +169,7 @@ def test_every_import_refuses_a_bundle_with_another_zip_in_front_on_either_backe
     assert not isinstance(info.value, ImportRefused)
     assert nothing_imported(stores.data_dir)
     if stores.kind != "files":
-        assert pg_import.list_origins(stores) == []
+        assert stores.ledger.imports().origins() == []
 
 
 @pytest.mark.usefixtures("private_tmp")

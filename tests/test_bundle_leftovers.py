@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle import export_session, import_bundle, imported_dir, pg_import, verify_file
+from bundle import export_session, import_bundle, imported_dir, verify_file
 from bundle.importer import verify_imported_receipt
 from bundle.verify import staged
 from receipts.keys import PublicKey
@@ -141,7 +141,7 @@ def test_imports_and_imported_receipt_checks_on_postgresql_leave_no_cache_and_no
     (data2 / "sessions").mkdir(parents=True)
     with pg_stores(pg_url, data2, pool_size=2) as stores:
         done = import_bundle(data2, bundle, trusted=[key], stores=stores)
-        with pg_import.import_stores(stores, done.local) as st:
+        with stores.ledger.imports().open(done.local) as st:
             raws = [st.receipts.read_receipt(S, r) for r in st.receipts.receipt_ids(S)]
         verdicts = [verify_imported_receipt(raw, data2, done.local, stores=stores).verdict for raw in raws]
     assert (len(verdicts), set(verdicts)) == (3, {"verified"})

@@ -17,7 +17,7 @@ import pytest
 
 import control
 from chat.__main__ import main as chat_main
-from chat.consent import TOKEN_TTL, ConsentError
+from chat.consent import TOKEN_TTL, ConsentError, proposal_store
 from chat.engine import Engine, TurnError
 from receipts import body as rbody
 from receipts.body import MalformedReceipt, parse_receipt
@@ -180,11 +180,12 @@ def test_an_expired_token_stays_refused_and_its_question_is_removed(eng: Engine)
 
 def test_an_answer_that_opened_the_proposal_before_another_spent_it_still_reads_it_whole(eng: Engine) -> None:
     """The race behind 'its proposal cannot be read': spending must not empty the inode a reader already opened."""
-    from chat.consent import Store
+    from receipts.file_backend import FileProposals
 
     p = eng.propose("alice", QUESTION, k=2)
     nonce = p.token.split(".")[1]
-    store = Store(eng.data_dir)
+    store = proposal_store(eng.stores)
+    assert isinstance(store, FileProposals)
     (path,) = store.folder.glob(f"*.{nonce}.json")
     whole = path.read_bytes()
     with path.open("rb") as reader:  # opened before the spend, read after it

@@ -36,14 +36,11 @@ from bundle import (
     Origin,
     export_session,
     import_bundle,
-    imported_dir,
     list_imported,
-    pg_import,
     render_markdown,
 )
 from bundle.format import SUFFIX
-from bundle.importer import find_receipt_home
-from control.revocation import current as current_controls
+from bundle.importer import find_receipt_home, open_imported
 from control.state import ControlState, derive
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval.model import SearchError, SearchResponse
@@ -52,13 +49,13 @@ from storage.files.retrieval.db import Index
 
 from .inputs import BadInput, check_query, parse_k
 from .sessions import is_session_key, session_id
+from webui.inputs import BadInput, check_query, parse_k
+from webui.sessions import is_session_key, session_id
 
 if TYPE_CHECKING:
-    from storage.pg.index import PgIndex
-    from storage.pg.ledger import PgLedger
+    from storage.api_faces import LedgerStore, SearchIndex
     from storage.stores import Stores
-
-    from .service import Service
+    from webui.service import Service
 
 # The app's upload cap is the receipt cap (webui.config.launch_options: Gradio refuses a bigger upload unread);
 # a bigger bundle is imported on the server with `python -m bundle import`.
@@ -87,10 +84,10 @@ def is_export_copy(name: str, session: str) -> bool:
 
 
 def _stores(service: Service) -> Stores | None:
-    """The engine's stores when they are PostgreSQL; None on files (the bundle functions' own file default, which
-    opens only what each needs)."""
+    """The engine's stores (on files its ledger and receipt files in DATA_DIR; on PostgreSQL the database), or None
+    for an engine without any (the bundle functions' own file default)."""
     stores: Stores | None = getattr(service.engine, "stores", None)
-    return stores if stores is not None and stores.kind == "postgresql" else None
+    return stores
 
 
 def _settling(service: Service) -> dict[str, Any]:
@@ -99,8 +96,9 @@ def _settling(service: Service) -> dict[str, Any]:
     return {"recover_with": service.engine.stores, "copies": service.cache_dirs}
 
 
-def _controls(ledger: Ledger | PgLedger, session: str) -> ControlState:
-    return current_controls(ledger, session) if isinstance(ledger, Ledger) else derive(ledger.events(session))
+def _controls(ledger: LedgerStore, session: str) -> ControlState:
+    """An imported session's control state, folded from its events (read-only: nothing cached or written for it)."""
+    return derive(ledger.events(session))
 
 
 def _clean(message: str, service: Service, upload: Path | None = None) -> str:
@@ -270,24 +268,14 @@ def search_imported(service: Service, key: object, local: object, query: object,
     superseded memories left out, as for the visitor's own session."""
     origin = imported_session(service, key, local)
     q, k_ = check_query(query), parse_k(k)
-    stores = _stores(service)
     try:
-        if stores is not None:
-            with pg_import.import_stores(stores, origin.local) as st:
-                return origin, _search(st.ledger, st.index, origin.session, q, k_)
-        folder = imported_dir(service.data_dir, origin.local)
-        led = Ledger(folder)
-        idx = Index(folder, led)
-        try:
-            return origin, _search(led, idx, origin.session, q, k_)
-        finally:
-            idx.close()
-            led.close()
+        with open_imported(service.data_dir, origin.local, stores=_stores(service)) as st:
+            return origin, _search(st.ledger, st.index, origin.session, q, k_)
     except SearchError as exc:
         raise BadInput(str(exc)) from None
 
 
-def _search(led: Ledger | PgLedger, idx: Index | PgIndex, session: str, q: str, k: int) -> SearchResponse:
+def _search(led: LedgerStore, idx: SearchIndex, session: str, q: str, k: int) -> SearchResponse:
     state = _controls(led, session)
     exclude = set(state.excluded()) | set(state.supersessions.superseded)
     return idx.search(session, q, k, exclude_seqs=sorted(exclude))

@@ -16,6 +16,10 @@ from ledger.controls import MAX_CONTROL_REASON, REVOKE
 from .render import match_label, short_ts
 from .render_forget import short_text
 from .text import md
+from receipts.decisions import MAX_CONTROL_REASON, REVOKE
+from webui.render import match_label, short_ts
+from webui.render_forget import short_text
+from webui.text import md
 
 # Said beside every Revoke and Restore button (and Forget…): the two are not the same act.
 NOT_ERASURE = "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."

@@ -20,7 +20,6 @@ from pathlib import Path
 from chat.engine import Engine
 from control.forget import forget_session_if_idle
 from control.plan import PlanError
-from ledger.event import EventError, validate_session_id
 
 log = logging.getLogger("webui.retention")
 OFF = {"", "0", "off", "false", "no", "none"}
@@ -46,39 +45,11 @@ def parse_hours(value: str | float | None) -> float | None:
     return hours
 
 
-def last_write(data_dir: Path, session: str) -> float:
-    """When the session's ledger was last written (its events file's mtime; the folder's if there is none)."""
-    sdir = data_dir / "sessions" / session
-    try:
-        return (sdir / "events.jsonl").stat().st_mtime
-    except FileNotFoundError:
-        return sdir.stat().st_mtime
-
-
-def idle_sessions(data_dir: Path, hours: float, now: float, engine: Engine | None = None) -> list[str]:
-    """The sessions last written more than `hours` before `now`: the folders under DATA_DIR/sessions, or with an
-    engine on PostgreSQL its sessions by their last event's time."""
-    if engine is not None and engine.stores.kind != "files":
-        cutoff = now - hours * 3600
-        idle = []
-        for session in engine.ledger.sessions():
-            written = engine.last_written(session)
-            if written is not None and written < cutoff:
-                idle.append(session)
-        return idle
-    sessions_dir = data_dir / "sessions"
-    if not sessions_dir.is_dir():
-        return []
-    cutoff = now - hours * 3600
-    out = []
-    for p in sorted(sessions_dir.iterdir()):
-        try:
-            session = validate_session_id(p.name)
-            if p.is_dir() and last_write(data_dir, session) < cutoff:
-                out.append(session)
-        except (EventError, FileNotFoundError):
-            continue
-    return out
+def idle_sessions(data_dir: Path, hours: float, now: float, engine: Engine) -> list[str]:
+    """The sessions of the engine's stores last written more than `hours` before `now` (LedgerStore.idle_sessions:
+    on files every folder under DATA_DIR/sessions by its events file's mtime, on PostgreSQL by its last write).
+    `data_dir`: the engine's (kept for callers)."""
+    return engine.ledger.idle_sessions(now - hours * 3600)
 
 
 def forget_if_idle(engine: Engine, session: str, cutoff: float) -> bool:

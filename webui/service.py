@@ -47,6 +47,15 @@ from .places import keep_private
 from .render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
 from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from .tamper import Tampered, tamper
+from webui import history as h
+from webui.bundles import receipt_home
+from webui.downloads import Downloads
+from webui.history import HistoryCheck
+from webui.inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
+from webui.places import keep_private
+from webui.render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
+from webui.sessions import SessionKeyError, check_session_key, is_session_key, session_id
+from webui.tamper import Tampered, tamper
 
 log = logging.getLogger("webui")
 RESTORE_EVENTS = 200  # how much of a session a reload puts back on screen
@@ -326,7 +335,7 @@ class Service:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited
         from a private copy, receipts.ledger_copy), the receipts and the latest checkpoint; (None, None, None) on files."""
         stores = self.engine.stores
-        if stores.kind == "files":
+        if stores.ledger.kept_elsewhere() is None:  # DATA_DIR's files are the record: the auditor reads them
             return None, None, None
         return stores.ledger, stores.receipts, stores.receipts.latest_checkpoint
 

@@ -24,8 +24,9 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 import psycopg
@@ -51,6 +52,10 @@ from ledger.messages import Message, validate_message
 from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
 from storage.pg import sql
 from storage.pg.connect import Database
+from ledger.verify import SEQ_GAP, Break, SessionReport, StoredLinesChanged, verify_stream
+
+if TYPE_CHECKING:
+    from storage.pg.imports import PgImports
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
@@ -503,6 +508,35 @@ class PgLedger:
             row = conn.execute(sql.LEDGER_WRITTEN, (session,)).fetchone()
         return None if row is None else float(row[0])
 
+    def idle_sessions(self, before: float) -> list[str]:
+        """The sessions last written before `before` (Unix time, by last_written)."""
+        idle = []
+        for session in self.sessions():
+            written = self.last_written(session)
+            if written is not None and written < before:
+                idle.append(session)
+        return idle
+
+    @contextmanager
+    def stored_lines(self, session: str, count: int) -> Iterator[tuple[int, Iterator[bytes]]]:
+        """(bytes, the session's first `count` lines exactly as stored, joined into pieces of about STORED_CHUNK
+        bytes), for a bundle (bundle.export): the lines from one snapshot (snapshot_lines, held while this is open),
+        the bytes the session's when asked (a `remember` after its head was read adds lines beyond `count`, which are
+        left out). StoredLinesChanged when the snapshot holds fewer."""
+        size = self.size_bytes(session)
+        with self.snapshot_lines(session) as lines:
+            yield size, _counted(lines, count, session)
+
+    def imports(self) -> PgImports:
+        """The sessions imported from bundles into this database, each in a schema of its own (storage.pg.imports)."""
+        from storage.pg.imports import PgImports
+
+        return PgImports(self)
+
+    def kept_elsewhere(self) -> str | None:
+        """Where the record is kept, DATA_DIR holding only the key and caches: "PostgreSQL at <its shown name>"."""
+        return f"PostgreSQL at {self.db.shown}"
+
     def vacuum(self) -> list[str]:
         """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); the tables
         PostgreSQL skipped (a role that does not own them: logged, see Database.vacuum)."""
@@ -537,6 +571,27 @@ def _chunks(lines: Iterator[bytes], progress: Any, size: int = 1 << 20) -> Itera
     if buf:
         if progress is not None:
             progress.update(n)
+        yield b"".join(buf)
+
+
+STORED_CHUNK = 1024 * 1024  # bytes per piece of stored_lines
+
+
+def _counted(lines: Iterator[bytes], count: int, session: str) -> Iterator[bytes]:
+    """The first `count` lines, joined into pieces of about STORED_CHUNK bytes; StoredLinesChanged when there are fewer."""
+    n = 0
+    buf: list[bytes] = []
+    held = 0
+    for line in islice(lines, count):
+        n += 1
+        buf.append(line)
+        held += len(line)
+        if held >= STORED_CHUNK:
+            yield b"".join(buf)
+            buf, held = [], 0
+    if n != count:
+        raise StoredLinesChanged(f"session {session}: the database holds {n} lines, the ledger reports {count}")
+    if buf:
         yield b"".join(buf)
 
 

@@ -31,7 +31,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,9 @@ from storage.common.fsmode import private_dir, replace_durable
 from storage.common.tree_check import leaf_matches
 from storage.pg import sql
 from storage.pg.connect import CONNECT_TIMEOUT_S, Database
+from receipts.files import leaf_matches
+from receipts.stores import PendingCites, ReceiptNotFound, ReceiptUnreadable, TreeSource, row_values
+from storage.pg.consent import PgProposals
 from storage.pg.merkle import PgMerkleStore, TreeMoved
 
 log = logging.getLogger("storage.pg")
@@ -415,6 +418,33 @@ class PgReceipts:
                 conn.execute(sql.CITES_DELETE_SESSION, (session,))
             else:
                 conn.execute(sql.CITES_DELETE_SOME, (session, list(receipt_ids)))
+
+    # -- the storage contract's (storage/api_faces.py), as the file backend's IndexRows / FileBackend answer them --
+    def derived_generation(self) -> int | None:
+        """None: these rows are the record, never derived from files, and never start over."""
+        return None
+
+    def restore_derived(self) -> int | None:
+        """Nothing to restore: the rows are the record (None, as derived_generation)."""
+        return None
+
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """The session's receipt rows, by name, each read when asked (ReceiptUnreadable when it cannot be)."""
+
+        def reader(receipt_id: str) -> Callable[[], bytes]:
+            def read() -> bytes:
+                try:
+                    return self.read_receipt(session, receipt_id)
+                except (OSError, ValueError) as exc:  # ReceiptNotFound is an OSError; over the size limit a ValueError
+                    raise ReceiptUnreadable(f"session {session}: receipt {receipt_id}: {exc}") from None
+
+            return read
+
+        return [(f"{r}.json", reader(r)) for r in sorted(self.receipt_ids(session)) if RECEIPT_ID_RE.fullmatch(r)]
+
+    def proposals(self, ttl: int) -> PgProposals:
+        """The consent proposals every replica shares (storage.pg.consent.PgProposals; `ttl`: the tokens' lifetime)."""
+        return PgProposals(self.db, ttl=ttl)
 
 
 __all__ = ["PgReceipts", "check_receipt_id"]

@@ -618,7 +618,7 @@ WHERE session = %s AND seq >= %s AND seq < %s AND {SYSTEM_ROLE_IN_LINE}
 ORDER BY seq
 """
 
-# -- sessions imported from bundles (bundle/pg_import.py; docs/FORMAT.md §21) -----------------------------------------
+# -- sessions imported from bundles (storage/pg/imports.py; docs/FORMAT.md §21) ---------------------------------------
 # Every event hashes its session id, so an imported ledger keeps its original id, which may be a session of this
 # database (the visitor's own, exported and brought back) or of another import: each import lives in a schema of
 # its own (`schema_name`: the tables of SCHEMA, created by storage.pg.connect.Database over a search_path naming only

@@ -16,13 +16,16 @@ Every name other code imports from `storage.files.ledger.store` is still here.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ledger import importer
 from ledger.appending import Appended as Appended
 from ledger.appending import _random_ids as _random_ids
 from ledger.corrupted import LedgerCorrupted as LedgerCorrupted
+from ledger.appending import Appending
 from ledger.erasing import MAX_ERASE as MAX_ERASE
 from ledger.erasing import MAX_REASON as MAX_REASON
 from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
@@ -30,6 +33,8 @@ from ledger.erasing import EraseError as EraseError
 from ledger.erasing import Erasure as Erasure
 from ledger.event import EVENTS_FILE as EVENTS_FILE
 from ledger.event import GENESIS
+from ledger.erasing import Erasing
+from ledger.event import EventError, validate_session_id
 from ledger.importer import Imported
 from ledger.messages import ImportError_ as ImportError_
 from ledger.messages import Message as Message
@@ -45,6 +50,21 @@ from storage.files.ledger.recovery import Quarantine as Quarantine
 from storage.files.ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
 from storage.files.ledger.sessions import _fsync_dir as _fsync_dir
 from storage.files.ledger.sessions import _write_all as _write_all
+from ledger.reading import BISECT_MAX as BISECT_MAX
+from ledger.reading import Reading
+from ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
+from ledger.recovery import LedgerCorrupted as LedgerCorrupted
+from ledger.recovery import Quarantine as Quarantine
+from ledger.sessions import EVENTS_FILE as EVENTS_FILE
+from ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
+from ledger.sessions import _fsync_dir as _fsync_dir
+from ledger.sessions import _write_all as _write_all
+from ledger.verify import StoredLinesChanged
+
+if TYPE_CHECKING:
+    from receipts.file_backend import FileImports
+
+STORED_CHUNK = 1024 * 1024  # bytes per piece of stored_lines
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -85,3 +105,81 @@ class Ledger(Appending, Erasing, Reading):
         finally:
             if was_enabled:
                 gc.enable()
+
+    # -- the storage contract's (storage/api_faces.py: LedgerFaces), as storage.pg.ledger.PgLedger answers them --
+    def last_written(self, session: str) -> float | None:
+        """When the session's ledger was last written (its events file's mtime; the folder's if there is none), or
+        None when there is no such session."""
+        sdir = self.sessions_dir / session
+        try:
+            log_file = sdir / EVENTS_FILE
+            return (log_file if log_file.exists() else sdir).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def idle_sessions(self, before: float) -> list[str]:
+        """The sessions last written before `before` (Unix time): every folder under DATA_DIR/sessions, also one
+        with no events file yet (dated by the folder)."""
+        if not self.sessions_dir.is_dir():
+            return []
+        out = []
+        for p in sorted(self.sessions_dir.iterdir()):
+            try:
+                session = validate_session_id(p.name)
+                if p.is_dir() and _last_write(p) < before:
+                    out.append(session)
+            except (EventError, FileNotFoundError):
+                continue
+        return out
+
+    @contextmanager
+    def stored_lines(self, session: str, count: int) -> Iterator[tuple[int, Iterator[bytes]]]:
+        """(bytes, the session's first `count` lines exactly as stored, in pieces of about STORED_CHUNK bytes), for a
+        bundle (bundle.export): the events file itself, a torn tail a writer has not yet quarantined left out.
+        StoredLinesChanged when it holds fewer whole lines, or shrinks while read."""
+        log = self.log_path(session)
+        size = _whole_lines_size(log, count)
+        yield size, _file_chunks(log, size)
+
+    def imports(self) -> FileImports:
+        """The sessions imported from bundles into this data directory (receipts.file_backend.FileImports)."""
+        from receipts.file_backend import FileImports
+
+        return FileImports(self.data_dir)
+
+    def kept_elsewhere(self) -> str | None:
+        """Where the record is kept when DATA_DIR's files are not it: never, for the file ledger."""
+        return None
+
+
+def _whole_lines_size(log: Path, count: int) -> int:
+    """The bytes of the first `count` lines (the file may hold a torn tail a writer has not yet quarantined)."""
+    n = 0
+    size = 0
+    with open(log, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            size += len(line)
+            n += 1
+            if n == count:
+                return size
+    raise StoredLinesChanged(f"{log.name}: holds {n} whole lines, the ledger reports {count}")
+
+
+def _file_chunks(path: Path, limit: int) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        left = limit
+        while left > 0:
+            b = f.read(min(STORED_CHUNK, left))
+            if not b:
+                raise StoredLinesChanged(f"{path.name}: shorter than the {limit:,} bytes it held a moment ago")
+            left -= len(b)
+            yield b
+
+
+def _last_write(sdir: Path) -> float:
+    try:
+        return float((sdir / EVENTS_FILE).stat().st_mtime)
+    except FileNotFoundError:
+        return float(sdir.stat().st_mtime)

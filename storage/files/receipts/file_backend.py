@@ -6,12 +6,14 @@ checkpoint on any backend.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.event import validate_session_id
 from receipts import checkpoints
@@ -20,6 +22,28 @@ from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound, TreeSourc
 from storage.common.checkpoint_issue import issue
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts import files
+from ledger.event import now_ts, validate_session_id
+from ledger.fsmode import fsync_dir, open_private, private_dir, write_private
+from receipts import checkpoints, files
+from receipts.body import RECEIPT_ID_RE, parse_receipt, sign_checkpoint
+from receipts.keys import PublicKey, SigningKey, format_public_key
+from receipts.stores import (
+    IMPORTED,
+    MerkleTree,
+    Origin,
+    PendingCites,
+    ReceiptBackend,
+    ReceiptNotFound,
+    TreeSource,
+    cited_seqs,
+    row_values,
+)
+
+if TYPE_CHECKING:
+    from receipts.verify import Report
+    from storage.stores import Stores
+
+log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
 
 
 class FileBackend:
@@ -99,6 +123,18 @@ class FileBackend:
     def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
         return checkpoints_files.latest(self.data_dir, session)
 
+    def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
+        """The receipt files of the session (regular files named by a receipt id; a link is no receipt), by name."""
+        folder = self.data_dir / "sessions" / session / "receipts"
+        if not folder.is_dir():
+            return []
+        found = sorted(p for p in folder.glob("rcpt_*.json") if RECEIPT_ID_RE.fullmatch(p.stem) and p.is_file() and not p.is_symlink())
+        return [(p.name, p.read_bytes) for p in found]
+
+    def proposals(self, ttl: int) -> FileProposals:
+        """DATA_DIR/proposals/ (FileProposals)."""
+        return FileProposals(self.data_dir, ttl=ttl)
+
     def forget_session(self, session: str) -> None:
         validate_session_id(session)
         for path in (self.data_dir / "sessions" / session / "receipts", self.data_dir / "merkle" / session):
@@ -106,8 +142,240 @@ class FileBackend:
         checkpoints_files.checkpoint_path(self.data_dir, session).unlink(missing_ok=True)
 
 
+class FileProposals:
+    """The consent proposals of chat.consent on files (receipts.stores.ProposalStore; storage.pg.consent.PgProposals
+    on PostgreSQL). DATA_DIR/proposals/: `secret`, `<session>.<nonce>.json` (waiting), `….used` / `.cancelled` /
+    `.expired` (spent). `ttl`: the tokens' lifetime in seconds (chat.consent.TOKEN_TTL).
+
+    Deleting a session (control.forget.forget_session, Engine.forget, retention) removes its `<session>.*` files."""
+
+    def __init__(self, data_dir: Path, *, ttl: int) -> None:
+        self.folder = data_dir / "proposals"
+        self.ttl = ttl
+
+    def secret(self) -> bytes:
+        """Made whole in a temporary file and linked into place (link fails if the name exists), so processes making it
+        together agree on one, and none ever reads a half-written one."""
+        path = self.folder / "secret"
+        private_dir(self.folder)
+        if not path.exists():
+            tmp = self.folder / f".secret.{os.getpid()}.{os.urandom(8).hex()}.tmp"
+            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                os.write(fd, os.urandom(32))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # atomic: exactly one maker's bytes become the secret
+                fsync_dir(self.folder)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+            finally:
+                tmp.unlink(missing_ok=True)
+        raw = path.read_bytes()
+        if len(raw) != 32:
+            raise ValueError(f"{path}: not a consent secret (expected 32 bytes); remove it to make a new one")
+        return raw
+
+    def _find(self, nonce: str, suffix: str) -> Path | None:
+        """`<session>.<nonce>.<suffix>` (a session id holds no dot, so the name says whose it is)."""
+        found = sorted(self.folder.glob(f"*.{nonce}.{suffix}")) if self.folder.is_dir() else []
+        return found[0] if found else None
+
+    def save(self, session: str, nonce: str, pending: dict[str, Any]) -> None:
+        private_dir(self.folder)
+        tmp = self.folder / f".{nonce}.tmp"
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            os.write(fd, json.dumps(pending, sort_keys=True).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, self.folder / f"{session}.{nonce}.json")
+
+    def load(self, nonce: str) -> dict[str, Any] | None:
+        path = self._find(nonce, "json")
+        if path is None:
+            return None
+        try:
+            obj: dict[str, Any] = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # chat.consent: "token: its proposal cannot be read (…)"
+            raise ValueError(str(exc)) from None
+        return obj
+
+    def spend(self, nonce: str, how: str) -> bool:
+        """Atomically move the waiting proposal to its tombstone; False when it was no longer waiting."""
+        path = self._find(nonce, "json")
+        if path is None:
+            return False
+        tomb = path.with_suffix(f".{how}")
+        try:
+            os.rename(path, tomb)  # the claim: of two spends, exactly one rename finds the file
+        except FileNotFoundError:
+            return False
+        # The question leaves the disk with the proposal: an empty file replaces the tombstone's inode (never
+        # truncate it in place: a racing answer that opened the proposal before the rename still reads it whole,
+        # then finds it spent, instead of reading an empty file and calling the proposal unreadable).
+        empty = self.folder / f".{nonce}.{how}.tmp"
+        os.close(open_private(empty, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
+        os.replace(empty, tomb)
+        return True
+
+    def spent(self, nonce: str) -> str | None:
+        for how in ("used", "cancelled", "expired"):
+            if self._find(nonce, how) is not None:
+                return how
+        return None
+
+    def sweep(self, now: float) -> None:
+        """Drop proposals and tombstones older than the token lifetime (a spent token is refused as expired then)."""
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.iterdir():
+            if path.name == "secret":
+                continue
+            try:
+                if path.stat().st_mtime < now - self.ttl - 60:
+                    path.unlink()
+            except FileNotFoundError:
+                continue
+
+    def forget_session(self, session: str) -> None:
+        """`<session>.*`: its waiting proposals (with their questions) and its tombstones."""
+        validate_session_id(session)  # a session id holds no glob character and no dot
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.glob(f"{session}.*"):
+            path.unlink(missing_ok=True)
+
+
+ORIGIN = "origin.json"  # DATA_DIR/imported/<LOCAL>/origin.json (docs/FORMAT.md §21)
+
+
+def read_origin(folder: Path) -> Origin | None:
+    try:
+        doc = json.loads((folder / ORIGIN).read_text("utf-8"))
+        return Origin(**{k: doc[k] for k in Origin.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class FileImports:
+    """The sessions imported from bundles into a data directory (storage/api_faces.py: BundleImports; PostgreSQL's
+    is storage.pg.imports.PgImports): each is a data directory of its own, `DATA_DIR/imported/<LOCAL>/`
+    (`sessions/<ORIGIN>/…`, `erasures/`, `bundle-keys/`, `index.sqlite`), whose `origin.json` keeps the bundle's
+    session id, signer, event count, chain head, the bundle file's sha256 and the verdict."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.data_dir = Path(data_dir)
+        self.root = self.data_dir / IMPORTED
+
+    def __repr__(self) -> str:
+        return f"FileImports({str(self.data_dir)!r})"
+
+    def folder(self, local: str) -> Path:
+        return self.root / validate_session_id(local)
+
+    def origins(self) -> list[Origin]:
+        out = []
+        for p in sorted(self.root.iterdir()) if self.root.is_dir() else []:
+            if p.name.startswith(".") or not p.is_dir() or p.is_symlink():
+                continue
+            o = read_origin(p)
+            if o is not None and o.local == p.name:
+                out.append(o)
+        return out
+
+    @contextmanager
+    def open(self, local: str) -> Iterator[Stores]:
+        """The imported session's ledger, index, receipts and checkpoint, in its folder (closed after)."""
+        from ledger import Ledger
+        from retrieval import Index
+        from storage.stores import Stores
+
+        folder = self.folder(local)
+        led = Ledger(folder)
+        idx = Index(folder, led)
+        try:
+            yield Stores("files", folder, led, idx, FileBackend(folder), IndexRows(idx))
+        finally:
+            idx.close()
+            led.close()
+
+    def keys(self, local: str) -> list[PublicKey]:
+        """The keys trusted for an imported session: those its bundle carried (checked at import)."""
+        from receipts.api import load_trust
+
+        folder = self.folder(local) / "bundle-keys"
+        return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
+
+    def certificates(self, local: str) -> list[tuple[str, bytes]]:
+        """(file name, bytes) of the erasure certificates the imported session's bundle carried."""
+        erasures = self.folder(local) / "erasures"
+        return [(p.name, p.read_bytes()) for p in sorted(erasures.glob("*.json"))] if erasures.is_dir() else []
+
+    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
+        """As `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does."""
+        from receipts.api import verify_bytes
+
+        return verify_bytes(raw, trusted=keys, data_dir=self.folder(local))
+
+    def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
+        return next((o for o in self.origins() if (o.session, o.signer, o.events, o.chain_head) == (session, signer, events, chain_head)), None)
+
+    def taken(self, local: str) -> bool:
+        """An import or a session of this data directory already has the id `local`."""
+        return (self.root / local).exists() or (self.data_dir / "sessions" / local).exists()
+
+    def sweep(self) -> list[str]:
+        """Nothing: a dead import's staging folder is removed by the next staging (bundle.verify.staged)."""
+        return []
+
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+        """The verified bundle extracted in `folder` (a staging folder under DATA_DIR/imported/) becomes the import
+        `origin`: origin.json and the keys it carried written in, then renamed into place in one step (a crash leaves
+        either nothing or the whole import), then indexed. (origin, False, events indexed)."""
+        from ledger import Ledger
+        from retrieval import Index
+
+        # 0600 in 0700 whatever the umask, like every file the project writes (issue 28 §6; read.py extracted the rest)
+        write_private(folder / ORIGIN, (json.dumps({k: getattr(origin, k) for k in Origin.__dataclass_fields__}, indent=1) + "\n").encode("utf-8"))
+        kept = private_dir(folder / "bundle-keys")
+        for k in keys:  # normalised: one trust-format file per key the bundle carried
+            write_private(kept / (k.key_id.replace(":", "-") + ".pub"), format_public_key(k).encode("utf-8"))
+        target = self.root / origin.local
+        os.rename(folder, target)
+        fsync_dir(self.root)
+        led = Ledger(target)
+        idx = Index(target, led)
+        try:
+            idx.index_session(origin.session)
+            count = led.head(origin.session)[0]
+        finally:
+            idx.close()
+            led.close()
+        return origin, False, count
+
+
+class _Sessions(Protocol):
+    def sessions(self) -> list[str]: ...
+
+
 class _IndexDb(Protocol):
-    """What IndexRows needs of retrieval.Index: its write and read connections (index.sqlite)."""
+    """What IndexRows needs of retrieval.Index: its write and read connections (index.sqlite), its folder, its ledger
+    (whose sessions' receipt files the rows are derived from) and the generation of its file (a new one starts with
+    empty derived tables)."""
+
+    data_dir: Path
+
+    @property
+    def ledger(self) -> _Sessions: ...
+
+    @property
+    def generation(self) -> int: ...
 
     def write(self) -> AbstractContextManager[files.Sql]: ...
 
@@ -150,4 +418,40 @@ class IndexRows:
         with self.index.write() as db:
             files.forget_rows(db, session, receipt_ids)
 
+    # -- the storage contract's (storage/api_faces.py: ReceiptRowsFaces), as storage.pg.receipts.PgReceipts answers them --
+    def derived_generation(self) -> int | None:
+        """The index file's generation: the rows here are derived from the receipt files, and a new file (moved aside,
+        replaced) starts with them empty."""
+        return self.index.generation
 
+    def restore_derived(self) -> int | None:
+        """The receipts and receipt_cites tables are derived from the receipt files: refill them after the index was
+        rebuilt (receipt_cites also when the index predates it). A receipt always cites its question: a table of
+        receipts without any cited seq was never filled. Returns the generation at which the tables are whole."""
+        generation = self.index.generation
+        with self.index.read() as conn:
+            rows = conn.execute("SELECT EXISTS (SELECT 1 FROM receipts)").fetchone()[0]
+            cited = conn.execute("SELECT EXISTS (SELECT 1 FROM receipt_cites)").fetchone()[0]
+        if not (rows and cited):
+            for session in self.index.ledger.sessions():
+                for path in files.list_receipts(self.index.data_dir, session):
+                    try:
+                        receipt = parse_receipt(files.read_receipt_bytes(path))
+                    except (ValueError, OSError) as exc:
+                        log.warning("%s: not restored to the receipts table (%s)", path, type(exc).__name__)  # a parse error quotes a field
+                        continue
+                    if not rows:
+                        self._record_row_logged(session, receipt.receipt_id, str(path), receipt.body)
+                    if not cited:
+                        self.record_cites(session, receipt.receipt_id, *cited_seqs(receipt.signed_body))
+        return generation
+
+    def _record_row_logged(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None:
+        """record_row, a failure logged: the row is derived, the receipt file is the record."""
+        try:
+            self.record_row(session, receipt_id, where, body)
+        except Exception as exc:  # noqa: BLE001 - the row is derived; the file is the record
+            log.warning("receipt %s: index row not written (%s); the receipt file is intact", receipt_id, exc)
+
+
+__all__ = ["ORIGIN", "FileBackend", "FileImports", "FileProposals", "IndexRows", "issue", "read_origin"]
