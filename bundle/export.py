@@ -38,21 +38,14 @@ from bundle.format import (
 from control.settle import ErasureUnfinished, settled
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
+from ledger.verify import StoredLinesChanged
 from receipts import checkpoints
-from receipts.body import RECEIPT_ID_RE
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, format_public_key
-from receipts.stores import ReceiptBackend
-from storage.files.ledger.store import Ledger
-from storage.files.receipts.file_backend import FileBackend
-from storage.local import load_or_create, open_private
-from ledger.fsmode import open_private
-from ledger.verify import StoredLinesChanged
-from receipts.file_backend import issue
-from receipts.keys import SigningKey, format_public_key, load_or_create
 from receipts.stores import ReceiptBackend, ReceiptUnreadable
 from storage.api_faces import ledger_and_receipts_at
+from storage.local import load_or_create, open_private
 
 if TYPE_CHECKING:
     from storage.api_faces import LedgerStore

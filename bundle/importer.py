@@ -29,21 +29,14 @@ from typing import TYPE_CHECKING
 from bundle.format import BundleError
 from bundle.verify import BundleReport, staged, verify_opened
 from ledger.event import EventError, now_ts, validate_session_id
-from receipts.keys import PublicKey, format_public_key
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
-from storage.local import private_dir, write_private
-
-if TYPE_CHECKING:
-    from receipts.verify import Report
-    from storage.files.receipts.ledger_copy import LineSource
-from ledger.fsmode import private_dir
 from receipts.keys import PublicKey
 from receipts.stores import IMPORTED, ImportFailed
 from receipts.stores import Origin as Origin  # where both backends reach it; bundle's name for it still
 from storage.api_faces import imports_at
+from storage.local import private_dir
 
 if TYPE_CHECKING:
+    from receipts.verify import Report
     from storage.api_faces import BundleImports
     from storage.stores import Stores
 
@@ -93,19 +86,6 @@ def _said() -> Iterator[None]:
 
 def list_imported(data_dir: str | os.PathLike[str], *, stores: Stores | None = None) -> list[Origin]:
     """Every imported session of `data_dir` (or of the database `stores` names), by local id."""
-    if stores is not None and _on_database(stores):
-        from bundle.pg_import import list_origins
-
-        return list_origins(stores)
-    root = imported_root(data_dir)
-    out = []
-    for p in sorted(root.iterdir()) if root.is_dir() else []:
-        if p.name.startswith(".") or not p.is_dir() or p.is_symlink():
-            continue
-        o = read_origin(p)
-        if o is not None and o.local == p.name:
-            out.append(o)
-    return out
     with _said():
         return _imports(data_dir, stores).origins()
 

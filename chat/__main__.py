@@ -38,10 +38,9 @@ STEPS = ("propose", "answer")
 
 def _guarded(action: Any) -> int:
     """Run `action()` with the CLI's one-line refusals (never a traceback, never an internal class name)."""
-    from ledger.corrupted import LedgerCorrupted
     from chat.engine import InputError, TurnError
     from chat.shown import turn_error_text
-    from ledger import LedgerCorrupted
+    from ledger.corrupted import LedgerCorrupted
     from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
     from storage import BackendError
@@ -76,9 +75,9 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
     before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
     from chat.engine import Engine
-    from receipts.keys import load_existing, new_key_note
     from storage.cli_stores import database_for, quiet_pool
     from storage.local import load_existing, new_key_note
+    pass
 
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
     stores = None

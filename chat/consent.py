@@ -37,9 +37,7 @@ from chat.engine import Consent, InputError, Turn, TurnError, check_message, log
 from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
-from receipts.file_backend import issue as issue_checkpoint
 from retrieval.model import Hit, SearchError, check_k
-from storage.local import fsync_dir, open_private, private_dir
 
 if TYPE_CHECKING:
     from chat.engine import Engine

@@ -43,12 +43,9 @@ from ledger.event import EventError, now_ts, validate_session_id
 from receipts import body as rbody
 from receipts import checkpoints
 from receipts.keys import SigningKey
-from receipts.file_backend import issue as issue_checkpoint
-from receipts.keys import SigningKey, load_or_create
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
-from storage.files.receipts import files
 from storage.files.retrieval.db import Index
 from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores

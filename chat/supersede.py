@@ -28,8 +28,6 @@ from control.supersession import SupersedeError, SupersedeResult, supersede_lock
 from control.supersession_state import stored_reason
 from ledger import Event
 from retrieval.model import Hit
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
 
 if TYPE_CHECKING:
     from storage.api_faces import LedgerStore, SearchIndex

@@ -49,17 +49,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ledger import Event
-from ledger.canonical import canonical_json, loads_strict
-from ledger.erasing import EraseError
-from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
-from receipts import certificate as cert
-from receipts.body import sign_checkpoint
-from receipts.keys import SigningKey
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
-from storage.local import load_or_create
-
 from control.plan import Plan, PlanError, plan
 from control.quoting import first_quoted
 from control.steps import (
@@ -86,14 +75,16 @@ from control.steps import (
     write_journal,
 )
 from control.where import Where, where
-from ledger import Event, Ledger
+from ledger import Event
 from ledger.canonical import canonical_json, loads_strict
+from ledger.erasing import EraseError
 from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
-from ledger.store import EraseError
 from receipts import certificate as cert
 from receipts.body import sign_checkpoint
-from receipts.keys import SigningKey, load_or_create
-from retrieval import Index
+from receipts.keys import SigningKey
+from storage.files.ledger.store import Ledger
+from storage.files.retrieval.db import Index
+from storage.local import load_or_create
 
 if TYPE_CHECKING:
     from control.where import AnyLedger

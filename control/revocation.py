@@ -27,13 +27,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
-from ledger import Event
-from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
 from control import state_file
 from control.plan import PlanError, quoted
 from control.state import ControlState, RoleOf, derive, erases_folded
 from control.where import where
-from ledger import Event, Ledger, tailrecord
+from ledger import Event
+from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
 from ledger.event import (
     EVENT_ID_RE,
     EventError,

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger import Event
-from ledger.controls import MAX_CONTROL_REASON
 from control.plan import quoted
 from control.revocation import ControlError, _target, current
 from control.supersession_state import Supersession, SupersessionState, shown_reason
 from control.where import Where, where
-from ledger import Event, Ledger
+from ledger import Event
+from ledger.controls import MAX_CONTROL_REASON
 from ledger.event import EventError, is_erasure_record, validate_session_id
 from ledger.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from receipts.keys import SigningKey

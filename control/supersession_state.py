@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ledger.supersessions import SupersessionRecord
 from control.plan import quoted
 from control.supersede_lexicon import attribute_name
 from control.supersede_rules import detect
-from receipts.supersessions import SupersessionRecord
+from ledger.supersessions import SupersessionRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,13 +35,6 @@ from receipts.merkle import ProofError, verify_consistency
 from receipts.report import FAIL, NOT_VERIFIABLE, PASS, SELF_CONSISTENT, Check, Report, Rows
 from receipts.stores import MerkleTree
 from receipts.verify import LedgerFacts, describe_audit
-from ledger.verify import TORN_TAIL, erased_words
-from receipts.audit import Auditor
-from receipts.files import synced_tree
-from receipts.keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
-from receipts.ledger_copy import LineSource, ledger_dir
-from receipts.merkle_store import MerkleStore
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
 
 CHECKPOINT_FILE = "checkpoint.json"
 MAX_CHECKPOINT_BYTES = 64 * 1024

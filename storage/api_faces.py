@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from ledger import Ledger
-    from receipts.file_backend import FileBackend, FileImports
     from receipts.keys import PublicKey
     from receipts.stores import Origin, ProposalStore
     from receipts.verify import Report
-    from retrieval import Index
+    from storage.files.ledger.store import Ledger
+    from storage.files.receipts.file_backend import FileBackend, FileImports
+    from storage.files.retrieval.db import Index
     from storage.pg.imports import PgImports
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
@@ -144,7 +144,7 @@ class BundleImportsFaces(Protocol):
 
 def imports_at(data_dir: str | os.PathLike[str]) -> BundleImports:
     """The file backend's imports of `data_dir`, with nothing else opened or made (bundle's default, no `stores`)."""
-    from receipts.file_backend import FileImports
+    from storage.files.receipts.file_backend import FileImports
 
     return FileImports(data_dir)
 
@@ -152,8 +152,8 @@ def imports_at(data_dir: str | os.PathLike[str]) -> BundleImports:
 def ledger_and_receipts_at(data_dir: str | os.PathLike[str]) -> tuple[Ledger, FileBackend]:
     """The file ledger and receipt files of `data_dir`, nothing else opened (no index): bundle's default, no `stores`.
     Close the ledger after."""
-    from ledger import Ledger
-    from receipts.file_backend import FileBackend
+    from storage.files.ledger.store import Ledger
+    from storage.files.receipts.file_backend import FileBackend
 
     return Ledger(data_dir), FileBackend(data_dir)
 
@@ -161,7 +161,7 @@ def ledger_and_receipts_at(data_dir: str | os.PathLike[str]) -> tuple[Ledger, Fi
 def reader_ledger(folder: str | os.PathLike[str]) -> Ledger:
     """A reader's file ledger over `folder` (it writes no tail record): how another backend reads a staged bundle's
     ledger, through the contract rather than by importing the file backend (storage.pg.imports). Close it after."""
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     return Ledger(folder, record_tails=False)
 
@@ -169,7 +169,7 @@ def reader_ledger(folder: str | os.PathLike[str]) -> Ledger:
 def proposals_at(data_dir: str | os.PathLike[str], ttl: int) -> ProposalStore:
     """The file backend's proposal store of `data_dir`, with nothing else opened or made: for a command line that
     checks a token before it opens the stores (chat.__main__, no DATABASE_URL)."""
-    from receipts.file_backend import FileBackend
+    from storage.files.receipts.file_backend import FileBackend
 
     return FileBackend(Path(data_dir)).proposals(ttl)
 

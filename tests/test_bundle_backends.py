@@ -36,8 +36,6 @@ from storage import migrate_receipts as receipts_migrate
 from storage.files.ledger.store import Ledger
 from storage.files.receipts.api import verify_bytes
 from storage.pg import imports as pg_imports
-from storage.pg import migrate as pg_migrate
-from storage.pg import receipts_migrate
 from storage.stores import Stores, file_stores, pg_stores
 from tests.test_bundle import QUERIES, SESSION, Source, build_source, empty_data_dir
 

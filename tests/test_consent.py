@@ -180,7 +180,7 @@ def test_an_expired_token_stays_refused_and_its_question_is_removed(eng: Engine)
 
 def test_an_answer_that_opened_the_proposal_before_another_spent_it_still_reads_it_whole(eng: Engine) -> None:
     """The race behind 'its proposal cannot be read': spending must not empty the inode a reader already opened."""
-    from receipts.file_backend import FileProposals
+    from storage.files.receipts.file_backend import FileProposals
 
     p = eng.propose("alice", QUESTION, k=2)
     nonce = p.token.split(".")[1]

@@ -44,11 +44,6 @@ from bundle.importer import find_receipt_home, open_imported
 from control.state import ControlState, derive
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval.model import SearchError, SearchResponse
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
-
-from .inputs import BadInput, check_query, parse_k
-from .sessions import is_session_key, session_id
 from webui.inputs import BadInput, check_query, parse_k
 from webui.sessions import is_session_key, session_id
 

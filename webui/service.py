@@ -37,16 +37,6 @@ from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts.api import verify_bytes
 from storage.files.receipts.certificate_io import verify_certificate_bytes
 from storage.local import keys_dir
-
-from . import history as h
-from .bundles import receipt_home
-from .downloads import Downloads
-from .history import HistoryCheck
-from .inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
-from .places import keep_private
-from .render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
-from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
-from .tamper import Tampered, tamper
 from webui import history as h
 from webui.bundles import receipt_home
 from webui.downloads import Downloads

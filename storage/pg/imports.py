@@ -38,8 +38,8 @@ from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
 from receipts.stores import IMPORTED, ImportFailed, Origin
-from storage import BackendError
-from storage.pg import migrate, sql
+from storage import BackendError, migrate
+from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.index import PgIndex
 from storage.pg.ledger import PgLedger
@@ -289,7 +289,7 @@ class PgImports:
         """From the import schema's stored lines, as any check against the database's rows is (receipts.ledger_copy:
         a copy with no name on disk, its audit cache in a private folder removed after): the same checks over the
         same bytes, at the cost of one copy of the ledger per call."""
-        from receipts.api import verify_bytes
+        from storage.files.receipts.api import verify_bytes
 
         with self.open(local) as opened:
             assert isinstance(opened.ledger, PgLedger)  # _schema_stores' own

@@ -49,10 +49,9 @@ from ledger.event import (
 from ledger.importer import Imported
 from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
-from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
+from ledger.verify import SEQ_GAP, Break, SessionReport, StoredLinesChanged, verify_stream
 from storage.pg import sql
 from storage.pg.connect import Database
-from ledger.verify import SEQ_GAP, Break, SessionReport, StoredLinesChanged, verify_stream
 
 if TYPE_CHECKING:
     from storage.pg.imports import PgImports

@@ -50,15 +50,13 @@ from receipts.checkpoints import (
     parse_checkpoint,
 )
 from receipts.keys import SigningKey
-from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
+from receipts.stores import PendingCites, ReceiptNotFound, ReceiptUnreadable, TreeSource, row_values
 from storage import BackendError
 from storage.common.checkpoint_issue import issue
 from storage.common.fsmode import private_dir, replace_durable
 from storage.common.tree_check import leaf_matches
 from storage.pg import sql
 from storage.pg.connect import CONNECT_TIMEOUT_S, Database
-from receipts.files import leaf_matches
-from receipts.stores import PendingCites, ReceiptNotFound, ReceiptUnreadable, TreeSource, row_values
 from storage.pg.consent import PgProposals
 from storage.pg.merkle import PgMerkleStore, TreeMoved
 

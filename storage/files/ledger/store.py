@@ -25,21 +25,19 @@ from ledger import importer
 from ledger.appending import Appended as Appended
 from ledger.appending import _random_ids as _random_ids
 from ledger.corrupted import LedgerCorrupted as LedgerCorrupted
-from ledger.appending import Appending
 from ledger.erasing import MAX_ERASE as MAX_ERASE
 from ledger.erasing import MAX_REASON as MAX_REASON
 from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
 from ledger.erasing import EraseError as EraseError
 from ledger.erasing import Erasure as Erasure
 from ledger.event import EVENTS_FILE as EVENTS_FILE
-from ledger.event import GENESIS
-from ledger.erasing import Erasing
-from ledger.event import EventError, validate_session_id
+from ledger.event import GENESIS, EventError, validate_session_id
 from ledger.importer import Imported
 from ledger.messages import ImportError_ as ImportError_
 from ledger.messages import Message as Message
 from ledger.messages import parse_import as parse_import
 from ledger.messages import validate_message as validate_message
+from ledger.verify import StoredLinesChanged
 from storage.files.ledger import tailrecord
 from storage.files.ledger.appending_files import Appending
 from storage.files.ledger.erasing_files import Erasing
@@ -50,19 +48,9 @@ from storage.files.ledger.recovery import Quarantine as Quarantine
 from storage.files.ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
 from storage.files.ledger.sessions import _fsync_dir as _fsync_dir
 from storage.files.ledger.sessions import _write_all as _write_all
-from ledger.reading import BISECT_MAX as BISECT_MAX
-from ledger.reading import Reading
-from ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
-from ledger.recovery import LedgerCorrupted as LedgerCorrupted
-from ledger.recovery import Quarantine as Quarantine
-from ledger.sessions import EVENTS_FILE as EVENTS_FILE
-from ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
-from ledger.sessions import _fsync_dir as _fsync_dir
-from ledger.sessions import _write_all as _write_all
-from ledger.verify import StoredLinesChanged
 
 if TYPE_CHECKING:
-    from receipts.file_backend import FileImports
+    from storage.files.receipts.file_backend import FileImports
 
 STORED_CHUNK = 1024 * 1024  # bytes per piece of stored_lines
 
@@ -143,7 +131,7 @@ class Ledger(Appending, Erasing, Reading):
 
     def imports(self) -> FileImports:
         """The sessions imported from bundles into this data directory (receipts.file_backend.FileImports)."""
-        from receipts.file_backend import FileImports
+        from storage.files.receipts.file_backend import FileImports
 
         return FileImports(self.data_dir)
 

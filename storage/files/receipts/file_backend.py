@@ -17,27 +17,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.event import validate_session_id
 from receipts import checkpoints
-from receipts.keys import SigningKey
-from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound, TreeSource, row_values
-from storage.common.checkpoint_issue import issue
-from storage.files.receipts import checkpoint_files as checkpoints_files
-from storage.files.receipts import files
-from ledger.event import now_ts, validate_session_id
-from ledger.fsmode import fsync_dir, open_private, private_dir, write_private
-from receipts import checkpoints, files
-from receipts.body import RECEIPT_ID_RE, parse_receipt, sign_checkpoint
+from receipts.body import RECEIPT_ID_RE, parse_receipt
 from receipts.keys import PublicKey, SigningKey, format_public_key
 from receipts.stores import (
     IMPORTED,
     MerkleTree,
     Origin,
     PendingCites,
-    ReceiptBackend,
     ReceiptNotFound,
     TreeSource,
     cited_seqs,
     row_values,
 )
+from storage.common.checkpoint_issue import issue
+from storage.common.fsmode import fsync_dir, open_private, private_dir, write_private
+from storage.files.receipts import checkpoint_files as checkpoints_files
+from storage.files.receipts import files
 
 if TYPE_CHECKING:
     from receipts.verify import Report
@@ -292,8 +287,8 @@ class FileImports:
     @contextmanager
     def open(self, local: str) -> Iterator[Stores]:
         """The imported session's ledger, index, receipts and checkpoint, in its folder (closed after)."""
-        from ledger import Ledger
-        from retrieval import Index
+        from storage.files.ledger.store import Ledger
+        from storage.files.retrieval.db import Index
         from storage.stores import Stores
 
         folder = self.folder(local)
@@ -307,7 +302,7 @@ class FileImports:
 
     def keys(self, local: str) -> list[PublicKey]:
         """The keys trusted for an imported session: those its bundle carried (checked at import)."""
-        from receipts.api import load_trust
+        from storage.files.receipts.api import load_trust
 
         folder = self.folder(local) / "bundle-keys"
         return load_trust(sorted(folder.glob("*.pub"))) if folder.is_dir() else []
@@ -319,7 +314,7 @@ class FileImports:
 
     def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
         """As `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does."""
-        from receipts.api import verify_bytes
+        from storage.files.receipts.api import verify_bytes
 
         return verify_bytes(raw, trusted=keys, data_dir=self.folder(local))
 
@@ -338,8 +333,8 @@ class FileImports:
         """The verified bundle extracted in `folder` (a staging folder under DATA_DIR/imported/) becomes the import
         `origin`: origin.json and the keys it carried written in, then renamed into place in one step (a crash leaves
         either nothing or the whole import), then indexed. (origin, False, events indexed)."""
-        from ledger import Ledger
-        from retrieval import Index
+        from storage.files.ledger.store import Ledger
+        from storage.files.retrieval.db import Index
 
         # 0600 in 0700 whatever the umask, like every file the project writes (issue 28 §6; read.py extracted the rest)
         write_private(folder / ORIGIN, (json.dumps({k: getattr(origin, k) for k in Origin.__dataclass_fields__}, indent=1) + "\n").encode("utf-8"))
