@@ -25,7 +25,7 @@ from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_
 from receipts.keys import KeyConfigError
 from receipts.report import FAIL, MARK
 from storage.cli_stores import database_for, opened_stores
-from storage.files.receipts.api import load_trust
+from storage.offline import load_trust
 from storage.stores import Stores
 
 EPILOG = (

@@ -34,9 +34,7 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.report import Check, Report, Rows
 from receipts.verify import LedgerFacts, verify_receipt
-from storage.files.receipts.audit import Auditor, LedgerAt
-from storage.files.receipts.certificate_io import _leftovers, _receipt_problems, _view
-from storage.files.receipts.ledger_copy import CACHE, owned_folder
+from storage.offline import CACHE, Auditor, LedgerAt, certificate_view, leftovers, owned_folder, receipt_problems
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 
@@ -152,7 +150,7 @@ def _receipts(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[Pub
 
 def _certificates(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
     session = opened.manifest.session
-    view = _view(facts)
+    view = certificate_view(facts)
     receipts = None if opened.ledger is None else _Unnamed(opened)
     for file_name, read in opened.words("certificates", "*.json"):
         name = f"certificate {file_name}"
@@ -166,7 +164,7 @@ def _certificates(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence
             continue
         signer = str(cert.body["checkpoint"]["key_id"])
         foreign = None if any(k.key_id == signer for k in opened.keys) else f"signed by {signer}, a key the bundle does not carry"
-        v = dataclasses.replace(view, foreign=foreign, leftovers=_leftovers(opened.data, session), receipt_problems=_receipt_problems(opened.data, session, receipts))
+        v = dataclasses.replace(view, foreign=foreign, leftovers=leftovers(opened.data, session), receipt_problems=receipt_problems(opened.data, session, receipts))
         own = None if trusted else next((k for k in opened.keys if k.key_id == signer), None)
         report = verify_certificate(cert, list(trusted), v, untrusted=own)
         if report.verdict == "failed":

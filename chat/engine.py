@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
@@ -46,9 +46,11 @@ from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
-from storage.files.retrieval.db import Index
 from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores
+
+if TYPE_CHECKING:
+    from storage.api_faces import SearchIndex
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
@@ -114,7 +116,7 @@ class Engine:
         *,
         llm: LLM | None = None,
         key: SigningKey | None = None,
-        index: Index | None = None,
+        index: SearchIndex | None = None,
         receipt_format: int = rbody.RECEIPT_VERSION_2,
         stores: Stores | None = None,
     ) -> None:

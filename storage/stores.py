@@ -67,7 +67,7 @@ class Stores:
         self.close()
 
 
-def file_stores(data_dir: str | os.PathLike[str], *, index: Index | None = None, config: IndexConfig | None = None) -> Stores:
+def file_stores(data_dir: str | os.PathLike[str], *, index: Index | PgIndex | None = None, config: IndexConfig | None = None) -> Stores:
     """The embedded default: JSONL ledgers, index.sqlite and receipt files under `data_dir` (`index`: one already
     open over it, whose ledger is used)."""
     from storage.files.ledger.store import Ledger
@@ -79,6 +79,8 @@ def file_stores(data_dir: str | os.PathLike[str], *, index: Index | None = None,
     if index is None:
         ledger = Ledger(data)
         index = Index(data, ledger, config=config)
+    elif not isinstance(index, Index):
+        raise TypeError(f"file_stores: index must be the file backend's Index, not {type(index).__name__}")
     index.ensure_schema("receipts", files.RECEIPTS_DDL)
     return Stores("files", data, index.ledger, index, FileBackend(data), IndexRows(index))
 

@@ -33,10 +33,9 @@ from receipts.certificate_check import CertificateReport
 from receipts.keys import KeyConfigError, format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
-from storage.files.receipts import checkpoint_files as checkpoints_files
-from storage.files.receipts.api import verify_bytes
-from storage.files.receipts.certificate_io import verify_certificate_bytes
+from storage import offline as checkpoints_files
 from storage.local import keys_dir
+from storage.offline import verify_bytes, verify_certificate_bytes
 from webui import history as h
 from webui.bundles import receipt_home
 from webui.downloads import Downloads

@@ -1,0 +1,35 @@
+"""Checking what was signed against a data directory or a bundle's staged folder, read-only: the receipt and
+certificate verifiers with their ledger audit, checkpoint proofs, and the trust files a person names.
+
+Part of storage's public face (beside storage.stores and storage.local): a receipt's ledger checks read a
+ledger laid out as files — DATA_DIR's own, a private copy of PostgreSQL's, or a bundle staged into a folder —
+so the services and faces that verify take these names from here, never from storage.files.
+"""
+
+from __future__ import annotations
+
+from storage.files.receipts.api import data_dir_key, load_trust, verify_bytes
+from storage.files.receipts.audit import Auditor, LedgerAt
+from storage.files.receipts.certificate_io import _leftovers as leftovers
+from storage.files.receipts.certificate_io import _receipt_problems as receipt_problems
+from storage.files.receipts.certificate_io import _view as certificate_view
+from storage.files.receipts.certificate_io import verify_certificate_bytes
+from storage.files.receipts.checkpoint_files import checkpoint_path, latest, prove_since
+from storage.files.receipts.ledger_copy import CACHE, owned_folder
+
+__all__ = [
+    "CACHE",
+    "Auditor",
+    "LedgerAt",
+    "certificate_view",
+    "checkpoint_path",
+    "data_dir_key",
+    "latest",
+    "leftovers",
+    "load_trust",
+    "owned_folder",
+    "prove_since",
+    "receipt_problems",
+    "verify_bytes",
+    "verify_certificate_bytes",
+]
