@@ -2,8 +2,8 @@
 
 `record_supersessions` runs under the session's turn lock right after a user event is appended (a turn's
 question, `remember`, a consent turn's question): one lexical search for earlier statements of the same
-attributes (control.supersede_rules.shortlist_query; none when the text states no fact the detector reads),
-then the model when Groq is configured (control.supersede_model: it proposes, code decides), else — offline,
+attributes (facts.rules.shortlist_query; none when the text states no fact the detector reads),
+then the model when Groq is configured (facts.model: it proposes, code decides), else — offline,
 or when the model failed — the deterministic detector. One supersession record (docs/FORMAT.md §19) is
 appended per proposal; the caller keeps its checkpoint after its appends, as it already does.
 
@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from control.supersede_asked import answers, asked
-from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
-from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
+from facts.asked import answers, asked
+from facts.model import DEFAULT_TIMEOUT, Statement, propose_with_model
+from facts.rules import Proposal, detect, shortlist_query, topic_query
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
 from ledger import Event, Ledger
@@ -59,7 +59,7 @@ def asks_about_past(question: str) -> bool:
 
 def newest_statement(index: Index | PgIndex, session: str, question: str, exclude: list[int]) -> Hit | None:
     """The newest user statement of an attribute `question` asks about, of the subject it asks about
-    (control.supersede_asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
+    (facts.asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
     `exclude`: what the turn leaves out anyway); None when the question asks about no tracked attribute of the
     speaker or theirs, or nothing states one. Newest, not best-ranked: when a fact changed, the newest
     statement of it is the one that holds (a superseded one is in `exclude`)."""

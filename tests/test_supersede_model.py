@@ -1,4 +1,4 @@
-"""Model-proposed supersessions (issue 12, way in #3): control.supersede_model, the model proposes, code decides.
+"""Model-proposed supersessions (issue 12, way in #3): facts.model, the model proposes, code decides.
 
 The prompt and the acceptor are pure and tested as values; every hostile reply is a named mutation that must
 be refused with its reason (`slipped` lists every one that got through). The call goes through the real groq
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from chat.llm import LLM, NoKey
-from control import supersede_model as sm
-from control.supersede_model import (
+from facts import model as sm
+from facts.model import (
     ACCEPTOR_RULE,
     AUTH,
     BAD_REPLY,
@@ -40,8 +40,8 @@ from control.supersede_model import (
     candidates,
     propose_with_model,
 )
-from control.supersede_reply import MAX_REPLY_CHARS
-from control.supersede_rules import MAX_READ_CHARS, Proposal
+from facts.reply import MAX_REPLY_CHARS
+from facts.rules import MAX_READ_CHARS, Proposal
 
 from .test_llm import KEY, PATH, FakeGroq, Reply, clear_groq_env, completion_body, refused_base_url, serving
 

@@ -11,7 +11,7 @@ other proposal, or the whole reply, is refused with a one-line reason that quote
 nothing the model wrote (a model can echo a statement into any field).
 
 The model reads what the detector reads: statements of at most MAX_READ_CHARS characters (a longer one is a
-note, not a single fact; control.supersede_rules). Code applies the bound, not the model: a longer earlier
+note, not a single fact; facts.rules). Code applies the bound, not the model: a longer earlier
 statement is not shown, and a proposal naming one is refused; a longer new statement makes no request
 (failure NOT_READ) and any proposal for it is refused, so the caller's detector, which skips it too, decides.
 
@@ -24,12 +24,12 @@ lists the older seqs the deterministic detector proposes too.
 
 Code accepts only what the rules allow (issue 28): a proposal that passed every check on its ids is accepted only
 when the rules read the two statements as the same attribute of the same subject
-(control.supersede_rules.same_fact) — the model may judge that a value changed, never which fact a statement is
+(facts.rules.same_fact) — the model may judge that a value changed, never which fact a statement is
 about; an accepted proposal's `subject` and `attribute` are then the rules' reading, not the model's label. Any other is not recorded: it goes to `suggested`, for a person to confirm or not (Correct this).
 
 `decided_by` is None whenever the model did not decide -- no key (no request is made), nothing to
 compare, a provider failure, or a reply that is not the JSON asked for -- and `failure` says which
-(FAILURES). The caller then falls back to control.supersede_rules.detect alone. Nothing here raises
+(FAILURES). The caller then falls back to facts.rules.detect alone. Nothing here raises
 for a provider failure; a caller's bad input (a seq that is not a seq) is a ValueError.
 """
 
@@ -46,8 +46,8 @@ import httpx
 
 from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
 
-from .supersede_reply import ReplyRefused, json_type, one_line, parse_reply
-from .supersede_rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
+from .reply import ReplyRefused, json_type, one_line, parse_reply
+from .rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class ModelVerdict:
     agreed: tuple[int, ...] = ()  # older seqs of accepted proposals that the detector proposes too
     checked_by: str = field(default=ACCEPTOR_RULE)
     # proposals that passed every check on ids but that the rules do not read as the same subject and attribute
-    # (control.supersede_rules.same_fact): never recorded as supersessions; a person may confirm one (Correct this)
+    # (facts.rules.same_fact): never recorded as supersessions; a person may confirm one (Correct this)
     suggested: tuple[Proposal, ...] = ()
 
     def __bool__(self) -> bool:

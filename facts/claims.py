@@ -5,7 +5,7 @@ whether a head naming the attribute said it (strong) and whether its sentence ca
 and the values it says were left behind ("from Leeds to Bristol", "sold the Civic"). A sentence that
 is a question, or a clause that is hypothetical ("if I moved to …", "I'd love to live in …") or says
 a fact holds beside another ("I also …", "… too"), states nothing. The patterns are data in
-control.supersede_patterns; control.supersede_rules compares two readings.
+facts.patterns; facts.rules compares two readings.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from retrieval.text import content_terms, fold, stem
 
-from . import supersede_lexicon as lex
-from . import supersede_patterns as pat
-from . import supersede_values as val
+from . import lexicon as lex
+from . import patterns as pat
+from . import values as val
 
 SELF = "self"
 _RELATION_KEYS = {"mom": "mum", "mother": "mum", "father": "dad", "wife": "partner", "husband": "partner",

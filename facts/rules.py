@@ -7,7 +7,7 @@
 by which rule, on which attribute of whom, the two values as written and a one-line reason that
 quotes the values, never the statements.
 
-The rules (docs/RETRIEVAL.md, "Facts that change"), over the claims control.supersede_claims reads:
+The rules (docs/RETRIEVAL.md, "Facts that change"), over the claims facts.claims reads:
 
 - rule:same-attribute  both state the same attribute of the same subject with different values
                        ("my dev server port is 3000" / "I moved the dev server to 8080");
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 from retrieval.text import content_terms, fold, stem
 
-from . import supersede_lexicon as lex
-from .supersede_claims import SELF, Claim, Reading, read, relation_key
-from .supersede_values import same_value
+from . import lexicon as lex
+from .claims import SELF, Claim, Reading, read, relation_key
+from .values import same_value
 
 RULE_SAME = "rule:same-attribute"
 RULE_NEGATION = "rule:negation"
@@ -271,7 +271,7 @@ def same_fact(new_text: str, older_text: str) -> tuple[str, str] | None:
     longer holds as it said — the same attribute of the same subject (and the same person: "my older sister" is not
     "my younger sister"), with another value or the old one negated — and the older statement states nothing else
     that stays true nor much more than the fact; else None. This is the bar a model's supersession proposal must
-    pass to be recorded (control.supersede_model.accept): the model may judge that a fact changed where the rules
+    pass to be recorded (facts.model.accept): the model may judge that a fact changed where the rules
     would not decide it alone (no change word, a value they cannot compare), never which fact it is or that an
     older statement holding more is dead. Either text over MAX_READ_CHARS: None."""
     if not readable(new_text) or not readable(older_text):

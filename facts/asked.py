@@ -5,7 +5,7 @@ the keys to our place in Dublin": a lexical search can miss the statement that h
 reads which tracked attributes a question asks about and of whom (the speaker, a relation of theirs, a thing
 of theirs); `answers(asked, text)` says whether a statement states one of them, of that subject, as holding
 (not negated, not for a while, not in a narrower scope). chat.supersede.newest_statement searches with the
-attributes' words (supersede_rules.topic_query) and keeps the newest statement that answers — the one a person
+attributes' words (facts.rules.topic_query) and keeps the newest statement that answers — the one a person
 would call current — for one slot of the K (docs/RETRIEVAL.md, "The newest statement of what was asked").
 
 A question about someone who is neither the speaker nor named as theirs ("Where does Caroline live?") asks
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from retrieval.text import content_terms, fold
 
-from . import supersede_lexicon as lex
-from .supersede_claims import _OWN_THING, SELF, read, relation_key
-from .supersede_rules import _TOPICS, MAX_READ_CHARS
+from . import lexicon as lex
+from .claims import _OWN_THING, SELF, read, relation_key
+from .rules import _TOPICS, MAX_READ_CHARS
 
 _SELF_WORDS = frozenset({"i", "me", "my", "mine", "myself", "am", "we", "our", "ours", "i'm", "im"})
 _RELATIONS = lex.RELATIONS | {"mum", "dad", "partner", "neighbour", "flatmate", "colleague", "grandma", "grandpa"}

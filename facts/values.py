@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from retrieval.text import fold, tokens
 
-from . import supersede_lexicon as lex
+from . import lexicon as lex
 
 Parsed = tuple[str, str, int]  # (said, normalised, end offset in the text parsed)
 
