@@ -3,7 +3,7 @@
 `record_supersessions` runs under the session's turn lock right after a user event is appended (a turn's
 question, `remember`, a consent turn's question): one lexical search for earlier statements of the same
 attributes (facts.rules.shortlist_query; none when the text states no fact the detector reads),
-then the model when Groq is configured (facts.model: it proposes, code decides), else — offline,
+then the model when Groq is configured (facts.model, asked through `propose_with_model`: it proposes, code decides), else — offline,
 or when the model failed — the deterministic detector. One supersession record (docs/FORMAT.md §19) is
 appended per proposal; the caller keeps its checkpoint after its appends, as it already does.
 
@@ -15,20 +15,36 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from facts.asked import answers, asked
-from facts.model import DEFAULT_TIMEOUT, Statement, propose_with_model
-from facts.rules import Proposal, detect, shortlist_query, topic_query
+import groq
+import httpx
+
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
+from facts import (
+    MAX_PROPOSALS,
+    Ask,
+    AskFailed,
+    EventLike,
+    ModelVerdict,
+    Proposal,
+    Statement,
+    answers,
+    asked,
+    detect,
+    propose,
+    shortlist_query,
+    topic_query,
+)
+from facts.model import AUTH, BAD_REPLY, BAD_RESPONSE, CONNECTION, HTTP_STATUS, NO_KEY, RATE_LIMIT, TIMEOUT, UNEXPECTED
 from ledger import Event, Ledger
 from retrieval import Index
 from retrieval.model import Hit
 
-from .llm import LLM
+from .llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
 from .withheld import ModelView
 
 if TYPE_CHECKING:
@@ -37,6 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chat")
 SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)
+DEFAULT_TIMEOUT = 5.0  # seconds: a turn waits for this, and the detector is always there to fall back on
 MODEL_TIMEOUT = DEFAULT_TIMEOUT
 
 # Words that ask about what held before, not what holds now (docs/RETRIEVAL.md). Whole words, any case.
@@ -79,6 +96,68 @@ def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
         return hits
     kept = hits[: k - 1]
     return [*kept, replace(newest, rank=len(kept) + 1, newest=True)]
+
+
+# ---------------------------------------------------------------- the model, asked through facts.model.propose
+
+
+def failure_class(exc: BaseException) -> str:
+    """Which of facts.model.FAILURES an exception from LLM.ask is. Order matters: APITimeoutError is an
+    APIConnectionError."""
+    if isinstance(exc, NoKey):
+        return NO_KEY
+    if isinstance(exc, groq.APIStatusError):
+        if exc.status_code in (401, 403):
+            return AUTH
+        return RATE_LIMIT if exc.status_code == 429 else HTTP_STATUS
+    if isinstance(exc, groq.APITimeoutError | httpx.TimeoutException):
+        return TIMEOUT
+    if isinstance(exc, groq.APIConnectionError | httpx.HTTPError):
+        return CONNECTION
+    if isinstance(exc, BadAnswer | ValueError):  # json.JSONDecodeError from a garbled body is a ValueError
+        return BAD_RESPONSE
+    return UNEXPECTED
+
+
+def model_ask(llm: LLM, timeout: float) -> Ask:
+    """The `ask` facts.model.propose calls: one non-streamed request through `llm` (its key, base URL and model),
+    bounded by `timeout` seconds and not retried. Every failure is logged by class and raised as AskFailed, whose
+    detail is never the server's or the model's words."""
+
+    def ask(messages: list[dict[str, str]]) -> tuple[str, str]:
+        try:
+            text, served = llm.ask(messages, timeout=timeout)
+        except Exception as exc:  # broad for the reasons chat.llm gives: groq 1.7 does not wrap every failure
+            failure = failure_class(exc)
+            detail = llm.redact(log_reason(exc, timeout=timeout))
+            log.warning("supersession model failed (%s); the detector alone decides: %s", failure, detail)
+            raise AskFailed(failure, detail) from None
+        return text, served or llm.model
+
+    return ask
+
+
+def propose_with_model(
+    llm: LLM,
+    new: EventLike,
+    shortlist: Sequence[EventLike],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_proposals: int = MAX_PROPOSALS,
+) -> ModelVerdict:
+    """facts.model.propose with `llm` as the model: no key, no request (failure NO_KEY); any provider failure
+    comes back as a verdict with decided_by None, never as an exception. A bad `timeout` is the caller's error."""
+    if not timeout > 0:  # also rejects NaN
+        raise ValueError(f"supersede_model: timeout {timeout!r} must be a positive number of seconds")
+    ask = model_ask(llm, timeout) if llm.configured else None
+    verdict = propose(ask, new, shortlist, max_proposals=max_proposals, no_model=NO_KEY_REASON)
+    if verdict.failure == BAD_REPLY:
+        log.warning("supersession model: %s; the detector alone decides", verdict.detail)
+    elif verdict.decided_by is not None:
+        log.info("supersession model %s at seq %d: %s", verdict.decided_by, new.seq, verdict.detail)
+        for refusal in verdict.refused:
+            log.debug("supersession model refused %s", refusal)
+    return verdict
 
 
 def _shortlist(ledger: Ledger | PgLedger, index: Index | PgIndex, ev: Event, view: ModelView) -> list[Statement]:

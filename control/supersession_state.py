@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from facts import attribute_name, detect
 from receipts.supersessions import SupersessionRecord
 
 from .plan import quoted
-from facts.lexicon import attribute_name
-from facts.rules import detect
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,7 @@ class Reading:
     sequence: bool = False  # a sentence stating a fact tells several values in sequence ("then", "after that", "in 2010")
 
 
-def is_question(sentence: str) -> bool:
+def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
         return True
@@ -84,7 +84,7 @@ def relation_key(word: str, name: str | None) -> str:
     return f"{key} {fold(name)}" if name and fold(name) not in lex.NOT_NAMES else key
 
 
-def thing_key(thing: str) -> str | None:
+def _thing_key(thing: str) -> str | None:
     words = [w for w in fold(thing).split() if w not in pat.THING_DROP and w != "port"]
     if not words or any(w in pat.THING_REJECT for w in words):
         return None
@@ -103,7 +103,7 @@ class _Sentence:
         self.cues = {a for a, p in pat.CUES.items() if p.search(text)}
         self.cues |= {pat.PLURALS[m.group("plural").lower()] for m in pat.PLURAL_RE.finditer(text)}
         on = pat.ON_THING_RE.search(text)
-        self.computer = thing_key(on.group(1)) if on else None
+        self.computer = _thing_key(on.group(1)) if on else None
         self.claims: list[Claim] = []
         self.covered: list[tuple[int, int]] = []
 
@@ -250,7 +250,7 @@ def _read_nouns(s: _Sentence) -> None:
 def _read_things(s: _Sentence) -> None:
     for how, rx in pat.THING_PATTERNS:
         for m in rx.finditer(s.text):
-            thing = thing_key(m.group("thing"))
+            thing = _thing_key(m.group("thing"))
             if thing is None:
                 continue
             groups = m.groupdict()
@@ -406,7 +406,7 @@ def read(text: str) -> Reading:
     for sentence in pat.SENTENCE_RE.split(text):
         if not sentence.strip():
             continue
-        if is_question(sentence):
+        if _is_question(sentence):
             extra.extend(content_terms(sentence))
             continue
         s = _Sentence(sentence)
