@@ -13,9 +13,9 @@ from chat.engine import Engine
 from control.revocation import current
 from facts.model import Statement, accept
 
+from .test_facts_model_gate import _reply_all
 from .test_llm import KEY, clear_groq_env, serving
 from .test_model_withheld import LoggingModel
-from .test_supersede_model_gate import _reply_all
 
 
 @pytest.fixture
