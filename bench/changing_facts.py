@@ -62,7 +62,8 @@ from bench.changing_facts_data import (  # noqa: E402
     Templates,
 )
 from bench.common import machine  # noqa: E402
-from chat.supersede import asks_about_past, newest_statement, with_newest  # noqa: E402
+from chat.supersede import newest_statement, with_newest  # noqa: E402
+from facts import asks_about_past  # noqa: E402
 from facts.rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
 from ledger import Ledger  # noqa: E402
 from retrieval import Index  # noqa: E402

@@ -64,7 +64,8 @@ def superseded_by_detector(ledger: Ledger, index: Index, session: str) -> tuple[
 
 
 def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False) -> dict[str, dict]:
-    from chat.supersede import asks_about_past, newest_statement, with_newest
+    from chat.supersede import newest_statement, with_newest
+    from facts import asks_about_past
     from facts.rules import topic_query
 
     ledger = Ledger(data_dir)

@@ -33,6 +33,7 @@ from control.steps import delete_session
 from control.suggestions import keep_suggestions
 from control.supersession_state import Supersession
 from control.where import where
+from facts import asks_about_past
 from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts, validate_session_id
@@ -48,7 +49,7 @@ from storage.stores import Stores, file_stores, open_stores
 
 from .citing import Cites
 from .llm import LLM, Completion
-from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+from .supersede import newest_statement, record_supersessions, with_newest
 from .withheld import check_handed, model_view, withheld
 
 if TYPE_CHECKING:
@@ -319,7 +320,7 @@ class Engine:
         """The top K, and the revocations and supersessions that kept an event out of it.
 
         Superseded events are left out like revoked ones, unless the question asks about the past
-        (chat.supersede.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20). Every answer
+        (facts.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20). Every answer
         that cited a superseded event (or such an answer) is left out always, past question or not: it may repeat
         the dead fact with no mark, and the marked statement itself says it better. The receipt does not list those
         answers (`states.excluded` names superseded events only), nor their supersession unless the event ranked.

@@ -7,14 +7,13 @@ then the model when Groq is configured (facts.model, asked through `propose_with
 or when the model failed — the deterministic detector. One supersession record (docs/FORMAT.md §19) is
 appended per proposal; the caller keeps its checkpoint after its appends, as it already does.
 
-`asks_about_past` is the small pure rule that lets a question see superseded statements, marked
-(docs/RETRIEVAL.md, "Questions about the past").
+Questions about the past (`facts.asks_about_past`) may see superseded statements, marked; a question about what
+holds now gets the newest statement of what it asks about (`newest_statement`, `with_newest`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -55,24 +54,6 @@ log = logging.getLogger("chat")
 SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)
 DEFAULT_TIMEOUT = 5.0  # seconds: a turn waits for this, and the detector is always there to fall back on
 MODEL_TIMEOUT = DEFAULT_TIMEOUT
-
-# Words that ask about what held before, not what holds now (docs/RETRIEVAL.md). Whole words, any case.
-PAST_WORDS = (
-    "before", "used to", "previously", "previous", "former", "formerly", "old", "originally", "original",
-    "history", "change", "changed", "changes", "earlier", "past", "no longer", "anymore", "any more", "prior",
-)
-_PAST_RE = re.compile(
-    r"\b(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in PAST_WORDS) + r"|did\s+\w+\s+use\s+to)\b", re.IGNORECASE
-)
-# "How old am I?" asks an age, now: "old" after "how" is not a past word
-_HOW_OLD_RE = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
-
-
-def asks_about_past(question: str) -> bool:
-    """Whether a question asks what held before ("where did I live before?", "what was my old port?"): then
-    retrieval may hand the model superseded statements, each marked as superseded, with when and by what."""
-    return _PAST_RE.search(_HOW_OLD_RE.sub("how", question)) is not None
-
 
 def newest_statement(index: Index | PgIndex, session: str, question: str, exclude: list[int]) -> Hit | None:
     """The newest user statement of an attribute `question` asks about, of the subject it asks about

@@ -10,6 +10,7 @@ chat.llm.LLM), and code decides what the model proposed. Recording a supersessio
     same_fact(new_text, older_text) -> (subject, attribute) | None
     shortlist_query(text) / topic_query(question)           what to search for: earlier statements of a fact
     asked(question) -> Asked | None; answers(asked, text)   what a question asks about (facts.asked)
+    asks_about_past(question)                               whether it asks what held before
     propose(ask, new, shortlist) -> ModelVerdict            the model proposes, code decides (facts.model)
     attribute_name(label)                                   a label of the detector's fixed vocabulary
 
@@ -18,7 +19,7 @@ Below them, and internal: facts.claims reads statements of fact out of one messa
 reply strictly. docs/RETRIEVAL.md, "Facts that change", has the rules; docs/guides/facts.md what a visitor sees.
 """
 
-from .asked import Asked, answers, asked
+from .asked import Asked, answers, asked, asks_about_past
 from .lexicon import attribute_name
 from .model import (
     ACCEPTOR_RULE,
@@ -55,6 +56,7 @@ __all__ = [
     "accept",
     "answers",
     "asked",
+    "asks_about_past",
     "attribute_name",
     "build_prompt",
     "candidates",

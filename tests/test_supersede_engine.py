@@ -14,9 +14,9 @@ import pytest
 
 from chat.engine import Engine, Turn
 from chat.llm import LLM
-from chat.supersede import asks_about_past
 from control.revocation import current
 from control.supersession import supersede
+from facts import asks_about_past
 from receipts import body as rbody
 from receipts.api import verify_bytes
 from receipts.body import parse_receipt
