@@ -16,18 +16,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bundle.export import export_session
+from bundle.format import BundleError
+from bundle.importer import ImportRefused, import_bundle, list_imported
+from bundle.markdown import write_markdown
+from bundle.verify import VERDICT_EXIT, BundleReport, verify_file
 from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 from receipts.api import load_trust
 from receipts.keys import KeyConfigError
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
 from storage.cli_stores import database_for, opened_stores
 from storage.stores import Stores
-
-from .export import export_session
-from .format import BundleError
-from .importer import ImportRefused, import_bundle, list_imported
-from .markdown import write_markdown
-from .verify import VERDICT_EXIT, BundleReport, verify_file
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
 EPILOG = (

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 import groq
 import httpx
 
+from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
+from chat.withheld import ModelView
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
 from facts import (
@@ -42,9 +44,6 @@ from facts.model import AUTH, BAD_REPLY, BAD_RESPONSE, CONNECTION, HTTP_STATUS, 
 from ledger import Event, Ledger
 from retrieval import Index
 from retrieval.model import Hit
-
-from .llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
-from .withheld import ModelView
 
 if TYPE_CHECKING:
     from storage.pg.index import PgIndex

@@ -28,19 +28,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from control.forget import describe, forget, forget_session, pending, pending_sessions, recover, result_dict
+from control.plan import PlanError
+from control.revocation import restore, revoke
+from control.settings import SettingsError, get_consent, set_consent
+from control.suggestions import open_suggestions
+from control.supersession import HistoryEntry, history, supersede
 from ledger import Ledger
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 from storage import BackendError
-
-from .forget import describe, forget, forget_session, pending, pending_sessions, recover, result_dict
-from .plan import PlanError
-from .revocation import restore, revoke
-from .settings import SettingsError, get_consent, set_consent
-from .suggestions import open_suggestions
-from .supersession import HistoryEntry, history, supersede
 
 if TYPE_CHECKING:
     from storage.stores import Stores

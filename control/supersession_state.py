@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from control.plan import quoted
 from facts import attribute_name, detect
 from receipts.supersessions import SupersessionRecord
-
-from .plan import quoted
 
 
 @dataclass(frozen=True, slots=True)

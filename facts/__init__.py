@@ -19,9 +19,9 @@ Below them, and internal: facts.claims reads statements of fact out of one messa
 reply strictly. docs/RETRIEVAL.md, "Facts that change", has the rules; docs/guides/facts.md what a visitor sees.
 """
 
-from .asked import Asked, answers, asked, asks_about_past
-from .lexicon import attribute_name
-from .model import (
+from facts.asked import Asked, answers, asked, asks_about_past
+from facts.lexicon import attribute_name
+from facts.model import (
     ACCEPTOR_RULE,
     FAILURES,
     MAX_PROPOSALS,
@@ -37,7 +37,7 @@ from .model import (
     candidates,
     propose,
 )
-from .rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact, shortlist_query, topic_query
+from facts.rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact, shortlist_query, topic_query
 
 __all__ = [
     "ACCEPTOR_RULE",

@@ -20,11 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from facts import lexicon as lex
+from facts.claims import _OWN_THING, SELF, read, relation_key
+from facts.rules import _TOPICS, MAX_READ_CHARS
 from retrieval.text import content_terms, fold
-
-from . import lexicon as lex
-from .claims import _OWN_THING, SELF, read, relation_key
-from .rules import _TOPICS, MAX_READ_CHARS
 
 _SELF_WORDS = frozenset({"i", "me", "my", "mine", "myself", "am", "we", "our", "ours", "i'm", "im"})
 _RELATIONS = lex.RELATIONS | {"mum", "dad", "partner", "neighbour", "flatmate", "colleague", "grandma", "grandpa"}

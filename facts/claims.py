@@ -14,11 +14,10 @@ import functools
 import re
 from dataclasses import dataclass
 
+from facts import lexicon as lex
+from facts import patterns as pat
+from facts import values as val
 from retrieval.text import content_terms, fold, stem
-
-from . import lexicon as lex
-from . import patterns as pat
-from . import values as val
 
 SELF = "self"
 _RELATION_KEYS = {"mom": "mum", "mother": "mum", "father": "dad", "wife": "partner", "husband": "partner",

@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .reply import ReplyRefused, json_type, one_line, parse_reply
-from .rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
+from facts.reply import ReplyRefused, json_type, one_line, parse_reply
+from facts.rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
 
 MODEL_PREFIX = "model:"
 ACCEPTOR_RULE = "rule:model-shortlist"  # the code rule that checks every model proposal

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from . import lexicon as lex
+from facts import lexicon as lex
 
 
 def _alts(words: list[str] | tuple[str, ...]) -> str:

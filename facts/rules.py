@@ -36,11 +36,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from facts import lexicon as lex
+from facts.claims import SELF, Claim, Reading, read, relation_key
+from facts.values import same_value
 from retrieval.text import content_terms, fold, stem
-
-from . import lexicon as lex
-from .claims import SELF, Claim, Reading, read, relation_key
-from .values import same_value
 
 RULE_SAME = "rule:same-attribute"
 RULE_NEGATION = "rule:negation"

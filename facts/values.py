@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from facts import lexicon as lex
 from retrieval.text import fold, tokens
-
-from . import lexicon as lex
 
 Parsed = tuple[str, str, int]  # (said, normalised, end offset in the text parsed)
 

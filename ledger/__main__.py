@@ -17,9 +17,9 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from . import importer
-from .cli_support import EXIT_FAILED as EXIT_BROKEN
-from .cli_support import (
+from ledger import importer
+from ledger.cli_support import EXIT_FAILED as EXIT_BROKEN
+from ledger.cli_support import (
     EXIT_OK,
     CliError,
     Parser,
@@ -31,13 +31,13 @@ from .cli_support import (
     run,
     writable_data_dir,
 )
-from .event import Event, EventError, validate_session_id
-from .imports import ImportRecordError, already_imported, previous_import, record_import
-from .listing import list_sessions
-from .messages import ImportError_
-from .repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
-from .store import Ledger, LedgerCorrupted
-from .verify import SessionReport, erased_words
+from ledger.event import Event, EventError, validate_session_id
+from ledger.imports import ImportRecordError, already_imported, previous_import, record_import
+from ledger.listing import list_sessions
+from ledger.messages import ImportError_
+from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
+from ledger.store import Ledger, LedgerCorrupted
+from ledger.verify import SessionReport, erased_words
 
 
 def _lines(path: Path) -> Iterator[bytes]:

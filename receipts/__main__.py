@@ -29,18 +29,17 @@ from ledger.cli_support import (
     run,
 )
 from ledger.event import EventError, validate_session_id
-
-from .api import load_trust, verify_bytes
-from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
-from .certificate import MalformedCertificate, is_certificate, parse_certificate
-from .certificate_check import render_text as render_certificate
-from .certificate_io import verify_certificate_bytes
-from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
-from .groups import group_report
-from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
-from .show import render_text as render_show
-from .show import summarize
-from .verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
+from receipts.api import load_trust, verify_bytes
+from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
+from receipts.certificate import MalformedCertificate, is_certificate, parse_certificate
+from receipts.certificate_check import render_text as render_certificate
+from receipts.certificate_io import verify_certificate_bytes
+from receipts.checkpoints import MalformedCheckpoint, checkpoint_path, latest
+from receipts.groups import group_report
+from receipts.keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
+from receipts.show import render_text as render_show
+from receipts.show import summarize
+from receipts.verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a ", WITHHELD: "held", ERASED: "gone"}
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.

@@ -32,10 +32,9 @@ import orjson
 
 from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
 from ledger.cli_support import EXPECTED_DATA_DIR, CliError, describe_os_error, entry_point, given_path, shown_arg
-
-from .db import INDEX_FILE, Index
-from .explain import explain_lines
-from .model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
+from retrieval.db import INDEX_FILE, Index
+from retrieval.explain import explain_lines
+from retrieval.model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
 
 USAGE_ERROR = 2
 

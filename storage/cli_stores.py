@@ -14,11 +14,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ledger.cli_support import CliError
-
-from . import BackendError, database_url, is_database_url
+from storage import BackendError, database_url, is_database_url
 
 if TYPE_CHECKING:
-    from .stores import Stores
+    from storage.stores import Stores
 
 
 
@@ -45,8 +44,8 @@ def opened_stores(data_dir: str | os.PathLike[str], url: str) -> Iterator[Stores
     """The PostgreSQL stores at `url` (DATA_DIR keeps the key and receipt copies), closed after.
 
     A BackendError while opening or using them (no server, a lost connection) becomes a CliError."""
-    from .pg.cli import CONNECT_TIMEOUT_S
-    from .stores import pg_stores
+    from storage.pg.cli import CONNECT_TIMEOUT_S
+    from storage.stores import pg_stores
 
     quiet_pool()
     try:

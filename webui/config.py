@@ -16,8 +16,7 @@ from ledger.cli_support import EXPECTED_DATA_DIR, CliError, make_data_dir, note,
 from ledger.fsmode import looser_than_private
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
-
-from .retention import parse_hours
+from webui.retention import parse_hours
 
 DEFAULT_PORT = 7860
 DEFAULT_CONCURRENCY = 16

@@ -25,9 +25,8 @@ from ledger.messages import ImportError_
 from ledger.verify import SessionReport
 from storage import BackendError, is_database_url, redact
 from storage.cli_stores import quiet_pool
-
-from .connect import Database
-from .ledger import PgLedger
+from storage.pg.connect import Database
+from storage.pg.ledger import PgLedger
 
 CONNECT_TIMEOUT_S = 5  # a command line waits this long for an unreachable server
 
@@ -111,7 +110,7 @@ def cmd_import(
         with ExitStack() as stack:
             backend = None
             if key is not None:
-                from .receipts import PgReceipts
+                from storage.pg.receipts import PgReceipts
 
                 backend = stack.enter_context(PgReceipts(led.db))
                 stack.enter_context(backend.turn_lock(args.session))  # no turn signs in between
@@ -174,10 +173,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int:
     """Move a file-backed data directory's ledgers into the database (verified, resumable)."""
-    from .migrate import migrate, run_extra_steps
+    from storage.pg.migrate import migrate, run_extra_steps
 
     try:  # the receipts' step (another package above the ledger): registered when it is there
-        from .receipts_migrate import register
+        from storage.pg.receipts_migrate import register
     except ImportError:  # pragma: no cover - the ledger used on its own
         pass
     else:
