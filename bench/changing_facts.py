@@ -6,7 +6,7 @@ Generated, seeded sessions (templates: bench/changing_facts_data.py): each state
 kinds (39 kinds), each changed 1-4 times in paraphrase, between chatter, questions, acknowledgements and
 facts that legitimately co-exist (two pets, friends in other cities, "I also…", hypotheticals). Every event
 goes through a real ledger.Ledger and retrieval.Index in a temp dir. On each user event the detector
-(control.supersede_rules.detect) runs against the earlier user events a lexical shortlist finds
+(facts.rules.detect) runs against the earlier user events a lexical shortlist finds
 (Index.search with shortlist_query, K=50); the events it supersedes are left out of retrieval
 (exclude_seqs) from then on.
 
@@ -66,6 +66,11 @@ from chat.supersede import asks_about_past, newest_statement, with_newest  # noq
 from control.supersede_rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
 from storage.files.ledger.store import Ledger  # noqa: E402
 from storage.files.retrieval.db import Index  # noqa: E402
+from chat.supersede import newest_statement, with_newest  # noqa: E402
+from facts import asks_about_past  # noqa: E402
+from facts.rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
+from ledger import Ledger  # noqa: E402
+from retrieval import Index  # noqa: E402
 
 KS = (5, 8)
 SHORTLIST_K = 50

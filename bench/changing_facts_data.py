@@ -1,6 +1,6 @@
 """The templates of bench/changing_facts.py: facts that change, turns that must not change them, questions.
 
-Written before control/supersede_rules.py, as a person would say these things, and kept that way: the
+Written before facts/rules.py, as a person would say these things, and kept that way: the
 detector is tuned to them, not the other way round. Placeholders: {v} the value, {old} the value it
 replaces, {a} "a" or "an" for {v}. A kind whose templates are a dict keys them by value (a diet is said
 differently from a car). `subject` is who the fact is about: "self", or a relation.

@@ -65,8 +65,9 @@ def superseded_by_detector(ledger: Ledger, index: Index, session: str) -> tuple[
 
 
 def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False) -> dict[str, dict]:
-    from chat.supersede import asks_about_past, newest_statement, with_newest
-    from control.supersede_rules import topic_query
+    from chat.supersede import newest_statement, with_newest
+    from facts import asks_about_past
+    from facts.rules import topic_query
 
     ledger = Ledger(data_dir)
     index = Index(data_dir, ledger, config=cfg)
@@ -77,7 +78,7 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
     if supersede:
         scores["project + supersession"] = defaultdict(list)
         scores["project + supersession + newest"] = defaultdict(list)  # chat.supersede.with_newest: what a turn is handed
-        scores["project + supersession + topic words"] = defaultdict(list)  # control.supersede_rules.topic_query
+        scores["project + supersession + topic words"] = defaultdict(list)  # facts.rules.topic_query
     for i in convs:
         conv = data[i]
         ts = turns(conv)

@@ -26,6 +26,7 @@ from typing import Any
 
 from bundle.format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
 from bundle.read import Opened, check_zip, open_bundle
+from receipts.audit import Auditor, LedgerAt
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.certificate_check import verify_certificate
@@ -35,6 +36,8 @@ from receipts.keys import PublicKey
 from receipts.report import Check, Report, Rows
 from receipts.verify import LedgerFacts, verify_receipt
 from storage.offline import CACHE, Auditor, LedgerAt, certificate_view, leftovers, owned_folder, receipt_problems
+from receipts.ledger_copy import CACHE, owned_folder
+from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 

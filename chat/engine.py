@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from chat.citing import Cites
 from chat.llm import LLM, Completion
 from chat.supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+from chat.supersede import newest_statement, record_supersessions, with_newest
 from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
@@ -37,6 +38,7 @@ from control.steps import delete_session
 from control.suggestions import keep_suggestions
 from control.supersession_state import Supersession
 from control.where import where
+from facts import asks_about_past
 from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts, validate_session_id
@@ -313,7 +315,7 @@ class Engine:
         """The top K, and the revocations and supersessions that kept an event out of it.
 
         Superseded events are left out like revoked ones, unless the question asks about the past
-        (chat.supersede.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20). Every answer
+        (facts.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20). Every answer
         that cited a superseded event (or such an answer) is left out always, past question or not: it may repeat
         the dead fact with no mark, and the marked statement itself says it better. The receipt does not list those
         answers (`states.excluded` names superseded events only), nor their supersession unless the event ranked.

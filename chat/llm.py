@@ -206,7 +206,7 @@ class LLM:
     def ask(self, messages: list[dict[str, str]], *, timeout: float | None = None) -> tuple[str, str | None]:
         """One non-streamed request: (text, the model the response names, if it names one).
 
-        For a caller with its own fallback (control.supersede_model): unlike `complete` it raises every
+        For a caller with its own fallback (facts.model): unlike `complete` it raises every
         failure -- NoKey without a key (and makes no request), else whatever the SDK or read_completion
         raised; classify it with failure_reason / log_reason. `timeout` bounds this request only.
         """

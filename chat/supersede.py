@@ -2,20 +2,19 @@
 
 `record_supersessions` runs under the session's turn lock right after a user event is appended (a turn's
 question, `remember`, a consent turn's question): one lexical search for earlier statements of the same
-attributes (control.supersede_rules.shortlist_query; none when the text states no fact the detector reads),
-then the model when Groq is configured (control.supersede_model: it proposes, code decides), else — offline,
+attributes (facts.rules.shortlist_query; none when the text states no fact the detector reads),
+then the model when Groq is configured (facts.model, asked through `propose_with_model`: it proposes, code decides), else — offline,
 or when the model failed — the deterministic detector. One supersession record (docs/FORMAT.md §19) is
 appended per proposal; the caller keeps its checkpoint after its appends, as it already does.
 
-`asks_about_past` is the small pure rule that lets a question see superseded statements, marked
-(docs/RETRIEVAL.md, "Questions about the past").
+Questions about the past (`facts.asks_about_past`) may see superseded statements, marked; a question about what
+holds now gets the newest statement of what it asks about (`newest_statement`, `with_newest`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,28 @@ from control.supersede_rules import Proposal, detect, shortlist_query, topic_que
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
 from ledger import Event
+import groq
+import httpx
+
+from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
+from facts import (
+    MAX_PROPOSALS,
+    Ask,
+    AskFailed,
+    EventLike,
+    ModelVerdict,
+    Proposal,
+    Statement,
+    answers,
+    asked,
+    detect,
+    propose,
+    shortlist_query,
+    topic_query,
+)
+from facts.model import AUTH, BAD_REPLY, BAD_RESPONSE, CONNECTION, HTTP_STATUS, NO_KEY, RATE_LIMIT, TIMEOUT, UNEXPECTED
+from ledger import Event, Ledger
+from retrieval import Index
 from retrieval.model import Hit
 
 if TYPE_CHECKING:
@@ -34,29 +55,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chat")
 SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)
+DEFAULT_TIMEOUT = 5.0  # seconds: a turn waits for this, and the detector is always there to fall back on
 MODEL_TIMEOUT = DEFAULT_TIMEOUT
-
-# Words that ask about what held before, not what holds now (docs/RETRIEVAL.md). Whole words, any case.
-PAST_WORDS = (
-    "before", "used to", "previously", "previous", "former", "formerly", "old", "originally", "original",
-    "history", "change", "changed", "changes", "earlier", "past", "no longer", "anymore", "any more", "prior",
-)
-_PAST_RE = re.compile(
-    r"\b(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in PAST_WORDS) + r"|did\s+\w+\s+use\s+to)\b", re.IGNORECASE
-)
-# "How old am I?" asks an age, now: "old" after "how" is not a past word
-_HOW_OLD_RE = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
-
-
-def asks_about_past(question: str) -> bool:
-    """Whether a question asks what held before ("where did I live before?", "what was my old port?"): then
-    retrieval may hand the model superseded statements, each marked as superseded, with when and by what."""
-    return _PAST_RE.search(_HOW_OLD_RE.sub("how", question)) is not None
-
 
 def newest_statement(index: SearchIndex, session: str, question: str, exclude: list[int]) -> Hit | None:
     """The newest user statement of an attribute `question` asks about, of the subject it asks about
-    (control.supersede_asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
+    (facts.asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
     `exclude`: what the turn leaves out anyway); None when the question asks about no tracked attribute of the
     speaker or theirs, or nothing states one. Newest, not best-ranked: when a fact changed, the newest
     statement of it is the one that holds (a superseded one is in `exclude`)."""
@@ -76,6 +80,68 @@ def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
         return hits
     kept = hits[: k - 1]
     return [*kept, replace(newest, rank=len(kept) + 1, newest=True)]
+
+
+# ---------------------------------------------------------------- the model, asked through facts.model.propose
+
+
+def failure_class(exc: BaseException) -> str:
+    """Which of facts.model.FAILURES an exception from LLM.ask is. Order matters: APITimeoutError is an
+    APIConnectionError."""
+    if isinstance(exc, NoKey):
+        return NO_KEY
+    if isinstance(exc, groq.APIStatusError):
+        if exc.status_code in (401, 403):
+            return AUTH
+        return RATE_LIMIT if exc.status_code == 429 else HTTP_STATUS
+    if isinstance(exc, groq.APITimeoutError | httpx.TimeoutException):
+        return TIMEOUT
+    if isinstance(exc, groq.APIConnectionError | httpx.HTTPError):
+        return CONNECTION
+    if isinstance(exc, BadAnswer | ValueError):  # json.JSONDecodeError from a garbled body is a ValueError
+        return BAD_RESPONSE
+    return UNEXPECTED
+
+
+def model_ask(llm: LLM, timeout: float) -> Ask:
+    """The `ask` facts.model.propose calls: one non-streamed request through `llm` (its key, base URL and model),
+    bounded by `timeout` seconds and not retried. Every failure is logged by class and raised as AskFailed, whose
+    detail is never the server's or the model's words."""
+
+    def ask(messages: list[dict[str, str]]) -> tuple[str, str]:
+        try:
+            text, served = llm.ask(messages, timeout=timeout)
+        except Exception as exc:  # broad for the reasons chat.llm gives: groq 1.7 does not wrap every failure
+            failure = failure_class(exc)
+            detail = llm.redact(log_reason(exc, timeout=timeout))
+            log.warning("supersession model failed (%s); the detector alone decides: %s", failure, detail)
+            raise AskFailed(failure, detail) from None
+        return text, served or llm.model
+
+    return ask
+
+
+def propose_with_model(
+    llm: LLM,
+    new: EventLike,
+    shortlist: Sequence[EventLike],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_proposals: int = MAX_PROPOSALS,
+) -> ModelVerdict:
+    """facts.model.propose with `llm` as the model: no key, no request (failure NO_KEY); any provider failure
+    comes back as a verdict with decided_by None, never as an exception. A bad `timeout` is the caller's error."""
+    if not timeout > 0:  # also rejects NaN
+        raise ValueError(f"supersede_model: timeout {timeout!r} must be a positive number of seconds")
+    ask = model_ask(llm, timeout) if llm.configured else None
+    verdict = propose(ask, new, shortlist, max_proposals=max_proposals, no_model=NO_KEY_REASON)
+    if verdict.failure == BAD_REPLY:
+        log.warning("supersession model: %s; the detector alone decides", verdict.detail)
+    elif verdict.decided_by is not None:
+        log.info("supersession model %s at seq %d: %s", verdict.decided_by, new.seq, verdict.detail)
+        for refusal in verdict.refused:
+            log.debug("supersession model refused %s", refusal)
+    return verdict
 
 
 def _shortlist(ledger: LedgerStore, index: SearchIndex, ev: Event, view: ModelView) -> list[Statement]:

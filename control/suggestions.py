@@ -1,7 +1,7 @@
 """Supersessions a model suggested and the rules did not confirm: left to a person (issue 28, item 2).
 
-A model's proposal that the rules do not read as the same subject and attribute (control.supersede_rules.same_fact)
-is never recorded as a supersession (control.supersede_model.accept). It is kept here instead, as a suggestion a
+A model's proposal that the rules do not read as the same subject and attribute (facts.rules.same_fact)
+is never recorded as a supersession (facts.model.accept). It is kept here instead, as a suggestion a
 person confirms or not: `python -m control suggestions DATA_DIR SESSION` lists the open ones, and confirming one is
 recording the supersession oneself (`python -m control supersede DATA_DIR SESSION NEW OLD`, or Correct this in the
 app), which records it as the visitor's decision — what it then is. A suggestion holds seqs, ids, the model's id and
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from control.settings import SettingsError, Where, _check_session, _session_dir
 from ledger.event import now_ts
 from storage.local import private_dir, replace_durable
+from ledger.fsmode import private_dir, replace_durable
 
 if TYPE_CHECKING:
     from storage.stores import Stores

@@ -24,6 +24,8 @@ from control.plan import quoted
 from control.supersede_lexicon import attribute_name
 from control.supersede_rules import detect
 from ledger.supersessions import SupersessionRecord
+from facts import attribute_name, detect
+from receipts.supersessions import SupersessionRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +129,7 @@ def stored_reason(attribute: str, *texts: str) -> str | None:
     names it, never a value, and no word of either statement (control.plan.quoted: the record outlives an
     erasure of both). "residence changed"; "new port" when the statement says "changed"; None when the
     attribute's own words are the statement's ("my dev server port is 3000": the rule in `decided_by` says
-    enough), and None for a label outside the detector's fixed vocabulary (`supersede_lexicon.attribute_name`):
+    enough), and None for a label outside the detector's fixed vocabulary (`facts.lexicon.attribute_name`):
     a model's free-text attribute ("nyc home") can hold a short word of a memory that `quoted` lets through."""
     name = attribute_name(attribute)
     for candidate in (f"{name} changed", f"new {name}") if name else ():

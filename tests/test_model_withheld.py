@@ -19,7 +19,7 @@ import pytest
 from chat.engine import Engine
 from control.revocation import revoke
 from control.settings import set_consent
-from control.supersede_model import INSTRUCTIONS
+from facts.model import INSTRUCTIONS
 from storage.stores import file_stores, pg_stores
 
 from .test_llm import KEY, FakeGroq, Reply, chunk, clear_groq_env, completion_body, serving, sse

@@ -12,7 +12,7 @@ import pytest
 
 from chat.engine import Engine
 from control.revocation import current
-from control.supersede_rules import same_fact
+from facts.rules import same_fact
 
 from .test_llm import KEY, clear_groq_env, serving
 from .test_model_withheld import LoggingModel

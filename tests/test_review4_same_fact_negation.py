@@ -1,4 +1,4 @@
-"""Reviewer finding (issue 28, item 2): control.supersede_rules.same_fact ignores negation and values, so a model
+"""Reviewer finding (issue 28, item 2): facts.rules.same_fact ignores negation and values, so a model
 proposal is accepted where the new statement says that ANOTHER value no longer holds — "I no longer live in Leeds"
 supersedes "I live in York", which stays true (the rules refuse the pair: "no attribute of the same subject changes
 value"). A true, current fact is hidden from every later turn on a model's word alone."""
@@ -12,11 +12,11 @@ import pytest
 
 from chat.engine import Engine
 from control.revocation import current
-from control.supersede_model import Statement, accept
+from facts.model import Statement, accept
 
+from .test_facts_model_gate import _reply_all
 from .test_llm import KEY, clear_groq_env, serving
 from .test_model_withheld import LoggingModel
-from .test_supersede_model_gate import _reply_all
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Reviewer findings (issue 28, item 2): control.supersede_rules.same_fact accepts model proposals the rules
+"""Reviewer findings (issue 28, item 2): facts.rules.same_fact accepts model proposals the rules
 themselves refuse — so a model's proposal is recorded where only a person should decide (it should have been
 `ModelVerdict.suggested`). The fake provider proposes every statement it is shown (tests/test_model_withheld.py)."""
 
@@ -11,11 +11,11 @@ import pytest
 
 from chat.engine import Engine
 from control.revocation import current
-from control.supersede_model import Statement, accept
+from facts.model import Statement, accept
 
+from .test_facts_model_gate import _reply_all
 from .test_llm import KEY, clear_groq_env, serving
 from .test_model_withheld import LoggingModel
-from .test_supersede_model_gate import _reply_all
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The newest statement of what a question asks (issue 12, live-fact recall): "How old am I?" shares no word with
 "Turned 43 yesterday!", so a turn gives the last of its K slots to the newest statement of an attribute the
-question asks about, of the subject it asks about (control.supersede_asked, chat.supersede.with_newest)."""
+question asks about, of the subject it asks about (facts.asked, chat.supersede.with_newest)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from chat.engine import Engine
 from chat.llm import LLM
 from chat.supersede import newest_statement, with_newest
 from control.supersede_asked import answers, asked
+from facts.asked import answers, asked
+from receipts.api import verify_bytes
 from retrieval.model import Hit
 from storage.files.receipts.api import verify_bytes
 

@@ -22,9 +22,9 @@ from webui.handlers import UI
 from webui.service import Service
 from webui.sessions import new_session_key
 
+from .test_facts_model_gate import BRISTOL, LEEDS, PARIS
 from .test_llm import KEY, clear_groq_env, serving
 from .test_model_withheld import LoggingModel
-from .test_supersede_model_gate import BRISTOL, LEEDS, PARIS
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Word lists of the supersession detector (control.supersede_claims): data, no logic.
+"""Word lists of the supersession detector (facts.claims): data, no logic.
 
 Kept apart so the rules read as rules. Every list is lower-case; matching folds case. A list here
 only ever *narrows* what the detector believes (a value is a car because it starts with a car
@@ -144,7 +144,7 @@ CUE_WORDS: dict[str, tuple[str, ...]] = {
     }.items()
 }
 
-# Words an earlier statement of each attribute is likely to hold: the shortlist query (supersede_rules.
+# Words an earlier statement of each attribute is likely to hold: the shortlist query (facts.rules.
 # shortlist_query) searches with them, so a paraphrase ("moved to Bristol" / "I live in Leeds") is found.
 SHORTLIST: dict[str, tuple[str, ...]] = {
     "residence": tuple("live lives living lived moved relocated based home flat house city settled place".split()),

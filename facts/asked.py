@@ -5,20 +5,27 @@ the keys to our place in Dublin": a lexical search can miss the statement that h
 reads which tracked attributes a question asks about and of whom (the speaker, a relation of theirs, a thing
 of theirs); `answers(asked, text)` says whether a statement states one of them, of that subject, as holding
 (not negated, not for a while, not in a narrower scope). chat.supersede.newest_statement searches with the
-attributes' words (supersede_rules.topic_query) and keeps the newest statement that answers — the one a person
+attributes' words (facts.rules.topic_query) and keeps the newest statement that answers — the one a person
 would call current — for one slot of the K (docs/RETRIEVAL.md, "The newest statement of what was asked").
 
 A question about someone who is neither the speaker nor named as theirs ("Where does Caroline live?") asks
 nothing here: the detector reads statements in the first person and of the speaker's relations and things.
+
+`asks_about_past(question)` is the small rule that lets a question see superseded statements, marked
+(docs/RETRIEVAL.md, "Questions about the past").
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from control import supersede_lexicon as lex
 from control.supersede_claims import _OWN_THING, SELF, read, relation_key
 from control.supersede_rules import _TOPICS, MAX_READ_CHARS
+from facts import lexicon as lex
+from facts.claims import _OWN_THING, SELF, read, relation_key
+from facts.rules import _TOPICS, MAX_READ_CHARS
 from retrieval.text import content_terms, fold
 
 _SELF_WORDS = frozenset({"i", "me", "my", "mine", "myself", "am", "we", "our", "ours", "i'm", "im"})
@@ -76,3 +83,21 @@ def answers(q: Asked, text: str) -> bool:
         _attribute_fits(q, c.attribute) and not c.negated and not c.bounded and _subject_fits(q, c.subject)
         for c in read(text).claims
     )
+
+
+# Words that ask about what held before, not what holds now (docs/RETRIEVAL.md). Whole words, any case.
+PAST_WORDS = (
+    "before", "used to", "previously", "previous", "former", "formerly", "old", "originally", "original",
+    "history", "change", "changed", "changes", "earlier", "past", "no longer", "anymore", "any more", "prior",
+)
+_PAST_RE = re.compile(
+    r"\b(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in PAST_WORDS) + r"|did\s+\w+\s+use\s+to)\b", re.IGNORECASE
+)
+# "How old am I?" asks an age, now: "old" after "how" is not a past word
+_HOW_OLD_RE = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
+
+
+def asks_about_past(question: str) -> bool:
+    """Whether a question asks what held before ("where did I live before?", "what was my old port?"): then
+    retrieval may hand the model superseded statements, each marked as superseded, with when and by what."""
+    return _PAST_RE.search(_HOW_OLD_RE.sub("how", question)) is not None

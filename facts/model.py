@@ -1,8 +1,12 @@
-"""Model-proposed supersessions (issue 12, way in #3): the model proposes, code decides.
+"""Model-proposed supersessions (issue 12, way in #3): the model proposes, code decides. Pure.
 
-    propose_with_model(llm, new_event, shortlist, timeout=…) -> ModelVerdict
+    propose(ask, new_event, shortlist) -> ModelVerdict
 
-When Groq is configured, the model is shown the new user statement and a lexically shortlisted set of
+This module never talks to a model itself: the caller hands it `ask`, a callable that sends the prompt's chat
+messages and returns the reply with the id of the model that served it, or raises AskFailed naming which of
+FAILURES went wrong (chat.supersede.propose_with_model builds one over chat.llm.LLM, bounded by its timeout).
+
+When a model is configured, it is shown the new user statement and a lexically shortlisted set of
 earlier statements of the same session, and asked which of them the new one makes no longer true. Its
 reply is untrusted text: `accept` parses it strictly (JSON only, one optional code fence) and keeps a
 proposal only if it names the new event as `newer_id` and, as `older_id`, a statement that is in the
@@ -11,7 +15,7 @@ other proposal, or the whole reply, is refused with a one-line reason that quote
 nothing the model wrote (a model can echo a statement into any field).
 
 The model reads what the detector reads: statements of at most MAX_READ_CHARS characters (a longer one is a
-note, not a single fact; control.supersede_rules). Code applies the bound, not the model: a longer earlier
+note, not a single fact; facts.rules). Code applies the bound, not the model: a longer earlier
 statement is not shown, and a proposal naming one is refused; a longer new statement makes no request
 (failure NOT_READ) and any proposal for it is refused, so the caller's detector, which skips it too, decides.
 
@@ -24,35 +28,27 @@ lists the older seqs the deterministic detector proposes too.
 
 Code accepts only what the rules allow (issue 28): a proposal that passed every check on its ids is accepted only
 when the rules read the two statements as the same attribute of the same subject
-(control.supersede_rules.same_fact) — the model may judge that a value changed, never which fact a statement is
+(facts.rules.same_fact) — the model may judge that a value changed, never which fact a statement is
 about; an accepted proposal's `subject` and `attribute` are then the rules' reading, not the model's label. Any other is not recorded: it goes to `suggested`, for a person to confirm or not (Correct this).
 
-`decided_by` is None whenever the model did not decide -- no key (no request is made), nothing to
+`decided_by` is None whenever the model did not decide -- no model to ask (no request is made), nothing to
 compare, a provider failure, or a reply that is not the JSON asked for -- and `failure` says which
-(FAILURES). The caller then falls back to control.supersede_rules.detect alone. Nothing here raises
+(FAILURES). The caller then falls back to facts.rules.detect alone. Nothing here raises
 for a provider failure; a caller's bad input (a seq that is not a seq) is a ValueError.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import groq
-import httpx
-
-from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
-from control.supersede_reply import ReplyRefused, json_type, one_line, parse_reply
-from control.supersede_rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
-
-log = logging.getLogger(__name__)
+from facts.reply import ReplyRefused, json_type, one_line, parse_reply
+from facts.rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
 
 MODEL_PREFIX = "model:"
 ACCEPTOR_RULE = "rule:model-shortlist"  # the code rule that checks every model proposal
-DEFAULT_TIMEOUT = 5.0  # seconds: a turn waits for this, and the detector is always there to fall back on
 MAX_PROPOSALS = 8
 MAX_SHOWN = 50  # earlier statements put in the prompt
 MAX_ATTRIBUTE_CHARS = 40
@@ -60,7 +56,7 @@ MAX_REASON_CHARS = 200
 KEYS = ("newer_id", "older_id", "attribute", "reason")
 
 # Why the model did not decide (ModelVerdict.failure).
-NO_KEY = "no-key"
+NO_KEY = "no-key"  # no model to ask: the caller handed no `ask` (no key is set)
 NO_CANDIDATES = "no-candidates"
 NOT_READ = "not-read"  # the new statement is over MAX_READ_CHARS: a note, not a single fact
 AUTH = "auth"
@@ -122,7 +118,7 @@ class ModelVerdict:
     agreed: tuple[int, ...] = ()  # older seqs of accepted proposals that the detector proposes too
     checked_by: str = field(default=ACCEPTOR_RULE)
     # proposals that passed every check on ids but that the rules do not read as the same subject and attribute
-    # (control.supersede_rules.same_fact): never recorded as supersessions; a person may confirm one (Correct this)
+    # (facts.rules.same_fact): never recorded as supersessions; a person may confirm one (Correct this)
     suggested: tuple[Proposal, ...] = ()
 
     def __bool__(self) -> bool:
@@ -329,60 +325,44 @@ def accept(
 
 # ---------------------------------------------------------------- the call
 
-
-def failure_class(exc: BaseException) -> str:
-    """Which of FAILURES an exception from LLM.ask is. Order matters: APITimeoutError is an APIConnectionError."""
-    if isinstance(exc, NoKey):
-        return NO_KEY
-    if isinstance(exc, groq.APIStatusError):
-        if exc.status_code in (401, 403):
-            return AUTH
-        return RATE_LIMIT if exc.status_code == 429 else HTTP_STATUS
-    if isinstance(exc, groq.APITimeoutError | httpx.TimeoutException):
-        return TIMEOUT
-    if isinstance(exc, groq.APIConnectionError | httpx.HTTPError):
-        return CONNECTION
-    if isinstance(exc, BadAnswer | ValueError):  # json.JSONDecodeError from a garbled body is a ValueError
-        return BAD_RESPONSE
-    return UNEXPECTED
+# How the model is asked: the prompt's chat messages in, (the reply's text, the id of the model that served it) out.
+Ask = Callable[[list[dict[str, str]]], tuple[str, str]]
 
 
-def propose_with_model(
-    llm: LLM,
+class AskFailed(Exception):
+    """Raised by an `Ask` that got no reply: `failure` is one of FAILURES, `detail` one line for logs (never memory
+    text, never the model's or the server's words)."""
+
+    def __init__(self, failure: str, detail: str) -> None:
+        super().__init__(detail)
+        self.failure = failure
+        self.detail = detail
+
+
+def propose(
+    ask: Ask | None,
     new: EventLike,
     shortlist: Sequence[EventLike],
     *,
-    timeout: float = DEFAULT_TIMEOUT,
     max_proposals: int = MAX_PROPOSALS,
+    no_model: str = "no model to ask",
 ) -> ModelVerdict:
     """Ask the model which shortlisted statements `new` supersedes; return what `accept` keeps.
 
-    No key: no request, failure NO_KEY. A new statement over MAX_READ_CHARS: no request, NOT_READ. Nothing
-    earlier of the same session that the detector would read: no request, NO_CANDIDATES.
-    One non-streamed request through `llm` (its key, base URL and model), bounded by `timeout` seconds and
-    not retried; any failure comes back as a verdict with decided_by None, never as an exception.
+    `ask` None (no model configured): no request, failure NO_KEY with `no_model` as the detail. A new statement
+    over MAX_READ_CHARS: no request, NOT_READ. Nothing earlier of the same session that the detector would read: no
+    request, NO_CANDIDATES. Otherwise `ask` is called once with `build_prompt(new, shortlist)`; an AskFailed comes
+    back as a verdict with decided_by None and its failure, never as an exception.
     """
-    if not timeout > 0:  # also rejects NaN
-        raise ValueError(f"supersede_model: timeout {timeout!r} must be a positive number of seconds")
     messages = build_prompt(new, shortlist, max_proposals=max_proposals)  # checks the input, offline too
-    if not llm.configured:
-        return _failed(NO_KEY, NO_KEY_REASON)
+    if ask is None:
+        return _failed(NO_KEY, no_model)
     if not readable(new.text):
         return _failed(NOT_READ, f"the new statement is over {MAX_READ_CHARS} characters: a note, not a single fact")
     if not candidates(new, shortlist):
         return _failed(NO_CANDIDATES, "no earlier statement of the same session to compare")
     try:
-        text, served = llm.ask(messages, timeout=timeout)
-    except Exception as exc:  # broad for the reasons chat.llm gives: groq 1.7 does not wrap every failure
-        failure = failure_class(exc)
-        detail = llm.redact(log_reason(exc, timeout=timeout))  # never the server's or the model's words
-        log.warning("supersession model failed (%s); the detector alone decides: %s", failure, detail)
-        return _failed(failure, detail)
-    verdict = accept(text, new, shortlist, model=served or llm.model, max_proposals=max_proposals)
-    if verdict.decided_by is None:
-        log.warning("supersession model: %s; the detector alone decides", verdict.detail)
-    else:
-        log.info("supersession model %s at seq %d: %s", verdict.decided_by, new.seq, verdict.detail)
-        for refusal in verdict.refused:
-            log.debug("supersession model refused %s", refusal)
-    return verdict
+        text, served = ask(messages)
+    except AskFailed as exc:
+        return _failed(exc.failure, exc.detail)
+    return accept(text, new, shortlist, model=served, max_proposals=max_proposals)

@@ -1,8 +1,10 @@
-"""Model-proposed supersessions (issue 12, way in #3): control.supersede_model, the model proposes, code decides.
+"""Model-proposed supersessions (issue 12, way in #3): facts.model, the model proposes, code decides.
 
 The prompt and the acceptor are pure and tested as values; every hostile reply is a named mutation that must
-be refused with its reason (`slipped` lists every one that got through). The call goes through the real groq
-SDK to the fake OpenAI-compatible server of tests/test_llm.py on 127.0.0.1; nothing touches the network.
+be refused with its reason (`slipped` lists every one that got through). facts.model.propose asks through a
+callable, tested here with plain functions; chat.supersede.propose_with_model hands it one over chat.llm.LLM, and
+that call goes through the real groq SDK to the fake OpenAI-compatible server of tests/test_llm.py on 127.0.0.1;
+nothing touches the network.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import Any
 import pytest
 
 from chat.llm import LLM, NoKey
-from control import supersede_model as sm
-from control.supersede_model import (
+from chat.supersede import propose_with_model
+from facts import model as sm
+from facts.model import (
     ACCEPTOR_RULE,
     AUTH,
     BAD_REPLY,
@@ -33,15 +36,16 @@ from control.supersede_model import (
     NOT_READ,
     RATE_LIMIT,
     TIMEOUT,
+    AskFailed,
     ModelVerdict,
     Statement,
     accept,
     build_prompt,
     candidates,
-    propose_with_model,
+    propose,
 )
-from control.supersede_reply import MAX_REPLY_CHARS
-from control.supersede_rules import MAX_READ_CHARS, Proposal
+from facts.reply import MAX_REPLY_CHARS
+from facts.rules import MAX_READ_CHARS, Proposal
 
 from .test_llm import KEY, PATH, FakeGroq, Reply, clear_groq_env, completion_body, refused_base_url, serving
 
@@ -319,6 +323,46 @@ class TestRefused:
         twin = Statement(LEEDS.id, 7, "alice", "I live in Hull.")
         v = judge(reply(item()), shortlist=[LEEDS, twin])
         assert reasons(v) == [f"item 0: older_id {LEEDS.id} names 2 shortlist entries"]
+
+
+# ---------------------------------------------------------------- the call, through a callable (pure)
+
+
+class TestPropose:
+    def test_the_callable_is_asked_once_with_the_prompt_and_the_model_that_served_decides(self) -> None:
+        asked: list[list[dict[str, str]]] = []
+
+        def ask_(messages: list[dict[str, str]]) -> tuple[str, str]:
+            asked.append(messages)
+            return reply(item()), "served-model"
+
+        v = propose(ask_, NEW, SHORTLIST)
+        assert asked == [build_prompt(NEW, SHORTLIST)]
+        assert v.decided_by == "model:served-model" and [p.older_seq for p in v.accepted] == [LEEDS.seq]
+
+    def test_no_callable_means_no_model_to_ask(self) -> None:
+        v = propose(None, NEW, SHORTLIST, no_model="no key here")
+        assert (v.decided_by, v.failure, v.detail) == (None, NO_KEY, "no key here")
+
+    def test_a_failure_the_callable_raises_comes_back_as_the_verdicts_failure(self) -> None:
+        def ask_(messages: list[dict[str, str]]) -> tuple[str, str]:
+            raise AskFailed(TIMEOUT, "no answer in 0.3 s")
+
+        v = propose(ask_, NEW, SHORTLIST)
+        assert (v.decided_by, v.accepted, v.failure, v.detail) == (None, (), TIMEOUT, "no answer in 0.3 s")
+
+    @pytest.mark.parametrize(
+        ("new", "shortlist", "failure"), [(NEW, [OTHER_SESSION, LATER], NO_CANDIDATES), (LONG_NEW, SHORTLIST, NOT_READ)]
+    )
+    def test_nothing_to_compare_or_a_note_asks_nothing(self, new: Statement, shortlist: list[Statement], failure: str) -> None:
+        def ask_(messages: list[dict[str, str]]) -> tuple[str, str]:
+            raise AssertionError("asked")
+
+        assert propose(ask_, new, shortlist).failure == failure
+
+    def test_bad_input_is_the_callers_error_even_with_no_model(self) -> None:
+        with pytest.raises(ValueError, match="supersede_model"):
+            propose(None, Statement("evt_x", -1, "alice", "t"), [])
 
 
 # ---------------------------------------------------------------- the call, through the real groq SDK

@@ -1,4 +1,4 @@
-"""The supersession detector (issue 12): control.supersede_rules, pure and deterministic.
+"""The supersession detector (issue 12): facts.rules, pure and deterministic.
 
 One test per change word (it fires and names the right older seq), one per case it must refuse, negation,
 paraphrase of the attribute, and properties: never itself or a later event, same input same output.
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from control import supersede_lexicon as lex
-from control import supersede_patterns as pat
-from control.supersede_claims import read
-from control.supersede_rules import (
+from facts import lexicon as lex
+from facts import patterns as pat
+from facts.claims import read
+from facts.rules import (
     MAX_READ_CHARS,
     RULE_LEFT,
     RULE_NEGATION,

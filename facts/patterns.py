@@ -13,8 +13,8 @@ Read top to bottom they are the rules docs/RETRIEVAL.md lists ("Facts that chang
            scope ("at work", "on my laptop", "on weekends") or several values told in sequence ("then",
            "after that", "in 2010").
 
-Value parsers live in control.supersede_values; the reading of subjects, negation and markers in
-control.supersede_claims.
+Value parsers live in facts.values; the reading of subjects, negation and markers in
+facts.claims.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from control import supersede_lexicon as lex
+from facts import lexicon as lex
 
 
 def _alts(words: list[str] | tuple[str, ...]) -> str:

@@ -5,7 +5,7 @@ whether a head naming the attribute said it (strong) and whether its sentence ca
 and the values it says were left behind ("from Leeds to Bristol", "sold the Civic"). A sentence that
 is a question, or a clause that is hypothetical ("if I moved to …", "I'd love to live in …") or says
 a fact holds beside another ("I also …", "… too"), states nothing. The patterns are data in
-control.supersede_patterns; control.supersede_rules compares two readings.
+facts.patterns; facts.rules compares two readings.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from control import supersede_lexicon as lex
 from control import supersede_patterns as pat
 from control import supersede_values as val
+from facts import lexicon as lex
+from facts import patterns as pat
+from facts import values as val
 from retrieval.text import content_terms, fold, stem
 
 SELF = "self"
@@ -70,7 +73,7 @@ class Reading:
     sequence: bool = False  # a sentence stating a fact tells several values in sequence ("then", "after that", "in 2010")
 
 
-def is_question(sentence: str) -> bool:
+def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
         return True
@@ -83,7 +86,7 @@ def relation_key(word: str, name: str | None) -> str:
     return f"{key} {fold(name)}" if name and fold(name) not in lex.NOT_NAMES else key
 
 
-def thing_key(thing: str) -> str | None:
+def _thing_key(thing: str) -> str | None:
     words = [w for w in fold(thing).split() if w not in pat.THING_DROP and w != "port"]
     if not words or any(w in pat.THING_REJECT for w in words):
         return None
@@ -102,7 +105,7 @@ class _Sentence:
         self.cues = {a for a, p in pat.CUES.items() if p.search(text)}
         self.cues |= {pat.PLURALS[m.group("plural").lower()] for m in pat.PLURAL_RE.finditer(text)}
         on = pat.ON_THING_RE.search(text)
-        self.computer = thing_key(on.group(1)) if on else None
+        self.computer = _thing_key(on.group(1)) if on else None
         self.claims: list[Claim] = []
         self.covered: list[tuple[int, int]] = []
 
@@ -249,7 +252,7 @@ def _read_nouns(s: _Sentence) -> None:
 def _read_things(s: _Sentence) -> None:
     for how, rx in pat.THING_PATTERNS:
         for m in rx.finditer(s.text):
-            thing = thing_key(m.group("thing"))
+            thing = _thing_key(m.group("thing"))
             if thing is None:
                 continue
             groups = m.groupdict()
@@ -405,7 +408,7 @@ def read(text: str) -> Reading:
     for sentence in pat.SENTENCE_RE.split(text):
         if not sentence.strip():
             continue
-        if is_question(sentence):
+        if _is_question(sentence):
             extra.extend(content_terms(sentence))
             continue
         s = _Sentence(sentence)

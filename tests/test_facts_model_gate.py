@@ -1,5 +1,5 @@
 """A model's supersession proposal must pass the rules (issue 28, item 2): code accepts a proposal only where the
-rules read both statements as the same attribute of the same subject (control.supersede_rules.same_fact); any other
+rules read both statements as the same attribute of the same subject (facts.rules.same_fact); any other
 proposal is never recorded and is left to a person as a suggestion (Correct this)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from chat.engine import Engine
 from control.revocation import current
-from control.supersede_model import Statement, accept
-from control.supersede_rules import same_fact
+from facts.model import Statement, accept
+from facts.rules import same_fact
 
 from .test_llm import KEY, clear_groq_env, serving
 from .test_model_withheld import LoggingModel

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from control import supersede_lexicon as lex
+from facts import lexicon as lex
 from retrieval.text import fold, tokens
 
 Parsed = tuple[str, str, int]  # (said, normalised, end offset in the text parsed)
@@ -35,7 +36,7 @@ _FREE_STOP = re.compile(
     r"\blast\b|\bthis\b|\bfor\b|\bafter\b|\bbefore\b|\bsince\b|\bin\b|\bat\b|\bon\b|\bwith\b)"
 )
 # Words that end a value without being part of it ("Bristol now", "Acme these days").
-TRAILING = frozenset("now nowadays again anymore currently today".split())
+_TRAILING = frozenset("now nowadays again anymore currently today".split())
 _DROP = frozenset("a an the my our her his their dr doctor mr mrs ms".split())
 
 
@@ -47,7 +48,7 @@ def _lexicon(entries: tuple[str, ...] | list[str]) -> re.Pattern[str]:
 def normalise(said: str) -> str:
     """Folded tokens without articles, titles or trailing time words: 'the Honda Civic' -> 'honda civic'."""
     toks = [t for t in tokens(said.replace("'s ", " ")) if t not in _DROP]
-    while toks and toks[-1] in TRAILING:
+    while toks and toks[-1] in _TRAILING:
         toks.pop()
     return " ".join(toks)
 
@@ -69,7 +70,7 @@ def cap(text: str) -> Parsed | None:
     words = said.split()
     if said.endswith("'s") or fold(words[0]) in lex.NOT_NAMES or not any(c.isalpha() for c in said):
         return None
-    if fold(words[-1]) in TRAILING:
+    if fold(words[-1]) in _TRAILING:
         said = " ".join(words[:-1])
         if not said:
             return None
@@ -145,7 +146,7 @@ def free(text: str) -> Parsed | None:
     return (said, norm, text.find(said) + len(said)) if norm else None
 
 
-def from_lexicon(pattern: re.Pattern[str], then_cap: bool = False) -> Callable[[str], Parsed | None]:
+def _from_lexicon(pattern: re.Pattern[str], then_cap: bool = False) -> Callable[[str], Parsed | None]:
     """A value that starts with a lexicon entry; `then_cap` keeps the model after a make ('Honda Civic')."""
 
     def parse(text: str) -> Parsed | None:
@@ -193,7 +194,7 @@ LEXICONS: dict[str, re.Pattern[str]] = {
 
 # Typed by a word list: a generic slot ("I switched to X") names one of these only when X is in its list.
 TYPED: dict[str, Callable[[str], Parsed | None]] = {
-    name_: from_lexicon(pattern, then_cap=name_ in ("car", "phone")) for name_, pattern in LEXICONS.items()
+    name_: _from_lexicon(pattern, then_cap=name_ in ("car", "phone")) for name_, pattern in LEXICONS.items()
 }
 
 

@@ -7,7 +7,7 @@
 by which rule, on which attribute of whom, the two values as written and a one-line reason that
 quotes the values, never the statements.
 
-The rules (docs/RETRIEVAL.md, "Facts that change"), over the claims control.supersede_claims reads:
+The rules (docs/RETRIEVAL.md, "Facts that change"), over the claims facts.claims reads:
 
 - rule:same-attribute  both state the same attribute of the same subject with different values
                        ("my dev server port is 3000" / "I moved the dev server to 8080");
@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from control import supersede_lexicon as lex
 from control.supersede_claims import SELF, Claim, Reading, read, relation_key
 from control.supersede_values import same_value
+from facts import lexicon as lex
+from facts.claims import SELF, Claim, Reading, read, relation_key
+from facts.values import same_value
 from retrieval.text import content_terms, fold, stem
 
 RULE_SAME = "rule:same-attribute"
@@ -49,9 +52,9 @@ RULES = (RULE_SAME, RULE_NEGATION, RULE_LEFT)
 # The longest statement the detector reads, new or earlier; a longer one is a note, not a single fact.
 MAX_READ_CHARS = 400
 # An older statement holding more than this many content words besides the fact says something else too.
-MAX_EXTRA_TERMS = 6
+_MAX_EXTRA_TERMS = 6
 # A value that implies another: "not vegetarian anymore" ends "vegan" as well.
-IMPLIES = frozenset({("vegan", "vegetarian")})
+_IMPLIES = frozenset({("vegan", "vegetarian")})
 _RELATION_WORDS = lex.RELATIONS | {"mum", "dad", "partner", "neighbour", "flatmate", "colleague", "grandma", "grandpa"}
 
 
@@ -69,14 +72,14 @@ class Proposal:
     reason: str  # one line, values only
 
 
-def is_relation(subject: str) -> bool:
+def _is_relation(subject: str) -> bool:
     return subject.split()[0] in _RELATION_WORDS
 
 
-def who(subject: str) -> str:
+def _who(subject: str) -> str:
     if subject == SELF:
         return "you"
-    return f"your {subject}" if is_relation(subject) else f"the {subject}"
+    return f"your {subject}" if _is_relation(subject) else f"the {subject}"
 
 
 def _same_subject(a: str, b: str) -> bool:
@@ -85,11 +88,11 @@ def _same_subject(a: str, b: str) -> bool:
 
 def _leaving_reaches(leaving_subject: str, claim_subject: str) -> bool:
     """A value the speaker left behind may be one of their things' ("moved hosting from AWS to …")."""
-    return leaving_subject == claim_subject or (leaving_subject == SELF and not is_relation(claim_subject))
+    return leaving_subject == claim_subject or (leaving_subject == SELF and not _is_relation(claim_subject))
 
 
 def _implied(old_value: str, negated_value: str) -> bool:
-    return same_value(old_value, negated_value) or (old_value, negated_value) in IMPLIES
+    return same_value(old_value, negated_value) or (old_value, negated_value) in _IMPLIES
 
 
 def _fires(new: Reading, old: Claim) -> tuple[str, str, str] | None:
@@ -107,7 +110,7 @@ def _fires(new: Reading, old: Claim) -> tuple[str, str, str] | None:
             continue
         if n.negated or same_value(n.value, old.value):
             continue  # both say what no longer holds, or the same value said again
-        if not (n.strong or n.changed) or (old.subject != SELF and is_relation(old.subject) and not n.changed):
+        if not (n.strong or n.changed) or (old.subject != SELF and _is_relation(old.subject) and not n.changed):
             continue
         return RULE_SAME, n.said, n.how
     if old.negated:
@@ -139,7 +142,7 @@ def _restated(new: Reading, old: Claim) -> bool:
     )
 
 
-def compare(new: Reading, old: Reading) -> tuple[tuple[str, Claim, str, str] | None, str]:
+def _compare(new: Reading, old: Reading) -> tuple[tuple[str, Claim, str, str] | None, str]:
     """(rule, older claim, new value, how) or None, and one line saying why."""
     if new.sequence:
         return None, "the new statement tells values in sequence ('then', 'after that', a year): not which one holds now"
@@ -159,15 +162,15 @@ def compare(new: Reading, old: Reading) -> tuple[tuple[str, Claim, str, str] | N
     keys = {(o.subject, o.attribute) for _, o, _, _ in fired}
     kept = [o for o in old.claims if not o.negated and (o.subject, o.attribute) not in keys and not _restated(new, o)]
     if kept:
-        return None, f"the older statement also states {kept[0].attribute} ({who(kept[0].subject)}), which stays true"
-    if old.extra_terms > MAX_EXTRA_TERMS:
+        return None, f"the older statement also states {kept[0].attribute} ({_who(kept[0].subject)}), which stays true"
+    if old.extra_terms > _MAX_EXTRA_TERMS:
         return None, f"the older statement says more than the fact ({old.extra_terms} other words)"
     rule, o, new_value, how = fired[0]
     return (rule, o, new_value, how), "fires"
 
 
-def reason_line(rule: str, claim: Claim, new_value: str, how: str) -> str:
-    head = f"{claim.attribute} ({who(claim.subject)})"
+def _reason_line(rule: str, claim: Claim, new_value: str, how: str) -> str:
+    head = f"{claim.attribute} ({_who(claim.subject)})"
     if rule == RULE_NEGATION and new_value.startswith("not "):
         return f"{head}: {claim.said!r} no longer holds ({how})"
     if rule == RULE_LEFT:
@@ -208,18 +211,18 @@ def detect(new_text: str, earlier: Sequence[tuple[int, str]], *, new_seq: int) -
         _check_seq("earlier seq", seq)
         if seq >= new_seq or seq in out or not isinstance(text, str) or not readable(text):
             continue
-        verdict, _ = compare(new, read(text))
+        verdict, _ = _compare(new, read(text))
         if verdict is None or not _same_person(new_text, text, verdict[1].subject):
             continue  # ("my older sister …" and "my younger sister …" are two people)
         rule, claim, new_value, how = verdict
         out[seq] = Proposal(new_seq, seq, rule, claim.subject, claim.attribute, claim.said, new_value,
-                            reason_line(rule, claim, new_value, how))
+                            _reason_line(rule, claim, new_value, how))
     return [out[s] for s in sorted(out)]
 
 
 # Words before a relation that pick out one person among several ("my older sister", "my ex-husband"): two
 # statements whose relation words carry different ones may be about two people, so they are not the same subject.
-SUBJECT_QUALIFIERS = frozenset(
+_SUBJECT_QUALIFIERS = frozenset(
     "older younger elder eldest oldest youngest big little baby twin step half ex late middle first second third "
     "new former other".split()
 )
@@ -231,13 +234,13 @@ def _qualifiers(text: str, relation: str) -> frozenset[str]:
     words = _WORD.findall(fold(text))
     return frozenset(
         words[i - 1] for i in range(1, len(words))
-        if words[i - 1] in SUBJECT_QUALIFIERS and relation_key(words[i], None) == relation
+        if words[i - 1] in _SUBJECT_QUALIFIERS and relation_key(words[i], None) == relation
     )
 
 
 def _same_person(new_text: str, older_text: str, subject: str) -> bool:
     """Whether nothing in the two texts says the relation `subject` names two different people."""
-    if not is_relation(subject):
+    if not _is_relation(subject):
         return True
     relation = subject.split()[0]
     return _qualifiers(new_text, relation) == _qualifiers(older_text, relation)
@@ -270,17 +273,17 @@ def same_fact(new_text: str, older_text: str) -> tuple[str, str] | None:
     longer holds as it said — the same attribute of the same subject (and the same person: "my older sister" is not
     "my younger sister"), with another value or the old one negated — and the older statement states nothing else
     that stays true nor much more than the fact; else None. This is the bar a model's supersession proposal must
-    pass to be recorded (control.supersede_model.accept): the model may judge that a fact changed where the rules
+    pass to be recorded (facts.model.accept): the model may judge that a fact changed where the rules
     would not decide it alone (no change word, a value they cannot compare), never which fact it is or that an
     older statement holding more is dead. Either text over MAX_READ_CHARS: None."""
     if not readable(new_text) or not readable(older_text):
         return None
     new, old = read(new_text), read(older_text)
-    fired, _ = compare(new, old)
+    fired, _ = _compare(new, old)
     if fired is not None:  # what the rules would propose themselves
         subject, attribute = fired[1].subject, fired[1].attribute
         return (subject, attribute) if _same_person(new_text, older_text, subject) else None
-    if new.sequence or old.extra_terms > MAX_EXTRA_TERMS:
+    if new.sequence or old.extra_terms > _MAX_EXTRA_TERMS:
         return None
     for o in old.claims:
         if o.bounded or _several(new, o) or (not o.negated and _restated(new, o)) or not _states_it(new, o):
@@ -297,11 +300,11 @@ def explain(new_text: str, older_text: str) -> str:
     for which, text in (("new", new_text), ("older", older_text)):
         if not readable(text):
             return f"no supersession: the {which} statement is over {MAX_READ_CHARS} characters, a note the detector does not read"
-    verdict, why = compare(read(new_text), read(older_text))
+    verdict, why = _compare(read(new_text), read(older_text))
     if verdict is None:
         return f"no supersession: {why}"
     rule, claim, new_value, how = verdict
-    return f"{rule}: {reason_line(rule, claim, new_value, how)}"
+    return f"{rule}: {_reason_line(rule, claim, new_value, how)}"
 
 
 def shortlist_query(new_text: str) -> str | None:
