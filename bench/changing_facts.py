@@ -44,6 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from control.supersede_rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
+
 from bench.changing_facts_data import (  # noqa: E402
     ACKS,
     CARS,
@@ -62,15 +64,9 @@ from bench.changing_facts_data import (  # noqa: E402
     Templates,
 )
 from bench.common import machine  # noqa: E402
-from chat.supersede import asks_about_past, newest_statement, with_newest  # noqa: E402
-from control.supersede_rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
-from storage.files.ledger.store import Ledger  # noqa: E402
-from storage.files.retrieval.db import Index  # noqa: E402
-from chat.supersede import newest_statement, with_newest  # noqa: E402
-from facts import asks_about_past  # noqa: E402
-from facts.rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
-from ledger import Ledger  # noqa: E402
-from retrieval import Index  # noqa: E402
+from chat.supersede import asks_about_past, newest_statement, with_newest  # noqa: E402  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402  # noqa: E402
+from storage.files.retrieval.db import Index  # noqa: E402  # noqa: E402
 
 KS = (5, 8)
 SHORTLIST_K = 50

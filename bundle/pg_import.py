@@ -34,12 +34,12 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bundle.format import BundleError
 from bundle.read import Opened
-from ledger import Ledger
 from ledger.event import now_ts
 from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
 from storage import BackendError
+from storage.files.ledger.store import Ledger
 
 if TYPE_CHECKING:
     from bundle.importer import Origin
@@ -180,7 +180,8 @@ def import_opened(stores: Stores, opened: Opened, origin: Origin) -> tuple[Origi
     """Write the verified bundle `opened` as the import `origin` (local id checked free by the caller):
     (the origin recorded, duplicate, events indexed). A duplicate found only at the commit (another import of the
     same ledger won the race) leaves nothing of this one. BundleError when the local id was taken meanwhile."""
-    from storage.pg import migrate, sql
+    from storage import migrate
+    from storage.pg import sql
 
     m = opened.manifest
     schema = f"{sql.BUNDLE_SCHEMA_PREFIX}{int(time.time()):010d}_{secrets.token_hex(4)}"

@@ -18,18 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from chat.llm import LLM
-from chat.withheld import ModelView
-from control.supersede_asked import answers, asked
-from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
-from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
-from control.supersession import SupersedeError, SupersedeResult, supersede_locked
-from control.supersession_state import stored_reason
-from ledger import Event
 import groq
 import httpx
 
 from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
+from chat.withheld import ModelView
+from control.supersession import SupersedeError, SupersedeResult, supersede_locked
+from control.supersession_state import stored_reason
 from facts import (
     MAX_PROPOSALS,
     Ask,
@@ -46,8 +41,7 @@ from facts import (
     topic_query,
 )
 from facts.model import AUTH, BAD_REPLY, BAD_RESPONSE, CONNECTION, HTTP_STATUS, NO_KEY, RATE_LIMIT, TIMEOUT, UNEXPECTED
-from ledger import Event, Ledger
-from retrieval import Index
+from ledger import Event
 from retrieval.model import Hit
 
 if TYPE_CHECKING:

@@ -34,7 +34,6 @@ from control.revocation import restore, revoke
 from control.settings import SettingsError, get_consent, set_consent
 from control.suggestions import open_suggestions
 from control.supersession import HistoryEntry, history, supersede
-from ledger import Ledger
 from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError

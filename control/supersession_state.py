@@ -24,8 +24,6 @@ from control.plan import quoted
 from control.supersede_lexicon import attribute_name
 from control.supersede_rules import detect
 from ledger.supersessions import SupersessionRecord
-from facts import attribute_name, detect
-from receipts.supersessions import SupersessionRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from control import supersede_lexicon as lex
-from control.supersede_claims import _OWN_THING, SELF, read, relation_key
-from control.supersede_rules import _TOPICS, MAX_READ_CHARS
 from facts import lexicon as lex
 from facts.claims import _OWN_THING, SELF, read, relation_key
 from facts.rules import _TOPICS, MAX_READ_CHARS

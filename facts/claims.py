@@ -14,9 +14,6 @@ import functools
 import re
 from dataclasses import dataclass
 
-from control import supersede_lexicon as lex
-from control import supersede_patterns as pat
-from control import supersede_values as val
 from facts import lexicon as lex
 from facts import patterns as pat
 from facts import values as val

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 
-from control import supersede_lexicon as lex
 from facts import lexicon as lex
 
 

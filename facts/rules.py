@@ -36,9 +36,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from control import supersede_lexicon as lex
-from control.supersede_claims import SELF, Claim, Reading, read, relation_key
-from control.supersede_values import same_value
 from facts import lexicon as lex
 from facts.claims import SELF, Claim, Reading, read, relation_key
 from facts.values import same_value

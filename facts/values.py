@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from control import supersede_lexicon as lex
 from facts import lexicon as lex
 from retrieval.text import fold, tokens
 

@@ -40,10 +40,6 @@ from storage.files.ledger.import_records import previous_import, record_import
 from storage.files.ledger.listing_files import list_sessions
 from storage.files.ledger.repair_files import diagnose, truncate_at
 from storage.files.ledger.store import Ledger, LedgerCorrupted
-from ledger.imports import ImportRecordError, already_imported, previous_import, record_import
-from ledger.listing import list_sessions
-from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
-from ledger.store import Ledger, LedgerCorrupted
 
 
 def _lines(path: Path) -> Iterator[bytes]:

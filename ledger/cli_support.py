@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from storage.common.fsmode import private_dir
-from ledger.fsmode import private_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell shows for a writer whose reader (`| head`) stopped early

@@ -36,7 +36,6 @@ from retrieval.explain import explain_lines
 from retrieval.model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
 from storage.files.ledger.store import Ledger, LedgerCorrupted
 from storage.files.retrieval.db import INDEX_FILE, Index
-from retrieval.db import INDEX_FILE, Index
 
 USAGE_ERROR = 2
 

@@ -16,8 +16,8 @@ from chat.engine import Engine, Turn
 from chat.llm import LLM
 from control.revocation import current
 from control.supersession import supersede
-from ledger.supersessions import SUPERSEDE_TEXT, supersession_of_record
 from facts import asks_about_past
+from ledger.supersessions import SUPERSEDE_TEXT, supersession_of_record
 from receipts import body as rbody
 from receipts.body import parse_receipt
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash

@@ -16,7 +16,6 @@ from ledger.cli_support import EXPECTED_DATA_DIR, CliError, make_data_dir, note,
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError
 from storage.local import keys_dir, load_existing, looser_than_private, new_key_note
-from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
 from webui.retention import parse_hours
 
 DEFAULT_PORT = 7860
