@@ -9,7 +9,7 @@ import click
 from .calls import run_program
 from .options import OrderedGroup, data_dir_argument, session_argument
 
-IMPL = "ledger.__main__"
+IMPL = "cli.prog_ledger"
 
 
 @click.group(cls=OrderedGroup)

@@ -9,7 +9,7 @@ import click
 from .calls import run_program
 from .options import OrderedGroup, data_dir_argument, json_option, session_argument, trust_option
 
-IMPL = "ledger.__main__"
+IMPL = "cli.prog_ledger"
 
 
 @click.group(cls=OrderedGroup)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from chat.__main__ import main as chat_main
 from chat.engine import Engine
+from cli.prog_chat import main as chat_main
+from cli.prog_ledger import main as ledger_main
+from cli.prog_receipts import main as receipts_main
+from cli.prog_retrieval import main as retrieval_main
 from ledger import Ledger
-from ledger.__main__ import main as ledger_main
 from receipts import checkpoints
-from receipts.__main__ import main as receipts_main
 from receipts.keys import format_public_key, load_or_create
-from retrieval.cli import main as retrieval_main
 
 
 @pytest.fixture(autouse=True)

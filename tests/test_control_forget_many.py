@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 import control.plan
-from control.__main__ import main as control_main
+from cli.prog_control import main as control_main
+from cli.prog_receipts import main as receipts_main
 from control.forget import forget, pending, recover
 from control.plan import PlanError
 from ledger import Ledger
-from receipts.__main__ import main as receipts_main
 from receipts.api import verify_bytes
 from receipts.keys import format_public_key, load_or_create
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from control.__main__ import main as control_main
+from cli.prog_control import main as control_main
 from ledger import Ledger
 from receipts import files
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from cli.prog_ledger import main as ledger_main
 from control import forget as control
 from ledger import Ledger
-from ledger.__main__ import main as ledger_main
 from ledger.imports import IMPORTS_FILE, previous_import, read_records, record_import
 from ledger.store import Message
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from cli.prog_ledger import main
 from ledger import Ledger
-from ledger.__main__ import main
 from ledger.event import format_ts
 from ledger.imports import IMPORTS_FILE, content_hash, read_records
 from ledger.store import ImportError_, parse_import

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from chat.engine import Engine
+from cli.prog_ledger import main
 from ledger import Ledger
-from ledger.__main__ import main
 from ledger.listing import count_and_last_line
 from receipts import checkpoints
 from receipts.api import verify_bytes

@@ -20,8 +20,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from cli.prog_ledger import main
 from ledger import Message
-from ledger.__main__ import main
 from receipts.file_backend import issue
 from receipts.keys import load_or_create
 from storage.pg.ledger import PgLedger

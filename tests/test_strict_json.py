@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cli.prog_ledger import main as ledger_main
 from ledger import Ledger
-from ledger.__main__ import main as ledger_main
 from ledger.canonical import MAX_SAFE_INT, CanonicalError, JSONSyntaxError, _loads_careful, loads_strict
 from receipts.api import verify_bytes
 from receipts.body import MalformedReceipt, parse_receipt

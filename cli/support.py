@@ -1,10 +1,10 @@
 """What every command line of the project shares: exit codes, a parser that never prints a traceback,
 the data-directory rules, and a quiet end when the reader of stdout goes away (`... | head`).
 
-Used by `python -m ledger`, `python -m receipts`, `python -m retrieval` and `python -m chat`.
+Used by `mre` and by `python -m ledger|receipts|retrieval|control|chat|bundle` (cli/prog_*.py).
 
-Data directories: a command that only reads (verify, list, search, show, pubkey, checkpoint) needs the
-directory to exist and creates nothing in it or beside it. A command that writes (import, chat) creates
+Data directories (the rules are storage/datadir.py's, which the web app applies too; here a refusal is a CliError):
+a command that only reads (verify, list, search, show, pubkey, checkpoint) needs the directory to exist and creates nothing in it or beside it. A command that writes (import, chat) creates
 at most the last component of the path — the whole path only with `--create` — and says so on stderr,
 so a typo cannot silently start a second, empty history.
 """
@@ -14,17 +14,17 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn, Protocol
 
-from .fsmode import private_dir
+from storage import datadir
+from storage.datadir import EXPECTED_DATA_DIR, shown_arg
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell shows for a writer whose reader (`| head`) stopped early
-EXPECTED_DATA_DIR = "expected a data directory (the DATA_DIR the app, `python -m chat` or `ledger import` writes)"
 
 
 class CliError(Exception):
@@ -61,43 +61,21 @@ def note(message: str) -> None:
 
 
 def given_path(raw: str, *, what: str, expected: str) -> Path:
-    """`raw` as a path, refusing a blank one as `WHAT: an empty path; EXPECTED`.
-
-    `Path("")` is `.`: without this, an empty argument quietly means the current folder
-    (`retrieval rebuild ""` built ./index.sqlite; `ledger import D S ""` said ".: a directory").
-    """
-    if not raw.strip():
-        raise CliError(f"{what}: an empty path; {expected}")
-    return Path(raw)
-
-
-_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")  # a scheme; Path() folds its '//' to '/'
-
-
-def shown_arg(raw: str) -> str:
-    """A command-line argument as messages may show it: a URL (or a URL folded by Path) without its password."""
-    if not _URL_LIKE.match(raw):
-        return raw
-    from storage import redact  # light: no database driver is imported
-
-    return redact(raw if "://" in raw else raw.replace(":/", "://", 1))
+    """`raw` as a path, refusing a blank one as `WHAT: an empty path; EXPECTED` (storage.datadir.given_path)."""
+    with _usage():
+        return datadir.given_path(raw, what=what, expected=expected)
 
 
 def refuse_url(raw: str) -> None:
     """Refuse a URL given where a data directory is expected, naming it without its password."""
-    if _URL_LIKE.match(raw):
-        raise CliError(f"{shown_arg(raw)}: a URL, not a data directory (a database is named by a postgresql:// URL in DATABASE_URL)")
+    with _usage():
+        datadir.refuse_url(raw)
 
 
 def existing_data_dir(raw: str) -> Path:
     """The data directory a reading command uses: it must exist. Nothing is created."""
-    path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
-    if not path.exists():
-        refuse_url(raw)
-        raise CliError(f"{raw}: no such data directory (nothing was created)")
-    if not path.is_dir():
-        raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
-    return path
+    with _usage():
+        return datadir.existing_data_dir(raw)
 
 
 def writable_data_dir(raw: str, *, create: bool) -> Path:
@@ -106,29 +84,24 @@ def writable_data_dir(raw: str, *, create: bool) -> Path:
     A missing directory is fine when the folder it would go in exists (it will be created, and the
     command says so); a missing parent is refused unless `create` (`--create`: the whole path).
     """
-    path = given_path(raw, what="DATA_DIR", expected=EXPECTED_DATA_DIR)
-    if path.is_dir():
-        return path
-    if os.path.lexists(path):
-        raise CliError(f"{raw}: not a directory; {EXPECTED_DATA_DIR}")
-    refuse_url(raw)
-    parent = path.parent
-    if os.path.lexists(parent) and not parent.is_dir():
-        raise CliError(f"{raw}: {parent} is not a directory; {EXPECTED_DATA_DIR}")
-    if not create and not parent.is_dir():
-        raise CliError(
-            f"{raw}: no such data directory, and the folder it would go in ({parent}) does not exist either; "
-            "nothing was created (check the path, or pass --create to create all of it)"
-        )
-    return path
+    with _usage():
+        return datadir.writable_data_dir(raw, create=create)
 
 
 def make_data_dir(path: Path) -> Path:
     """Create the data directory checked by `writable_data_dir` if it is missing (0700), saying so on stderr."""
-    if not path.is_dir():
-        private_dir(path)
+    if datadir.make_data_dir(path):
         note(f"created data directory {path}")
     return path
+
+
+@contextmanager
+def _usage() -> Iterator[None]:
+    """storage.datadir's refusal as the command line's: one line, exit 2."""
+    try:
+        yield
+    except datadir.DataDirError as exc:
+        raise CliError(str(exc)) from None
 
 
 def run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -193,6 +166,7 @@ def _silence_stdout() -> None:
 
 
 __all__ = [
+    "EXPECTED_DATA_DIR",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_PIPE",
@@ -206,6 +180,8 @@ __all__ = [
     "given_path",
     "make_data_dir",
     "note",
+    "refuse_url",
     "run",
+    "shown_arg",
     "writable_data_dir",
 ]

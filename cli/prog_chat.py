@@ -18,7 +18,7 @@ import argparse
 from contextlib import closing
 from typing import Any
 
-from ledger.cli_support import (
+from .support import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -38,13 +38,12 @@ STEPS = ("propose", "answer")
 
 def _guarded(action: Any) -> int:
     """Run `action()` with the CLI's one-line refusals (never a traceback, never an internal class name)."""
+    from chat.engine import InputError, TurnError
+    from chat.shown import turn_error_text
     from ledger import LedgerCorrupted
     from receipts.keys import KeyConfigError
     from retrieval.model import RetrievalError
     from storage import BackendError
-
-    from .engine import InputError, TurnError
-    from .shown import turn_error_text
 
     try:
         result: int = action()
@@ -75,10 +74,10 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     """The engine on DATA_DIR's stores (PostgreSQL when $DATABASE_URL is set); the caller closes it (`closing`).
     `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
     before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
+    from chat.engine import Engine
     from receipts.keys import load_existing, new_key_note
-    from storage.cli_stores import database_for, quiet_pool
 
-    from .engine import Engine
+    from .stores import database_for, quiet_pool
 
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
     stores = None
@@ -91,7 +90,7 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
         if token is not None:  # a token not issued here: refused before a key or folder is made for this DATA_DIR
             import time
 
-            from .consent import Store, check_issued, proposal_store
+            from chat.consent import Store, check_issued, proposal_store
 
             check_issued(proposal_store(stores) if stores is not None else Store(data), token, time.time())
         had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
@@ -149,7 +148,7 @@ def build_answer_parser() -> Parser:
 
 def cmd_answer(args: argparse.Namespace) -> int:
     def go() -> int:
-        from .consent import parse_token
+        from chat.consent import parse_token
 
         if args.cancel and args.ids:
             raise CliError("--cancel takes no ids")

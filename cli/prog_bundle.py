@@ -16,18 +16,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ledger.cli_support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
+from bundle.export import export_session
+from bundle.format import BundleError
+from bundle.importer import ImportRefused, import_bundle, list_imported
+from bundle.markdown import write_markdown
+from bundle.verify import VERDICT_EXIT, BundleReport, verify_file
 from receipts.api import load_trust
 from receipts.keys import KeyConfigError
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
-from storage.cli_stores import database_for, opened_stores
 from storage.stores import Stores
 
-from .export import export_session
-from .format import BundleError
-from .importer import ImportRefused, import_bundle, list_imported
-from .markdown import write_markdown
-from .verify import VERDICT_EXIT, BundleReport, verify_file
+from .stores import database_for, opened_stores
+from .support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
 EPILOG = (
@@ -54,7 +54,7 @@ def render(report: BundleReport) -> str:
 
 @contextmanager
 def _stores(data: Path) -> Iterator[Stores | None]:
-    """The data directory's stores: PostgreSQL when DATABASE_URL is set (storage.cli_stores.opened_stores: one line when it cannot be used), else its files.
+    """The data directory's stores: PostgreSQL when DATABASE_URL is set (cli.stores.opened_stores: one line when it cannot be used), else its files.
     On files nothing is opened beyond what the commands open themselves (None: their default)."""
     url = database_for()
     if not url:

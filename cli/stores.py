@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ledger.cli_support import CliError
+from storage import BackendError, database_url, is_database_url
 
-from . import BackendError, database_url, is_database_url
+from .support import CliError
 
 if TYPE_CHECKING:
-    from .stores import Stores
+    from storage.stores import Stores
 
 
 
@@ -45,8 +45,9 @@ def opened_stores(data_dir: str | os.PathLike[str], url: str) -> Iterator[Stores
     """The PostgreSQL stores at `url` (DATA_DIR keeps the key and receipt copies), closed after.
 
     A BackendError while opening or using them (no server, a lost connection) becomes a CliError."""
-    from .pg.cli import CONNECT_TIMEOUT_S
-    from .stores import pg_stores
+    from storage.stores import pg_stores
+
+    from .prog_ledger_pg import CONNECT_TIMEOUT_S
 
     quiet_pool()
     try:

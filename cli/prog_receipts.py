@@ -16,7 +16,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ledger.cli_support import (
+from ledger.event import EventError, validate_session_id
+from receipts.api import load_trust, verify_bytes
+from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
+from receipts.certificate import MalformedCertificate, is_certificate, parse_certificate
+from receipts.certificate_check import render_text as render_certificate
+from receipts.certificate_io import verify_certificate_bytes
+from receipts.checkpoints import MalformedCheckpoint, checkpoint_path, latest
+from receipts.groups import group_report
+from receipts.keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
+from receipts.show import render_text as render_show
+from receipts.show import summarize
+from receipts.verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
+
+from .support import (
     EXIT_FAILED,
     EXIT_OK,
     EXPECTED_DATA_DIR,
@@ -28,19 +41,6 @@ from ledger.cli_support import (
     given_path,
     run,
 )
-from ledger.event import EventError, validate_session_id
-
-from .api import load_trust, verify_bytes
-from .body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
-from .certificate import MalformedCertificate, is_certificate, parse_certificate
-from .certificate_check import render_text as render_certificate
-from .certificate_io import verify_certificate_bytes
-from .checkpoints import MalformedCheckpoint, checkpoint_path, latest
-from .groups import group_report
-from .keys import KeyConfigError, format_public_key, keys_dir, legacy_keys_dir, load_existing
-from .show import render_text as render_show
-from .show import summarize
-from .verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a ", WITHHELD: "held", ERASED: "gone"}
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
@@ -90,7 +90,7 @@ def render_text(report: Report, *, rows: bool = False) -> str:
 
 def _database() -> str | None:
     """$DATABASE_URL when set (CliError for one that is not a PostgreSQL URL); None: the files."""
-    from storage.cli_stores import database_for
+    from .stores import database_for
 
     return database_for()
 
@@ -101,7 +101,7 @@ def _database_stores(data: str, url: str | None) -> Iterator[Any]:
     if url is None:
         yield None
         return
-    from storage.cli_stores import opened_stores
+    from .stores import opened_stores
 
     with opened_stores(data, url) as stores:
         yield stores
@@ -256,7 +256,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 def _checkpoint_database(data: Path, url: str, session: str) -> int:
     """`checkpoint` on PostgreSQL: the latest checkpoint the database keeps for the session."""
-    from storage.cli_stores import opened_stores
+    from .stores import opened_stores
 
     try:
         validate_session_id(session)

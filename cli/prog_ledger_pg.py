@@ -1,6 +1,6 @@
 """`python -m ledger` against PostgreSQL: export, migrate, and the database side of verify, list and import.
 
-ledger/__main__.py decides which backend a command uses (storage.cli_stores.database_for): a DATA argument that is a
+cli/prog_ledger.py decides which backend a command uses (cli.stores.database_for): a DATA argument that is a
 postgresql:// URL, or $DATABASE_URL when set. These functions print what the file commands print;
 a server that cannot be reached is one `error:` line naming it (never the password), exit 2.
 """
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ledger import importer
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import fsync_dir, open_private
 from ledger.imports import already_imported
@@ -24,10 +23,11 @@ from ledger.listing import SessionSummary, last_ts
 from ledger.messages import ImportError_
 from ledger.verify import SessionReport
 from storage import BackendError, is_database_url, redact
-from storage.cli_stores import quiet_pool
+from storage.pg.connect import Database
+from storage.pg.ledger import PgLedger
 
-from .connect import Database
-from .ledger import PgLedger
+from .stores import quiet_pool
+from .support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 
 CONNECT_TIMEOUT_S = 5  # a command line waits this long for an unreachable server
 
@@ -111,7 +111,7 @@ def cmd_import(
         with ExitStack() as stack:
             backend = None
             if key is not None:
-                from .receipts import PgReceipts
+                from storage.pg.receipts import PgReceipts
 
                 backend = stack.enter_context(PgReceipts(led.db))
                 stack.enter_context(backend.turn_lock(args.session))  # no turn signs in between
@@ -174,10 +174,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int:
     """Move a file-backed data directory's ledgers into the database (verified, resumable)."""
-    from .migrate import migrate, run_extra_steps
+    from storage.pg.migrate import migrate, run_extra_steps
 
     try:  # the receipts' step (another package above the ledger): registered when it is there
-        from .receipts_migrate import register
+        from storage.pg.receipts_migrate import register
     except ImportError:  # pragma: no cover - the ledger used on its own
         pass
     else:
