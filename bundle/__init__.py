@@ -1,9 +1,9 @@
 """Session bundles (issue 13): a session exported as one signed zip that proves itself, verified before
 anything is imported, imported under a new local id; and a readable Markdown export. docs/FORMAT.md §21. On either backend: `stores=` (storage.stores), docs/BACKENDS.md."""
 
-from .export import Exported, export_session
-from .format import BUNDLE_FORMAT, BundleError
-from .importer import (
+from bundle.export import Exported, export_session
+from bundle.format import BUNDLE_FORMAT, BundleError
+from bundle.importer import (
     Imported,
     ImportRefused,
     Origin,
@@ -13,8 +13,8 @@ from .importer import (
     trusted_keys,
     verify_imported_receipt,
 )
-from .markdown import render_markdown, write_markdown
-from .verify import BundleReport, verify_file
+from bundle.markdown import render_markdown, write_markdown
+from bundle.verify import BundleReport, verify_file
 
 __all__ = [
     "BUNDLE_FORMAT",

@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from bundle.format import BundleError
+from bundle.verify import BundleReport, staged, verify_opened
 from ledger import Ledger
 from ledger.event import EventError, now_ts, validate_session_id
 from ledger.fsmode import private_dir, write_private
 from receipts.keys import PublicKey, format_public_key
 from retrieval import Index
-
-from .format import BundleError
-from .verify import BundleReport, staged, verify_opened
 
 if TYPE_CHECKING:
     from receipts.ledger_copy import LineSource
@@ -101,7 +100,7 @@ def _on_database(stores: Stores | None) -> bool:
 def list_imported(data_dir: str | os.PathLike[str], *, stores: Stores | None = None) -> list[Origin]:
     """Every imported session of `data_dir` (or of the database `stores` names), by local id."""
     if stores is not None and _on_database(stores):
-        from .pg_import import list_origins
+        from bundle.pg_import import list_origins
 
         return list_origins(stores)
     root = imported_root(data_dir)
@@ -120,7 +119,7 @@ def trusted_keys(data_dir: str | os.PathLike[str], local: str, *, stores: Stores
     from receipts.api import load_trust
 
     if stores is not None and _on_database(stores):
-        from .pg_import import import_keys
+        from bundle.pg_import import import_keys
 
         return import_keys(stores, validate_session_id(local))
 
@@ -148,7 +147,7 @@ def verify_imported_receipt(
     keys = trusted_keys(data_dir, local, stores=stores)
     if stores is None or not _on_database(stores):
         return verify_bytes(raw, trusted=keys, data_dir=imported_dir(data_dir, local))
-    from .pg_import import import_stores
+    from bundle.pg_import import import_stores
 
     with import_stores(stores, validate_session_id(local)) as opened:
         return verify_bytes(raw, trusted=keys, data_dir=imported_root(data_dir), source=cast("LineSource", opened.ledger))
@@ -265,7 +264,7 @@ def _import_into_database(
     stores: Stores, root: Path, path: Path, as_session: str | None, trusted: Sequence[PublicKey], allow_untrusted: bool
 ) -> Imported:
     """import_bundle on PostgreSQL: the same checks, then bundle/pg_import.py writes it (a schema of its own)."""
-    from . import pg_import
+    from bundle import pg_import
 
     pg_import.sweep(stores)
     with staged(path, under=root, prefix=STAGING_PREFIX) as opened:

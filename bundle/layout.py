@@ -30,7 +30,7 @@ import zlib
 from dataclasses import dataclass
 from typing import IO
 
-from .format import MANIFEST_NAME, MEMBER_RE, BundleError
+from bundle.format import MANIFEST_NAME, MEMBER_RE, BundleError
 
 CHUNK = 1024 * 1024
 LOCAL = struct.Struct("<4s2B4HL2L2H")  # 30 bytes

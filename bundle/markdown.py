@@ -16,6 +16,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundle.export import no_erasure_pending, session_stores
+from bundle.format import BundleError
 from control.revocation import current
 from control.state import ControlState
 from ledger import Event, Ledger
@@ -25,9 +27,6 @@ from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.decisions import control_of_record
 from receipts.stores import ReceiptBackend
 from receipts.supersessions import supersession_of_record
-
-from .export import no_erasure_pending, session_stores
-from .format import BundleError
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey

@@ -32,6 +32,8 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from bundle.format import BundleError
+from bundle.read import Opened
 from ledger import Ledger
 from ledger.event import now_ts
 from receipts.body import parse_receipt
@@ -39,15 +41,11 @@ from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
 from storage import BackendError
 
-from .format import BundleError
-from .read import Opened
-
 if TYPE_CHECKING:
+    from bundle.importer import Origin
     from storage.pg.connect import Database
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
-
-    from .importer import Origin
 
 log = logging.getLogger("bundle")
 STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
@@ -70,7 +68,7 @@ def _database(stores: Stores) -> Database:
 
 
 def _origin(row: Sequence[Any]) -> tuple[Origin, str]:
-    from .importer import Origin
+    from bundle.importer import Origin
 
     local, session, signer, events, head, sha, verdict, at, schema = row
     return Origin(str(local), str(session), str(signer), int(events), str(head), str(sha), str(verdict), str(at)), str(schema)
@@ -264,7 +262,7 @@ def _write_members(target: Stores, opened: Opened) -> None:
 
 
 def new_origin(local: str, opened: Opened, bundle_sha256: str, verdict: str) -> Origin:
-    from .importer import Origin
+    from bundle.importer import Origin
 
     m = opened.manifest
     return Origin(local, m.session, m.signer, m.events, m.chain_head, bundle_sha256, verdict, now_ts())

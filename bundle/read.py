@@ -28,12 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from ledger.canonical import CanonicalError, loads_strict
-from ledger.fsmode import open_private, private_dir
-from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope
-from receipts.keys import KeyConfigError, PublicKey, parse_public_key
-
-from .format import (
+from bundle.format import (
     CHECKPOINT_NAME,
     LEDGER_NAME,
     MANIFEST_NAME,
@@ -49,7 +44,11 @@ from .format import (
     size_cap,
     zip_date_time,
 )
-from .layout import check_layout
+from bundle.layout import check_layout
+from ledger.canonical import CanonicalError, loads_strict
+from ledger.fsmode import open_private, private_dir
+from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope
+from receipts.keys import KeyConfigError, PublicKey, parse_public_key
 
 CHUNK = 1024 * 1024
 _TYPES = {stat.S_IFLNK: "a symlink", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",

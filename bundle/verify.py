@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from bundle.format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
+from bundle.read import Opened, check_zip, open_bundle
 from receipts.audit import Auditor, LedgerAt
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
@@ -34,9 +36,6 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.ledger_copy import CACHE, owned_folder
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
-
-from .format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
-from .read import Opened, check_zip, open_bundle
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from chat.engine import Consent, InputError, Turn, TurnError, check_message, log
 from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
@@ -42,12 +43,9 @@ from ledger.fsmode import fsync_dir, open_private, private_dir
 from receipts.file_backend import issue as issue_checkpoint
 from retrieval.model import Hit, SearchError, check_k
 
-from .engine import Consent, InputError, Turn, TurnError, check_message, log
-
 if TYPE_CHECKING:
+    from chat.engine import Engine
     from storage.stores import Stores
-
-    from .engine import Engine
 
 TOKEN_TTL = 600  # seconds: a proposal waits ten minutes for its answer
 TOKEN_RE = re.compile(r"ct1\.([0-9a-f]{32})\.([0-9]{1,12})\.([0-9a-f]{64})")

@@ -25,6 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from chat.citing import Cites
+from chat.llm import LLM, Completion
+from chat.supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
 from control.settle import ErasureUnfinished, settle
@@ -45,11 +49,6 @@ from receipts.states import states_part
 from retrieval import Index
 from retrieval.model import Hit, SearchError, check_k
 from storage.stores import Stores, file_stores, open_stores
-
-from .citing import Cites
-from .llm import LLM, Completion
-from .supersede import asks_about_past, newest_statement, record_supersessions, with_newest
-from .withheld import check_handed, model_view, withheld
 
 if TYPE_CHECKING:
     from storage.pg.ledger import PgLedger
@@ -163,19 +162,19 @@ class Engine:
     # -- ask me first (chat.consent; docs/FORMAT.md §18) ---------------------------------------------
     def propose(self, session: str, message: str, k: int = 8) -> Any:
         """Step 1 of a consent turn: the top-K candidates and a one-time token (chat.consent.Proposal); appends nothing."""
-        from . import consent
+        from chat import consent
 
         return consent.propose(self, session, message, k)
 
     def answer(self, token: str, approved_ids: Any, *, session: str | None = None, on_delta: Callable[[str], None] | None = None) -> Turn:
         """Step 2: spend the token; only the approved memories go into the prompt. ConsentError: nothing appended."""
-        from . import consent
+        from chat import consent
 
         return consent.answer(self, token, approved_ids, session=session, on_delta=on_delta)
 
     def cancel(self, token: str, *, session: str | None = None) -> None:
         """End a consent turn with nothing sent to the model: no event, no receipt."""
-        from . import consent
+        from chat import consent
 
         consent.cancel(self, token, session=session)
 

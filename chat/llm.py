@@ -35,7 +35,7 @@ import groq
 import httpx
 from groq.types.chat import ChatCompletionMessageParam
 
-from .offline import MemoryLike, offline_answer, snippet
+from chat.offline import MemoryLike, offline_answer, snippet
 
 log = logging.getLogger(__name__)
 

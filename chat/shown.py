@@ -7,7 +7,7 @@ the message may quote the question or a memory. Both are dropped here; the serve
 
 from __future__ import annotations
 
-from .engine import TurnError
+from chat.engine import TurnError
 
 TURN_FAILED = "the turn failed; no answer was given"
 

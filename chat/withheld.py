@@ -26,10 +26,9 @@ from control.state import Revocation
 from ledger import Event
 
 if TYPE_CHECKING:
+    from chat.citing import Cites
     from control.state import ControlState
     from storage.stores import Stores
-
-    from .citing import Cites
 
 
 class WithheldError(RuntimeError):

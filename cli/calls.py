@@ -30,7 +30,7 @@ def _function(module: str, name: str) -> Command:
 
 def run_program(module: str, name: str, command: str, params: Mapping[str, Any]) -> int:
     """ledger, receipts, control, bundle: `cli.support.run` (CliError, OSError, anything else: one line)."""
-    from .support import run
+    from cli.support import run
 
     func = _function(module, name)
     return run(func, namespace(func, params, command))
@@ -38,7 +38,7 @@ def run_program(module: str, name: str, command: str, params: Mapping[str, Any])
 
 def run_search(name: str, command: str, params: Mapping[str, Any]) -> int:
     """`python -m retrieval`: its own guard (`cli.prog_retrieval.guarded`)."""
-    from . import prog_retrieval
+    from cli import prog_retrieval
 
     func = _function("cli.prog_retrieval", name)
     return prog_retrieval.guarded(func, namespace(func, params, command))
@@ -46,7 +46,7 @@ def run_search(name: str, command: str, params: Mapping[str, Any]) -> int:
 
 def run_chat(name: str, params: Mapping[str, Any]) -> int:
     """`python -m chat`: each command guards itself (cli/prog_chat.py `_guarded`); the engine's log stays quiet."""
-    from . import prog_chat
+    from cli import prog_chat
 
     prog_chat.quiet_logs()
     func = _function("cli.prog_chat", name)

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from .calls import run_program
-from .options import OrderedGroup, data_dir_argument, json_option, reason_option, session_argument
+from cli.calls import run_program
+from cli.options import OrderedGroup, data_dir_argument, json_option, reason_option, session_argument
 
 IMPL = "cli.prog_control"
 DONE = "Exit status: 0 done; 2 unusable input, nothing changed."

@@ -10,15 +10,15 @@ import sys
 
 import click
 
-from .cmd_bundle import bundle
-from .cmd_chat import chat
-from .cmd_control import control
-from .cmd_db import db
-from .cmd_ledger import ledger
-from .cmd_receipt import receipt
-from .cmd_search import search
-from .options import CONTEXT, OrderedGroup, database_url_option
-from .support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, entry_point, fail
+from cli.cmd_bundle import bundle
+from cli.cmd_chat import chat
+from cli.cmd_control import control
+from cli.cmd_db import db
+from cli.cmd_ledger import ledger
+from cli.cmd_receipt import receipt
+from cli.cmd_search import search
+from cli.options import CONTEXT, OrderedGroup, database_url_option
+from cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, entry_point, fail
 
 
 class _PipeClosed(Exception):

@@ -21,13 +21,12 @@ from bundle.format import BundleError
 from bundle.importer import ImportRefused, import_bundle, list_imported
 from bundle.markdown import write_markdown
 from bundle.verify import VERDICT_EXIT, BundleReport, verify_file
+from cli.stores import database_for, opened_stores
+from cli.support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 from receipts.api import load_trust
 from receipts.keys import KeyConfigError
 from receipts.verify import FAIL, NOT_VERIFIABLE, PASS
 from storage.stores import Stores
-
-from .stores import database_for, opened_stores
-from .support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a "}
 EPILOG = (

@@ -18,7 +18,7 @@ import argparse
 from contextlib import closing
 from typing import Any
 
-from .support import (
+from cli.support import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -75,9 +75,8 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     `token` (answer, --cancel): refused (ConsentError, exit 2) unless its proposal waits in those stores, checked
     before the signing key is loaded or created and before anything is written (chat.consent.check_issued)."""
     from chat.engine import Engine
+    from cli.stores import database_for, quiet_pool
     from receipts.keys import load_existing, new_key_note
-
-    from .stores import database_for, quiet_pool
 
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
     stores = None

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cli.support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 from control.forget import describe, forget, forget_session, pending, pending_sessions, recover, result_dict
 from control.plan import PlanError
 from control.revocation import restore, revoke
@@ -39,8 +40,6 @@ from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
 from storage import BackendError
-
-from .support import EXIT_FAILED, EXIT_OK, CliError, Parser, entry_point, fail, run, shown_arg
 
 if TYPE_CHECKING:
     from storage.stores import Stores
@@ -66,7 +65,7 @@ def _data_dir(value: str) -> Path:
 def _opened(value: str) -> Iterator[tuple[Path, Stores | None]]:
     """DATA_DIR and the stores a command uses: PostgreSQL's when DATABASE_URL names it (closed after), else None —
     the files in DATA_DIR, which each command opens itself as it always did."""
-    from .stores import database_for, opened_stores  # light: psycopg only when a URL is set
+    from cli.stores import database_for, opened_stores  # light: psycopg only when a URL is set
 
     url = database_for()
     if url is None:

@@ -17,17 +17,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from ledger import importer
-from ledger.event import Event, EventError, validate_session_id
-from ledger.imports import ImportRecordError, already_imported, previous_import, record_import
-from ledger.listing import list_sessions
-from ledger.messages import ImportError_
-from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
-from ledger.store import Ledger, LedgerCorrupted
-from ledger.verify import SessionReport, erased_words
-
-from .support import EXIT_FAILED as EXIT_BROKEN
-from .support import (
+from cli.support import EXIT_FAILED as EXIT_BROKEN
+from cli.support import (
     EXIT_OK,
     CliError,
     Parser,
@@ -39,6 +30,14 @@ from .support import (
     run,
     writable_data_dir,
 )
+from ledger import importer
+from ledger.event import Event, EventError, validate_session_id
+from ledger.imports import ImportRecordError, already_imported, previous_import, record_import
+from ledger.listing import list_sessions
+from ledger.messages import ImportError_
+from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused, diagnose, truncate_at
+from ledger.store import Ledger, LedgerCorrupted
+from ledger.verify import SessionReport, erased_words
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -67,9 +66,8 @@ def _database_signer(raw: str) -> tuple[Any, str]:
         return _import_signer(Path(raw))
     import os
 
+    from cli.prog_ledger_pg import UNSIGNED
     from receipts.keys import ENV_VAR, parse_private_key
-
-    from .prog_ledger_pg import UNSIGNED
 
     value = os.environ.get(ENV_VAR)
     return (None, UNSIGNED) if value is None else (parse_private_key(value, source=ENV_VAR), "")
@@ -82,7 +80,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return fail(f"{src}: {'a directory' if src.is_dir() else 'no such file'}; {expected}")
     url = _database_for(args.data_dir)
     if url is not None:
-        from . import prog_ledger_pg as pg_cli
+        from cli import prog_ledger_pg as pg_cli
 
         try:
             key, unsigned = _database_signer(args.data_dir)
@@ -248,11 +246,10 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
     import tempfile
     from contextlib import ExitStack
 
+    from cli.stores import opened_stores
+    from cli.support import CliError
     from receipts.checkpoints import prove_since
     from storage.pg.ledger import PgLedger
-
-    from .stores import opened_stores
-    from .support import CliError
 
     with ExitStack() as stack:
         # DATA a URL: no data directory, so no own key (an empty private folder stands in for one)
@@ -267,7 +264,7 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
 
 def _database_for(raw: str) -> str | None:
     """The PostgreSQL database a DATA argument names (a postgresql:// URL, or $DATABASE_URL when set); None: files."""
-    from .stores import database_for
+    from cli.stores import database_for
 
     return database_for(raw, url_argument=True)
 
@@ -287,7 +284,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return fail("--trust applies to --since CHECKPOINT_FILE")
     try:
         if url is not None:
-            from . import prog_ledger_pg as pg_cli
+            from cli import prog_ledger_pg as pg_cli
 
             reports = pg_cli.verify_reports(url, args.sessions, _bar("verifying"))
         else:
@@ -325,9 +322,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     """One row per session: id, events, last activity, verified or the first break (reads only)."""
     url = _database_for(args.data_dir)
     if url is not None:
+        from cli import prog_ledger_pg as pg_cli
         from storage import redact
-
-        from . import prog_ledger_pg as pg_cli
 
         data: Path | str = redact(url)
         rows = pg_cli.list_rows(url, _bar("verifying"))
@@ -387,11 +383,10 @@ def _repair_database(url: str, args: argparse.Namespace) -> int:
     import tempfile
     from contextlib import ExitStack
 
+    from cli.stores import opened_stores
     from storage import redact
     from storage.pg import repair as pg_repair
     from storage.pg.ledger import PgLedger
-
-    from .stores import opened_stores
 
     try:
         validate_session_id(args.session)
@@ -512,7 +507,7 @@ def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, li
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from . import prog_ledger_pg as pg_cli
+    from cli import prog_ledger_pg as pg_cli
 
     args.database_url = _export_database(args.database_url)
     return pg_cli.cmd_export(args)
@@ -522,9 +517,8 @@ def _export_database(raw: str | None) -> str:
     """The database of `export [DATABASE_URL] SESSION`: $DATABASE_URL when the argument is omitted. A URL argument is
     still taken when it holds no password; one that does is refused before any connection, as anything on a command
     line is visible to every user of the machine (`ps`)."""
+    from cli.stores import database_for
     from storage import redact
-
-    from .stores import database_for
 
     if raw is not None:
         if redact(raw) != raw:
@@ -540,7 +534,7 @@ def _export_database(raw: str | None) -> str:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from . import prog_ledger_pg as pg_cli
+    from cli import prog_ledger_pg as pg_cli
 
     args.database_url, args.sessions = _migrate_database(args.sessions)
     return pg_cli.cmd_migrate(args, _bar("migrating"))
@@ -550,9 +544,8 @@ def _migrate_database(rest: list[str]) -> tuple[str, list[str]]:
     """(the database, the sessions) of `migrate DATA_DIR [SESSION ...]`: the database is $DATABASE_URL. A postgresql://
     URL as the first argument after DATA_DIR (the old form) is still taken when it holds no password; one that does
     is refused, as anything on a command line is visible to every user of the machine (`ps`)."""
+    from cli.stores import database_for
     from storage import redact
-
-    from .stores import database_for
 
     if rest and _is_url(rest[0]):
         if redact(rest[0]) != rest[0]:

@@ -15,6 +15,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from cli.stores import quiet_pool
+from cli.support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 from ledger import importer
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import fsync_dir, open_private
@@ -25,9 +27,6 @@ from ledger.verify import SessionReport
 from storage import BackendError, is_database_url, redact
 from storage.pg.connect import Database
 from storage.pg.ledger import PgLedger
-
-from .stores import quiet_pool
-from .support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 
 CONNECT_TIMEOUT_S = 5  # a command line waits this long for an unreachable server
 

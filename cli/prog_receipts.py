@@ -16,6 +16,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cli.support import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXPECTED_DATA_DIR,
+    CliError,
+    Parser,
+    entry_point,
+    existing_data_dir,
+    fail,
+    given_path,
+    run,
+)
 from ledger.event import EventError, validate_session_id
 from receipts.api import load_trust, verify_bytes
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
@@ -28,19 +40,6 @@ from receipts.keys import KeyConfigError, format_public_key, keys_dir, legacy_ke
 from receipts.show import render_text as render_show
 from receipts.show import summarize
 from receipts.verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Check, Report
-
-from .support import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXPECTED_DATA_DIR,
-    CliError,
-    Parser,
-    entry_point,
-    existing_data_dir,
-    fail,
-    given_path,
-    run,
-)
 
 MARK = {PASS: "ok  ", FAIL: "FAIL", NOT_VERIFIABLE: "n/a ", WITHHELD: "held", ERASED: "gone"}
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
@@ -90,7 +89,7 @@ def render_text(report: Report, *, rows: bool = False) -> str:
 
 def _database() -> str | None:
     """$DATABASE_URL when set (CliError for one that is not a PostgreSQL URL); None: the files."""
-    from .stores import database_for
+    from cli.stores import database_for
 
     return database_for()
 
@@ -101,7 +100,7 @@ def _database_stores(data: str, url: str | None) -> Iterator[Any]:
     if url is None:
         yield None
         return
-    from .stores import opened_stores
+    from cli.stores import opened_stores
 
     with opened_stores(data, url) as stores:
         yield stores
@@ -256,7 +255,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 def _checkpoint_database(data: Path, url: str, session: str) -> int:
     """`checkpoint` on PostgreSQL: the latest checkpoint the database keeps for the session."""
-    from .stores import opened_stores
+    from cli.stores import opened_stores
 
     try:
         validate_session_id(session)

@@ -30,12 +30,11 @@ from typing import Any
 
 import orjson
 
+from cli.support import EXPECTED_DATA_DIR, CliError, describe_os_error, entry_point, given_path, shown_arg
 from ledger import EventError, Ledger, LedgerCorrupted, validate_session_id
 from retrieval.db import INDEX_FILE, Index
 from retrieval.explain import explain_lines
 from retrieval.model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
-
-from .support import EXPECTED_DATA_DIR, CliError, describe_os_error, entry_point, given_path, shown_arg
 
 USAGE_ERROR = 2
 
@@ -118,7 +117,7 @@ def _indexing_bar(index: Any, session: str) -> Any:
 
 
 def _database() -> str | None:
-    from .stores import database_for
+    from cli.stores import database_for
 
     return database_for()
 
@@ -160,7 +159,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 def _rebuild_database(data_dir: Path, url: str) -> int:
     """`rebuild` on PostgreSQL: the search tables emptied and every session indexed again from the ledger rows."""
-    from .stores import opened_stores
+    from cli.stores import opened_stores
 
     started = time.perf_counter()
     with opened_stores(data_dir, url) as stores:
@@ -285,7 +284,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _search_database(args: argparse.Namespace, data_dir: Path, url: str, queries: list[str] | None, k: int) -> int:
     """`search` on PostgreSQL: the session must exist in the database; it is indexed up to its ledger first."""
-    from .stores import opened_stores
+    from cli.stores import opened_stores
 
     with opened_stores(data_dir, url) as stores:
         if not stores.ledger.exists(args.session):

@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from cli.support import CliError
 from storage import BackendError, database_url, is_database_url
-
-from .support import CliError
 
 if TYPE_CHECKING:
     from storage.stores import Stores
@@ -45,9 +44,8 @@ def opened_stores(data_dir: str | os.PathLike[str], url: str) -> Iterator[Stores
     """The PostgreSQL stores at `url` (DATA_DIR keeps the key and receipt copies), closed after.
 
     A BackendError while opening or using them (no server, a lost connection) becomes a CliError."""
+    from cli.prog_ledger_pg import CONNECT_TIMEOUT_S
     from storage.stores import pg_stores
-
-    from .prog_ledger_pg import CONNECT_TIMEOUT_S
 
     quiet_pool()
     try:

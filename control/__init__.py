@@ -11,7 +11,7 @@ record that a newer statement supersedes an older one (control.supersession); `c
 The adapters hold no rules: they call these functions and show what they return.
 """
 
-from .revocation import ControlError, ControlResult, restore, revoke
-from .supersession import SupersedeError, SupersedeResult, correct, history, supersede
+from control.revocation import ControlError, ControlResult, restore, revoke
+from control.supersession import SupersedeError, SupersedeResult, correct, history, supersede
 
 __all__ = ["ControlError", "ControlResult", "SupersedeError", "SupersedeResult", "correct", "history", "restore", "revoke", "supersede"]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .revocation import ControlResult, restore, revoke
+from control.revocation import ControlResult, restore, revoke
 
 _SPLIT = re.compile(r"[\s,;]+")
 

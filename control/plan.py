@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from control import quoting
 from ledger.store import MAX_ERASE
-
-from . import quoting
 
 MAX_FORGET = MAX_ERASE  # events one forget erases, named and cascaded together (ledger.store.MAX_ERASE)
 

@@ -54,9 +54,8 @@ import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from control.confusables import CAPITALS_TABLE, DIRECTION_CONTROLS, ENCLOSED_TABLE, IGNORABLE_TABLE, SMALL_TABLE
 from retrieval.text import STOP_WORDS, content_terms, fold
-
-from .confusables import CAPITALS_TABLE, DIRECTION_CONTROLS, ENCLOSED_TABLE, IGNORABLE_TABLE, SMALL_TABLE
 
 QUOTE_LETTERS_MIN = 4  # a reason's word this long (stemmed, stop words aside) that the text holds is a quote
 QUOTE_DIGITS_MIN = 3  # and a number this long: a PIN, a phone number's group, a code

@@ -24,8 +24,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from .forget import recover
-from .steps import journal_path
+from control.forget import recover
+from control.steps import journal_path
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey

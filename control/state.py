@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
+from control.supersession_state import SupersessionState
 from ledger import Event
 from ledger.event import is_erasure_record
 from receipts.decisions import REVOKE, control_of
 from receipts.supersessions import supersession_of
-
-from .supersession_state import SupersessionState
 
 RoleOf = Callable[[int], "str | None"]  # the role of the event at a seq (None: no such event)
 

@@ -18,6 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from control.plan import Citation, Plan, Slot
+from control.where import Where
 from ledger import Event
 from ledger.canonical import canonical_json
 from ledger.event import is_erasure_record, now_ts, validate_session_id
@@ -38,14 +40,10 @@ from retrieval import INDEX_FILE
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 
-from .plan import Citation, Plan, Slot
-from .where import Where
-
 if TYPE_CHECKING:
+    from control.where import AnyLedger
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
-
-    from .where import AnyLedger
 
 log = logging.getLogger("control")
 ERASURES_DIR = "erasures"
@@ -512,9 +510,8 @@ def delete_session(
         path.unlink(missing_ok=True)
     if not w.on_files and w.stores is not None:  # on PostgreSQL they are rows, and so are the session's settings
         from chat.consent import proposal_store  # here: chat builds on control, not the reverse
-
-        from .settings import forget_settings
-        from .suggestions import forget_suggestions
+        from control.settings import forget_settings
+        from control.suggestions import forget_suggestions
 
         proposal_store(w.stores).forget_session(session)
         forget_settings(w.stores, session)

@@ -21,10 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from control.settings import SettingsError, Where, _check_session, _session_dir
 from ledger.event import now_ts
 from ledger.fsmode import private_dir, replace_durable
-
-from .settings import SettingsError, Where, _check_session, _session_dir
 
 if TYPE_CHECKING:
     from storage.stores import Stores
@@ -146,7 +145,7 @@ def keep_suggestions(where: Where, session: str, pairs: list[tuple[int, str, int
 def open_suggestions(stores: Stores, session: str) -> list[Suggestion]:
     """The session's suggestions that still apply, oldest first: not a pair recorded since, not an older statement
     superseded since, neither statement revoked or forgotten, and the ids still the ledger's."""
-    from .revocation import current
+    from control.revocation import current
 
     _check_session(session)
     items = suggestion_store(stores).all(session)

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from control import supersede_lexicon as lex
+from control.supersede_claims import _OWN_THING, SELF, read, relation_key
+from control.supersede_rules import _TOPICS, MAX_READ_CHARS
 from retrieval.text import content_terms, fold
-
-from . import supersede_lexicon as lex
-from .supersede_claims import _OWN_THING, SELF, read, relation_key
-from .supersede_rules import _TOPICS, MAX_READ_CHARS
 
 _SELF_WORDS = frozenset({"i", "me", "my", "mine", "myself", "am", "we", "our", "ours", "i'm", "im"})
 _RELATIONS = lex.RELATIONS | {"mum", "dad", "partner", "neighbour", "flatmate", "colleague", "grandma", "grandpa"}

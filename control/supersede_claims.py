@@ -14,11 +14,10 @@ import functools
 import re
 from dataclasses import dataclass
 
+from control import supersede_lexicon as lex
+from control import supersede_patterns as pat
+from control import supersede_values as val
 from retrieval.text import content_terms, fold, stem
-
-from . import supersede_lexicon as lex
-from . import supersede_patterns as pat
-from . import supersede_values as val
 
 SELF = "self"
 _RELATION_KEYS = {"mom": "mum", "mother": "mum", "father": "dad", "wife": "partner", "husband": "partner",

@@ -45,9 +45,8 @@ import groq
 import httpx
 
 from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
-
-from .supersede_reply import ReplyRefused, json_type, one_line, parse_reply
-from .supersede_rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
+from control.supersede_reply import ReplyRefused, json_type, one_line, parse_reply
+from control.supersede_rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact
 
 log = logging.getLogger(__name__)
 

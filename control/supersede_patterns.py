@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from . import supersede_lexicon as lex
+from control import supersede_lexicon as lex
 
 
 def _alts(words: list[str] | tuple[str, ...]) -> str:

@@ -36,11 +36,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from control import supersede_lexicon as lex
+from control.supersede_claims import SELF, Claim, Reading, read, relation_key
+from control.supersede_values import same_value
 from retrieval.text import content_terms, fold, stem
-
-from . import supersede_lexicon as lex
-from .supersede_claims import SELF, Claim, Reading, read, relation_key
-from .supersede_values import same_value
 
 RULE_SAME = "rule:same-attribute"
 RULE_NEGATION = "rule:negation"

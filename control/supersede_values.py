@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from control import supersede_lexicon as lex
 from retrieval.text import fold, tokens
-
-from . import supersede_lexicon as lex
 
 Parsed = tuple[str, str, int]  # (said, normalised, end offset in the text parsed)
 

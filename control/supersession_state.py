@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from control.plan import quoted
+from control.supersede_lexicon import attribute_name
+from control.supersede_rules import detect
 from receipts.supersessions import SupersessionRecord
-
-from .plan import quoted
-from .supersede_lexicon import attribute_name
-from .supersede_rules import detect
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,18 @@
 """The hash-chained session ledger: the source of truth for every memory."""
 
-from .canonical import CanonicalError, canonical_json
-from .event import FORMAT_VERSION, GENESIS, MAX_TEXT_BYTES, ROLES, Event, EventError, make_event, validate_session_id
-from .store import EraseError, Erasure, ImportError_, Ledger, LedgerCorrupted, Message, Quarantine
-from .verify import Break, SessionReport, verify_stream
+from ledger.canonical import CanonicalError, canonical_json
+from ledger.event import (
+    FORMAT_VERSION,
+    GENESIS,
+    MAX_TEXT_BYTES,
+    ROLES,
+    Event,
+    EventError,
+    make_event,
+    validate_session_id,
+)
+from ledger.store import EraseError, Erasure, ImportError_, Ledger, LedgerCorrupted, Message, Quarantine
+from ledger.verify import Break, SessionReport, verify_stream
 
 __all__ = [
     "FORMAT_VERSION",

@@ -12,17 +12,11 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .bulk import ID_BYTES, Block, chain, encode_messages, random_ids
-from .event import (
-    GENESIS,
-    SALT_BYTES,
-    Event,
-    now_ts,
-    validate_session_id,
-)
-from .messages import Message, validate_message
-from .recovery import Recovery, _stat_key, _Tail
-from .sessions import _write_all
+from ledger.bulk import ID_BYTES, Block, chain, encode_messages, random_ids
+from ledger.event import GENESIS, SALT_BYTES, Event, now_ts, validate_session_id
+from ledger.messages import Message, validate_message
+from ledger.recovery import Recovery, _stat_key, _Tail
+from ledger.sessions import _write_all
 
 log = logging.getLogger("ledger")
 

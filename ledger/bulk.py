@@ -25,9 +25,18 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .canonical import loads_plain
-from .event import FORMAT_VERSION, MAX_META_DEPTH, ROLES, SALT_BYTES, TAG_CHAIN, TAG_CONTENT, TAG_EVENT, check_sizes
-from .messages import UTF8_BOM, ImportError_, Message, import_message, parse_import_line, record_problem
+from ledger.canonical import loads_plain
+from ledger.event import (
+    FORMAT_VERSION,
+    MAX_META_DEPTH,
+    ROLES,
+    SALT_BYTES,
+    TAG_CHAIN,
+    TAG_CONTENT,
+    TAG_EVENT,
+    check_sizes,
+)
+from ledger.messages import UTF8_BOM, ImportError_, Message, import_message, parse_import_line, record_problem
 
 ID_BYTES = SALT_BYTES + 16  # random bytes per event: its salt, then the 16 bytes of its id
 HOLE = b"0" * 64  # where prev and chain go, until `chain` writes them

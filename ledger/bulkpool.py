@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .bulk import Block, encode_lines
+from ledger.bulk import Block, encode_lines
 
 log = logging.getLogger("ledger")
 DEPTH = 2  # tasks in flight per worker

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import loads_strict
-from .event import GENESIS
+from ledger.canonical import loads_strict
+from ledger.event import GENESIS
 
 CHUNK_LINES = 1 << 16
 READ_SIZE = 1 << 20

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .event import ERASURE_VERSION, EVENT_ID_RE, HEX64_RE, erasure_record_text
+from ledger.event import ERASURE_VERSION, EVENT_ID_RE, HEX64_RE, erasure_record_text
 
 
 class ErasedLine(NamedTuple):

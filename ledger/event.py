@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .canonical import MAX_DEPTH, CanonicalError, check_domain, dumps_unchecked
-from .jsonnames import json_type
+from ledger.canonical import MAX_DEPTH, CanonicalError, check_domain, dumps_unchecked
+from ledger.jsonnames import json_type
 
 FORMAT_VERSION = 1
 ROLES = ("user", "assistant", "system", "tool")

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .canonical import CanonicalError, canonical_json, loads_strict
-from .event import Event, is_erasure_record, now_ts
-from .fsmode import open_private, replace_durable
-from .messages import Message
-from .store import Ledger
+from ledger.canonical import CanonicalError, canonical_json, loads_strict
+from ledger.event import Event, is_erasure_record, now_ts
+from ledger.fsmode import open_private, replace_durable
+from ledger.messages import Message
+from ledger.store import Ledger
 
 IMPORTS_FILE = "imports.jsonl"
 TAG_IMPORT = b"mre:v1:import\x00"

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from .store import Ledger
-from .verify import SessionReport
+from ledger.store import Ledger
+from ledger.verify import SessionReport
 
 READ_BYTES = 1 << 20
 

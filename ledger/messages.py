@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from .canonical import CanonicalError, loads_strict
-from .event import ROLES, EventError, check_content, format_ts, normalize_ts
+from ledger.canonical import CanonicalError, loads_strict
+from ledger.event import ROLES, EventError, check_content, format_ts, normalize_ts
 
 UTF8_BOM = b"\xef\xbb\xbf"
 IMPORT_FUTURE_LIMIT = timedelta(days=1)  # an imported ts says when it was said: not later than the import (clock skew aside)

@@ -29,8 +29,8 @@ from typing import Any
 
 import orjson
 
-from .erasures import Entry, ErasureState
-from .verify import ChainWalker, read_chunks, verify_stream
+from ledger.erasures import Entry, ErasureState
+from ledger.verify import ChainWalker, read_chunks, verify_stream
 
 MIN_PARALLEL_BYTES = 64 << 20  # below this, process start-up costs more than it saves
 

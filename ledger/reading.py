@@ -13,15 +13,12 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from . import tailrecord
-from .event import (
-    Event,
-    event_from_dict,
-)
-from .parallel import counted, verify_file_parallel_erased
-from .recovery import Recovery, _Tail
-from .sessions import EVENTS_FILE
-from .verify import SessionReport, read_chunks, split_lines, verify_stream
+from ledger import tailrecord
+from ledger.event import Event, event_from_dict
+from ledger.parallel import counted, verify_file_parallel_erased
+from ledger.recovery import Recovery, _Tail
+from ledger.sessions import EVENTS_FILE
+from ledger.verify import SessionReport, read_chunks, split_lines, verify_stream
 
 log = logging.getLogger("ledger")
 BISECT_MAX = 64  # seqs one read_events finds by bisection when the offsets are not known; more: one scan

@@ -14,18 +14,15 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import tailrecord
-from .chunks import PREFIX_CHANGED, ChunkLog, rehash
-from .erasures import ErasureState
-from .event import (
-    GENESIS,
-    now_ts,
-)
-from .fsmode import open_private
-from .resync import resync
-from .rewrite import temp_path
-from .sessions import EVENTS_FILE, Sessions, _fsync_dir
-from .verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines
+from ledger import tailrecord
+from ledger.chunks import PREFIX_CHANGED, ChunkLog, rehash
+from ledger.erasures import ErasureState
+from ledger.event import GENESIS, now_ts
+from ledger.fsmode import open_private
+from ledger.resync import resync
+from ledger.rewrite import temp_path
+from ledger.sessions import EVENTS_FILE, Sessions, _fsync_dir
+from ledger.verify import TORN_TAIL, Break, ChainWalker, SessionReport, finish, read_chunks, split_lines
 
 log = logging.getLogger("ledger")
 # A session of fewer lines is walked on open even when its tail record matches: the walk costs

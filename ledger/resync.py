@@ -21,10 +21,10 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .chunks import Chunk, ChunkLog, hash_range
-from .erasures import ErasureState
-from .event import GENESIS
-from .verify import ChainWalker, read_chunks, split_lines
+from ledger.chunks import Chunk, ChunkLog, hash_range
+from ledger.erasures import ErasureState
+from ledger.event import GENESIS
+from ledger.verify import ChainWalker, read_chunks, split_lines
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .chunks import Chunk, ChunkLog, hash_range
-from .fsmode import open_private
+from ledger.chunks import Chunk, ChunkLog, hash_range
+from ledger.fsmode import open_private
 
 TEMP_SUFFIX = ".erasing"
 # Crash tests set this to a function that is called at each named step of a rewrite

@@ -16,11 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .event import (
-    EventError,
-    validate_session_id,
-)
-from .fsmode import open_private, private_dir
+from ledger.event import EventError, validate_session_id
+from ledger.fsmode import open_private, private_dir
 
 log = logging.getLogger("ledger")
 EVENTS_FILE = "events.jsonl"

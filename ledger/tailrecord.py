@@ -22,9 +22,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .erasures import ErasureState
-from .fsmode import open_private
-from .verify import ChainWalker
+from ledger.erasures import ErasureState
+from ledger.fsmode import open_private
+from ledger.verify import ChainWalker
 
 RECORD_FILE = "tail.json"
 RECORD_VERSION = 1

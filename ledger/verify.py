@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from .canonical import CanonicalError, JSONSyntaxError, dumps_unchecked, loads_strict
-from .erasures import ErasureState, record_entries
-from .event import (
+from ledger.canonical import CanonicalError, JSONSyntaxError, dumps_unchecked, loads_strict
+from ledger.erasures import ErasureState, record_entries
+from ledger.event import (
     ERASED_KEYS,
     FORMAT_VERSION,
     GENESIS,
@@ -37,7 +37,7 @@ from .event import (
     needs_domain_walk,
     recompute_digest,
 )
-from .jsonnames import json_type
+from ledger.jsonnames import json_type
 
 # The kinds of break verification can name.
 PARSE_ERROR = "parse_error"

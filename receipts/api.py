@@ -6,11 +6,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .audit import Auditor
-from .body import parse_receipt
-from .keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, keys_dir, legacy_keys_dir, parse_public_key
-from .ledger_copy import LineSource, ledger_dir
-from .verify import Report, verify_receipt
+from receipts.audit import Auditor
+from receipts.body import parse_receipt
+from receipts.keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, keys_dir, legacy_keys_dir, parse_public_key
+from receipts.ledger_copy import LineSource, ledger_dir
+from receipts.verify import Report, verify_receipt
 
 
 def data_dir_key(data_dir: str | os.PathLike[str]) -> PublicKey | None:

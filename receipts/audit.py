@@ -54,11 +54,10 @@ from ledger.fsmode import PRIVATE_DIR, open_private, private_dir
 from ledger.locks import KeyedLocks
 from ledger.resync import resync
 from ledger.verify import ERASED_UNRECORDED, Break, ChainWalker, erased_words, read_chunks, verify_stream
-
-from . import audit_parallel, supersession_walk
-from .merkle import leaf_hash
-from .merkle_store import MerkleStore, MerkleStoreError
-from .verify import LedgerFacts, describe_audit
+from receipts import audit_parallel, supersession_walk
+from receipts.merkle import leaf_hash
+from receipts.merkle_store import MerkleStore, MerkleStoreError
+from receipts.verify import LedgerFacts, describe_audit
 
 STATE_VERSION = 4  # 3: with the erasure state of the verified prefix (ledger/erasures.py); 4: and its supersession records
 STATE_FIELDS = frozenset({"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures", "supersessions"})

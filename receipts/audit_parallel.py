@@ -52,9 +52,8 @@ from ledger.chunks import READ_SIZE, Chunk
 from ledger.erasures import Entry, ErasureState
 from ledger.event import GENESIS
 from ledger.verify import ChainWalker, _fast_ok
-
-from .merkle import LEAF_PREFIX, NODE_PREFIX, node_hash
-from .supersession_walk import RecordScan
+from receipts.merkle import LEAF_PREFIX, NODE_PREFIX, node_hash
+from receipts.supersession_walk import RecordScan
 
 # Below this, a child's start-up (interpreter and imports: 0.2-0.6 s of a busy machine) and the stitching cost
 # more than half a walk saves: the same bound as ledger/parallel.py. Measured on 2 shared, busy cores (load 4-5),

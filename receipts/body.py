@@ -36,8 +36,7 @@ from ledger.event import (
     erased_form,
 )
 from ledger.jsonnames import field_shown, json_shown, json_type
-
-from .decisions import (
+from receipts.decisions import (
     CONSENT_FIELDS,
     CONSENT_VERSION,
     DECIDED_BY_PERSON,
@@ -46,9 +45,9 @@ from .decisions import (
     EXCLUSIONS_VERSION,
     MAX_EXCLUSIONS,
 )
-from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
-from .keys import SigningKey
-from .states import BY_FIELDS, EXCLUDED_FIELDS, MAX_STATES, STATES_FIELDS, STATES_VERSION, SUPERSEDED_FIELDS
+from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
+from receipts.keys import SigningKey
+from receipts.states import BY_FIELDS, EXCLUDED_FIELDS, MAX_STATES, STATES_FIELDS, STATES_VERSION, SUPERSEDED_FIELDS
 
 RECEIPT_TYPE = "mre/receipt"
 CHECKPOINT_TYPE = "mre/checkpoint"

@@ -31,11 +31,10 @@ from typing import Any
 from ledger.canonical import CanonicalError, canonical_json, loads_strict
 from ledger.event import EVENT_ID_RE, HEX64_RE, LINE_KEYS, ROLES, SESSION_ID_RE, TS_RE
 from ledger.jsonnames import field_shown, json_shown, json_type
-
-from .body import MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE
-from .checkpoints import MalformedCheckpoint, check_checkpoint_shape
-from .dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
-from .keys import SigningKey
+from receipts.body import MAX_PROOF, MAX_RECEIPT_BYTES, RECEIPT_ID_RE
+from receipts.checkpoints import MalformedCheckpoint, check_checkpoint_shape
+from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
+from receipts.keys import SigningKey
 
 ERASURE_PAYLOAD_TYPE = "application/vnd.mre.erasure+json"
 CERTIFICATE_TYPE = "mre/erasure-certificate"

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.event import EventError, chain_link, event_digest, recompute_digest
-
-from .body import checkpoint_bytes, decode_sig
-from .certificate import ERASURE_PAYLOAD_TYPE, RECORD_ENTRY_FIELDS, Certificate
-from .dsse import verify_envelope
-from .keys import PublicKey
-from .merkle import ProofError, leaf_hash, verify_inclusion
-from .verify import FAIL, NOT_VERIFIABLE, PASS, Check
+from receipts.body import checkpoint_bytes, decode_sig
+from receipts.certificate import ERASURE_PAYLOAD_TYPE, RECORD_ENTRY_FIELDS, Certificate
+from receipts.dsse import verify_envelope
+from receipts.keys import PublicKey
+from receipts.merkle import ProofError, leaf_hash, verify_inclusion
+from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check
 
 SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS_EVENTS = ("ledger.erased", "ledger.record", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.receipts")

@@ -16,16 +16,16 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from . import files
-from .api import data_dir_key
-from .audit import Auditor
-from .body import MalformedReceipt, cited_events, parse_receipt
-from .certificate import parse_certificate
-from .certificate_check import CertificateReport, LedgerView, verify_certificate
-from .keys import KeyConfigError, PublicKey
-from .ledger_copy import LineSource, ledger_dir
-from .merkle import ProofError, verify_consistency
-from .verify import LedgerFacts, describe_audit
+from receipts import files
+from receipts.api import data_dir_key
+from receipts.audit import Auditor
+from receipts.body import MalformedReceipt, cited_events, parse_receipt
+from receipts.certificate import parse_certificate
+from receipts.certificate_check import CertificateReport, LedgerView, verify_certificate
+from receipts.keys import KeyConfigError, PublicKey
+from receipts.ledger_copy import LineSource, ledger_dir
+from receipts.merkle import ProofError, verify_consistency
+from receipts.verify import LedgerFacts, describe_audit
 
 
 def _view(facts: LedgerFacts) -> LedgerView:

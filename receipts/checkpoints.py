@@ -34,16 +34,15 @@ from ledger.event import HEX64_RE, SESSION_ID_RE, TS_RE, now_ts, validate_sessio
 from ledger.fsmode import replace_durable
 from ledger.jsonnames import json_shown, json_type
 from ledger.verify import TORN_TAIL, erased_words
-
-from .audit import Auditor
-from .body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
-from .files import synced_tree
-from .keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
-from .ledger_copy import LineSource, ledger_dir
-from .merkle import ProofError, verify_consistency
-from .merkle_store import MerkleStore
-from .stores import MerkleTree
-from .verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
+from receipts.audit import Auditor
+from receipts.body import CHECKPOINT_TYPE, KEY_ID_RE, RECEIPT_VERSION, checkpoint_bytes, decode_sig, sign_checkpoint
+from receipts.files import synced_tree
+from receipts.keys import ENV_VAR, KeyConfigError, PublicKey, SigningKey, load_existing, parse_private_key
+from receipts.ledger_copy import LineSource, ledger_dir
+from receipts.merkle import ProofError, verify_consistency
+from receipts.merkle_store import MerkleStore
+from receipts.stores import MerkleTree
+from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, describe_audit
 
 CHECKPOINT_FILE = "checkpoint.json"
 MAX_CHECKPOINT_BYTES = 64 * 1024
@@ -427,7 +426,7 @@ def _data_dir_public_key(data_dir: Path) -> PublicKey | None:
     Read-only, and never the private key file: `RECEIPT_SIGNING_KEY` when set
     (the app's key), else the keys folder's `signing.pub` (receipts.api.data_dir_key).
     """
-    from .api import data_dir_key
+    from receipts.api import data_dir_key
 
     try:
         env = os.environ.get(ENV_VAR)

@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.event import EventError, chain_link, recompute_digest
-
-from .merkle import ProofError, leaf_hash, verify_inclusion
+from receipts.merkle import ProofError, leaf_hash, verify_inclusion
 
 CONTROL_VERSION = 1
 REVOKE, RESTORE = "revoke", "restore"

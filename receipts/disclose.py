@@ -17,8 +17,7 @@ from typing import Any
 
 from ledger.canonical import CanonicalError, dumps_unchecked, loads_strict
 from ledger.event import SALT_BYTES, EventError, check_meta, check_sizes, content_commitment, event_digest
-
-from .body import RECEIPT_VERSION_2, MalformedReceipt, cited_events, dump_file, parse_receipt
+from receipts.body import RECEIPT_VERSION_2, MalformedReceipt, cited_events, dump_file, parse_receipt
 
 _LABEL = re.compile(r"memory#(\d+)")
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .keys import PublicKey, SigningKey
+from receipts.keys import PublicKey, SigningKey
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 DEFAULT_MAX_SIGNATURES = 16

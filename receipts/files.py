@@ -21,11 +21,10 @@ from typing import Any, Protocol
 from ledger.event import validate_session_id
 from ledger.fsmode import open_private, private_dir, replace_durable
 from ledger.locks import KeyedLocks
-
-from .body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
-from .merkle import leaf_hash
-from .merkle_store import MerkleStore
-from .stores import MerkleTree, TreeSource
+from receipts.body import MAX_RECEIPT_BYTES, RECEIPT_ID_RE
+from receipts.merkle import leaf_hash
+from receipts.merkle_store import MerkleStore
+from receipts.stores import MerkleTree, TreeSource
 
 RECEIPTS_DDL = """
 CREATE TABLE IF NOT EXISTS receipts (

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .disclose import held_message
-from .verify import ERASED, FAIL, NO_TRUSTED_KEY, NOT_VERIFIABLE, PASS, WITHHELD, Check, Cited, Report
+from receipts.disclose import held_message
+from receipts.verify import ERASED, FAIL, NO_TRUSTED_KEY, NOT_VERIFIABLE, PASS, WITHHELD, Check, Cited, Report
 
 # What a failed row means, in plain words, by the part of its name after the subject.
 _EVENT_FAIL = {

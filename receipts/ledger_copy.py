@@ -30,8 +30,7 @@ from typing import Protocol
 
 from ledger.event import validate_session_id
 from ledger.fsmode import open_private
-
-from .audit import LedgerAt
+from receipts.audit import LedgerAt
 
 COPIED = "a private copy of the database's rows, walked whole"  # the audit note's reason (Auditor(fresh=...))
 PREFIX = "mre-audit-copy-"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .merkle import node_hash, split_point
+from receipts.merkle import node_hash, split_point
 
 Node = tuple[int, int]  # (level, index within the level)
 

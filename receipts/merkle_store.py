@@ -36,8 +36,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ledger.fsmode import open_private, private_dir, write_private
-
-from .merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
+from receipts.merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
 
 FORMAT_FILE = "FORMAT"
 FORMAT_LINE = b"merkle-store v1: rfc6962 sha256, one file of 32-byte nodes per level\n"

@@ -26,10 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.event import Event, EventError, recompute_digest
-
-from .decisions import Row, _event_proof_problem
-from .prompt import superseded_mark
-from .supersessions import supersession_of_record
+from receipts.decisions import Row, _event_proof_problem
+from receipts.prompt import superseded_mark
+from receipts.supersessions import supersession_of_record
 
 STATES_VERSION = 1
 STATES_FIELDS = ("v", "superseded", "excluded")

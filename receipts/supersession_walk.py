@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger.canonical import dumps_unchecked
-
-from .supersessions import SUPERSEDE_TEXT, supersession_of_record
+from receipts.supersessions import SUPERSEDE_TEXT, supersession_of_record
 
 NEEDLE = b'"text":' + dumps_unchecked(SUPERSEDE_TEXT)
 

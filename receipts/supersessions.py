@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.event import EVENT_ID_RE
-
-from .decisions import MAX_CONTROL_REASON, control_of
+from receipts.decisions import MAX_CONTROL_REASON, control_of
 
 SUPERSESSION_VERSION = 1
 SUPERSEDE_TEXT = "[control record: supersede]"

@@ -23,15 +23,14 @@ from typing import Any
 
 from ledger.event import EventError, chain_link, recompute_digest
 from ledger.verify import Break
-
-from .body import PAYLOAD_TYPES, RECEIPT_VERSION_2, Receipt, checkpoint_bytes, decode_sig
-from .decisions import check_consent, check_exclusions, check_ledger_exclusions
-from .disclose import content_problem, digest_from_commit, held_message, is_erased_line
-from .dsse import verify_envelope
-from .keys import PublicKey
-from .merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
-from .prompt import TemplateError, build_messages, prompt_hash
-from .states import check_ledger_states, check_states, prompt_marks
+from receipts.body import PAYLOAD_TYPES, RECEIPT_VERSION_2, Receipt, checkpoint_bytes, decode_sig
+from receipts.decisions import check_consent, check_exclusions, check_ledger_exclusions
+from receipts.disclose import content_problem, digest_from_commit, held_message, is_erased_line
+from receipts.dsse import verify_envelope
+from receipts.keys import PublicKey
+from receipts.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
+from receipts.prompt import TemplateError, build_messages, prompt_hash
+from receipts.states import check_ledger_states, check_states, prompt_marks
 
 PASS, FAIL, NOT_VERIFIABLE = "pass", "fail", "not_verifiable"
 WITHHELD, ERASED = "withheld", "erased"  # format 2: a cited event's content is not in this copy (nor in the ledger)
@@ -131,7 +130,7 @@ class Report:
 
     def groups(self) -> list[Any]:
         """The checks grouped by what they are about, one plain sentence each (receipts.groups)."""
-        from .groups import group_report  # groups reads Report: imported here to avoid a cycle
+        from receipts.groups import group_report  # groups reads Report: imported here to avoid a cycle
 
         return list(group_report(self))
 

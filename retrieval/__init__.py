@@ -1,8 +1,8 @@
 """Retrieval: the SQLite FTS5 index over the ledgers and fixed-K search with the collapse score."""
 
-from .config import IndexConfig
-from .db import INDEX_FILE, Index
-from .model import (
+from retrieval.config import IndexConfig
+from retrieval.db import INDEX_FILE, Index
+from retrieval.model import (
     DEFAULT_K,
     MAX_K,
     MIN_K,
@@ -15,7 +15,7 @@ from .model import (
     SearchError,
     SearchResponse,
 )
-from .text import STOP_WORDS, Query, build_query
+from retrieval.text import STOP_WORDS, Query, build_query
 
 __all__ = [
     "DEFAULT_K",

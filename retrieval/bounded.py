@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .text import or_query
+from retrieval.text import or_query
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
 SLACK = 1e-9  # relative margin for float rounding: a bound a hair too high costs a term, never a wrong answer

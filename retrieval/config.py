@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .scoring import COLLAPSE_WEIGHT, CONTEXT, ECHO
+from retrieval.scoring import COLLAPSE_WEIGHT, CONTEXT, ECHO
 
 
 @dataclass(frozen=True, slots=True)

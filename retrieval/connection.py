@@ -30,15 +30,12 @@ import sqlite_utils
 
 from ledger import Ledger
 from ledger.fsmode import open_private, private_dir
-
-from . import sql
-from .config import IndexConfig
-from .model import (
-    IndexUnavailable,
-)
+from retrieval import sql
+from retrieval.config import IndexConfig
+from retrieval.model import IndexUnavailable
 
 if TYPE_CHECKING:
-    from .indexer import Progress
+    from retrieval.indexer import Progress
 
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"

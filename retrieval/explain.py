@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .config import IndexConfig
-from .model import Hit
-from .scoring import (
+from retrieval.config import IndexConfig
+from retrieval.model import Hit
+from retrieval.scoring import (
     CONTEXT,
     DATE_BOOST,
     ECHO,

@@ -16,18 +16,13 @@ from collections.abc import Iterable, Iterator, Sequence
 import orjson
 
 from ledger import EventError, LedgerCorrupted, validate_session_id
-
-from . import sql
-from .connection import BUSY_MS, INDEX_FILE, ZEROED, batched
-from .indexer import Indexing
-from .indexing import CONTEXT_SEP, novelty_gains, regained_novelty, skipped
-from .model import (
-    ForgetError,
-    Forgotten,
-    PurgeIncomplete,
-)
-from .scoring import collapse_score
-from .text import content_terms
+from retrieval import sql
+from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, batched
+from retrieval.indexer import Indexing
+from retrieval.indexing import CONTEXT_SEP, novelty_gains, regained_novelty, skipped
+from retrieval.model import ForgetError, Forgotten, PurgeIncomplete
+from retrieval.scoring import collapse_score
+from retrieval.text import content_terms
 
 PURGE_WAIT_S = 10.0  # how long a purge waits for readers to let go of an old snapshot before giving up
 SCAN_BATCH = 2_000  # rows read per query while re-judging novelty after a forget

@@ -21,15 +21,11 @@ from typing import Any
 import orjson
 
 from ledger import GENESIS, Event, LedgerCorrupted, validate_session_id
-
-from . import sql
-from .connection import ZEROED, IndexFile, batched, is_corruption
-from .indexing import Plan, plan_rows
-from .model import (
-    Forgotten,
-    IndexUnavailable,
-)
-from .text import content_terms
+from retrieval import sql
+from retrieval.connection import ZEROED, IndexFile, batched, is_corruption
+from retrieval.indexing import Plan, plan_rows
+from retrieval.model import Forgotten, IndexUnavailable
+from retrieval.text import content_terms
 
 log = logging.getLogger("retrieval")
 CHUNK = 20_000  # events per write transaction while indexing

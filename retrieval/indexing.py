@@ -25,10 +25,9 @@ import orjson
 from ledger import Event
 from ledger.event import is_erasure_record
 from receipts.supersessions import is_control_record
-
-from .scoring import collapse_score, novelty
-from .sql import row_id
-from .text import content_terms
+from retrieval.scoring import collapse_score, novelty
+from retrieval.sql import row_id
+from retrieval.text import content_terms
 
 CONTEXT_SEP = " \u2026 "  # between neighbouring turns in the context column
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .scoring import tier as _tier
+from retrieval.scoring import tier as _tier
 
 MIN_K = 1
 MAX_K = 50

@@ -14,22 +14,15 @@ from typing import Any
 import orjson
 
 from ledger import EventError, validate_session_id
-
-from . import bounded, sql
-from .config import IndexConfig
-from .connection import batched
-from .dates import DateSpan, best_match, query_dates
-from .explain import TermMatch, explain_hit, idf, marked_words
-from .indexer import Indexing
-from .model import (
-    Candidate,
-    Hit,
-    SearchError,
-    SearchResponse,
-    check_k,
-)
-from .scoring import CONTEXT, is_echo, query_boost, rank, relative
-from .text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
+from retrieval import bounded, sql
+from retrieval.config import IndexConfig
+from retrieval.connection import batched
+from retrieval.dates import DateSpan, best_match, query_dates
+from retrieval.explain import TermMatch, explain_hit, idf, marked_words
+from retrieval.indexer import Indexing
+from retrieval.model import Candidate, Hit, SearchError, SearchResponse, check_k
+from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
+from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
 
 
 def candidates_for(k: int) -> int:

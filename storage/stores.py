@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from . import BackendError, database_url, is_database_url, redact
+from storage import BackendError, database_url, is_database_url, redact
 
 if TYPE_CHECKING:
     from ledger import Ledger

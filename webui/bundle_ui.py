@@ -11,13 +11,13 @@ from typing import Any
 
 import gradio as gr
 
-from . import bundles as bd
-from . import render as r
-from . import render_bundle as rb
-from .handlers import edge, table, to_gr_error
-from .inputs import BadInput
-from .service import Service
-from .sessions import SessionKeyError, is_session_key
+from webui import bundles as bd
+from webui import render as r
+from webui import render_bundle as rb
+from webui.handlers import edge, table, to_gr_error
+from webui.inputs import BadInput
+from webui.service import Service
+from webui.sessions import SessionKeyError, is_session_key
 
 
 class BundleUI:

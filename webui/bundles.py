@@ -49,16 +49,14 @@ from ledger import Ledger
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval import Index
 from retrieval.model import SearchError, SearchResponse
-
-from .inputs import BadInput, check_query, parse_k
-from .sessions import is_session_key, session_id
+from webui.inputs import BadInput, check_query, parse_k
+from webui.sessions import is_session_key, session_id
 
 if TYPE_CHECKING:
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
-
-    from .service import Service
+    from webui.service import Service
 
 # The app's upload cap is the receipt cap (webui.config.launch_options: Gradio refuses a bigger upload unread);
 # a bigger bundle is imported on the server with `python -m bundle import`.

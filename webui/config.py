@@ -17,8 +17,7 @@ from ledger.fsmode import looser_than_private
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
 from storage.datadir import EXPECTED_DATA_DIR, DataDirError, make_data_dir, writable_data_dir
-
-from .retention import parse_hours
+from webui.retention import parse_hours
 
 DEFAULT_PORT = 7860
 DEFAULT_CONCURRENCY = 16

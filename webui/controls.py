@@ -18,10 +18,9 @@ from control.revocation import ControlError, ControlResult
 from control.revocation import restore as _restore
 from control.revocation import revoke as _revoke
 from control.settings import SettingsError, get_consent, set_consent
-
-from .inputs import K_MAX, BadInput
-from .service import Service
-from .sessions import SessionKeyError
+from webui.inputs import K_MAX, BadInput
+from webui.service import Service
+from webui.sessions import SessionKeyError
 
 
 @dataclass(frozen=True, slots=True)

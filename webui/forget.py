@@ -26,9 +26,8 @@ from control.settle import unfinished
 from ledger import Event
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
-
-from .bundles import is_export_copy
-from .service import Service
+from webui.bundles import is_export_copy
+from webui.service import Service
 
 log = logging.getLogger("webui")
 EVENTS = "events"

@@ -33,24 +33,23 @@ from receipts.body import MalformedReceipt
 from receipts.certificate import MalformedCertificate, is_certificate
 from receipts.verify import ERASED, Report
 from storage import BackendError
-
-from . import controls as ct
-from . import forget as fg
-from . import kept as kp
-from . import render as r
-from . import render_bundle as rb
-from . import render_controls as rc
-from . import render_forget as rf
-from . import render_history as rh
-from . import render_receipt as rr
-from . import render_supersede as rs
-from . import render_verify as rv
-from . import supersede as sp
-from .inputs import BadInput, read_upload
-from .places import scrub
-from .service import Service
-from .sessions import SessionKeyError, is_old_format, is_session_key, new_session_key
-from .tamper import DEFAULT_TARGET, TamperError
+from webui import controls as ct
+from webui import forget as fg
+from webui import kept as kp
+from webui import render as r
+from webui import render_bundle as rb
+from webui import render_controls as rc
+from webui import render_forget as rf
+from webui import render_history as rh
+from webui import render_receipt as rr
+from webui import render_supersede as rs
+from webui import render_verify as rv
+from webui import supersede as sp
+from webui.inputs import BadInput, read_upload
+from webui.places import scrub
+from webui.service import Service
+from webui.sessions import SessionKeyError, is_old_format, is_session_key, new_session_key
+from webui.tamper import DEFAULT_TARGET, TamperError
 
 log = logging.getLogger("webui")
 KNOWN = (BadInput, SessionKeyError, TurnError, LedgerCorrupted, TamperError, PlanError, RedactError)

@@ -12,20 +12,20 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from . import ids
-from . import kept as kp
-from . import render as r
-from . import render_bundle as rb
-from . import render_controls as rc
-from . import render_forget as rf
-from . import render_history as rh
-from . import render_supersede as rs
-from . import render_verify as rv
-from .config import delete_cache
-from .inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS
-from .service import Service
-from .tamper import DEFAULT_TARGET, TARGETS
-from .wiring import wire
+from webui import ids
+from webui import kept as kp
+from webui import render as r
+from webui import render_bundle as rb
+from webui import render_controls as rc
+from webui import render_forget as rf
+from webui import render_history as rh
+from webui import render_supersede as rs
+from webui import render_verify as rv
+from webui.config import delete_cache
+from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS
+from webui.service import Service
+from webui.tamper import DEFAULT_TARGET, TARGETS
+from webui.wiring import wire
 
 INTRO = """\
 # 🧾 Memory Receipt Engine

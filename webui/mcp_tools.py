@@ -17,16 +17,15 @@ from chat.engine import InputError
 from control import mcp as cm
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
-
-from . import bundles as bd
-from . import supersede as sp
-from .forget import forget_event
-from .handlers import to_gr_error
-from .inputs import K_API_MAX, K_DEFAULT, BadInput
-from .render_verify import MODE_NOTES
-from .service import Service
-from .sessions import new_session_key as _new_key
-from .sessions import session_id
+from webui import bundles as bd
+from webui import supersede as sp
+from webui.forget import forget_event
+from webui.handlers import to_gr_error
+from webui.inputs import K_API_MAX, K_DEFAULT, BadInput
+from webui.render_verify import MODE_NOTES
+from webui.service import Service
+from webui.sessions import new_session_key as _new_key
+from webui.sessions import session_id
 
 
 def _dumps(obj: Any) -> str:

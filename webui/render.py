@@ -17,8 +17,7 @@ from ledger.event import is_erasure_record
 from receipts.show import state_rows
 from retrieval.explain import explain_lines
 from retrieval.model import Hit
-
-from .text import md, md_code, short, snippet
+from webui.text import md, md_code, short, snippet
 
 STAMP_SNIPPET = 160
 SEARCH_SNIPPET = 300

@@ -6,11 +6,10 @@ import re
 from typing import Any
 
 from bundle import BundleReport, Exported, Origin
-
-from .bundles import MAX_BUNDLE_UPLOAD_BYTES, ImportOutcome
-from .render import short_ts
-from .render_verify import STATUS_LABEL
-from .text import md, md_code, short
+from webui.bundles import MAX_BUNDLE_UPLOAD_BYTES, ImportOutcome
+from webui.render import short_ts
+from webui.render_verify import STATUS_LABEL
+from webui.text import md, md_code, short
 
 EXPORT_LABEL = "📦 Export bundle"
 EXPORT_MARKDOWN_LABEL = "📝 Export Markdown"

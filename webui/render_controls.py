@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from chat.consent import Candidate
 from control.revocation import ControlResult
 from receipts.decisions import MAX_CONTROL_REASON, REVOKE
-
-from .render import match_label, short_ts
-from .render_forget import short_text
-from .text import md
+from webui.render import match_label, short_ts
+from webui.render_forget import short_text
+from webui.text import md
 
 # Said beside every Revoke and Restore button (and Forget…): the two are not the same act.
 NOT_ERASURE = "Forget destroys the words; Revoke keeps them on record, unused by answers until you restore them."

@@ -14,8 +14,7 @@ from typing import Any
 from control.forget import ForgetResult
 from control.plan import Plan
 from ledger import Event
-
-from .text import md, short
+from webui.text import md, short
 
 TEXT_LIMIT = 160
 CONFIRM_LABEL = "🗑 Forget it for good"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .history import CHANGED, EMPTY, EXTENDS, FIRST, KEY_CHANGED, UNCHECKED, UNSOUND, HistoryCheck
-from .text import md, short
+from webui.history import CHANGED, EMPTY, EXTENDS, FIRST, KEY_CHANGED, UNCHECKED, UNSOUND, HistoryCheck
+from webui.text import md, short
 
 WARNING_LEAD = "this history changed since you last saw it"
 TITLES = {

@@ -20,8 +20,7 @@ from typing import Any
 
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.show import summarize
-
-from .text import md, short
+from webui.text import md, short
 
 log = logging.getLogger("webui")
 

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 from control.suggestions import Suggestion
 from control.supersession import HistoryEntry, SupersedeResult
-
-from .render import FORGOTTEN, short_ts
-from .text import md
+from webui.render import FORGOTTEN, short_ts
+from webui.text import md
 
 CORRECT_LABEL = "✏️ Correct this"
 HISTORY_LABEL = "🕘 History"

@@ -8,9 +8,8 @@ from receipts.certificate import Certificate
 from receipts.certificate_check import CertificateReport
 from receipts.groups import group_report
 from receipts.verify import ERASED, FAIL, NOT_VERIFIABLE, PASS, WITHHELD, Report
-
-from .tamper import Tampered
-from .text import md
+from webui.tamper import Tampered
+from webui.text import md
 
 REPORT_HEADERS = ["check", "result", "what it checks", "expected", "found", "where"]
 REPORT_WIDTHS = ["15%", "11%", "34%", "14%", "14%", "12%"]

@@ -34,16 +34,15 @@ from receipts.certificate_io import verify_certificate_bytes
 from receipts.keys import KeyConfigError, format_public_key, keys_dir
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
-
-from . import history as h
-from .bundles import receipt_home
-from .downloads import Downloads
-from .history import HistoryCheck
-from .inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
-from .places import keep_private
-from .render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
-from .sessions import SessionKeyError, check_session_key, is_session_key, session_id
-from .tamper import Tampered, tamper
+from webui import history as h
+from webui.bundles import receipt_home
+from webui.downloads import Downloads
+from webui.history import HistoryCheck
+from webui.inputs import K_MAX, BadInput, check_query, message_or_error, parse_k
+from webui.places import keep_private
+from webui.render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE_OTHER_SESSION
+from webui.sessions import SessionKeyError, check_session_key, is_session_key, session_id
+from webui.tamper import Tampered, tamper
 
 log = logging.getLogger("webui")
 RESTORE_EVENTS = 200  # how much of a session a reload puts back on screen

@@ -12,8 +12,7 @@ from control.suggestions import Suggestion, open_suggestions
 from control.supersession import HistoryEntry, SupersedeResult
 from control.supersession import correct as _correct
 from control.supersession import history as _history
-
-from .service import Service
+from webui.service import Service
 
 
 def _seq(value: object, action: str) -> object:

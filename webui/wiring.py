@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from . import forget as fg
-from . import ids
-from .bundle_ui import BundleUI
-from .handlers import UI
-from .mcp_tools import make_tools
-from .service import Service
+from webui import forget as fg
+from webui import ids
+from webui.bundle_ui import BundleUI
+from webui.handlers import UI
+from webui.mcp_tools import make_tools
+from webui.service import Service
 
 if TYPE_CHECKING:
-    from .layout import Page
+    from webui.layout import Page
 
 UNDOCUMENTED = "undocumented"  # callable by gradio_client (the browser's events), but not an MCP tool
 

@@ -20,8 +20,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from storage import BackendError, redact, scrub
-
-from . import sql
+from storage.pg import sql
 
 log = logging.getLogger("storage.pg")
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import orjson
 
 from ledger.event import Event, event_from_dict, validate_session_id
-
-from . import sql
-from .ledger import PgLedger
+from storage.pg import sql
+from storage.pg.ledger import PgLedger
 
 
 def system_events(ledger: PgLedger, session: str, start: int, stop: int) -> list[Event]:

@@ -25,13 +25,12 @@ from retrieval.indexing import CONTEXT_SEP, novelty_gains, regained_novelty, ski
 from retrieval.model import ForgetError, Forgotten
 from retrieval.scoring import collapse_score
 from retrieval.text import content_terms
-
-from . import sql
-from .connect import Database
-from .terms import key, packed_counts, term_counts, tsvector_literal, unpack
+from storage.pg import sql
+from storage.pg.connect import Database
+from storage.pg.terms import key, packed_counts, term_counts, tsvector_literal, unpack
 
 if TYPE_CHECKING:
-    from .index import LedgerSource
+    from storage.pg.index import LedgerSource
 
 
 def _text(raw: Any) -> str:

@@ -49,9 +49,8 @@ from ledger.importer import Imported
 from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
 from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
-
-from . import sql
-from .connect import Database
+from storage.pg import sql
+from storage.pg.connect import Database
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)

@@ -35,9 +35,8 @@ from receipts.merkle_nodes import (
     subtree_nodes,
 )
 from receipts.merkle_store import MerkleStoreError
-
-from . import sql
-from .connect import Database
+from storage.pg import sql
+from storage.pg.connect import Database
 
 BATCH_LEAVES = 1 << 16  # leaves hashed and written per transaction: bounds memory during a large extend
 

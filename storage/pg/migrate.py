@@ -22,9 +22,8 @@ import orjson
 
 from ledger import Ledger
 from ledger.verify import Break, SessionReport, read_chunks, split_lines
-
-from .connect import Database
-from .ledger import PgLedger
+from storage.pg.connect import Database
+from storage.pg.ledger import PgLedger
 
 BATCH_LINES = 50_000  # lines per transaction: what a rerun may have to copy again is at most this
 EXTRA_STEPS: list[tuple[str, Callable[[Path, Database], str]]] = []  # receipts, checkpoints, Merkle: registered by their stores

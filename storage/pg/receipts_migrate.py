@@ -23,11 +23,10 @@ from ledger import Ledger
 from receipts import checkpoints, files
 from receipts.body import parse_receipt
 from receipts.stores import row_values
-
-from . import sql
-from .connect import Database
-from .ledger import PgLedger
-from .receipts import PgReceipts
+from storage.pg import sql
+from storage.pg.connect import Database
+from storage.pg.ledger import PgLedger
+from storage.pg.receipts import PgReceipts
 
 
 @dataclass
@@ -136,7 +135,7 @@ def _receipt(store: PgReceipts, session: str, receipt_id: str, data: bytes, tall
 
 def register() -> None:
     """Add this step to storage.pg.migrate.EXTRA_STEPS (once)."""
-    from .migrate import EXTRA_STEPS
+    from storage.pg.migrate import EXTRA_STEPS
 
     if not any(step is migrate_receipts for _name, step in EXTRA_STEPS):
         EXTRA_STEPS.append(("receipts, .cites, checkpoints, Merkle trees", migrate_receipts))

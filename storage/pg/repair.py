@@ -44,9 +44,8 @@ from ledger.repair import (
     write_cut,
 )
 from ledger.verify import SessionReport, verify_stream
-
-from . import sql
-from .ledger import CURSOR_ROWS, PgLedger, _chunks, _line_row, against_tail
+from storage.pg import sql
+from storage.pg.ledger import CURSOR_ROWS, PgLedger, _chunks, _line_row, against_tail
 
 if TYPE_CHECKING:
     from storage.stores import Stores
@@ -178,9 +177,8 @@ def repair(stores: Stores, session: str, seq: int, key: Any, unsigned: str, *, c
     """Cut under the session's turn lock (no turn or import signs in between), then refresh what derives from the
     ledger: the Merkle tree, the search rows, the checkpoint (signed with `key`; `unsigned` says why not when None)."""
     from receipts.file_backend import issue
-
-    from .index import PgIndex
-    from .receipts import PgReceipts
+    from storage.pg.index import PgIndex
+    from storage.pg.receipts import PgReceipts
 
     ledger, backend, index = stores.ledger, stores.receipts, stores.index
     assert isinstance(ledger, PgLedger) and isinstance(backend, PgReceipts) and isinstance(index, PgIndex)

@@ -37,9 +37,8 @@ from retrieval.config import IndexConfig
 from retrieval.explain import TermMatch, explain_hit
 from retrieval.model import Candidate, Hit
 from retrieval.text import fold
-
-from . import sql
-from .terms import K1, bm25, idf, phrase_freq, phrase_terms, tsquery_literal, tsquery_of_sets, unpack
+from storage.pg import sql
+from storage.pg.terms import K1, bm25, idf, phrase_freq, phrase_terms, tsquery_literal, tsquery_of_sets, unpack
 
 _WORD = re.compile(r"[^\W_]+")
 SLACK = 16  # rows the statement returns beyond `limit`: its sums may differ from FTS5's in the last bit
