@@ -16,7 +16,7 @@ random turns, a random LoCoMo speaker; seeded), and measures:
   search        Index.search(s, question, k=8) for LoCoMo questions, p50 / p95;  raw: the question's words OR-ed,
                 MATCH ... ORDER BY bm25 LIMIT 8 on the raw table
   cli search    `python -m retrieval search DATA s QUESTION` in a fresh process, minus the same interpreter
-                importing the same modules (`python -c "import retrieval.cli"`): what a CLI user waits beyond
+                importing the same modules (`python -c "import cli.prog_retrieval"`): what a CLI user waits beyond
                 start-up, p50 / p95 over --cli-runs; before them a writer saves the control state once, as the
                 app or any turn leaves it (control_first_ms: that derivation)
   turn          Engine.turn with the offline stand-in (no Groq key): retrieval, prompt, the answer and question
@@ -227,7 +227,7 @@ def measure(root: Path, n: int, corpus: tuple[list[str], list[str], list[str]], 
     # 2026-12-05 08:10 UTC). Code from before the control state file derives nothing here.
     r["control_first_ms"] = save_control_state(data)
     cli = [child_ms(["-m", "retrieval", "search", str(data), SESSION, q]) for q in qs[: args.cli_runs]]
-    start = [child_ms(["-c", "import retrieval.cli"]) for _ in range(args.cli_runs)]
+    start = [child_ms(["-c", "import cli.prog_retrieval"]) for _ in range(args.cli_runs)]
     floor = statistics.median(start)
     r["cli_p50"], r["cli_p95"] = pct(cli, 0.5) - floor, pct(cli, 0.95) - floor
     r["cli_startup_ms"] = floor

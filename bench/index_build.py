@@ -13,7 +13,7 @@ with Ledger.import_jsonl into --data and reused), then, each in a fresh process:
                    external content, the index's tokenizer), filled in the same 20k-row transactions: the
                    floor for what the index stores, with no reading, planning or novelty
   cli search       `python -m retrieval search DATA s QUESTION` with the index up to date, minus the same
-                   interpreter importing the same modules (`python -c "import retrieval.cli"`), p50 / p95
+                   interpreter importing the same modules (`python -c "import cli.prog_retrieval"`), p50 / p95
   cli parts        inside one such process: opening the ledger and index, the revocation and supersession
                    state (control.revocation.current), the search itself (ms)
 
@@ -196,7 +196,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     r["control_first_ms"] = float(child(["-c", CHILD_CONTROL, str(data), SESSION]))
     qs = locomo()[2][: args.cli_runs]
     cli = [child_ms(["-m", "retrieval", "search", str(data), SESSION, q]) for q in qs]
-    start = [child_ms(["-c", "import retrieval.cli"]) for _ in qs]
+    start = [child_ms(["-c", "import cli.prog_retrieval"]) for _ in qs]
     floor = statistics.median(start)
     r["cli_p50"], r["cli_p95"], r["cli_startup_ms"] = pct(cli, 0.5) - floor, pct(cli, 0.95) - floor, floor
     parts = [[float(x) for x in child(["-c", CHILD_PARTS, str(data), SESSION, q]).split()] for q in qs[:3]]

@@ -1,5 +1,5 @@
 """`python -m cli ...`: `mre` from a checkout, without installing it."""
 
-from .main import main
+from cli.main import main
 
 raise SystemExit(main())

@@ -29,27 +29,27 @@ def _function(module: str, name: str) -> Command:
 
 
 def run_program(module: str, name: str, command: str, params: Mapping[str, Any]) -> int:
-    """ledger, receipts, control, bundle: `ledger.cli_support.run` (CliError, OSError, anything else: one line)."""
-    from ledger.cli_support import run
+    """ledger, receipts, control, bundle: `cli.support.run` (CliError, OSError, anything else: one line)."""
+    from cli.support import run
 
     func = _function(module, name)
     return run(func, namespace(func, params, command))
 
 
 def run_search(name: str, command: str, params: Mapping[str, Any]) -> int:
-    """`python -m retrieval`: its own guard (`retrieval.cli.guarded`)."""
-    from retrieval import cli
+    """`python -m retrieval`: its own guard (`cli.prog_retrieval.guarded`)."""
+    from cli import prog_retrieval
 
-    func = _function("retrieval.cli", name)
-    return cli.guarded(func, namespace(func, params, command))
+    func = _function("cli.prog_retrieval", name)
+    return prog_retrieval.guarded(func, namespace(func, params, command))
 
 
 def run_chat(name: str, params: Mapping[str, Any]) -> int:
-    """`python -m chat`: each command guards itself (chat/__main__.py `_guarded`); the engine's log stays quiet."""
-    from chat import __main__ as chat_main
+    """`python -m chat`: each command guards itself (cli/prog_chat.py `_guarded`); the engine's log stays quiet."""
+    from cli import prog_chat
 
-    chat_main.quiet_logs()
-    func = _function("chat.__main__", name)
+    prog_chat.quiet_logs()
+    func = _function("cli.prog_chat", name)
     return func(namespace(func, params, None))
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from .calls import run_program
-from .options import OrderedGroup, data_dir_argument, json_option, session_argument, trust_option
+from cli.calls import run_program
+from cli.options import OrderedGroup, data_dir_argument, json_option, session_argument, trust_option
 
-IMPL = "bundle.__main__"
+IMPL = "cli.prog_bundle"
 EPILOG = (
     "Exit status: 0 VERIFIED (or done); 1 FAILED (a check failed); 3 UNVERIFIED (nothing failed, but no --trust key "
     "was given or something could not be checked); 2 unusable input (a bundle refused for its structure, a bad path)."

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from .calls import run_chat
-from .options import OrderedGroup, data_dir_argument, k_option, session_argument
+from cli.calls import run_chat
+from cli.options import OrderedGroup, data_dir_argument, k_option, session_argument
 
 
 @click.group(cls=OrderedGroup)

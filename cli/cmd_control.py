@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from .calls import run_program
-from .options import OrderedGroup, data_dir_argument, json_option, reason_option, session_argument
+from cli.calls import run_program
+from cli.options import OrderedGroup, data_dir_argument, json_option, reason_option, session_argument
 
-IMPL = "control.__main__"
+IMPL = "cli.prog_control"
 DONE = "Exit status: 0 done; 2 unusable input, nothing changed."
 FORGET_EPILOG = "Exit status: 0 done; 1 the erasure began and stopped (the next forget finishes it); 2 unusable input, nothing changed."
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from .calls import run_program
-from .options import OrderedGroup, data_dir_argument, session_argument
+from cli.calls import run_program
+from cli.options import OrderedGroup, data_dir_argument, session_argument
 
-IMPL = "ledger.__main__"
+IMPL = "cli.prog_ledger"
 
 
 @click.group(cls=OrderedGroup)

@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from .calls import run_program
-from .options import OrderedGroup, data_dir_argument, json_option, session_argument, trust_option
+from cli.calls import run_program
+from cli.options import OrderedGroup, data_dir_argument, json_option, session_argument, trust_option
 
-IMPL = "receipts.__main__"
+IMPL = "cli.prog_receipts"
 VERIFY_EPILOG = (
     "Exit status: 0 VERIFIED; 1 FAILED (a check failed); 3 UNVERIFIED (nothing failed, but something could not be "
     "checked here, e.g. no --trust key); 2 unusable input."

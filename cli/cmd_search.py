@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from .calls import run_search
-from .options import OrderedGroup, data_dir_argument, json_option, k_option, session_argument
+from cli.calls import run_search
+from cli.options import OrderedGroup, data_dir_argument, json_option, k_option, session_argument
 
 
 @click.group(cls=OrderedGroup)

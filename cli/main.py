@@ -10,16 +10,15 @@ import sys
 
 import click
 
-from ledger.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, entry_point, fail
-
-from .cmd_bundle import bundle
-from .cmd_chat import chat
-from .cmd_control import control
-from .cmd_db import db
-from .cmd_ledger import ledger
-from .cmd_receipt import receipt
-from .cmd_search import search
-from .options import CONTEXT, OrderedGroup, database_url_option
+from cli.cmd_bundle import bundle
+from cli.cmd_chat import chat
+from cli.cmd_control import control
+from cli.cmd_db import db
+from cli.cmd_ledger import ledger
+from cli.cmd_receipt import receipt
+from cli.cmd_search import search
+from cli.options import CONTEXT, OrderedGroup, database_url_option
+from cli.support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, entry_point, fail
 
 
 class _PipeClosed(Exception):
@@ -85,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(sys.argv[1:] if argv is None else list(argv))
     except BrokenPipeError:
         raise  # the reader of stdout went away: entry_point ends quietly (141)
-    except Exception as exc:  # noqa: BLE001 - last resort, as ledger.cli_support.run: never a traceback
+    except Exception as exc:  # noqa: BLE001 - last resort, as cli.support.run: never a traceback
         return fail(f"unexpected failure: {exc or 'no details'}", EXIT_FAILED)
 
 

@@ -24,7 +24,7 @@ class PrefixCommand(click.Command):
     parser is left to --help, and to a command that has no twin."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from . import twins
+        from cli import twins
 
         group = ctx.parent.command.name if ctx.parent is not None else None
         if group is not None and self.name is not None and (group, self.name) in twins.TWINS:

@@ -24,6 +24,7 @@ from control.plan import quoted
 from control.supersede_lexicon import attribute_name
 from control.supersede_rules import detect
 from ledger.supersessions import SupersessionRecord
+from receipts.supersessions import SupersessionRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from ledger.store import Ledger
 from ledger.verify import SessionReport
 
 READ_BYTES = 1 << 20

@@ -23,10 +23,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from bundle import BundleError, ImportRefused, export_session, import_bundle, imported_dir, render_markdown, verify_file
-from bundle.__main__ import main
 from bundle.format import MANIFEST_NAME, MANIFEST_PAYLOAD_TYPE, Member, build_manifest, parse_manifest, zip_date_time
 from chat.engine import Engine
 from chat.llm import LLM
+from cli.prog_bundle import main
 from control.forget import forget
 from control.revocation import revoke
 from ledger.canonical import canonical_json

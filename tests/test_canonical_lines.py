@@ -246,7 +246,7 @@ class TestHostileLinesThroughTheCli:
     def test_ledger_verify_names_the_line_and_exits_1_without_a_traceback(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object
     ) -> None:
-        from ledger.__main__ import main
+        from cli.prog_ledger import main
 
         lines = chain_of(3)
         lines[1] = edit(lines[1])  # type: ignore[operator]

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from chat.__main__ import main as chat_main
 from chat.engine import Engine
 from ledger.__main__ import main as ledger_main
 from receipts.__main__ import main as receipts_main
@@ -18,6 +17,13 @@ from retrieval.cli import main as retrieval_main
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import checkpoint_files as checkpoints_files
+from cli.prog_chat import main as chat_main
+from cli.prog_ledger import main as ledger_main
+from cli.prog_receipts import main as receipts_main
+from cli.prog_retrieval import main as retrieval_main
+from ledger import Ledger
+from receipts import checkpoints
+from receipts.keys import format_public_key, load_or_create
 
 
 @pytest.fixture(autouse=True)

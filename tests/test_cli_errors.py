@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from chat.__main__ import main as chat_main
 from chat.engine import Engine
 from chat.llm import LLM
 from ledger.__main__ import main as ledger_main
@@ -23,6 +22,13 @@ from receipts.keys import format_public_key
 from retrieval.cli import main as retrieval_main
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import files as receipt_files
+from cli.prog_chat import main as chat_main
+from cli.prog_ledger import main as ledger_main
+from cli.prog_receipts import main as receipts_main
+from cli.prog_retrieval import main as retrieval_main
+from cli.support import EXIT_PIPE, run
+from ledger import Ledger
+from receipts import files as receipt_files
 
 ROOT = Path(__file__).resolve().parents[1]
 # what leaks from an exception: `IndexUnavailable: …`, `found FileNotFoundError`, `internal: OSError`
@@ -142,7 +148,7 @@ def test_a_turn_that_fails_unexpectedly_is_a_fixed_sentence_without_the_class_or
 
 FAILING_TURN = """
 import sys
-from chat.__main__ import main
+from cli.prog_chat import main
 from chat.llm import LLM
 def boom(*_a, **_k):
     raise ValueError("bad thing: my red kayak")

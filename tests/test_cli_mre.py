@@ -22,16 +22,16 @@ from typing import Any
 import click
 import pytest
 
-from bundle import __main__ as bundle_cli
-from chat import __main__ as chat_cli
 from chat.engine import Engine
+from cli import prog_bundle as bundle_cli
+from cli import prog_chat as chat_cli
+from cli import prog_control as control_cli
+from cli import prog_ledger as ledger_cli
+from cli import prog_receipts as receipts_cli
+from cli import prog_retrieval as retrieval_cli
 from cli.main import main as mre_main
 from cli.main import mre
-from control import __main__ as control_cli
-from ledger import __main__ as ledger_cli
-from receipts import __main__ as receipts_cli
 from receipts.keys import format_public_key
-from retrieval import cli as retrieval_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MAINS: dict[str, Callable[[list[str]], int]] = {

@@ -18,7 +18,9 @@ import pytest
 import control
 from chat.__main__ import main as chat_main
 from chat.consent import TOKEN_TTL, ConsentError, proposal_store
+from chat.consent import TOKEN_TTL, ConsentError
 from chat.engine import Engine, TurnError
+from cli.prog_chat import main as chat_main
 from receipts import body as rbody
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.prompt import TEMPLATE_V1, build_messages, prompt_hash
@@ -331,7 +333,7 @@ def test_the_cli_proposes_then_answers_with_the_ids_given(eng: Engine, capsys: p
 def test_the_cli_refuses_token_abuse_with_exit_2_in_one_line_and_appends_nothing(
     eng: Engine, how: str, words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import chat.__main__ as chat_cli
+    import cli.prog_chat as chat_cli
 
     data = str(eng.data_dir)
     assert chat_main(["propose", data, "alice", QUESTION, "-k", "3"]) == 0

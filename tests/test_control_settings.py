@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from chat.__main__ import main as chat_main
 from chat.engine import Engine, InputError
 from chat.llm import LLM
+from cli.prog_chat import main as chat_main
 from control.forget import forget, forget_session
 from control.settings import (
     SETTINGS_FILE,

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import control
-from control.__main__ import main as control_main
+from cli.prog_control import main as control_main
 from control.forget import forget
 from control.plan import PlanError
 from control.revocation import current

@@ -35,10 +35,10 @@ import gradio as gr
 import pytest
 
 from bundle import export_session, render_markdown, verify_file, write_markdown
-from bundle.__main__ import main as bundle_main
 from bundle.format import BundleError
 from chat.engine import Engine, Turn
 from chat.llm import LLM, Completion
+from cli.prog_bundle import main as bundle_main
 from control import forget as cf
 from control import steps
 from storage.stores import Stores, pg_stores

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from bundle import import_bundle
-from bundle.__main__ import main
 from chat.engine import Engine
 from chat.llm import LLM
 from storage.common.fsmode import private_dir
+from cli.prog_bundle import main
+from ledger.fsmode import private_dir
 from storage.stores import Stores, file_stores, pg_stores
 from webui.bundle_ui import BundleUI
 from webui.config import loose_modes_message

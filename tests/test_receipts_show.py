@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cli.prog_receipts import main
 from ledger.canonical import canonical_json
-from receipts.__main__ import main
 from receipts.body import parse_receipt
 from receipts.show import neutralise, render_text, shorten, summarize
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from receipts.__main__ import main
+from cli.prog_receipts import main
 from receipts.body import parse_receipt
 from receipts.show import render_text, summarize
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.__main__ import main
+from cli.prog_bundle import main
 
 from .test_bundle import SESSION, Source, build_source
 

@@ -13,9 +13,9 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM, Completion
+from cli.prog_receipts import main as receipts_main
 from control import forget as cf
 from control import steps
-from receipts.__main__ import main as receipts_main
 from webui.sessions import new_session_key, session_id
 
 from .forget_support import NEEDLES, marked_session

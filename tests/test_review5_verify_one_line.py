@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.__main__ import main
+from cli.prog_bundle import main
 
 
 def test_bundle_verify_refuses_a_file_named_with_a_newline_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chat import __main__ as chat_cli
+from cli import prog_chat as chat_cli
 from cli.main import main as mre_main
 
 

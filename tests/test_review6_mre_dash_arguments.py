@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from chat import __main__ as chat_cli
 from chat.engine import Engine
+from cli import prog_chat as chat_cli
+from cli import prog_control as control_cli
+from cli import prog_retrieval as retrieval_cli
 from cli.main import main as mre_main
-from control import __main__ as control_cli
-from retrieval import cli as retrieval_cli
 
 ENV = ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL")
 

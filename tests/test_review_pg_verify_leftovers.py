@@ -60,7 +60,7 @@ class Dying(api.Auditor):
         os.kill(os.getpid(), signal.SIGKILL)  # a crash in the middle of the walk
         return super().facts(session)
 api.Auditor = Dying
-from receipts.__main__ import main
+from cli.prog_receipts import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -350,7 +350,7 @@ class TestModelPath:
 
 class TestSearchCli:
     def _search(self, eng: Engine, capsys: pytest.CaptureFixture[str], *args: str) -> str:
-        from retrieval.cli import main
+        from cli.prog_retrieval import main
 
         eng.index.close()
         assert main(["search", str(eng.data_dir), "alice", "live Leeds Bristol", *args]) == 0

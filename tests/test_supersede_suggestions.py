@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chat.engine import Engine
-from control.__main__ import main as control_main
+from cli.prog_control import main as control_main
 from control.revocation import current, revoke
 from control.suggestions import SUGGESTIONS_FILE, open_suggestions, suggestion_store
 from control.supersession import supersede

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,9 @@ from ledger.cli_support import EXPECTED_DATA_DIR, CliError, make_data_dir, note,
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError
 from storage.local import keys_dir, load_existing, looser_than_private, new_key_note
+from ledger.fsmode import looser_than_private
+from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
+from storage.datadir import EXPECTED_DATA_DIR, DataDirError, make_data_dir, writable_data_dir
 from webui.retention import parse_hours
 
 DEFAULT_PORT = 7860
@@ -122,14 +126,20 @@ def open_engine(cfg: Config) -> Engine:
     whose parent folder is missing (a typo) is a ConfigError, and nothing is created."""
     try:
         data = writable_data_dir(str(cfg.data_dir), create=cfg.create)
-    except CliError as exc:
+    except DataDirError as exc:
         raise ConfigError(f"--data {exc}") from None
     had_key = load_existing(data) is not None  # reads only: a new key is announced, never made silently
-    make_data_dir(data)
+    if make_data_dir(data):
+        _note(f"created data directory {data}")
     engine = Engine(data)  # moves a key left in DATA_DIR/keys/ out first
     if not had_key:
-        note(new_key_note(data, engine.key.key_id))
+        _note(new_key_note(data, engine.key.key_id))
     return engine
+
+
+def _note(message: str) -> None:
+    """A line for the person at the terminal (stderr), as the command lines say what they created."""
+    print(message, file=sys.stderr)
 
 
 CACHE_MAX_AGE = 24 * 3600
