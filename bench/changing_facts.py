@@ -44,8 +44,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from control.supersede_rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
-
 from bench.changing_facts_data import (  # noqa: E402
     ACKS,
     CARS,
@@ -64,7 +62,9 @@ from bench.changing_facts_data import (  # noqa: E402
     Templates,
 )
 from bench.common import machine  # noqa: E402
-from chat.supersede import asks_about_past, newest_statement, with_newest  # noqa: E402  # noqa: E402
+from chat.supersede import newest_statement, with_newest  # noqa: E402  # noqa: E402
+from facts.asked import asks_about_past
+from facts.rules import Proposal, detect, shortlist_query, topic_query  # noqa: E402
 from storage.files.ledger.store import Ledger  # noqa: E402  # noqa: E402
 from storage.files.retrieval.db import Index  # noqa: E402  # noqa: E402
 

@@ -46,12 +46,6 @@ from receipts.keys import SigningKey, format_public_key
 from receipts.stores import ReceiptBackend, ReceiptUnreadable
 from storage.api_faces import ledger_and_receipts_at
 from storage.local import load_or_create, open_private
-from ledger import Ledger
-from ledger.fsmode import open_private
-from receipts.body import RECEIPT_ID_RE
-from receipts.file_backend import FileBackend, issue
-from receipts.keys import SigningKey, format_public_key, load_or_create
-from receipts.stores import ReceiptBackend
 
 if TYPE_CHECKING:
     from storage.api_faces import LedgerStore

@@ -27,7 +27,6 @@ from ledger.supersessions import supersession_of_record
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.stores import ReceiptBackend
 from storage.local import replace_durable
-from receipts.supersessions import supersession_of_record
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey

@@ -34,7 +34,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bundle.format import BundleError
 from bundle.read import Opened
-from ledger import Ledger
 from ledger.event import now_ts
 from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint

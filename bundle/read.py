@@ -49,7 +49,6 @@ from ledger.canonical import CanonicalError, loads_strict
 from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope
 from receipts.keys import KeyConfigError, PublicKey, parse_public_key
 from storage.local import open_private, private_dir
-from ledger.fsmode import open_private, private_dir
 
 CHUNK = 1024 * 1024
 _TYPES = {stat.S_IFLNK: "a symlink", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",

@@ -26,7 +26,6 @@ from typing import Any
 
 from bundle.format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
 from bundle.read import Opened, check_zip, open_bundle
-from receipts.audit import Auditor, LedgerAt
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.certificate_check import verify_certificate
@@ -38,8 +37,6 @@ from receipts.verify import LedgerFacts, verify_receipt
 from storage.files.receipts.audit import Auditor, LedgerAt
 from storage.files.receipts.ledger_copy import CACHE, owned_folder
 from storage.offline import certificate_view, leftovers, receipt_problems
-from receipts.ledger_copy import CACHE, owned_folder
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check, LedgerFacts, verify_receipt
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
-from chat.supersede import asks_about_past, newest_statement, record_supersessions, with_newest
+from chat.supersede import newest_statement, record_supersessions, with_newest
 from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
@@ -37,6 +37,7 @@ from control.steps import delete_session
 from control.suggestions import keep_suggestions
 from control.supersession_state import Supersession
 from control.where import where
+from facts.asked import asks_about_past
 from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts, validate_session_id

@@ -23,10 +23,6 @@ import httpx
 
 from chat.llm import LLM, NO_KEY_REASON, BadAnswer, NoKey, log_reason
 from chat.withheld import ModelView
-from chat.llm import LLM
-from control.supersede_asked import answers, asked
-from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
-from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
 from facts import (
@@ -44,7 +40,17 @@ from facts import (
     shortlist_query,
     topic_query,
 )
-from facts.model import AUTH, BAD_REPLY, BAD_RESPONSE, CONNECTION, HTTP_STATUS, NO_KEY, RATE_LIMIT, TIMEOUT, UNEXPECTED
+from facts.model import (
+    AUTH,
+    BAD_REPLY,
+    BAD_RESPONSE,
+    CONNECTION,
+    HTTP_STATUS,
+    NO_KEY,
+    RATE_LIMIT,
+    TIMEOUT,
+    UNEXPECTED,
+)
 from ledger import Event
 from retrieval.model import Hit
 

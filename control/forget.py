@@ -85,10 +85,6 @@ from receipts.keys import SigningKey
 from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 from storage.local import load_or_create
-from ledger import Event, Ledger
-from ledger.store import EraseError
-from receipts.keys import SigningKey, load_or_create
-from retrieval import Index
 
 if TYPE_CHECKING:
     from control.where import AnyLedger

@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 from control import quoting
 from ledger.erasing import MAX_ERASE
-from ledger.store import MAX_ERASE
 
 MAX_FORGET = MAX_ERASE  # events one forget erases, named and cascaded together (ledger.store.MAX_ERASE)
 

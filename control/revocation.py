@@ -33,7 +33,6 @@ from control.state import ControlState, RoleOf, derive, erases_folded
 from control.where import where
 from ledger import Event
 from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
-from ledger import Event, Ledger, tailrecord
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
@@ -47,10 +46,6 @@ from receipts.keys import SigningKey
 from storage.files.ledger import tailrecord
 from storage.files.ledger.store import Ledger
 from storage.local import load_or_create
-from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
-from receipts.file_backend import issue
-from receipts.keys import SigningKey, load_or_create
-from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
 
 if TYPE_CHECKING:
     from control.where import AnyLedger

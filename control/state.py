@@ -21,8 +21,6 @@ from ledger import Event
 from ledger.controls import REVOKE, control_of
 from ledger.event import is_erasure_record
 from ledger.supersessions import supersession_of
-from receipts.decisions import REVOKE, control_of
-from receipts.supersessions import supersession_of
 
 RoleOf = Callable[[int], "str | None"]  # the role of the event at a seq (None: no such event)
 

@@ -30,7 +30,6 @@ import orjson
 from control.state import ControlState, Revocation
 from control.supersession_state import Supersession, SupersessionState
 from storage.local import open_private
-from ledger.fsmode import open_private
 
 STATE_FILE = "control-state.json"
 VERSION = 2  # 2: folded with issue 28's rule (a supersession whose `new` is not a user statement is none); a 1 is derived again

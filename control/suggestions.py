@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from control.settings import SettingsError, Where, _check_session, _session_dir
 from ledger.event import now_ts
 from storage.local import private_dir, replace_durable
-from ledger.fsmode import private_dir, replace_durable
 
 if TYPE_CHECKING:
     from storage.stores import Stores

@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from control.plan import quoted
-from control.supersede_lexicon import attribute_name
-from control.supersede_rules import detect
+from facts.lexicon import attribute_name
+from facts.rules import detect
 from ledger.supersessions import SupersessionRecord
-from receipts.supersessions import SupersessionRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from facts import lexicon as lex
 from facts.claims import _OWN_THING, SELF, read, relation_key
 from facts.rules import _TOPICS, MAX_READ_CHARS
-from control import supersede_lexicon as lex
-from control.supersede_claims import _OWN_THING, SELF, read, relation_key
-from control.supersede_rules import _TOPICS, MAX_READ_CHARS
 from retrieval.text import content_terms, fold
 
 _SELF_WORDS = frozenset({"i", "me", "my", "mine", "myself", "am", "we", "our", "ours", "i'm", "im"})

@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from facts import lexicon as lex
 from facts import patterns as pat
 from facts import values as val
-from control import supersede_lexicon as lex
-from control import supersede_patterns as pat
-from control import supersede_values as val
 from retrieval.text import content_terms, fold, stem
 
 SELF = "self"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 
 from facts import lexicon as lex
-from control import supersede_lexicon as lex
 
 
 def _alts(words: list[str] | tuple[str, ...]) -> str:

@@ -39,9 +39,6 @@ from dataclasses import dataclass
 from facts import lexicon as lex
 from facts.claims import SELF, Claim, Reading, read, relation_key
 from facts.values import same_value
-from control import supersede_lexicon as lex
-from control.supersede_claims import SELF, Claim, Reading, read, relation_key
-from control.supersede_values import same_value
 from retrieval.text import content_terms, fold, stem
 
 RULE_SAME = "rule:same-attribute"

@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable
 
 from facts import lexicon as lex
-from control import supersede_lexicon as lex
 from retrieval.text import fold, tokens
 
 Parsed = tuple[str, str, int]  # (said, normalised, end offset in the text parsed)

@@ -11,7 +11,6 @@ from ledger.event import (
     make_event,
     validate_session_id,
 )
-from ledger.store import EraseError, Erasure, ImportError_, Ledger, LedgerCorrupted, Message, Quarantine
 from ledger.verify import Break, SessionReport, verify_stream
 
 __all__ = [

@@ -13,9 +13,6 @@ from typing import NamedTuple
 from ledger.bulk import ID_BYTES, Block, encode_messages, random_ids
 from ledger.event import GENESIS, SALT_BYTES, Event, now_ts, validate_session_id
 from ledger.messages import Message, validate_message
-from ledger.bulk import ID_BYTES, Block, chain, encode_messages, random_ids
-from ledger.recovery import Recovery, _stat_key, _Tail
-from ledger.sessions import _write_all
 
 log = logging.getLogger("ledger")
 

@@ -10,8 +10,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-import orjson
-
 from ledger.appending import _random_ids
 from ledger.erasures import ErasureState, record_entries
 from ledger.event import (
@@ -25,8 +23,6 @@ from ledger.event import (
     now_ts,
     validate_session_id,
 )
-from ledger.recovery import Recovery, _mark, _stat_key, _Tail
-from ledger.rewrite import rewrite
 
 log = logging.getLogger("ledger")
 

@@ -28,13 +28,10 @@ import orjson
 from ledger.bulk import ID_BYTES, Block, chain, encode_messages, random_ids
 from ledger.bulkpool import Task, encode_blocks, run_task
 from ledger.event import SALT_BYTES, Event, event_from_dict, now_ts, validate_session_id
-from ledger import tailrecord
-from ledger.event import GENESIS, SALT_BYTES, Event, event_from_dict, now_ts, validate_session_id
 from ledger.messages import ImportError_, Message, latest_ts
 
 if TYPE_CHECKING:
     from ledger.appending import Appended
-    from ledger.store import Ledger
 
 PARALLEL_MIN_LINES = 100_000  # below this, starting worker processes (~0.2 s of CPU each) costs more than it saves
 BLOCK_LINES = 16_384

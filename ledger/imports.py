@@ -23,10 +23,6 @@ from typing import Any
 
 from ledger.canonical import canonical_json
 from ledger.messages import Message
-from ledger.canonical import CanonicalError, canonical_json, loads_strict
-from ledger.event import Event, is_erasure_record, now_ts
-from ledger.fsmode import open_private, replace_durable
-from ledger.store import Ledger
 
 IMPORTS_FILE = "imports.jsonl"
 TAG_IMPORT = b"mre:v1:import\x00"

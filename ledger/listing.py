@@ -11,7 +11,6 @@ from typing import Any
 
 import orjson
 
-from ledger.store import Ledger
 from ledger.verify import SessionReport
 
 READ_BYTES = 1 << 20

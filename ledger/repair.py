@@ -29,11 +29,6 @@ from typing import Any
 from ledger.appending import _random_ids
 from ledger.event import EVENTS_FILE, Event, make_event, now_ts
 from ledger.verify import Break, SessionReport
-from ledger import tailrecord
-from ledger.event import Event, make_event, now_ts
-from ledger.fsmode import open_private
-from ledger.store import EVENTS_FILE, Ledger, _fsync_dir, _random_ids, _write_all
-from ledger.verify import Break, SessionReport, read_chunks, split_lines, verify_stream
 
 CUT_PREFIX = f"{EVENTS_FILE}.cut-"
 COPY_BYTES = 1 << 20

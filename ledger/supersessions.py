@@ -24,7 +24,6 @@ from typing import Any
 
 from ledger.controls import MAX_CONTROL_REASON, control_of
 from ledger.event import EVENT_ID_RE
-from receipts.decisions import MAX_CONTROL_REASON, control_of
 
 SUPERSESSION_VERSION = 1
 SUPERSEDE_TEXT = "[control record: supersede]"

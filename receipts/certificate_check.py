@@ -17,7 +17,6 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.merkle import ProofError, leaf_hash, verify_inclusion
 from receipts.report import FAIL, MARK, Check, Report, Rows
-from receipts.verify import FAIL, NOT_VERIFIABLE, PASS, Check
 
 SIGNATURE_ROWS = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS_EVENTS = ("ledger.erased", "ledger.record", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.receipts")

@@ -29,7 +29,6 @@ from ledger.event import Event, EventError, recompute_digest
 from ledger.supersessions import supersession_of_record
 from receipts.decisions import Row, _event_proof_problem
 from receipts.prompt import superseded_mark
-from receipts.supersessions import supersession_of_record
 
 STATES_VERSION = 1
 STATES_FIELDS = ("v", "superseded", "excluded")

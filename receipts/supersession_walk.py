@@ -21,7 +21,6 @@ from typing import Any
 
 from ledger.canonical import dumps_unchecked
 from ledger.supersessions import SUPERSEDE_TEXT, supersession_of_record
-from receipts.supersessions import SUPERSEDE_TEXT, supersession_of_record
 
 NEEDLE = b'"text":' + dumps_unchecked(SUPERSEDE_TEXT)
 

@@ -1,7 +1,6 @@
 """Retrieval: the SQLite FTS5 index over the ledgers and fixed-K search with the collapse score."""
 
 from retrieval.config import IndexConfig
-from retrieval.db import INDEX_FILE, Index
 from retrieval.model import (
     DEFAULT_K,
     MAX_K,

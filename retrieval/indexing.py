@@ -26,7 +26,6 @@ import orjson
 from ledger import Event
 from ledger.event import is_erasure_record
 from ledger.supersessions import is_control_record
-from receipts.supersessions import is_control_record
 from retrieval.scoring import collapse_score, novelty
 from retrieval.sql import row_id
 from retrieval.text import content_terms

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from ledger.fsmode import private_dir
+from storage.common.fsmode import private_dir
 
 EXPECTED_DATA_DIR = "expected a data directory (the DATA_DIR the app, `python -m chat` or `ledger import` writes)"
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Literal
 
 from storage import ENV_VAR, BackendError, database_url, is_database_url, redact
 from storage import database_url as _database_url  # open_ledger's parameter has the same name
-from storage import BackendError, database_url, is_database_url, redact
 
 if TYPE_CHECKING:
     from receipts.stores import ReceiptBackend, ReceiptRows

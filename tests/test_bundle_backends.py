@@ -30,8 +30,6 @@ from bundle import (
 from bundle.format import BundleError
 from bundle.importer import verify_imported_receipt
 from cli.prog_bundle import main
-from ledger import Ledger
-from receipts.api import verify_bytes
 from receipts.verify import PASS
 from storage import migrate as pg_migrate
 from storage import migrate_receipts as receipts_migrate

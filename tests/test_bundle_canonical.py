@@ -23,8 +23,6 @@ import pytest
 import bundle.export
 import bundle.layout
 from bundle import BundleError, ImportRefused, export_session, import_bundle, verify_file
-from bundle.__main__ import main
-from bundle import BundleError, ImportRefused, export_session, import_bundle, pg_import, verify_file
 from bundle.format import LEDGER_NAME
 from cli.prog_bundle import main
 from storage.stores import Stores, file_stores, pg_stores

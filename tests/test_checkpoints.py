@@ -24,10 +24,8 @@ import pytest
 
 from chat.engine import Engine, TurnError
 from chat.llm import LLM, Completion
-from ledger import __main__ as ledger_cli
 from cli import prog_ledger as ledger_cli
 from cli import prog_receipts as receipts_cli
-from ledger import Ledger
 from ledger.event import GENESIS, chain_link, event_from_dict, recompute_digest
 from receipts import checkpoints as C
 from receipts.keys import SigningKey, format_public_key

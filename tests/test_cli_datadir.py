@@ -10,20 +10,14 @@ from pathlib import Path
 import pytest
 
 from chat.engine import Engine
-from ledger.__main__ import main as ledger_main
-from receipts.__main__ import main as receipts_main
-from receipts.keys import format_public_key
-from retrieval.cli import main as retrieval_main
-from storage.common.keyfiles import load_or_create
-from storage.files.ledger.store import Ledger
-from storage.files.receipts import checkpoint_files as checkpoints_files
 from cli.prog_chat import main as chat_main
 from cli.prog_ledger import main as ledger_main
 from cli.prog_receipts import main as receipts_main
 from cli.prog_retrieval import main as retrieval_main
-from ledger import Ledger
-from receipts import checkpoints
-from receipts.keys import format_public_key, load_or_create
+from receipts.keys import format_public_key
+from storage.common.keyfiles import load_or_create
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import checkpoint_files as checkpoints_files
 
 
 @pytest.fixture(autouse=True)

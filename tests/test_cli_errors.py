@@ -15,20 +15,14 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from ledger.__main__ import main as ledger_main
-from ledger.cli_support import EXIT_PIPE, run
-from receipts.__main__ import main as receipts_main
-from receipts.keys import format_public_key
-from retrieval.cli import main as retrieval_main
-from storage.files.ledger.store import Ledger
-from storage.files.receipts import files as receipt_files
 from cli.prog_chat import main as chat_main
 from cli.prog_ledger import main as ledger_main
 from cli.prog_receipts import main as receipts_main
 from cli.prog_retrieval import main as retrieval_main
 from cli.support import EXIT_PIPE, run
-from ledger import Ledger
-from receipts import files as receipt_files
+from receipts.keys import format_public_key
+from storage.files.ledger.store import Ledger
+from storage.files.receipts import files as receipt_files
 
 ROOT = Path(__file__).resolve().parents[1]
 # what leaks from an exception: `IndexUnavailable: …`, `found FileNotFoundError`, `internal: OSError`

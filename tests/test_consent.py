@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 
 import control
-from chat.__main__ import main as chat_main
 from chat.consent import TOKEN_TTL, ConsentError, proposal_store
-from chat.consent import TOKEN_TTL, ConsentError
 from chat.engine import Engine, TurnError
 from cli.prog_chat import main as chat_main
 from receipts import body as rbody

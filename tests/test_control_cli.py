@@ -13,8 +13,6 @@ import pytest
 from cli.prog_control import main as control_main
 from cli.prog_receipts import main as receipts_main
 from receipts import certificate as cert
-from receipts.__main__ import main as receipts_main
-from receipts import files
 from receipts.keys import format_public_key
 from receipts.verify import FAIL
 from storage.files.receipts import files

@@ -19,14 +19,10 @@ from cli.prog_control import main as control_main
 from cli.prog_receipts import main as receipts_main
 from control.forget import forget, pending, recover
 from control.plan import PlanError
-from receipts.__main__ import main as receipts_main
 from receipts.keys import format_public_key
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.receipts.api import verify_bytes
-from ledger import Ledger
-from receipts.api import verify_bytes
-from receipts.keys import format_public_key, load_or_create
 
 from .many_support import build, files_with_marker
 

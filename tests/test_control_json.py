@@ -9,12 +9,9 @@ from typing import Any
 
 import pytest
 
-from control.__main__ import main as control_main
+from cli.prog_control import main as control_main
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import files
-from cli.prog_control import main as control_main
-from ledger import Ledger
-from receipts import files
 
 from .forget_support import MARKER, engine, marked_session
 

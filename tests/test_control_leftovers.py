@@ -11,14 +11,10 @@ import pytest
 
 from cli.prog_ledger import main as ledger_main
 from control import forget as control
-from ledger.__main__ import main as ledger_main
 from ledger.imports import IMPORTS_FILE
 from ledger.messages import Message
 from storage.files.ledger.import_records import previous_import, read_records, record_import
 from storage.files.ledger.store import Ledger
-from ledger import Ledger
-from ledger.imports import IMPORTS_FILE, previous_import, read_records, record_import
-from ledger.store import Message
 
 from .forget_support import MARKER
 

@@ -60,12 +60,9 @@ def test_a_reader_holding_the_index_stops_only_the_purge_the_receipts_are_redact
     import sqlite3
     import time
 
-    from control.__main__ import main as control_main
+    from cli.prog_control import main as control_main
     from storage.files.receipts.certificate_io import verify_certificate_bytes
     from storage.files.retrieval import db
-    from cli.prog_control import main as control_main
-    from receipts.certificate_io import verify_certificate_bytes
-    from retrieval import db
 
     from .forget_support import marked_session
 

@@ -17,9 +17,8 @@ import pytest
 from bundle import import_bundle
 from chat.engine import Engine
 from chat.llm import LLM
-from storage.common.fsmode import private_dir
 from cli.prog_bundle import main
-from ledger.fsmode import private_dir
+from storage.common.fsmode import private_dir
 from storage.stores import Stores, file_stores, pg_stores
 from webui.bundle_ui import BundleUI
 from webui.config import loose_modes_message

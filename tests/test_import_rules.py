@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from ledger.__main__ import main
 from cli.prog_ledger import main
-from ledger import Ledger
 from ledger.event import format_ts
 from ledger.imports import IMPORTS_FILE, content_hash
 from ledger.messages import ImportError_, parse_import

@@ -12,16 +12,11 @@ from pathlib import Path
 import pytest
 
 from chat.engine import Engine
-from ledger.__main__ import main
+from cli.prog_ledger import main
 from storage.files.ledger.listing_files import count_and_last_line
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts.api import verify_bytes
-from cli.prog_ledger import main
-from ledger import Ledger
-from ledger.listing import count_and_last_line
-from receipts import checkpoints
-from receipts.api import verify_bytes
 
 
 def make(data: Path, session: str, n: int) -> Ledger:

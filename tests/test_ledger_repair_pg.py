@@ -20,14 +20,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ledger.__main__ import main
+from cli.prog_ledger import main
 from ledger.messages import Message
 from storage.common.checkpoint_issue import issue
 from storage.common.keyfiles import load_or_create
-from cli.prog_ledger import main
-from ledger import Message
-from receipts.file_backend import issue
-from receipts.keys import load_or_create
 from storage.pg.ledger import PgLedger
 from storage.pg.repair import kept_cuts
 from storage.stores import Stores, pg_stores

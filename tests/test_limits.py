@@ -19,9 +19,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from ledger.__main__ import main as ledger_main
 from cli.prog_ledger import main as ledger_main
-from ledger import Ledger
 from ledger.canonical import MAX_DEPTH, canonical_json, check_domain
 from ledger.corrupted import LedgerCorrupted
 from ledger.event import (

@@ -18,9 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import receipts
-from receipts.__main__ import main as receipts_main
 from cli.prog_receipts import main as receipts_main
-from receipts.api import verify_bytes
 from receipts.body import PAYLOAD_TYPE, MalformedReceipt, dump_file, parse_receipt
 from receipts.dsse import sign_envelope
 from receipts.keys import PublicKey, SigningKey, parse_public_key

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from control.supersede_rules import MAX_READ_CHARS
 
 from chat.engine import Engine
+from facts.rules import MAX_READ_CHARS
 from ledger.supersessions import SUPERSEDE_TEXT, supersession_of_record
 
 from .test_llm import KEY, FakeGroq, Reply, clear_groq_env, completion_body, serving

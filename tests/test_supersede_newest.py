@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from control.supersede_asked import answers, asked
 
 from chat.engine import Engine
 from chat.llm import LLM
 from chat.supersede import newest_statement, with_newest
+from facts.asked import answers, asked
 from retrieval.model import Hit
 from storage.files.receipts.api import verify_bytes
 

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from receipts.__main__ import main
 from cli.prog_receipts import main
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.keys import format_public_key
 from receipts.verify import FAIL, NOT_VERIFIABLE

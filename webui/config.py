@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from chat.engine import Engine
-from ledger.cli_support import EXPECTED_DATA_DIR, CliError, make_data_dir, note, writable_data_dir
+from cli.support import EXPECTED_DATA_DIR, make_data_dir, writable_data_dir
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError
+from storage.datadir import DataDirError
 from storage.local import keys_dir, load_existing, looser_than_private, new_key_note
-from ledger.fsmode import looser_than_private
-from receipts.keys import KeyConfigError, keys_dir, load_existing, new_key_note
-from storage.datadir import EXPECTED_DATA_DIR, DataDirError, make_data_dir, writable_data_dir
 from webui.retention import parse_hours
 
 DEFAULT_PORT = 7860

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from chat.consent import Candidate
 from control.revocation import ControlResult
 from ledger.controls import MAX_CONTROL_REASON, REVOKE
-from receipts.decisions import MAX_CONTROL_REASON, REVOKE
 from webui.render import match_label, short_ts
 from webui.render_forget import short_text
 from webui.text import md

@@ -55,7 +55,6 @@ from storage.pg.connect import Database
 
 if TYPE_CHECKING:
     from storage.pg.imports import PgImports
-from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)

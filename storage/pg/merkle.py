@@ -35,7 +35,6 @@ from receipts.merkle_nodes import (
     subtree_nodes,
 )
 from storage.common.tree_errors import MerkleStoreError
-from receipts.merkle_store import MerkleStoreError
 from storage.pg import sql
 from storage.pg.connect import Database
 

@@ -168,7 +168,6 @@ def repair(stores: Stores, session: str, seq: int, key: Any, unsigned: str, *, c
     """Cut under the session's turn lock (no turn or import signs in between), then refresh what derives from the
     ledger: the Merkle tree, the search rows, the checkpoint (signed with `key`; `unsigned` says why not when None)."""
     from storage.common.checkpoint_issue import issue
-    from receipts.file_backend import issue
     from storage.pg.index import PgIndex
     from storage.pg.receipts import PgReceipts
 

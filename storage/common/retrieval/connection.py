@@ -37,14 +37,6 @@ if TYPE_CHECKING:
     from storage.common.retrieval.indexer import Progress
     from storage.files.ledger.store import Ledger
 
-
-if TYPE_CHECKING:
-from ledger import Ledger
-from ledger.fsmode import open_private, private_dir
-
-if TYPE_CHECKING:
-    from retrieval.indexer import Progress
-
 log = logging.getLogger("retrieval")
 INDEX_FILE = "index.sqlite"
 BUSY_MS = 30_000

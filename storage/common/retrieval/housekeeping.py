@@ -18,9 +18,6 @@ import orjson
 from ledger import EventError, validate_session_id
 from ledger.corrupted import LedgerCorrupted
 from retrieval import sql
-from ledger import EventError, LedgerCorrupted, validate_session_id
-from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, batched
-from retrieval.indexer import Indexing
 from retrieval.indexing import CONTEXT_SEP, novelty_gains, regained_novelty, skipped
 from retrieval.model import ForgetError, Forgotten, PurgeIncomplete
 from retrieval.scoring import collapse_score

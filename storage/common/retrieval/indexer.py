@@ -26,9 +26,6 @@ from retrieval.indexing import Plan, Planner, plan_rows
 from retrieval.model import Forgotten, IndexUnavailable
 from retrieval.text import content_terms
 from storage.common.retrieval.connection import ZEROED, IndexFile, batched, is_corruption
-from ledger import GENESIS, Event, LedgerCorrupted, validate_session_id
-from retrieval.connection import ZEROED, IndexFile, batched, is_corruption
-from retrieval.indexing import Plan, plan_rows
 
 log = logging.getLogger("retrieval")
 CHUNK = 20_000  # events per write transaction while indexing

@@ -23,8 +23,6 @@ from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
 from storage.common.retrieval.connection import batched
 from storage.common.retrieval.indexer import Indexing
-from retrieval.connection import batched
-from retrieval.indexer import Indexing
 
 
 def candidates_for(k: int) -> int:

@@ -18,11 +18,6 @@ from ledger.verify import SessionReport, read_chunks, split_lines, verify_stream
 from storage.files.ledger import tailrecord
 from storage.files.ledger.parallel import counted, verify_file_parallel_erased
 from storage.files.ledger.recovery import Recovery, _Tail
-from ledger import tailrecord
-from ledger.event import Event, event_from_dict
-from ledger.parallel import counted, verify_file_parallel_erased
-from ledger.recovery import Recovery, _Tail
-from ledger.sessions import EVENTS_FILE
 
 log = logging.getLogger("ledger")
 BISECT_MAX = 64  # seqs one read_events finds by bisection when the offsets are not known; more: one scan

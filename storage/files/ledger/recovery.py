@@ -24,12 +24,6 @@ from storage.files.ledger import tailrecord
 from storage.files.ledger.resync import resync
 from storage.files.ledger.rewrite import temp_path
 from storage.files.ledger.sessions import Sessions, _fsync_dir
-from ledger import tailrecord
-from ledger.event import GENESIS, now_ts
-from ledger.fsmode import open_private
-from ledger.resync import resync
-from ledger.rewrite import temp_path
-from ledger.sessions import EVENTS_FILE, Sessions, _fsync_dir
 
 log = logging.getLogger("ledger")
 # A session of fewer lines is walked on open even when its tail record matches: the walk costs

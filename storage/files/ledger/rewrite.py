@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 
 from ledger.chunks import Chunk, ChunkLog, hash_range
 from storage.common.fsmode import open_private
-from ledger.fsmode import open_private
 
 TEMP_SUFFIX = ".erasing"
 # Crash tests set this to a function that is called at each named step of a rewrite

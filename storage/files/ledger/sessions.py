@@ -19,7 +19,6 @@ from pathlib import Path
 from ledger.event import EVENTS_FILE as EVENTS_FILE
 from ledger.event import EventError, validate_session_id
 from storage.common.fsmode import open_private, private_dir
-from ledger.fsmode import open_private, private_dir
 
 log = logging.getLogger("ledger")
 MAX_OPEN_SESSIONS = 128  # sessions whose lock and log descriptors stay open between appends

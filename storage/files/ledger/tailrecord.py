@@ -25,7 +25,6 @@ import orjson
 from ledger.erasures import ErasureState
 from ledger.verify import ChainWalker
 from storage.common.fsmode import open_private
-from ledger.fsmode import open_private
 
 RECORD_FILE = "tail.json"
 RECORD_VERSION = 1

@@ -12,9 +12,6 @@ from receipts.verify import Report, verify_receipt
 from storage.common.keyfiles import keys_dir, legacy_keys_dir
 from storage.files.receipts.audit import Auditor
 from storage.files.receipts.ledger_copy import LineSource, ledger_dir
-from receipts.audit import Auditor
-from receipts.keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, keys_dir, legacy_keys_dir, parse_public_key
-from receipts.ledger_copy import LineSource, ledger_dir
 
 
 def data_dir_key(data_dir: str | os.PathLike[str]) -> PublicKey | None:

@@ -60,8 +60,6 @@ from storage.common.tree_errors import MerkleStoreError
 from storage.files.ledger.resync import resync
 from storage.files.receipts import audit_parallel
 from storage.files.receipts.merkle_store import MerkleStore
-from receipts import audit_parallel, supersession_walk
-from receipts.merkle_store import MerkleStore, MerkleStoreError
 
 STATE_VERSION = 4  # 3: with the erasure state of the verified prefix (ledger/erasures.py); 4: and its supersession records
 STATE_FIELDS = frozenset({"format", "verified", "verified_bytes", "head", "break", "chunks", "erasures", "supersessions"})

@@ -16,9 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from receipts import files
-from receipts.api import data_dir_key
-from receipts.audit import Auditor
 from receipts.body import MalformedReceipt, cited_events, parse_receipt
 from receipts.certificate import parse_certificate
 from receipts.certificate_check import CertificateReport, LedgerView, verify_certificate
@@ -29,7 +26,6 @@ from storage.files.receipts import files
 from storage.files.receipts.api import data_dir_key
 from storage.files.receipts.audit import Auditor
 from storage.files.receipts.ledger_copy import LineSource, ledger_dir
-from receipts.ledger_copy import LineSource, ledger_dir
 
 
 def _view(facts: LedgerFacts) -> LedgerView:

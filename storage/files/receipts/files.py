@@ -25,9 +25,6 @@ from receipts.stores import TreeSource
 from storage.common.fsmode import open_private, private_dir, replace_durable
 from storage.common.tree_check import leaf_matches
 from storage.files.receipts.merkle_store import MerkleStore
-from receipts.merkle import leaf_hash
-from receipts.merkle_store import MerkleStore
-from receipts.stores import MerkleTree, TreeSource
 
 RECEIPTS_DDL = """
 CREATE TABLE IF NOT EXISTS receipts (

@@ -31,8 +31,6 @@ from typing import Protocol
 from ledger.event import validate_session_id
 from storage.common.fsmode import open_private
 from storage.files.receipts.audit import LedgerAt
-from ledger.fsmode import open_private
-from receipts.audit import LedgerAt
 
 COPIED = "a private copy of the database's rows, walked whole"  # the audit note's reason (Auditor(fresh=...))
 PREFIX = "mre-audit-copy-"

@@ -38,7 +38,6 @@ from types import TracebackType
 from receipts.merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
 from storage.common.fsmode import open_private, private_dir, write_private
 from storage.common.tree_errors import MerkleStoreError
-from ledger.fsmode import open_private, private_dir, write_private
 
 FORMAT_FILE = "FORMAT"
 FORMAT_LINE = b"merkle-store v1: rfc6962 sha256, one file of 32-byte nodes per level\n"
