@@ -225,7 +225,9 @@ def umask022() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("umask022")
-def test_the_markdown_export_is_0600_under_umask_022(source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_markdown_export_is_0600_under_umask_022(
+    source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
     out = tmp_path / "s.md"
     assert main(["markdown", str(source.data), SESSION, str(out)]) == 0
@@ -233,7 +235,9 @@ def test_the_markdown_export_is_0600_under_umask_022(source: Source, tmp_path: P
 
 
 @pytest.mark.usefixtures("umask022")
-def test_the_bundle_export_is_0600_under_umask_022(source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bundle_export_is_0600_under_umask_022(
+    source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
     out = tmp_path / "b.mrebundle"
     assert main(["export", str(source.data), SESSION, str(out)]) == 0

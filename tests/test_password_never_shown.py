@@ -132,9 +132,13 @@ QUESTION_MARK_URL = f"postgresql://u:{QUESTION_MARK_SECRET}@127.0.0.1:1/db"
 
 
 def test_redact_and_scrub_hide_a_password_with_a_question_mark() -> None:
-    assert conninfo_to_dict(QUESTION_MARK_URL)["password"] == QUESTION_MARK_SECRET  # the premise: libpq takes all of it as the password
+    assert (
+        conninfo_to_dict(QUESTION_MARK_URL)["password"] == QUESTION_MARK_SECRET
+    )  # the premise: libpq takes all of it as the password
     assert QUESTION_MARK_SECRET not in redact(QUESTION_MARK_URL)
-    assert QUESTION_MARK_SECRET not in scrub(f"connecting to {QUESTION_MARK_URL}: {QUESTION_MARK_SECRET}", QUESTION_MARK_URL)
+    assert QUESTION_MARK_SECRET not in scrub(
+        f"connecting to {QUESTION_MARK_URL}: {QUESTION_MARK_SECRET}", QUESTION_MARK_URL
+    )
 
 
 def test_a_database_that_cannot_be_reached_does_not_print_that_password() -> None:
@@ -197,7 +201,11 @@ def test_the_app_names_a_url_given_as_data_without_its_password(tmp_path: Path) 
     env["PYTHONPATH"] = str(ROOT)
     r = subprocess.run(
         [sys.executable, str(ROOT / "app.py"), "--data", f"postgresql://u:{SECRET}@127.0.0.1:1/db"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
@@ -250,7 +258,9 @@ def test_a_url_given_as_data_dir_is_named_without_its_password(tmp_path: Path, a
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_mre_db_export_refuses_a_url_holding_a_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_mre_db_export_refuses_a_url_holding_a_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     secret = "s3cr3t-Pa55"
     url = f"postgresql://mre:{secret}@/x?host={tmp_path}/nosock&port=1"
     monkeypatch.delenv("DATABASE_URL", raising=False)

@@ -32,7 +32,9 @@ S = "alice"
 
 @pytest.fixture
 def two_replicas(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("RECEIPT_SIGNING_KEY", "11" * 32)  # one key for every replica, as docs/guides/scaling-out.md says
+    monkeypatch.setenv(
+        "RECEIPT_SIGNING_KEY", "11" * 32
+    )  # one key for every replica, as docs/guides/scaling-out.md says
     out = []
     for name in ("a", "b"):
         data = tmp_path / name
@@ -84,13 +86,17 @@ def test_forgetting_a_session_on_one_replica_leaves_no_copy_on_another(two_repli
 
 @pytest.mark.pg
 @pytest.mark.parametrize("then", ["a_reads", "a_restarts"])
-def test_a_forget_on_another_replica_leaves_no_receipt_copy_with_the_word(then: str, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_forget_on_another_replica_leaves_no_receipt_copy_with_the_word(
+    then: str, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"
     a_dir.mkdir()
     b_dir.mkdir()
-    a = Engine(a_dir, llm=LLM(api_key=""), stores=pg_stores(pg_url, a_dir, receipt_copies=True))  # as `python -m chat` opens it
+    a = Engine(
+        a_dir, llm=LLM(api_key=""), stores=pg_stores(pg_url, a_dir, receipt_copies=True)
+    )  # as `python -m chat` opens it
     b = Engine(b_dir, llm=LLM(api_key=""), stores=pg_stores(pg_url, b_dir))
     try:
         mem = a.remember("s1", f"My locker code word is {MARKER}")
@@ -148,6 +154,8 @@ def test_a_forget_after_migration_leaves_no_file_in_data_dir_with_the_word(
         assert cf.pending_sessions(data, eng.stores) == []
         left = [str(Path(p).relative_to(data)) for p in files_with_marker(data)]
         assert left == [], left
-        assert (data / "sessions" / "s2" / "events.jsonl").is_file(), "another session's migrated files are left as they are"
+        assert (data / "sessions" / "s2" / "events.jsonl").is_file(), (
+            "another session's migrated files are left as they are"
+        )
     finally:
         eng.close()

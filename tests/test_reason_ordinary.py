@@ -44,7 +44,9 @@ from control.plan import quoted
         ("my friend asked me to remove it", "My friend and I went hiking on Sunday", "friend"),
     ],
 )
-def test_a_reason_sharing_an_everyday_word_is_refused_by_the_documented_word_rule_only(reason: str, memory: str, word: str) -> None:
+def test_a_reason_sharing_an_everyday_word_is_refused_by_the_documented_word_rule_only(
+    reason: str, memory: str, word: str
+) -> None:
     assert quoted(reason, memory)
     read, held = quoting.reading(reason), quoting.holding(memory)
     assert word in read[0].terms & held.terms  # rule 1: the same content term (stemmed) in both
@@ -112,7 +114,13 @@ PERSEID = "I'll always remember our camping trip last year when we saw the Perse
 
 @pytest.mark.parametrize(
     ("reason", "memory"),
-    [("confidential", IDENTITY), ("entered by accident", IDENTITY), ("too personal", PERSEID), ("personal data", PERSEID), ("wrong person", PERSEID)],
+    [
+        ("confidential", IDENTITY),
+        ("entered by accident", IDENTITY),
+        ("too personal", PERSEID),
+        ("personal data", PERSEID),
+        ("wrong person", PERSEID),
+    ],
 )
 def test_an_ordinary_privacy_reason_is_not_refused_for_a_piece_of_a_title_word(reason: str, memory: str) -> None:
     assert not quoted(reason, memory)
