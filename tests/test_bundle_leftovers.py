@@ -1,6 +1,6 @@
 """What a bundle check or import leaves behind, even killed (bundle.verify, bundle.read, bundle.importer).
 
-The same findings as tests/test_review_pg_verify_leftovers.py, on the bundle side: each verify or import walked the
+The same findings as tests/test_ledger_copy.py (its PostgreSQL tests), on the bundle side: each verify or import walked the
 bundle's ledger with the verifier's audit cache keyed by its (new, unique) staging folder, leaving one empty
 `<cache_root>/audit/<hash>/` folder per bundle; and a check killed mid-walk left its staging folder — the ledger and
 the receipts, every memory's words — under $TMPDIR, swept by nothing. Now the check's audit cache lives in a private

@@ -18,6 +18,15 @@ from receipts.keys import format_public_key
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import checkpoint_files as checkpoints_files
+from chat import __main__ as chat_cli
+from chat.__main__ import main as chat_main
+from cli.main import main as mre_main
+from ledger import Ledger
+from ledger.__main__ import main as ledger_main
+from receipts import checkpoints
+from receipts.__main__ import main as receipts_main
+from receipts.keys import format_public_key, load_or_create
+from retrieval.cli import main as retrieval_main
 
 
 @pytest.fixture(autouse=True)
@@ -194,3 +203,42 @@ def test_chat_with_create_makes_the_whole_path(tmp_path: Path, capsys: pytest.Ca
     assert chat_main([str(data), "alice", "hello", "--create"]) == 0
     assert f"created data directory {data}" in capsys.readouterr().err
     assert Ledger(data).verify("alice").ok
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review6_chat_answer_bad_token_writes.py):
+# Reviewer finding (`python -m chat answer` / `mre chat answer`): a malformed turn token is refused with exit 2
+# ("unusable input, nothing changed") only after the command has created a receipt signing key in DATA_DIR.keys — for
+# any folder given as DATA_DIR, even one that is no data directory (`/tmp` made `/tmp.keys`). The first run prints the
+# key's creation line above the error, so the twins' stderr also differ by which ran first.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["python -m", "mre"])
+def test_a_malformed_token_changes_nothing(spelling: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "not-a-data-dir"
+    folder.mkdir()
+    argv = ["answer", str(folder), "not-a-token"]
+    code = chat_cli.main(argv) if spelling == "python -m" else mre_main(["chat", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "token" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-data-dir"], "a signing key folder was created"
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("cancel", [False, True])
+def test_a_well_formed_token_not_issued_here_changes_nothing(cancel: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same for a token of the right shape whose proposal is not in DATA_DIR (chat.consent.check_issued runs
+    before the signing key is loaded or created): exit 2, nothing written, for an answer and for --cancel."""
+    for name in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "not-a-data-dir"
+    folder.mkdir()
+    token = f"ct1.{'a' * 32}.4102444800.{'b' * 64}"
+    code = chat_cli.main(["answer", str(folder), token, *(["--cancel"] if cancel else [])])
+    err = capsys.readouterr().err
+    assert code == 2 and "token: unknown" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-data-dir"], "a signing key folder was created"
+    assert list(folder.iterdir()) == []

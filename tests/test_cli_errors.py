@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bundle.__main__ import main as bundle_main
+from chat.__main__ import main as chat_main
 from chat.engine import Engine
 from chat.llm import LLM
 from cli.prog_chat import main as chat_main
@@ -232,3 +234,20 @@ def test_control_forget_into_a_closed_pipe_ends_quietly(tmp_path: Path, monkeypa
     proc = spawn_into_closed_pipe(["control", "forget", str(tmp_path / "data"), "alice", "0"])
     assert proc.stderr.decode() == "" and proc.returncode == EXIT_PIPE
     assert Ledger(tmp_path / "data").read_events("alice", [0])[0].erased
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review5_verify_one_line.py):
+# Reviewer finding (issue 28 item 4 / the project's rule "bad input gets a clear one-line error"): `python -m bundle
+# verify FILE` on a file whose name holds a newline answers on two lines — the refusal puts the file's name in
+# unquoted (`{p.name}: not a readable zip …`), where other refusals of the same command print the path as given.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_bundle_verify_refuses_a_file_named_with_a_newline_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "new\nline.mre.zip"
+    path.write_bytes(b"not a zip")
+    code = bundle_main(["verify", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1, err

@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from control import forget as control
 from ledger.canonical import canonical_json
 from receipts import certificate as cert
 from receipts.certificate_check import LEDGER_ROWS_EVENTS
 from receipts.keys import SigningKey, format_public_key, parse_public_key
 from storage.files.receipts.certificate_io import verify_certificate_bytes
+
+from .forget_support import engine
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 PUBKEY = VECTORS / "receipt_v1_pubkey.json"
@@ -265,3 +268,83 @@ def test_a_ledger_that_still_holds_an_erased_text_fails_ledger_erased(tmp_path: 
     (session_dir / "events.jsonl").write_bytes(b"".join(lines))
     report = verify_certificate_bytes((VECTORS / "erasure_cert_v1.json").read_bytes(), trusted=_trusted(), data_dir=tmp_path)
     assert "ledger.erased" in {c.name for c in report.failed}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_control_review.py):
+# A hostile review of forgetting (issue 10): a certificate checked with the data directory is never VERIFIED while the
+# deletion it certifies is unfinished or while a stored receipt still holds an erased text.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+KILLED_DELETING = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from control import forget as control
+from retrieval import Index
+Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # the folder is gone, the rest is not
+control.forget_session(sys.argv[2], "alice")
+"""
+
+
+def test_a_session_certificate_is_not_verified_while_its_deletion_is_unfinished(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from receipts.certificate_io import verify_certificate_bytes
+
+    from .forget_support import marked_session
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "data"
+    eng = engine(data)
+    marked_session(eng)
+    key = [eng.key.public_key]
+    eng.index.close()
+    eng.ledger.close()
+    child = subprocess.run([sys.executable, "-c", KILLED_DELETING, str(root), str(data)], capture_output=True, text=True, timeout=60)
+    assert child.returncode == -9, child.stderr[-2000:]
+    (cert_path,) = (data / "erasures").glob("erasure-alice-all-*.json")  # written first: it holds only hashes
+    assert not (data / "sessions" / "alice").exists() and control.pending(data)
+    report = verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data)
+    assert report.verdict == "failed" and [c.name for c in report.failed] == ["ledger.deleted"]
+    assert ".pending-alice.json" in report.failed[0].message
+    # a crash in the middle of removing the folder: the ledger went first, a receipt is still there
+    receipts = data / "sessions" / "alice" / "receipts"
+    receipts.mkdir(parents=True)
+    (receipts / "rcpt_00000000000000000000000000000000.json").write_text("{}")
+    restarted = engine(data)
+    control.recover(data, ledger=restarted.ledger, index=restarted.index, key=restarted.key)
+    assert not (data / "sessions" / "alice").exists()  # recover removed the folder again
+    assert verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data).verdict == "verified"
+    receipts.mkdir(parents=True)
+    (receipts / "rcpt_00000000000000000000000000000000.json").write_text("{}")
+    report = verify_certificate_bytes(cert_path.read_bytes(), trusted=key, data_dir=data)
+    assert [c.name for c in report.failed] == ["ledger.deleted"] and "sessions/alice" in report.failed[0].message
+
+
+@pytest.mark.parametrize("fmt", [2, 1])
+def test_a_certificate_checked_with_the_data_directory_fails_while_a_stored_receipt_still_holds_an_erased_text(tmp_path: Path, fmt: int) -> None:
+    """The certificate lists receipts as redacted or withdrawn: with --data, a receipt file that still discloses an
+    erased event (a copy put back, a redaction undone) or a withdrawn one still stored is caught, not VERIFIED."""
+    from chat.engine import Engine
+    from chat.llm import LLM
+    from receipts.certificate_io import verify_certificate_bytes
+
+    from .forget_support import marked_session
+
+    data = tmp_path / "data"
+    eng = Engine(data, llm=LLM(api_key=""), receipt_format=fmt)
+    mem_seq, turns = marked_session(eng)
+    old = {t.receipt_path: t.receipt_path.read_bytes() for t in turns}
+    result = control.forget(data, "alice", [mem_seq], ledger=eng.ledger, index=eng.index, key=eng.key)
+    raw = result.certificate_path.read_bytes()
+    key = [eng.key.public_key]
+    report = verify_certificate_bytes(raw, trusted=key, data_dir=data)
+    assert report.verdict == "verified" and [c.status for c in report.checks if c.name == "ledger.receipts"] == ["pass"]
+    path, before = next(iter(old.items()))
+    path.write_bytes(before)  # the unredacted receipt, back in the data directory
+    report = verify_certificate_bytes(raw, trusted=key, data_dir=data)
+    assert [c.name for c in report.failed] == ["ledger.receipts"]
+    assert path.stem in str(report.failed[0].found)
+    assert verify_certificate_bytes(raw, trusted=key).verdict == "verified"  # offline: the signed claims still hold

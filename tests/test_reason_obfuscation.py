@@ -306,3 +306,112 @@ def test_forget_revoke_and_supersede_refuse_an_obfuscated_reason_and_change_noth
         revoke(dep.data, s, new, reason="code 4 7 1 1", stores=dep.stores, key=dep.engine.key)
     assert led.head(s) == before
     assert cf.forget(dep.data, s, [old], reason="no longer relevant", stores=dep.stores, key=dep.engine.key).erased
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review5_reason_lookalikes.py):
+# Reviewer finding (issue 28 item 7, "fold confusables"): control.confusables folds a subset of Cyrillic and Greek
+# look-alikes only. Letters that Unicode's confusables.txt (UTS #39) also gives a Latin prototype — Armenian օ (U+0585,
+# 'o'), Latin alpha ɑ (U+0251, 'a'), Latin small capital ᴄ (U+1D04, 'c'), Cyrillic г (U+0433, 'r'), the estimated
+# sign ℮ (U+212E, 'e') — leave a reason that reads as the memory's word passing the check, for a common word (no
+# 4-character pieces) and for a short name alike.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+LOOKALIKE_MEMORY = "my safe word is chocolate and my dog is Oreo"
+
+
+def test_the_plain_words_are_refused() -> None:
+    assert quoted("chocolate", LOOKALIKE_MEMORY) and quoted("Oreo", LOOKALIKE_MEMORY)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["ch\u0585c\u0585late", "chocol\u0251te", "\u1d04hocolate", "chocolat\u212e", "Ore\u0585", "O\u0433eo"],
+    ids=["armenian-o", "latin-alpha", "small-capital-c", "estimated-sign", "armenian-o-name", "cyrillic-ge-name"],
+)
+def test_a_reason_spelling_the_word_with_a_lookalike_is_refused(reason: str) -> None:
+    assert quoted(reason, LOOKALIKE_MEMORY)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review5_reason_obfuscation.py):
+# Reviewer findings (issue 28 item 7, the reason check): a forget/revoke reason that repeats a memory's word,
+# obfuscated in ways control.quoting does not normalise, still passes — and an ordinary reason with a date and a time
+# is refused because the reason's digits are all read together.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+LISBON_MEMORY = "I live in Lisbon with my cat Zanzibar"
+
+
+def test_a_reason_that_displays_the_word_through_a_bidi_override_is_refused() -> None:
+    # U+202E RIGHT-TO-LEFT OVERRIDE is dropped as a format character, which leaves the reversed word; the kept reason
+    # still renders as "Lisbon" wherever it is shown (certificate, History, erasure record).
+    assert quoted("moved from \u202enobsiL\u202c", LISBON_MEMORY)
+
+
+@pytest.mark.parametrize("filler", ["\u3164", "\u115f", "\u1160", "\uffa0"])
+def test_a_reason_with_an_invisible_hangul_filler_inside_the_word_is_refused(filler: str) -> None:
+    assert quoted(f"the Lis{filler}bon one", LISBON_MEMORY)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "L1sb0n was wrong",  # leetspeak: digits for letters
+        "%4C%69%73%62%6F%6E",  # percent-encoding of Lisbon
+        "&#76;&#105;&#115;&#98;&#111;&#110;",  # HTML character references
+    ],
+)
+def test_a_reason_spelling_the_word_in_a_common_obfuscation_is_refused(reason: str) -> None:
+    assert quoted(reason, LISBON_MEMORY)
+
+
+@pytest.mark.parametrize("reason", ["said on 12 March at 3pm by mistake", "typed at 11:23 on the bus", "moved on 1 Feb, 23 days ago"])
+def test_an_ordinary_reason_with_a_date_is_not_read_as_quoting_a_code(reason: str) -> None:
+    # the memory's number is 123; the reason holds 12 and 3, or 11 and 23 — two numbers, neither the code
+    assert not quoted(reason, "my door code is 123")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review6_reason_enclosed_letters.py):
+# Reviewer finding (control.quoting, rule 6 / the normal form): the negative circled (U+1F150-1F169) and negative
+# squared (U+1F170-1F189) Latin capitals and the regional indicator symbols (U+1F1E6-1F1FF) read as the letters they
+# enclose wherever the reason is shown, but NFKC has no decomposition for them and control.confusables does not fold
+# them (the plain circled and squared letters, which NFKC maps, are refused): a reason spelling the memory's word in
+# them passes the check and is kept for good.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _spelled(word: str, first: int) -> str:
+    return "".join(chr(first + ord(c) - ord("a")) for c in word.lower())
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        _spelled("lisbon", 0x1F150),  # 🅛🅘🅢🅑🅞🅝
+        _spelled("lisbon", 0x1F170),  # 🅻🅸🆂🅱🅾🅽
+        f"moved from {_spelled('zanzibar', 0x1F170)}",
+        _spelled("zanzibar", 0x1F1E6),  # regional indicators (shown as letters where a pair is no flag)
+    ],
+)
+def test_a_reason_in_enclosed_letters_is_refused(reason: str) -> None:
+    assert quoted(reason, LISBON_MEMORY)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review6_reason_digit_separators.py):
+# Reviewer finding (control.quoting rule 2): a memory's code repeated digit by digit is refused with spaces, dots,
+# dashes, slashes or commas between the digits, but accepted with ';', '_', '|', '·', 'x', ' and ', or spelled out in
+# words: the kept reason then carries the code for good.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+DOOR_CODE_MEMORY = "my door code is 4711"
+
+
+@pytest.mark.parametrize("reason", ["4;7;1;1", "4_7_1_1", "4|7|1|1", "4·7·1·1", "it was four seven one one", "four-seven-one-one"])
+def test_a_code_repeated_with_other_separators_or_in_words_is_refused(reason: str) -> None:
+    assert quoted(reason, DOOR_CODE_MEMORY)

@@ -1,6 +1,6 @@
 """No forgotten word from the receipts CLI while an erasure of the session stopped half way (issue 28 item 3): `show`
 of a stored receipt (DATA_DIR/sessions/<S>/receipts/rcpt_*.json) finishes it first (control.settle; the reviewer's
-test_review5_receipts_show_pending) or refuses in one line when it cannot be finished now; `verify` (offline or with
+test, below) or refuses in one line when it cannot be finished now; `verify` (offline or with
 --data, text, --rows or --json) prints no text of the receipt, so it stays a read-only check (a guard: it held before
 `show` was fixed). Files backend: the commands read a file."""
 
@@ -80,3 +80,37 @@ def test_receipts_show_refuses_in_one_line_when_the_erasure_cannot_be_finished(
         assert out.err.count("\n") == 1 and session in out.err and "erasure" in out.err, out.err
         assert not any(n in (out.out + out.err).lower().encode() for n in NEEDLES)
     assert cf.pending(data), "nothing was finished, nothing lost: the journal stays for the next try"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review5_receipts_show_pending.py):
+# Reviewer finding (issue 28 item 3): `python -m receipts show` on a stored receipt of a session whose erasure
+# stopped half way (journal DATA_DIR/erasures/.pending-<session>.json present) prints the forgotten word: it neither
+# finishes the erasure (control.settle) nor refuses. The receipt's path names its data directory and session
+# (DATA_DIR/sessions/<S>/receipts/rcpt_*.json), so the command can tell. Files backend (the command reads a file).
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_receipts_show_copies_no_forgotten_word_while_an_erasure_is_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    eng = Engine(data, llm=QuietLLM(api_key=""))
+    try:
+        session = session_id(new_session_key())
+        mem, _turns = marked_session(eng, session)
+        with monkeypatch.context() as mp:
+            mp.setattr(steps, "apply_receipts", io_error)
+            with pytest.raises(OSError):
+                cf.forget(data, session, [mem], cascade=False, stores=eng.stores, key=eng.key)
+    finally:
+        eng.close()
+    assert cf.pending(data), "the journal stays after the I/O error"
+    receipts = sorted((data / "sessions" / session / "receipts").glob("rcpt_*.json"))
+    assert receipts
+    capsys.readouterr()
+    code = receipts_main(["show", str(receipts[0])])
+    out = capsys.readouterr()
+    printed = (out.out + out.err).lower().encode()
+    # finished first (no word, journal gone) or refused (exit 2, one line): either way no forgotten word is printed
+    assert not any(n in printed for n in NEEDLES), f"exit {code}: the forgotten word was printed"

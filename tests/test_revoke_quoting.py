@@ -9,6 +9,7 @@ derived (index.sqlite's receipt_cites), so an index without it, or replaced unde
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
@@ -18,11 +19,14 @@ from hypothesis import strategies as st
 
 import control
 from chat.engine import Engine, Turn, TurnError
+from chat.llm import LLM
 from control.state import quoting_answers
 from receipts.body import parse_receipt
 from receipts.verify import PASS
 from storage.files.receipts import files
 from storage.files.receipts.api import verify_bytes
+from webui.mcp_tools import make_tools
+from webui.service import Service
 
 from .forget_support import engine
 
@@ -243,3 +247,30 @@ def test_random_revoke_restore_turn_sequences_never_hand_the_model_a_quote_of_a_
         elif (action == "revoke") != (target in revoked):
             (control.revoke if action == "revoke" else control.restore)(eng.data_dir, "p", target, ledger=eng.ledger, key=eng.key)
             (revoked.add if action == "revoke" else revoked.discard)(target)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review4_mcp_search_quoting.py):
+# Reviewer finding (issue 28, item 1, at the MCP edge): MCP's search_memories leaves revoked memories out by default
+# ("as answers never use them"), but not the answers that quote them — the closure chat.withheld keeps from every model.
+# An MCP client is itself a model: the calling agent is handed the revoked words, unlabelled (revoked_by null).
+# --------------------------------------------------------------------------------------------------------------------
+
+
+MARKER = "Quuxborough"
+
+
+def test_search_memories_leaves_out_answers_that_quote_a_revoked_memory(tmp_path: Path) -> None:
+    service = Service(Engine(tmp_path / "data", llm=LLM(api_key="")))
+    try:
+        tools = {fn.__name__: fn for fn in make_tools(service)}
+        key = json.loads(tools["new_session_key"]())["session_key"]
+        mem = json.loads(tools["remember"](key, f"my locker code word is {MARKER}"))
+        asked = json.loads(tools["ask"](key, "what is my locker code word?"))
+        assert MARKER in asked["answer"]  # the stand-in quotes the memory it was handed
+        tools["revoke_memory"](key, mem["event_id"])
+        found = json.loads(tools["search_memories"](key, "locker code word"))
+        leaked = [r for r in found["results"] if MARKER.lower() in r["text"].lower()]
+        assert not leaked, f"the revoked words reached the MCP client in {[(r['seq'], r['role'], r['revoked_by']) for r in leaked]}"
+    finally:
+        service.engine.close()

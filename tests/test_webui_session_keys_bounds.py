@@ -12,11 +12,15 @@ import secrets
 import string
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from chat.engine import Engine
+from chat.llm import LLM
 from webui import sessions
-from webui.sessions import SessionKeyError, check_session_key, is_session_key, new_session_key
+from webui.service import Service
+from webui.sessions import SessionKeyError, _check_chars, check_session_key, is_session_key, new_session_key
 
 ALPHABETS = {
     "urlsafe": sessions.B64,
@@ -149,7 +153,8 @@ def test_the_chance_a_random_old_key_is_taken_for_a_damaged_generated_key() -> N
     below 1e-9 from 48 characters. Below that a generated key cut off 0-3 characters into its check carries 0-3 check
     characters, and a random key in that shape cannot be told from it: 1/256 at 44 characters (token_urlsafe(33) ends
     in '-' at 43), 6.1e-5 at 45 (no token_urlsafe length), 9.5e-7 at 46, 1.5e-8 at 47. The reviewer's damaged-key
-    tests (tests/test_review5_damaged_checked_key.py) require refusing the key cut off right after its '-'."""
+    tests (test_a_damaged_generated_key_is_refused_not_opened_as_an_old_format_key, below) require refusing the key
+    cut off right after its '-'."""
     sep, end, c = 1 / 64, 1 / 4, 64.0**-6
 
     def bound(n: int) -> float:
@@ -177,3 +182,152 @@ def test_the_chance_a_random_old_key_is_taken_for_a_damaged_generated_key() -> N
             key = "".join(rng.choice(sessions.B64) for _ in range(n))
             if sessions._damage(key) is not None:
                 assert _cut_off_generated_key(key), key
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review5_damaged_checked_key.py):
+# Reviewer finding (issue 28 item 7, checked session keys): the check only applies to a key of exactly the generated
+# shape (43 + '-' + 6). A generated key pasted cut off (its last character lost), with the check characters dropped
+# after the '-', with a character of its body deleted or doubled, or with its '-' turned into '_', is no longer of that
+# shape, so it is taken as an *old-format* key: it opens another, empty session with only a warning — the very
+# "typo or truncated paste" the check was added to refuse (webui/sessions.py's docstring). Every mutation below is of
+# a key generated now; none is 43 characters long (an old generated key's length).
+# --------------------------------------------------------------------------------------------------------------------
+
+
+KEY_DAMAGES = {
+    "last-character-lost": lambda k: k[:-1],
+    "check-characters-dropped": lambda k: k[:44],
+    "body-character-deleted": lambda k: k[:10] + k[11:],
+    "body-character-doubled": lambda k: k[:10] + k[10] + k[10:],
+    "dash-as-underscore": lambda k: k[:43] + "_" + k[44:],
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(KEY_DAMAGES))
+def test_a_damaged_generated_key_is_refused_not_opened_as_an_old_format_key(mutation: str, tmp_path: Path) -> None:
+    eng = Engine(tmp_path / "data", llm=LLM(api_key=""))
+    svc = Service(eng)
+    try:
+        key = new_session_key()
+        eng.remember(svc.session(key), "I adopted a grey cat named Miso")  # the person's real session
+        damaged = KEY_DAMAGES[mutation](key)
+        assert damaged != key and len(damaged) != 43
+        with pytest.raises(SessionKeyError):
+            svc.session(damaged)
+    finally:
+        eng.close()
+        svc.downloads.close()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review5_guessable_keys.py):
+# Reviewer finding (issue 28 item 7, session keys): keys a person types by hand and an attacker would try early —
+# a keyboard row, an alphabet in steps of two, an alternating-case alphabet, a pangram or passphrase — pass the
+# guessability rule (12 different characters, no repeated block, not mostly ±1 runs), also in the checked format,
+# whose check characters anyone can compute (the tag is public).
+# --------------------------------------------------------------------------------------------------------------------
+
+
+HAND_MADE_KEYS = [
+    "qwertyuiopasdfghjklzxcvbnm1234567890",  # the keyboard, row by row
+    "acegikmoqsuwyACEGIKMOQSUWY02468_",  # the alphabet in steps of two
+    "aAbBcCdDeEfFgGhHiIjJkKlLmMnNoOpP",  # the alphabet, alternating case
+    "thequickbrownfoxjumpsoverthelazydog",  # a pangram
+    "correct-horse-battery-staple-correct-horse",  # a passphrase, repeated in part
+]
+
+
+@pytest.mark.parametrize("key", HAND_MADE_KEYS)
+def test_a_hand_made_guessable_key_is_refused(key: str) -> None:
+    with pytest.raises(SessionKeyError):
+        check_session_key(key)
+
+
+def test_a_keyboard_walk_with_computed_check_characters_is_refused() -> None:
+    body = "qwertyuiopasdfghjklzxcvbnmQWERTYUIOPASDFGHJ"
+    assert len(body) == 43
+    with pytest.raises(SessionKeyError):
+        check_session_key(f"{body}-{_check_chars(body)}")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review6_guessable_keys_accepted.py):
+# Reviewer finding (webui.sessions guessability rule): keys made of words are refused only when 90% of them is one
+# case and '-'/'_'; written in CamelCase (a pangram, a passphrase, a sentence) or with an alternating pattern they are
+# accepted, though the module says a pangram or passphrase is refused.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+KEYS_OF_WORDS = [
+    "TheQuickBrownFoxJumpsOverTheLazyDog1234567",  # a pangram, 42 characters
+    "CorrectHorseBatteryStaple2024BlueSkyOceanRiver",  # the best-known passphrase
+    "MyPasswordIsVerySecretAndLongEnough2024Xyz",
+    "session_key_for_alice_2024_Bob_Carol_Dave_Eve",
+    "ab12cd34ef56gh78ij90kl12mn34op56qr78st90uv",  # a typed pattern
+    "MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXY",  # base64 of '0123456789abcdefghijklmnopqrstuv'
+]
+
+
+@pytest.mark.parametrize("key", KEYS_OF_WORDS)
+def test_a_guessable_key_is_refused(key: str) -> None:
+    assert not is_session_key(key)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review6_key_44_chars.py):
+# Reviewer finding (webui.sessions._damaged): a 44-character key with no '-' or '_' at index 42 or 43 reads key[44]
+# and raises IndexError ('string index out of range') out of check_session_key and is_session_key, instead of a
+# SessionKeyError or acceptance: every entry point (UI, MCP, gradio_client) gets an unexpected exception for, e.g., any
+# secrets.token_urlsafe(33) key or a 44-character passphrase.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+KEYS_OF_44 = [
+    "MyNameIsAliceAndThisIsMySessionKeyPleaseKeep",  # 44 characters
+    "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6",
+    "q4KO2faCjjwR0T0s0IQgA5a4x1ePRH7DwpnDOap03GkZ",  # shaped like secrets.token_urlsafe(33)
+]
+
+
+@pytest.mark.parametrize("key", KEYS_OF_44)
+def test_a_44_character_key_is_accepted_or_refused_never_an_index_error(key: str) -> None:
+    assert len(key) == 44
+    try:
+        check_session_key(key)
+    except SessionKeyError:
+        pass
+    is_session_key(key)  # must return a bool, not raise
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Why (was tests/test_review6_random_keys_refused.py):
+# Reviewer finding (webui.sessions): keys of 128+ random bits in the documented old format (32-64 letters, digits,
+# '-', '_'), as an MCP client or a script picks them, are refused: secrets.token_hex(16) / uuid4().hex (32 hex
+# characters) about 1.5% of the time for 'fewer than 12 different characters', and secrets.token_urlsafe(36) (48
+# characters, 288 bits) about 9% of the time as a 'damaged generated key' (a '-' or '_' falls at index 42-44 by
+# chance). The 'below 1e-9' bound holds only for 43-character base64 keys.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+RANDOM_KEYS_OF_THE_OLD_FORMAT = [
+    "bfcca6e656cf949795e064544066effe",  # secrets.token_hex(16)
+    "e9aef0d8dce94cc8a9ddb9aa400d80f3",  # uuid4().hex
+    "e2cdb6dd-d455-44f6-bf22-d2e3532d5b66",  # str(uuid4())
+    "q4KO2faCjjwR0T_s0IQgA5a4-1ePRH7DwpnDOap03Gk_5H_N",  # secrets.token_urlsafe(36)
+]
+
+
+@pytest.mark.parametrize("key", RANDOM_KEYS_OF_THE_OLD_FORMAT)
+def test_a_random_key_in_the_documented_format_is_accepted(key: str) -> None:
+    assert is_session_key(key)
+
+
+def test_random_keys_of_other_generators_are_refused_rarely() -> None:
+    rng = random.Random(28)
+    hexes = [f"{rng.getrandbits(128):032x}" for _ in range(1500)]
+    uuids = [uuid.UUID(int=rng.getrandbits(128), version=4).hex for _ in range(1500)]
+    b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    urlsafe48 = ["".join(rng.choice(b64) for _ in range(48)) for _ in range(500)]
+    refused = [k for k in hexes + uuids + urlsafe48 if not is_session_key(k)]
+    assert refused == []
