@@ -24,8 +24,8 @@ import bundle.export
 import bundle.layout
 from bundle import BundleError, ImportRefused, export_session, import_bundle, verify_file
 from bundle.format import LEDGER_NAME
-from cli.prog_bundle import main
 from bundle.layout import CENTRAL, END
+from cli.prog_bundle import main
 from storage.stores import Stores, file_stores, pg_stores
 from webui.bundle_ui import BundleUI
 from webui.mcp_tools import make_tools

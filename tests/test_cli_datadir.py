@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from chat.engine import Engine
+from cli import prog_chat as chat_cli
+from cli.main import main as mre_main
 from cli.prog_chat import main as chat_main
 from cli.prog_ledger import main as ledger_main
 from cli.prog_receipts import main as receipts_main
@@ -18,15 +20,6 @@ from receipts.keys import format_public_key
 from storage.common.keyfiles import load_or_create
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import checkpoint_files as checkpoints_files
-from chat import __main__ as chat_cli
-from chat.__main__ import main as chat_main
-from cli.main import main as mre_main
-from ledger import Ledger
-from ledger.__main__ import main as ledger_main
-from receipts import checkpoints
-from receipts.__main__ import main as receipts_main
-from receipts.keys import format_public_key, load_or_create
-from retrieval.cli import main as retrieval_main
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bundle.__main__ import main as bundle_main
-from chat.__main__ import main as chat_main
 from chat.engine import Engine
 from chat.llm import LLM
+from cli.prog_bundle import main as bundle_main
 from cli.prog_chat import main as chat_main
 from cli.prog_ledger import main as ledger_main
 from cli.prog_receipts import main as receipts_main

@@ -29,8 +29,8 @@ from control.state import derive
 from control.supersession import correct, history, supersede
 from ledger.controls import CONTROL_TEXTS, REVOKE, control_meta
 from receipts.verify import WITHHELD
-from storage.files.receipts.api import verify_bytes
 from storage import BackendError
+from storage.files.receipts.api import verify_bytes
 from storage.stores import Stores, file_stores, pg_stores
 
 from .forget_support import MARKER, NEEDLES, files_with_marker, marked_session

@@ -281,7 +281,7 @@ KILLED_DELETING = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from control import forget as control
-from retrieval import Index
+from storage.files.retrieval.db import Index
 Index.purge_session = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # the folder is gone, the rest is not
 control.forget_session(sys.argv[2], "alice")
 """
@@ -291,7 +291,7 @@ def test_a_session_certificate_is_not_verified_while_its_deletion_is_unfinished(
     import subprocess
     import sys
 
-    from receipts.certificate_io import verify_certificate_bytes
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
 
     from .forget_support import marked_session
 
@@ -329,7 +329,7 @@ def test_a_certificate_checked_with_the_data_directory_fails_while_a_stored_rece
     erased event (a copy put back, a redaction undone) or a withdrawn one still stored is caught, not VERIFIED."""
     from chat.engine import Engine
     from chat.llm import LLM
-    from receipts.certificate_io import verify_certificate_bytes
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
 
     from .forget_support import marked_session
 

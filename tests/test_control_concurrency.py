@@ -22,15 +22,12 @@ from chat.engine import Engine
 from chat.llm import LLM
 from control.steps import delete_session
 from control.where import where
-from ledger import Ledger
-from receipts import files
-from receipts.api import verify_bytes
 from receipts.disclose import cited_seqs
-from receipts.files import session_turn_lock
 from receipts.verify import FAIL
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import files
 from storage.files.receipts.api import verify_bytes
+from storage.files.receipts.files import session_turn_lock
 from storage.stores import pg_stores
 from webui.retention import forget_if_idle
 
@@ -122,7 +119,7 @@ S = "alice"
 WAITER = """
 import sys, time
 from pathlib import Path
-from receipts.files import session_turn_lock
+from storage.files.receipts.files import session_turn_lock
 with session_turn_lock(Path(sys.argv[1]), sys.argv[2]):
     print("held", flush=True)
     time.sleep(3)

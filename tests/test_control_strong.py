@@ -421,9 +421,9 @@ def test_a_reader_holding_the_index_stops_only_the_purge_the_receipts_are_redact
     import sqlite3
     import time
 
-    from control.__main__ import main as control_main
-    from receipts.certificate_io import verify_certificate_bytes
-    from retrieval import db
+    from cli.prog_control import main as control_main
+    from storage.files.receipts.certificate_io import verify_certificate_bytes
+    from storage.files.retrieval import db
 
     from .forget_support import marked_session
 
@@ -544,7 +544,7 @@ def test_a_reason_that_repeats_a_number_or_short_word_of_what_it_forgets_or_revo
     """The reason stays in the ledger for good: a PIN, a name or a phone number in it outlives the erasure."""
     from control.plan import PlanError
     from control.revocation import revoke
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     data = tmp_path / "data"
     eng = engine(data)
@@ -590,7 +590,7 @@ def _holding(roots: list[Path], forms: set[bytes]) -> list[str]:
 def test_a_non_ascii_marker_in_text_and_meta_leaves_no_utf8_escaped_utf16_or_base64_copy(tmp_path: Path) -> None:
     import os
 
-    from receipts.api import verify_bytes
+    from storage.files.receipts.api import verify_bytes
 
     marker = "Zürichgrün"
     data = tmp_path / "data"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bundle.__main__ import main
 from chat.engine import Engine
 from chat.llm import LLM
+from cli.prog_bundle import main
 from storage.common.fsmode import (
     PRIVATE_DIR,
     PRIVATE_FILE,

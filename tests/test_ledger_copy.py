@@ -17,18 +17,14 @@ from typing import Any
 
 import pytest
 
+import storage.files.receipts.ledger_copy as ledger_copy
+from chat.engine import Engine
+from chat.llm import LLM
 from receipts.keys import PublicKey
 from storage.files.receipts import audit
 from storage.files.receipts.api import verify_bytes
 from storage.files.receipts.audit import Auditor
 from storage.files.receipts.ledger_copy import COPIED, OWNER, PREFIX, ledger_dir, sweep_stale_copies
-import receipts.ledger_copy as ledger_copy
-from chat.engine import Engine
-from chat.llm import LLM
-from receipts import audit
-from receipts.api import verify_bytes
-from receipts.audit import Auditor
-from receipts.ledger_copy import COPIED, OWNER, PREFIX, ledger_dir, sweep_stale_copies
 from storage.stores import pg_stores
 
 from .forget_support import MARKER, engine, files_with_marker, marked_session
@@ -246,13 +242,13 @@ def test_checks_against_the_database_leave_no_folder_or_lock_per_check(tmp_path:
 
 KILLED_MID_CHECK = """
 import os, signal, sys
-import receipts.api as api
+import storage.files.receipts.api as api
 class Dying(api.Auditor):
     def facts(self, session):
         os.kill(os.getpid(), signal.SIGKILL)  # a crash in the middle of the walk
         return super().facts(session)
 api.Auditor = Dying
-from receipts.__main__ import main
+from cli.prog_receipts import main
 sys.exit(main(sys.argv[1:]))
 """
 

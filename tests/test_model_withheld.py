@@ -21,7 +21,6 @@ from chat.engine import Engine, TurnError
 from control.revocation import revoke
 from control.settings import set_consent
 from facts.model import INSTRUCTIONS
-from control.supersede_model import INSTRUCTIONS
 from retrieval.model import IndexUnavailable
 from storage.stores import file_stores, pg_stores
 

@@ -264,7 +264,7 @@ def test_mre_db_export_refuses_a_url_holding_a_password(
     secret = "s3cr3t-Pa55"
     url = f"postgresql://mre:{secret}@/x?host={tmp_path}/nosock&port=1"
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    from storage.pg import cli as pg_cli
+    from cli import prog_ledger_pg as pg_cli
 
     tried: list[str] = []
 

@@ -11,8 +11,8 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
+from cli import prog_ledger as ledger_cli
 from control import forget as cf
-from ledger import __main__ as ledger_cli
 from storage.stores import pg_stores
 
 from .forget_support import MARKER, files_with_marker, marked_session

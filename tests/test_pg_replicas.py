@@ -41,7 +41,6 @@ from chat.engine import Engine, TurnError
 from chat.llm import LLM
 from chat.shown import TURN_FAILED
 from control.revocation import revoke
-from receipts.api import verify_bytes
 from receipts.body import parse_receipt
 from receipts.keys import PublicKey, parse_private_key
 from storage import BackendError

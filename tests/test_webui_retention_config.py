@@ -14,7 +14,6 @@ from chat.llm import LLM
 from receipts.body import MAX_RECEIPT_BYTES
 from storage.files.receipts.audit import cache_dir
 from storage.files.receipts.certificate_io import verify_certificate_bytes
-from receipts.certificate_io import verify_certificate_bytes
 from storage.stores import Stores, file_stores, pg_stores
 from webui.config import ConfigError, delete_cache, launch_options, parse_args
 from webui.downloads import Downloads
