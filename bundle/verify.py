@@ -34,9 +34,7 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.report import Check, Report, Rows
 from receipts.verify import LedgerFacts, verify_receipt
-from storage.files.receipts.audit import Auditor, LedgerAt
-from storage.files.receipts.ledger_copy import CACHE, owned_folder
-from storage.offline import certificate_view, leftovers, receipt_problems
+from storage.offline import CACHE, Auditor, LedgerAt, certificate_view, leftovers, owned_folder, receipt_problems
 
 VERDICT_EXIT = {"verified": 0, "failed": 1, "unverified": 3}
 

@@ -25,7 +25,7 @@ from cli.stores import database_for, opened_stores
 from cli.support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
 from receipts.keys import KeyConfigError
 from receipts.report import FAIL, MARK
-from storage.files.receipts.api import load_trust
+from storage.offline import load_trust
 from storage.stores import Stores
 
 EPILOG = (

@@ -115,8 +115,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     assert digest is not None
     lock: AbstractContextManager[Any] = nullcontext()
     if key is not None:
-        from storage.files.receipts import checkpoint_files as checkpoints_files
         from storage.files.receipts import files
+        from storage.local import issue_file_checkpoint
 
         lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
     try:
@@ -129,7 +129,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             record_import(ledger, args.session, digest, events, src.name)
             if key is not None:
                 try:
-                    cp = checkpoints_files.issue(data, ledger, args.session, key)
+                    cp = issue_file_checkpoint(data, ledger, args.session, key)
                 except (OSError, ValueError) as exc:
                     print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_BROKEN)
@@ -197,8 +197,7 @@ def cmd_verify_since(args: argparse.Namespace, url: str | None = None) -> int:
     (`url`) against the database's rows and latest checkpoint, DATA_DIR (when DATA is one) giving the own key."""
     from receipts.checkpoints import MAX_CHECKPOINT_BYTES, MalformedCheckpoint, parse_checkpoint
     from receipts.keys import KeyConfigError
-    from storage.files.receipts.api import load_trust
-    from storage.files.receipts.checkpoint_files import prove_since
+    from storage.offline import load_trust, prove_since
 
     data = Path(args.data_dir)
     if len(args.sessions) != 1:
@@ -253,7 +252,7 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
 
     from cli.stores import opened_stores
     from cli.support import CliError
-    from storage.files.receipts.checkpoint_files import prove_since
+    from storage.offline import prove_since
     from storage.pg.ledger import PgLedger
 
     with ExitStack() as stack:
@@ -476,9 +475,10 @@ def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) 
 def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, list[str]]:
     """Cut under the engine's turn lock (no turn or import signs in between), then refresh what derives from the ledger."""
     try:
-        from storage.files.receipts import checkpoint_files as checkpoints_files
+        from storage import offline as checkpoints_files
         from storage.files.receipts import files
         from storage.files.receipts.audit import forget_cache
+        from storage.local import issue_file_checkpoint
     except ImportError:  # pragma: no cover - the ledger used on its own
         return truncate_at(ledger, session, seq), []
     refreshed = []
@@ -494,7 +494,7 @@ def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, li
             refreshed.append(unsigned)
         else:
             try:
-                cp = checkpoints_files.issue(data, ledger, session, key)
+                cp = issue_file_checkpoint(data, ledger, session, key)
                 refreshed.append(f"signed a checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}")
             except (OSError, ValueError) as exc:
                 refreshed.append(f"the checkpoint could not be signed ({exc})")

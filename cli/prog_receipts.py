@@ -39,10 +39,8 @@ from receipts.report import MARK
 from receipts.show import render_text as render_show
 from receipts.show import summarize
 from receipts.verify import ERASED, FAIL, WITHHELD, Check, Report
-from storage.files.receipts.api import load_trust, verify_bytes
-from storage.files.receipts.certificate_io import verify_certificate_bytes
-from storage.files.receipts.checkpoint_files import checkpoint_path, latest
 from storage.local import keys_dir, legacy_keys_dir, load_existing
+from storage.offline import checkpoint_path, latest, load_trust, verify_bytes, verify_certificate_bytes
 
 # `receipts verify` exit codes: one per verdict, and 2 for input that is not a usable receipt.
 EXIT_UNVERIFIED = 3
