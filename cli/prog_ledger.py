@@ -475,7 +475,6 @@ def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) 
 def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, list[str]]:
     """Cut under the engine's turn lock (no turn or import signs in between), then refresh what derives from the ledger."""
     try:
-        from storage import offline as checkpoints_files
         from storage.files.receipts import files
         from storage.files.receipts.audit import forget_cache
         from storage.local import issue_file_checkpoint
