@@ -16,7 +16,9 @@ from storage.common.fsmode import (
     write_private,
 )
 from storage.common.keyfiles import keys_dir, legacy_keys_dir, load_existing, load_or_create, new_key_note
-from storage.files.receipts.checkpoint_files import issue as issue_file_checkpoint  # `ledger import|repair` on DATA_DIR's files
+from storage.files.receipts.checkpoint_files import (
+    issue as issue_file_checkpoint,  # `ledger import|repair` on DATA_DIR's files
+)
 
 __all__ = [
     "fsync_dir",
