@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from chat.engine import Engine
-from cli.support import EXPECTED_DATA_DIR, make_data_dir, writable_data_dir
 from receipts.body import MAX_RECEIPT_BYTES
 from receipts.keys import KeyConfigError
-from storage.datadir import DataDirError
+from storage.datadir import EXPECTED_DATA_DIR, DataDirError, make_data_dir, writable_data_dir
 from storage.local import keys_dir, load_existing, looser_than_private, new_key_note
 from webui.retention import parse_hours
 
