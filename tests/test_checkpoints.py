@@ -598,7 +598,7 @@ class TestConcurrentWriter:
             calls.append(session)
             return kept if len(calls) <= 2 else stale(data, session)  # the writer had not signed yet
 
-        monkeypatch.setattr(C, "latest", lagging)
+        monkeypatch.setattr(C_files, "latest", lagging)
         report = C_files.prove_since(tmp_path, "alice", kept, world.trusted)
         assert report.verdict == "verified" and len(calls) > 2
         assert report.current is not None and report.current["body"]["tree_size"] == report.events

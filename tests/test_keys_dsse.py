@@ -23,7 +23,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import receipts.keys as keys_module
 from receipts.dsse import (
     BAD_SIGNATURE,
     UNKNOWN_KEY,
@@ -216,7 +215,7 @@ class TestLoadOrCreate:
             calls.append(path)  # as if the winner published right after our first look
             return None if len(calls) == 1 else real_read(path)
 
-        monkeypatch.setattr(keys_module, "_read_private_file", first_read_misses)
+        monkeypatch.setattr(keys_module_files, "_read_private_file", first_read_misses)
         assert load_or_create(tmp_path).key_id == winner.key_id
         assert len(calls) == 2
         assert sorted(p.name for p in keys_dir(tmp_path).iterdir()) == ["signing.key", "signing.pub"]

@@ -23,6 +23,7 @@ from chat.llm import LLM
 from receipts import checkpoints as C
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey
+from storage import offline
 from storage.files.ledger.store import Ledger
 from storage.files.receipts import checkpoint_files as C_files
 from webui import history as H
@@ -124,7 +125,7 @@ class TestHonestHistory:
         def fails(*_a: object, **_k: object) -> None:
             raise failure
 
-        monkeypatch.setattr(C, "prove_since", fails)
+        monkeypatch.setattr(offline, "prove_since", fails)  # where webui.service finds it
         check = service.history_check(key, text(kept))
         assert check.outcome == H.UNCHECKED
         assert check.message == "the history could not be checked just now; the details are in the server log"
