@@ -157,7 +157,7 @@ def save_control_state(data: Path) -> float | None:
     """Milliseconds a writer's first derivation of the control state took (it saves control-state.json), in a fresh
     process; None for code without control.revocation.current(save=...)."""
     code = (
-        "import sys, time\nfrom ledger import Ledger\nfrom control.revocation import current\n"
+        "import sys, time\nfrom storage.files.ledger.store import Ledger\nfrom control.revocation import current\n"
         "led = Ledger(sys.argv[1])\nt = time.perf_counter()\n"
         "try:\n    current(led, sys.argv[2], save=True)\nexcept TypeError:\n    sys.exit(3)\n"
         "print((time.perf_counter() - t) * 1000)\n"

@@ -144,7 +144,7 @@ def bench_size(root: Path, n: int, turns: int) -> dict[str, Any]:
     subprocess.run(cli, check=True, stdout=subprocess.DEVNULL, cwd=repo)
     cold_cli = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import receipts.api"], check=True, cwd=repo)
+    subprocess.run([sys.executable, "-c", "import storage.files.receipts.api"], check=True, cwd=repo)
     start_up = (time.perf_counter() - t) * 1000  # the interpreter and the CLI's imports alone
     warm = timed(lambda: verify_bytes(raw, trusted=pub, data_dir=data), 20)
     log_file = data / "sessions" / "s" / "events.jsonl"

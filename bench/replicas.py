@@ -9,7 +9,7 @@ stand-in) and runs CLIENTS visitors at once, each sending TURNS messages through
 session's chain verified in the database, seqs 0..n-1 holding each message once), cross-session leaks (bench/load.py's
 markers, in what was shown and in every receipt), and every receipt read from the database verified offline and
 against the session's ledger as stored (its rows exported byte for byte to a scratch data directory, then
-receipts.api.verify_bytes with the key's public half).
+storage.files.receipts.api.verify_bytes with the key's public half).
 
 Raw baselines in the same run: Engine.turn in-process from as many threads, on PostgreSQL and on files.
 

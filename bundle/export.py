@@ -253,7 +253,7 @@ def _read_said(read: Callable[[], bytes]) -> Callable[[], bytes]:
 
 
 def replace_durable_file(tmp: Path, dest: Path) -> None:
-    """Rename `tmp` over `dest` and fsync the folder (ledger.fsmode.replace_durable writes bytes; this moves a file)."""
+    """Rename `tmp` over `dest` and fsync the folder (storage.common.fsmode.replace_durable writes bytes; this moves a file)."""
     os.replace(tmp, dest)
     fd = os.open(dest.parent, os.O_RDONLY)
     try:

@@ -109,7 +109,7 @@ def verify_imported_receipt(
 
     On files against its folder, as `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does. On
     PostgreSQL from the import schema's stored lines, as any check against the database's rows is
-    (receipts.ledger_copy: a copy with no name on disk, its audit cache in a private folder removed after): the
+    (storage.files.receipts.ledger_copy: a copy with no name on disk, its audit cache in a private folder removed after): the
     same checks over the same bytes, at the cost of one copy of the ledger per call."""
     keys = trusted_keys(data_dir, local, stores=stores)
     with _said():

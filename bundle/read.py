@@ -70,7 +70,7 @@ class Opened:
     bytes_read: int = 0
     # open_bundle(unnamed=True): the members that hold a session's words (WORDS) are in files with no name on disk,
     # so a process killed while it checks them leaves none of them behind: the ledger (`ledger`, a descriptor for
-    # receipts.audit.Auditor) and the receipts and certificates, one after another in `packed` at `unnamed_at`.
+    # storage.files.receipts.audit.Auditor) and the receipts and certificates, one after another in `packed` at `unnamed_at`.
     ledger: int | None = None
     unnamed_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # member name: (offset, size) in `packed`
     _files: list[IO[bytes]] = field(default_factory=list, repr=False)

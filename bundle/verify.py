@@ -206,7 +206,7 @@ def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleRe
 
 
 class _Unnamed:
-    """The receipts an unnamed Opened holds, as receipts.certificate_io reads a store's (ReceiptReader)."""
+    """The receipts an unnamed Opened holds, as storage.files.receipts.certificate_io reads a store's (ReceiptReader)."""
 
     def __init__(self, opened: Opened) -> None:
         self.read: dict[str, Callable[[], bytes]] = {n.removesuffix(".json"): f for n, f in opened.words("receipts", "rcpt_*.json")}
@@ -227,7 +227,7 @@ def staged(
 ) -> Iterator[Opened]:
     """Open the bundle at `path` into `<under>/<prefix>…/data` (`under`: the system's temporary folder by default),
     a private folder removed afterwards. Its owner lock is held meanwhile, so a folder whose process died (SIGKILL)
-    is removed by the next staging of the same `prefix` there (receipts.ledger_copy.owned_folder). `unnamed`: the
+    is removed by the next staging of the same `prefix` there (storage.files.receipts.ledger_copy.owned_folder). `unnamed`: the
     members holding the session's words have no name on disk (bundle.read.open_bundle), so such a folder holds none."""
     z = check_zip(path)  # a structural refusal comes before any folder is made
     try:

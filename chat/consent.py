@@ -17,7 +17,7 @@ Replay, reuse, another session's token, an expired or altered token, or an id th
 is a ConsentError (one line) and nothing is appended. `cancel` spends it with no turn at all.
 
 On PostgreSQL the same proposals, secret and tombstones are rows every replica shares
-(storage.pg.consent.PgProposals; on files receipts.file_backend.FileProposals, the stores' ReceiptBackend.proposals): a token proposed on one replica is answered on any
+(storage.pg.consent.PgProposals; on files storage.files.receipts.file_backend.FileProposals, the stores' ReceiptBackend.proposals): a token proposed on one replica is answered on any
 other, and spending it is one UPDATE … WHERE state = 'waiting', so of two answers on any replicas exactly one wins.
 `proposal_store(stores)` gives the store for a deployment; its `forget_session` is what deleting a session calls.
 """

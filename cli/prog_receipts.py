@@ -1,7 +1,7 @@
 """`python -m receipts verify RECEIPT ...`, `python -m receipts pubkey DATA_DIR`, `python -m receipts checkpoint DATA_DIR SESSION`.
 
 With $DATABASE_URL set, `verify --data DATA_DIR` checks the receipt against the session's ledger in PostgreSQL (its
-rows audited from a private copy: receipts.ledger_copy; DATA_DIR still gives the deployment's own, untrusted key) and
+rows audited from a private copy: storage.files.receipts.ledger_copy; DATA_DIR still gives the deployment's own, untrusted key) and
 `checkpoint` prints the latest checkpoint the database keeps; an erasure certificate with --data is checked against the
 database's rows and receipts the same way. storage.pg is imported only then.
 """

@@ -1,7 +1,7 @@
 """Forgetting, with proof (I/O): the one function the app, the CLI and MCP call.
 
 `forget` erases events of a session in one transaction of the session, under
-its turn lock (receipts.files.session_turn_lock), in this order:
+its turn lock (storage.files.receipts.files.session_turn_lock), in this order:
 
 1. plan (control.plan): the named events, the answers that cited them, the
    stored receipts to redact or withdraw — refused with one line, nothing changed;

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from control import quoting
 from ledger.erasing import MAX_ERASE
 
-MAX_FORGET = MAX_ERASE  # events one forget erases, named and cascaded together (ledger.store.MAX_ERASE)
+MAX_FORGET = MAX_ERASE  # events one forget erases, named and cascaded together (storage.files.ledger.store.MAX_ERASE)
 
 
 # A reason (kept for good) must not repeat a word or number of what it names, however spelled: control.quoting.

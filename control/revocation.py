@@ -13,7 +13,7 @@ control, supersession and erasure record, the only lines that change it), cached
 by the system rows appended since; control-state.json is the file backend's cache only.
 
 Every command takes an optional `stores=` (storage.stores.Stores, control.where): the turn lock, the checkpoint
-(receipts.file_backend.issue) and the ledger are then the stores', on files or PostgreSQL.
+(storage.files.receipts.file_backend.issue) and the ledger are then the stores', on files or PostgreSQL.
 """
 
 from __future__ import annotations

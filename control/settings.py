@@ -3,7 +3,7 @@
 The setting belongs to the session, not to a page: a reload, or another device opening the same session,
 finds it as it was left, so memories never flow to the model again because a checkbox was redrawn off.
 It lives in `DATA_DIR/sessions/<session>/settings.json` — `{"consent": true|false, "v": 1}`, written
-atomically (a temp file in the same folder, fsync, rename, fsync of the folder; 0600, ledger.fsmode) — and
+atomically (a temp file in the same folder, fsync, rename, fsync of the folder; 0600, storage.common.fsmode) — and
 goes with the session folder when the session is forgotten (control.forget.forget_session, retention).
 It holds no memory text, so erasing an event never needs to touch it.
 
@@ -178,7 +178,7 @@ def forget_settings(where: Where, session: str) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` durably (ledger.fsmode.replace_durable): a crash leaves the old file or the new one."""
+    """Replace `path` durably (storage.common.fsmode.replace_durable): a crash leaves the old file or the new one."""
     replace_durable(path, data)
 
 

@@ -48,13 +48,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("control")
 ERASURES_DIR = "erasures"
 QUARANTINE_PREFIXES = (f"{EVENTS_FILE}.torn-", CUT_PREFIX)  # torn tails (store.py) and tails a repair cut (repair.py)
-INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (retrieval.db): it holds indexed words
+INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (storage.files.retrieval.db): it holds indexed words
 TORN_PREFIX_MIN = 8  # a torn write that stopped inside the text: its file ends with this many bytes of it, or more
 
 
 # -- small durable writes ------------------------------------------------------------
 def write_durable(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` durably (ledger.fsmode.replace_durable), creating its folder (0700) if need be."""
+    """Replace `path` with `data` durably (storage.common.fsmode.replace_durable), creating its folder (0700) if need be."""
     private_dir(path.parent)
     replace_durable(path, data)
 
@@ -311,7 +311,7 @@ def scrub(folder: Path, names: Iterable[str], prefixes: tuple[str, ...] = QUARAN
     return tuple(removed)
 
 
-RECEIPT_TEMP_PREFIX = ".rcpt_"  # receipts.files.write_receipt's `.<id>.tmp`, write_durable's `.<id>.json.tmp`
+RECEIPT_TEMP_PREFIX = ".rcpt_"  # storage.files.receipts.files.write_receipt's `.<id>.tmp`, write_durable's `.<id>.json.tmp`
 
 
 def scrub_receipt_temps(session_dir: Path) -> tuple[str, ...]:
@@ -503,7 +503,7 @@ def delete_session(
         idx = w.index()
         purged(lambda: idx.purge_session(session))  # on files after the ledger: the purge refuses a session it holds
     w.vacuum_receipts()
-    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file (receipts.files)
+    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file (storage.files.receipts.files)
     if not w.on_files:
         copies = drop_file_copy(data, session)  # a `ledger migrate` left the session's files (and index rows) in DATA_DIR
     for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
@@ -552,7 +552,7 @@ def drop_file_copy(data: Path, session: str) -> tuple[str, ...]:
 
 def purged(step: Callable[[], object], attempts: int = 2) -> None:
     """Run an index purge; a reader that kept SQLite from emptying its WAL is waited out (the call finishes it).
-    Each attempt already waits retrieval.db.PURGE_WAIT_S (10 s) for readers: two attempts, not a minute's hang."""
+    Each attempt already waits storage.files.retrieval.db.PURGE_WAIT_S (10 s) for readers: two attempts, not a minute's hang."""
     for n in range(attempts):
         try:
             step()

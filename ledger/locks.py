@@ -3,7 +3,7 @@
 A long-running app that serves a new session id on every visit must not keep one lock per id it ever saw. An
 entry is removed (under the guard) only when no thread holds or waits for it, and a thread counts itself in before
 it waits: so two threads of one key always wait on the same lock, as with a lock kept forever. Used by the turn
-locks (receipts.files, storage.pg.receipts) and the verifier's cache folders (receipts.audit).
+locks (storage.files.receipts.files, storage.pg.receipts) and the verifier's cache folders (storage.files.receipts.audit).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ RECORD_META_KEYS = frozenset({"control", "supersession", "erasure"})
 def record_problem(role: str, text: str, meta: dict[str, Any]) -> str | None:
     """Why a message is (or looks like) a control, supersession or erasure record, which only the control commands
     append; None for an ordinary message. Any role with a record's reserved text; a system message whose meta holds
-    a record's key; anything receipts.supersessions.is_control_record recognises."""
+    a record's key; anything ledger.supersessions.is_control_record recognises."""
     if text[:1] == "[" and RECORD_TEXT_RE.fullmatch(text):
         return f"text {text!r} is a control or erasure record's"
     if role != "system":

@@ -372,7 +372,7 @@ def sign_receipt(body: Mapping[str, Any], key: SigningKey, disclosures: Sequence
 
 
 def dump_file(obj: Mapping[str, Any]) -> bytes:
-    """The receipt file's bytes: the layout receipts.files.write_receipt writes (indented, keys sorted, ASCII)."""
+    """The receipt file's bytes: the layout storage.files.receipts.files.write_receipt writes (indented, keys sorted, ASCII)."""
     return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 

@@ -1,7 +1,7 @@
 """Verifying an erasure certificate (pure): a parsed certificate in, a report with one row per check out.
 
 The rows, their outcomes and the verdict are receipts.report's (Check; "pass", "fail", "not_verifiable"): the
-verdict follows the same rule (docs/FORMAT.md §16). receipts.certificate_io adds the data directory.
+verdict follows the same rule (docs/FORMAT.md §16). storage.files.receipts.certificate_io adds the data directory.
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def _check_session_scope(r: Rows, body: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class LedgerView:
-    """What a data directory says about the session (receipts.certificate_io builds it from the auditor).
+    """What a data directory says about the session (storage.files.receipts.certificate_io builds it from the auditor).
 
     `exists`: the session's ledger is there; `problem`: it could not be read; `verified`: events before the
     first break; `break_words`: that break in `ledger verify`'s words, or None; `line_at(seq)`: a stored line's

@@ -114,7 +114,7 @@ def redact(raw: bytes, seqs: Iterable[int]) -> bytes:
 
     A seq the receipt does not cite, or already withholds, is ignored. Raises MalformedReceipt
     for a file that is not a receipt, RedactError for a format-1 receipt (its texts are signed).
-    The result is written in the layout of receipts.files.write_receipt.
+    The result is written in the layout of storage.files.receipts.files.write_receipt.
     """
     receipt = parse_receipt(raw)
     if receipt.format != RECEIPT_VERSION_2:

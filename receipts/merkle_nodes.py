@@ -1,7 +1,7 @@
 """Which stored nodes a persisted RFC 6962 tree reads and writes (pure; no I/O).
 
 A node store keeps only complete subtrees: node (L, i) is MTH of leaves [i * 2^L, (i + 1) * 2^L), written
-once complete and never changed (receipts.merkle_store keeps them in one file per level, storage/pg/merkle.py
+once complete and never changed (storage.files.receipts.merkle_store keeps them in one file per level, storage/pg/merkle.py
 in rows). These functions say which nodes an operation needs, so a store can fetch them all in one read
 (one query on PostgreSQL), and how to fold or extend them:
 

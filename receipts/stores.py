@@ -1,7 +1,7 @@
 """The seam between the turn engine and where receipts, the producer's tree and checkpoints are kept.
 
-Two backends present these interfaces: the files in DATA_DIR (receipts.file_backend.FileBackend, over
-receipts.files, receipts.merkle_store and receipts.checkpoints) and PostgreSQL (storage.pg.receipts.PgReceipts).
+Two backends present these interfaces: the files in DATA_DIR (storage.files.receipts.file_backend.FileBackend, over
+storage.files.receipts.files, storage.files.receipts.merkle_store and receipts.checkpoints) and PostgreSQL (storage.pg.receipts.PgReceipts).
 The engine and the control commands are handed a `ReceiptBackend` and never learn which; formats are the same
 on both (a receipt is the exact bytes of its file, a checkpoint the exact bytes of checkpoint.json).
 
@@ -167,7 +167,7 @@ class ReceiptRows(Protocol):
 
 class ProposalStore(Protocol):
     """Where consent proposals wait (chat.consent): the file backend's DATA_DIR/proposals/
-    (receipts.file_backend.FileProposals) or PostgreSQL (storage.pg.consent.PgProposals)."""
+    (storage.files.receipts.file_backend.FileProposals) or PostgreSQL (storage.pg.consent.PgProposals)."""
 
     def secret(self) -> bytes:
         """The deployment's 32-byte MAC key, made on first use and the same ever after (for every replica).

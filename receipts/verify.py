@@ -107,7 +107,7 @@ Report = ReceiptReport  # the name callers import it by
 
 @dataclass(frozen=True)
 class LedgerFacts:
-    """What the ledger says, as recomputed by an auditor (receipts.audit builds it).
+    """What the ledger says, as recomputed by an auditor (storage.files.receipts.audit builds it).
 
     `verified` counts the events before the first break (all of them when the
     chain is intact); `event_at(seq)` returns a stored line's fields for
@@ -123,7 +123,7 @@ class LedgerFacts:
     root_at: Callable[[int], bytes]
     consistency: Callable[[int, int], list[bytes]]
     notes: tuple[str, ...] = field(default=())
-    # What this run re-checked and what it took from the auditor's cache (receipts.audit):
+    # What this run re-checked and what it took from the auditor's cache (storage.files.receipts.audit):
     rehashed_bytes: int = 0  # bytes re-hashed (raw sha256) against the cache's per-chunk hashes
     rehashed_lines: int = 0  # lines those bytes hold (the ones that matched)
     cached_lines: int = 0  # lines whose walk was taken from the cache, after their bytes re-hashed equal

@@ -102,7 +102,7 @@ class Plan:
 
 
 class Planner(Protocol):
-    """What plans a chunk's rows: plan_rows, or whatever a test patched in its place (retrieval.db.Index._plan)."""
+    """What plans a chunk's rows: plan_rows, or whatever a test patched in its place (storage.files.retrieval.db.Index._plan)."""
 
     def __call__(
         self,

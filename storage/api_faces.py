@@ -3,7 +3,7 @@ no `kind`, no cast to a backend class, no `storage.pg` import in chat/, bundle/,
 
 To be merged into storage/api.py (LedgerStore, SearchIndex, ReceiptStore, SessionState): each fragment below lists
 the methods added, with signature and meaning; both backends implement every one of them, the file side on the
-file classes (ledger.store.Ledger, retrieval.db.Index, receipts.file_backend.FileBackend / IndexRows), the
+file classes (storage.files.ledger.store.Ledger, storage.files.retrieval.db.Index, storage.files.receipts.file_backend.FileBackend / IndexRows), the
 PostgreSQL side in storage/pg/*. Until then `LedgerStore` and `SearchIndex` here are the union of the two
 backends' classes (as `Stores.ledger` / `Stores.index` are typed), so the upper layers name no backend class.
 """
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class LedgerFaces(Protocol):
-    """Added to LedgerStore (ledger.store.Ledger; storage.pg.ledger.PgLedger)."""
+    """Added to LedgerStore (storage.files.ledger.store.Ledger; storage.pg.ledger.PgLedger)."""
 
     def last_written(self, session: str) -> float | None:
         """When the session was last written (Unix time; files: its events file's mtime, or its folder's), or None
@@ -64,7 +64,7 @@ class LedgerFaces(Protocol):
 
 
 class ReceiptRowsFaces(Protocol):
-    """Added to ReceiptStore's rows (receipts.stores.ReceiptRows: receipts.file_backend.IndexRows;
+    """Added to ReceiptStore's rows (receipts.stores.ReceiptRows: storage.files.receipts.file_backend.IndexRows;
     storage.pg.receipts.PgReceipts)."""
 
     def derived_generation(self) -> int | None:
@@ -80,7 +80,7 @@ class ReceiptRowsFaces(Protocol):
 
 
 class ReceiptBackendFaces(Protocol):
-    """Added to ReceiptStore's backend (receipts.stores.ReceiptBackend: receipts.file_backend.FileBackend;
+    """Added to ReceiptStore's backend (receipts.stores.ReceiptBackend: storage.files.receipts.file_backend.FileBackend;
     storage.pg.receipts.PgReceipts). Belongs with SessionState (consent proposals) once that is merged."""
 
     def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
@@ -89,14 +89,14 @@ class ReceiptBackendFaces(Protocol):
         ...
 
     def proposals(self, ttl: int) -> ProposalStore:
-        """Where consent proposals wait (chat.consent.proposal_store): receipts.file_backend.FileProposals
+        """Where consent proposals wait (chat.consent.proposal_store): storage.files.receipts.file_backend.FileProposals
         (DATA_DIR/proposals/, was chat.consent.Store) or storage.pg.consent.PgProposals."""
         ...
 
 
 class BundleImportsFaces(Protocol):
     """The imported sessions of one deployment (bundle.importer), reached as `stores.ledger.imports()`, or by
-    `imports_at(data_dir)` before any store is open. Files: receipts.file_backend.FileImports (DATA_DIR/imported/
+    `imports_at(data_dir)` before any store is open. Files: storage.files.receipts.file_backend.FileImports (DATA_DIR/imported/
     <LOCAL>/, was bundle.importer's); PostgreSQL: storage.pg.imports.PgImports (a schema each, was
     bundle/pg_import.py). A refusal is receipts.stores.ImportFailed, which bundle.importer says as a BundleError.
     `Origin` (was bundle.importer's) and `IMPORTED` are in receipts.stores, where both backends reach them."""
@@ -168,7 +168,7 @@ def reader_ledger(folder: str | os.PathLike[str]) -> Ledger:
 
 def proposals_at(data_dir: str | os.PathLike[str], ttl: int) -> ProposalStore:
     """The file backend's proposal store of `data_dir`, with nothing else opened or made: for a command line that
-    checks a token before it opens the stores (chat.__main__, no DATABASE_URL)."""
+    checks a token before it opens the stores (cli.prog_chat, no DATABASE_URL)."""
     from storage.files.receipts.file_backend import FileBackend
 
     return FileBackend(Path(data_dir)).proposals(ttl)

@@ -23,7 +23,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _verifier_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The verifier's own cache (receipts.audit.cache_root) points at a temp folder, never at ~/.cache."""
+    """The verifier's own cache (storage.files.receipts.audit.cache_root) points at a temp folder, never at ~/.cache."""
     path = tmp_path_factory.mktemp("mre-cache")
     old = os.environ.get("MRE_CACHE_DIR")
     os.environ["MRE_CACHE_DIR"] = str(path)

@@ -4,7 +4,7 @@ The same findings as tests/test_ledger_copy.py (its PostgreSQL tests), on the bu
 bundle's ledger with the verifier's audit cache keyed by its (new, unique) staging folder, leaving one empty
 `<cache_root>/audit/<hash>/` folder per bundle; and a check killed mid-walk left its staging folder — the ledger and
 the receipts, every memory's words — under $TMPDIR, swept by nothing. Now the check's audit cache lives in a private
-folder of its own (receipts.ledger_copy.owned_folder), `verify_file` keeps the ledger, receipts and certificates in
+folder of its own (storage.files.receipts.ledger_copy.owned_folder), `verify_file` keeps the ledger, receipts and certificates in
 files with no name on disk, and a staging folder whose owner died is removed by the next staging.
 """
 

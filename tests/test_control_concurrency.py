@@ -101,7 +101,7 @@ def test_a_cli_forget_while_another_process_keeps_taking_turns_loses_nothing_and
 # Why (was tests/test_review3_turn_lock_unlinked.py):
 # Reviewer finding (pre-existing; delete_session, now also Engine.forget's): two processes can hold one turn lock.
 #
-# receipts.files.session_turn_lock flocks DATA/merkle/<S>.lock, and control.steps.delete_session unlinks that file
+# storage.files.receipts.files.session_turn_lock flocks DATA/merkle/<S>.lock, and control.steps.delete_session unlinks that file
 # while its caller still holds the lock. A process already waiting for the lock (a CLI `ledger import` with a key, a
 # repair, a second app on the same DATA_DIR) waits on the old inode and gets it when the deletion ends; the next
 # locker opens the path, makes a new file and locks that at once. Both now hold "the" turn lock of S: the import

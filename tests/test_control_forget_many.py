@@ -107,7 +107,7 @@ step = sys.argv[3]
 def hook(name):
     if name == step:
         os.kill(os.getpid(), signal.SIGKILL)
-ledger.rewrite.step_hook = hook
+storage.files.ledger.rewrite.step_hook = hook
 forget(sys.argv[2], "s", [0])
 print("survived")
 """

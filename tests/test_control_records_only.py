@@ -1,6 +1,6 @@
 """Control records come only from the control commands (issue 28, item 5), on both backends.
 
-`ledger import` (with or without --allow-system) refuses any line that receipts.supersessions.is_control_record /
+`ledger import` (with or without --allow-system) refuses any line that ledger.supersessions.is_control_record /
 supersession_of recognise, or that looks like a control, supersession or erasure record (docs/FORMAT.md §4.4, §17,
 §19: their reserved texts, or a system line whose meta carries their keys), naming the line; nothing is imported.
 A supersession whose `new` is not a user statement is refused on append (control.supersession.supersede) and is no
@@ -186,7 +186,7 @@ def test_a_fresh_process_derives_the_same_on_files(tmp_path: Path) -> None:
     answer = led.append(S, "assistant", "you live in Bristol now")
     led.append(S, "system", SUPERSEDE_TEXT, supersession_meta(new_seq=answer.seq, new_id=answer.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR))
     code = (
-        "import sys; from ledger import Ledger; from control.supersession import current_supersessions;"
+        "import sys; from storage.files.ledger.store import Ledger; from control.supersession import current_supersessions;"
         f"print(len(current_supersessions(Ledger(sys.argv[1]), {S!r}).links))"
     )
     done = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, cwd=ROOT, timeout=60)

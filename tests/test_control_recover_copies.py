@@ -113,7 +113,7 @@ def test_an_erasure_killed_before_the_ledger_changed_leaves_the_copies_they_stil
     copies = _copies(data, cache)
     eng.index.close()
     eng.ledger.close()
-    script = KILL_AFTER_LEDGER.replace("from retrieval import Index\nIndex.forget_events", "from ledger import Ledger\nLedger.erase")
+    script = KILL_AFTER_LEDGER.replace("from storage.files.retrieval.db import Index\nIndex.forget_events", "from storage.files.ledger.store import Ledger\nLedger.erase")
     _kill(script, data, mem_seq, cache)
     restarted = engine(data)
     assert control.recover(data, ledger=restarted.ledger, index=restarted.index, key=restarted.key, copies=[cache]) == []
@@ -129,7 +129,7 @@ def test_forget_deletes_the_copies_before_its_journal_goes(tmp_path: Path) -> No
     eng.index.close()
     eng.ledger.close()
     script = KILL_AFTER_LEDGER.replace(
-        "from retrieval import Index\nIndex.forget_events = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)",
+        "from storage.files.retrieval.db import Index\nIndex.forget_events = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)",
         "control.purge_copies = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)",
     )
     _kill(script, data, mem_seq, cache)

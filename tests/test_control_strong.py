@@ -465,7 +465,7 @@ def test_a_receipt_temp_file_a_killed_turn_left_is_overwritten_and_removed_by_th
     eng = engine(data)
     mem_seq, turns = marked_session(eng)
     folder = turns[0].receipt_path.parent
-    orphan = folder / ".rcpt_0123456789abcdef0123456789abcdef.tmp"  # receipts.files.write_receipt killed before its rename
+    orphan = folder / ".rcpt_0123456789abcdef0123456789abcdef.tmp"  # storage.files.receipts.files.write_receipt killed before its rename
     orphan.write_bytes(turns[0].receipt_path.read_bytes())
     kept = folder / "notes.txt"  # not a receipt temp file: not ours to remove
     kept.write_text("x")

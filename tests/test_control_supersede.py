@@ -502,7 +502,7 @@ def test_another_process_derives_the_same_state_from_the_ledger(data: Path) -> N
     correct(data, "alice", 1, "The dev server runs on 8080 now")
     here = {s: (x.new_seq, x.record_seq, x.decided_by) for s, x in current_supersessions(Ledger(data), "alice").superseded.items()}
     code = (
-        "import json, sys; from ledger import Ledger; from control.supersession import current_supersessions; "
+        "import json, sys; from storage.files.ledger.store import Ledger; from control.supersession import current_supersessions; "
         "s = current_supersessions(Ledger(sys.argv[1]), 'alice'); "
         "print(json.dumps({k: [x.new_seq, x.record_seq, x.decided_by] for k, x in s.superseded.items()}))"
     )

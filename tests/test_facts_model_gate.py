@@ -108,7 +108,7 @@ def test_the_recorded_reason_names_the_fact_the_rules_read(greedy: LoggingModel,
 
 # --------------------------------------------------------------------------------------------------------------------
 # Why (was tests/test_review4_same_fact_live_fact.py):
-# Reviewer findings (issue 28, item 2): control.supersede_rules.same_fact accepts model proposals the rules
+# Reviewer findings (issue 28, item 2): facts.rules.same_fact accepts model proposals the rules
 # themselves refuse — so a model's proposal is recorded where only a person should decide (it should have been
 # `ModelVerdict.suggested`). The fake provider proposes every statement it is shown (tests/test_model_withheld.py).
 # --------------------------------------------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_accept_older_statement_with_another_live_fact_is_a_suggestion() -> None
 
 # --------------------------------------------------------------------------------------------------------------------
 # Why (was tests/test_review4_same_fact_negation.py):
-# Reviewer finding (issue 28, item 2): control.supersede_rules.same_fact ignores negation and values, so a model
+# Reviewer finding (issue 28, item 2): facts.rules.same_fact ignores negation and values, so a model
 # proposal is accepted where the new statement says that ANOTHER value no longer holds — "I no longer live in Leeds"
 # supersedes "I live in York", which stays true (the rules refuse the pair: "no attribute of the same subject changes
 # value"). A true, current fact is hidden from every later turn on a model's word alone.
@@ -172,7 +172,7 @@ def test_accept_a_negated_other_value_is_a_suggestion(new: str, older: str) -> N
 
 # --------------------------------------------------------------------------------------------------------------------
 # Why (was tests/test_review4_same_fact_subject.py):
-# Reviewer findings (issue 28, item 2): control.supersede_rules.same_fact accepts model proposals the rules
+# Reviewer findings (issue 28, item 2): facts.rules.same_fact accepts model proposals the rules
 # themselves refuse — so a model's proposal is recorded where only a person should decide (it should have been
 # `ModelVerdict.suggested`). The fake provider proposes every statement it is shown (tests/test_model_withheld.py).
 # --------------------------------------------------------------------------------------------------------------------

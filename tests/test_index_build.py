@@ -1,4 +1,4 @@
-"""Building a session's index in chunks, planned one chunk ahead (retrieval.indexer), gives the rows,
+"""Building a session's index in chunks, planned one chunk ahead (storage.common.retrieval.indexer), gives the rows,
 terms and FTS5 matches that indexing one event at a time gives; the text fast paths give what the general path gives."""
 
 from __future__ import annotations

@@ -525,8 +525,8 @@ class TestCrash:
         index.close()
         child = (
             "import os, sys\n"
-            "from retrieval import Index, IndexConfig\n"
-            "from retrieval.db import Index as I\n"
+            "from retrieval import IndexConfig\nfrom storage.files.retrieval.db import Index\n"
+            "from storage.files.retrieval.db import Index as I\n"
             "I._purge = lambda self, nums: os._exit(9)  # SIGKILL-like: no close, no checkpoint\n"
             "Index(sys.argv[1], config=IndexConfig(context_before=2, context_after=2)).forget_events('s', [17])\n"
         )

@@ -176,7 +176,7 @@ def test_the_sweep_follows_no_symlink_and_leaves_other_names(tmp_path: Path) -> 
 # Why (was tests/test_review3_sweep_race.py):
 # Reviewer finding (1b8d8b3): a sweep can remove a live check's folder, in the window before its owner lock is taken.
 #
-# receipts.ledger_copy.owned_folder makes the folder (mkdtemp), creates OWNER (O_CREAT|O_EXCL) and only then flocks it.
+# storage.files.receipts.ledger_copy.owned_folder makes the folder (mkdtemp), creates OWNER (O_CREAT|O_EXCL) and only then flocks it.
 # sweep_stale_copies, run by every other check as it starts (other threads of the app, other processes, replicas sharing
 # /tmp), treats a folder whose OWNER exists and can be flocked as abandoned and rmtree()s it. Between the creator's
 # open() and its flock() the OWNER file exists unlocked: a sweep then deletes the live folder, and the check that owns it
@@ -209,9 +209,9 @@ def test_a_sweep_between_owner_creation_and_its_lock_leaves_the_live_folder(tmp_
 # Review (issue 14; fixed: the copy has no name on disk — the auditor reads it through its open descriptor, so
 # the kernel frees it when the process ends, however it ends — its audit cache lives in the check's own folder, removed
 # after (a dead check's by the next one), and the lock table's entries are refcounted). As found: what a check against
-# the database leaves behind (receipts.ledger_copy, receipts.audit).
+# the database leaves behind (storage.files.receipts.ledger_copy, storage.files.receipts.audit).
 #
-# - Each check copies the session's rows into a fresh mkdtemp folder; receipts.audit keys its cache folder and its
+# - Each check copies the session's rows into a fresh mkdtemp folder; storage.files.receipts.audit keys its cache folder and its
 #   in-process lock table by that folder's real path, so every check adds one `_locks` entry (never removed) and one
 #   empty `<cache_root>/audit/<hash>/` folder (forget_cache removes only the session folder under it): a long-running
 #   app grows both by one per Verify click / history check.

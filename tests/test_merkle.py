@@ -1,4 +1,4 @@
-"""receipts.merkle (RFC 6962 / 9162 proofs) and receipts.merkle_store (the persisted tree).
+"""receipts.merkle (RFC 6962 / 9162 proofs) and storage.files.receipts.merkle_store (the persisted tree).
 
 Three independent oracles keep the library honest: transparency-dev/merkle's
 committed JSON vectors, the RFC 6962 test-leaf roots, and a naive recursive

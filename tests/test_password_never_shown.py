@@ -189,7 +189,7 @@ def test_a_password_libpq_cannot_read_is_still_hidden(url: str, secret: str) -> 
 # gets the password on stderr (and in a service's journal).
 #
 # Fix: in the app's --data check, refuse an is_database_url() value first with the redacted URL (as
-# ledger.cli_support._not_a_url does: "a URL, not a data directory; set DATABASE_URL").
+# cli.support._not_a_url does: "a URL, not a data directory; set DATABASE_URL").
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -216,14 +216,14 @@ def test_the_app_names_a_url_given_as_data_without_its_password(tmp_path: Path) 
 # Why (was tests/test_review3_cli_url_as_data_dir.py):
 # Reviewer finding (c7dbcb0 "a URL given as a data directory is named without its password"): not in every command.
 #
-# ledger.cli_support names a postgresql:// URL given where DATA_DIR is expected through storage.redact. Two command
-# lines check DATA_DIR themselves and echo the raw argument: `python -m retrieval search|rebuild` (retrieval.cli
+# cli.support names a postgresql:// URL given where DATA_DIR is expected through storage.redact. Two command
+# lines check DATA_DIR themselves and echo the raw argument: `python -m retrieval search|rebuild` (cli.prog_retrieval
 # _data_dir: "<raw>: not a directory") and `python -m control forget|revoke|restore|supersede|history`
-# (control.__main__: "<raw>: not a data directory …"). With DATABASE_URL unset (or set: retrieval never takes a URL
+# (cli.prog_control: "<raw>: not a data directory …"). With DATABASE_URL unset (or set: retrieval never takes a URL
 # argument), `python -m retrieval search postgresql://u:PW@host/db S q` prints PW on stderr — into the terminal
 # scroll-back, a CI log, a support ticket.
 #
-# Fix: route both through ledger.cli_support's check (existing_data_dir / _not_a_url), or at least redact(raw) in
+# Fix: route both through cli.support's check (existing_data_dir / _not_a_url), or at least redact(raw) in
 # those two messages; a test over every `python -m` entry point that takes DATA_DIR would keep new ones honest.
 # --------------------------------------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """Receipts, the producer's Merkle tree and checkpoints on PostgreSQL (storage/pg/receipts.py, storage/pg/merkle.py),
-compared with the file backend (receipts.file_backend) and the RFC 6962 vectors (../shared/data/merkle_vectors)."""
+compared with the file backend (storage.files.receipts.file_backend) and the RFC 6962 vectors (../shared/data/merkle_vectors)."""
 
 from __future__ import annotations
 

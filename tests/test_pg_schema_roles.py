@@ -227,7 +227,7 @@ def test_redact_hides_every_generated_password_libpq_would_read_from_the_url() -
 # PostgreSQL 15 gives PUBLIC no CREATE on schema public, so an operator's ordinary (or read-only) role gets
 # `permission denied for schema public` from Database.ensure_schema. That is a psycopg.errors.InsufficientPrivilege
 # (a ProgrammingError), which Database.connection does not turn into a BackendError (it catches OperationalError
-# only), so storage.cli_stores.opened_stores does not make it the one line a database failure gets: each command
+# only), so cli.stores.opened_stores does not make it the one line a database failure gets: each command
 # falls to its "unexpected failure" handler, which prints the server's multi-line message with the SQL statement,
 # exits 1 (not 2) and does not name the server.
 # --------------------------------------------------------------------------------------------------------------------

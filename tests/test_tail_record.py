@@ -268,7 +268,7 @@ class TestOtherWriters:
     def test_an_append_by_another_process_keeps_the_record_right(self, tmp_path: Path, parsed: Counter) -> None:
         led = _filled(tmp_path)
         led.head(S)
-        code = f"from ledger import Ledger; print(Ledger({str(tmp_path)!r}).append({S!r}, 'user', 'from a child').chain)"
+        code = f"from storage.files.ledger.store import Ledger; print(Ledger({str(tmp_path)!r}).append({S!r}, 'user', 'from a child').chain)"
         chain = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
         assert _open_fresh(tmp_path, parsed) == ((N + 1, chain), 1)
         ev = led.append(S, "assistant", "back in the parent")

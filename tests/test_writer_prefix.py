@@ -149,7 +149,7 @@ class TestWhatIsStillTrusted:
     def test_lines_another_process_appends_are_accepted_and_walked_alone(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         led = _filled(tmp_path, 10)
         code = (
-            "import sys; from ledger import Ledger\n"
+            "import sys; from storage.files.ledger.store import Ledger\n"
             "led = Ledger(sys.argv[1])\n"
             "for i in range(7): led.append('alice', 'user', f'from elsewhere {i}')\n"
         )

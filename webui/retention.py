@@ -3,7 +3,7 @@
 Off by default. For a public Space it bounds how long a visitor's words are
 kept: a session goes (control.forget.forget_session_if_idle, which leaves a
 certificate of hashes in DATA_DIR/erasures/) once its ledger has been idle for N hours, with its
-auditor cache (in the verifier's cache folder, receipts.audit.cache_dir), its Merkle tree and its receipts; the index rows follow on the
+auditor cache (in the verifier's cache folder, storage.files.receipts.audit.cache_dir), its Merkle tree and its receipts; the index rows follow on the
 same sweep (Index.catch_up drops sessions that left the ledger). Gradio's own
 file cache (uploads, download copies) is bounded too: see config.delete_cache.
 """

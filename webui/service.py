@@ -322,7 +322,7 @@ class Service:
 
     def _database(self) -> tuple[Any, Any, Any]:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited
-        from a private copy, receipts.ledger_copy), the receipts and the latest checkpoint; (None, None, None) on files."""
+        from a private copy, storage.files.receipts.ledger_copy), the receipts and the latest checkpoint; (None, None, None) on files."""
         stores = self.engine.stores
         if stores.ledger.kept_elsewhere() is None:  # DATA_DIR's files are the record: the auditor reads them
             return None, None, None

@@ -165,5 +165,5 @@ def _pick(value: str, *, hex_only: bool) -> tuple[int, str]:
 
 
 def _dump(envelope: dict[str, Any]) -> bytes:
-    # The same layout receipts.files.write_receipt uses.
+    # The same layout storage.files.receipts.files.write_receipt uses.
     return (json.dumps(envelope, indent=2, sort_keys=True) + "\n").encode("utf-8")

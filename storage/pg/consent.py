@@ -27,7 +27,7 @@ SPENT = ("used", "cancelled", "expired")
 
 
 class PgProposals:
-    """chat.consent's proposal store on PostgreSQL (receipts.stores.ProposalStore, as receipts.file_backend.FileProposals). `ttl`: the tokens'
+    """chat.consent's proposal store on PostgreSQL (receipts.stores.ProposalStore, as storage.files.receipts.file_backend.FileProposals). `ttl`: the tokens'
     lifetime in seconds (chat.consent.TOKEN_TTL), how long a tombstone outlives its proposal's expiry."""
 
     def __init__(self, db: Database, *, ttl: int) -> None:

@@ -1,5 +1,5 @@
 """Sessions imported from bundles, on PostgreSQL (docs/FORMAT.md §21): `PgImports`, what `PgLedger.imports()` gives
-bundle.importer (the file backend's is receipts.file_backend.FileImports; the contract: storage/api_faces.py).
+bundle.importer (the file backend's is storage.files.receipts.file_backend.FileImports; the contract: storage/api_faces.py).
 
 Every event hashes its session id (§4.2), so an imported ledger keeps its original id, which may be a session of
 this database (the visitor's own, exported and brought back) or of another import. As each file-backed import is
@@ -7,7 +7,7 @@ a data directory of its own (`DATA_DIR/imported/<LOCAL>/`), each import here is 
 backend's tables (storage.pg.sql.SCHEMA), created by storage.pg.connect.Database over a search_path naming only
 that schema, so PgLedger, PgIndex and PgReceipts work on it unchanged (`import_stores`). The main schema's
 `bundle_imports` row is origin.json, and the import's commit point: the ledger's exact lines (copied as
-`ledger migrate` copies them, storage.pg.migrate.migrate_session: its chain verified again on the way), the
+`ledger migrate` copies them, storage.migrate.migrate_session: its chain verified again on the way), the
 receipts (their exact bytes), the checkpoint, the certificates and keys (`bundle_members`) and the search index
 are all written first; a schema with no row (a crash) is dropped by a later import once STALE_SECONDS old. The
 same ledger imported twice (same session, signer, events, chain head) is a duplicate — also when two imports
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from storage.stores import Stores
 
 log = logging.getLogger("bundle")
-STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
+STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (storage.files.receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
 _SCHEMA_RE = re.compile(r"mre_import_(\d{10})_[0-9a-f]{8}")
 
 
@@ -286,7 +286,7 @@ class PgImports:
             return [(name.removeprefix("certificates/"), data) for name, data in _members(opened, "certificates/")]
 
     def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
-        """From the import schema's stored lines, as any check against the database's rows is (receipts.ledger_copy:
+        """From the import schema's stored lines, as any check against the database's rows is (storage.files.receipts.ledger_copy:
         a copy with no name on disk, its audit cache in a private folder removed after): the same checks over the
         same bytes, at the cost of one copy of the ledger per call."""
         from storage.files.receipts.api import verify_bytes

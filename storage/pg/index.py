@@ -4,7 +4,7 @@ search, index_session, catch_up, rebuild, forget_events, purge_session, close. T
 by the SQLite index's own pure code (retrieval.indexing.plan_rows: the same rows, context, novelty
 and collapse score, the same skipped events), the terms are FTS5's (storage/pg/terms.py), the
 match is a GIN-indexed tsvector, the relevance FTS5's bm25 computed from stored term counts, and
-the ranking retrieval.searcher.ranked_hits: the same hits as the SQLite index (docs/RETRIEVAL.md,
+the ranking storage.common.retrieval.searcher.ranked_hits: the same hits as the SQLite index (docs/RETRIEVAL.md,
 "PostgreSQL", says where they can differ). Forgetting is storage/pg/index_forget.py.
 
 Several replicas may index and search at once: each chunk's transaction locks the session's row
@@ -149,7 +149,7 @@ class PgIndex(Forgetting):
                 return SearchResponse(session, q.text, k, [], f"session {session}: no other events yet")
             held = dict(zip(found[4] or [], map(int, found[5] or []), strict=True))
             stats = Stats(int(found[2]), int(found[3]), held, frozenset(lex))
-            # as retrieval.searcher: a large session keeps every term when the exact bound is on (scan_rows's MaxScore
+            # as storage.common.retrieval.searcher: a large session keeps every term when the exact bound is on (scan_rows's MaxScore
             # proof makes the answer exhaustive's); share pruning drops the commonest only when it is off
             large = last_seq + 1 >= cfg.prune_min_events
             exact = large and cfg.exact_prune

@@ -1,4 +1,4 @@
-"""The producer's RFC 6962 tree on PostgreSQL: receipts.merkle_store.MerkleStore's interface over rows.
+"""The producer's RFC 6962 tree on PostgreSQL: storage.files.receipts.merkle_store.MerkleStore's interface over rows.
 
 `merkle_nodes` holds complete subtrees only, as MerkleStore's level files do: node (level, idx) covers leaves
 [idx * 2^level, (idx + 1) * 2^level), is written once when complete and never changes, so every historical

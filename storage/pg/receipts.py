@@ -162,7 +162,7 @@ class PgReceipts:
 
     def synced_tree(self, ledger: TreeSource, session: str) -> PgMerkleStore:
         """The session's tree brought level with the ledger: leaves are the raw event digests. A tree ahead of
-        the ledger, or whose last leaf disagrees with it, is rebuilt from the ledger (as receipts.files does)."""
+        the ledger, or whose last leaf disagrees with it, is rebuilt from the ledger (as storage.files.receipts.files does)."""
         store = PgMerkleStore(self.db, session)
         for _ in range(SYNC_ATTEMPTS):
             count, _head = ledger.head(session)

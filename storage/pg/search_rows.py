@@ -6,7 +6,7 @@ per session and term. The tsquery (an OR of the terms, session-prefixed) finds t
 through the GIN index; the statement (sql.search_rank_sql) scores each with the formula of FTS5's
 bm25 and keeps the best `limit` (plus a few); their bm25 is then computed again here, exactly as
 FTS5 does (storage/pg/terms.py), and the `limit` best kept. They come back with the columns of
-retrieval.sql.search_sql, so retrieval.searcher.ranked_hits ranks them with the SQLite index's code.
+retrieval.sql.search_sql, so storage.common.retrieval.searcher.ranked_hits ranks them with the SQLite index's code.
 
 Pruning (MaxScore): a term's share of a row's bm25 is below idf * (k1 + 1), whatever the row. The
 statement first scores only the rows holding one of the rarest terms (enough of them to fill

@@ -606,7 +606,7 @@ SUGGESTION_DELETE_SESSION = "DELETE FROM supersession_suggestions WHERE session 
 
 # -- control state (control.revocation.current on PostgreSQL) ---------------------------------------
 # The lines that can change a session's control state: control events, supersession and erasure records are
-# all role 'system' (receipts.decisions.control_of, receipts.supersessions.supersession_of, ledger erasure);
+# all role 'system' (receipts.decisions.control_of, ledger.supersessions.supersession_of, ledger erasure);
 # any other line only moves size and head. Read server-side over the (session, seq) key, few rows returned.
 # Chosen by the line's own bytes, never the `role` column: the column is outside the chain, so an edit to it would
 # pass every verification; in a canonical line `"role":"system"` with bare quotes can only be the role member (a

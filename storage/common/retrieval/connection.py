@@ -8,7 +8,7 @@ for the writer); every write goes through one connection under one lock.
 Every connection runs with `secure_delete` on, so SQLite zeroes what it frees
 (housekeeping.py relies on it when forgetting).
 
-IndexFile is the base of retrieval.db.Index; the other rooms (indexer.py,
+IndexFile is the base of storage.files.retrieval.db.Index; the other rooms (indexer.py,
 searcher.py, housekeeping.py) add to it what their names say.
 """
 

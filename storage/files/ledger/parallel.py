@@ -164,7 +164,7 @@ def verify_file_parallel_erased(
         return None
     # Plain child processes (not multiprocessing): safe from a threaded server,
     # and independent of how the caller's __main__ is written.
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[3]  # the checkout: storage/files/ledger/ is three floors down)
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = [
         subprocess.Popen(
@@ -217,7 +217,7 @@ def _report_bytes(n: int) -> None:
     sys.stderr.flush()
 
 
-if __name__ == "__main__":  # worker: python -m ledger.parallel PATH SESSION START END NEXT_SEQ HEAD [--progress]
+if __name__ == "__main__":  # worker: python -m storage.files.ledger.parallel PATH SESSION START END NEXT_SEQ HEAD [--progress]
     _path, _session, _start, _end, _seq, _head = sys.argv[1:7]
     _progress = _report_bytes if sys.argv[7:8] == ["--progress"] else None
     sys.stdout.write(orjson.dumps(verify_range(_path, _session, int(_start), int(_end), int(_seq), _head, _progress)).decode())

@@ -130,7 +130,7 @@ class Ledger(Appending, Erasing, Reading):
         yield size, _file_chunks(log, size)
 
     def imports(self) -> FileImports:
-        """The sessions imported from bundles into this data directory (receipts.file_backend.FileImports)."""
+        """The sessions imported from bundles into this data directory (storage.files.receipts.file_backend.FileImports)."""
         from storage.files.receipts.file_backend import FileImports
 
         return FileImports(self.data_dir)

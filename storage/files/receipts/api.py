@@ -63,7 +63,7 @@ def verify_bytes(
     "not_verifiable", and the verdict is never "verified".
 
     `source`: the ledger is kept there (PostgreSQL's PgLedger), not in `data_dir`, which then only holds the
-    key; its lines are audited from a private copy (receipts.ledger_copy).
+    key; its lines are audited from a private copy (storage.files.receipts.ledger_copy).
     """
     receipt = parse_receipt(raw)
     keys = list(trusted)

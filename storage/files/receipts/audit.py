@@ -201,7 +201,7 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class LedgerAt:
-    """Where an Auditor reads a session's ledger: `data_dir`'s file and the verifier's cache, or (receipts.ledger_copy)
+    """Where an Auditor reads a session's ledger: `data_dir`'s file and the verifier's cache, or (storage.files.receipts.ledger_copy)
     a copy already open (`ledger`, a descriptor) with its cache in the check's own folder (`cache`)."""
 
     data_dir: str | os.PathLike[str]
@@ -213,7 +213,7 @@ class LedgerAt:
 class Auditor:
     @classmethod
     def of(cls, where: LedgerAt, *, full: bool = False) -> Self:
-        """An auditor of the ledger `where` says (receipts.ledger_copy.ledger_dir)."""
+        """An auditor of the ledger `where` says (storage.files.receipts.ledger_copy.ledger_dir)."""
         return cls(where.data_dir, full=full, fresh=where.fresh, ledger=where.ledger, cache=where.cache)
 
     def __init__(
@@ -225,8 +225,8 @@ class Auditor:
         ledger: int | None = None,
         cache: Path | None = None,
     ) -> None:
-        """`fresh`: why this ledger is always walked from genesis (a fresh copy: receipts.ledger_copy), for the notes.
-        `ledger`: the session's ledger already open (a copy with no name on disk: receipts.ledger_copy), read
+        """`fresh`: why this ledger is always walked from genesis (a fresh copy: storage.files.receipts.ledger_copy), for the notes.
+        `ledger`: the session's ledger already open (a copy with no name on disk: storage.files.receipts.ledger_copy), read
         through a duplicate of the descriptor (the caller keeps and closes its own) instead of `data_dir`'s file.
         `cache`: the folder (of this user, private) to keep the audit cache in instead of `cache_dir(data_dir, ...)`."""
         self.data_dir = Path(data_dir)

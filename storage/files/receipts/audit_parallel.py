@@ -315,7 +315,7 @@ def _chunks(fd: int, pieces: list[Piece]) -> list[Chunk] | None:
 
 def _spawn(fd: int, session: str, start: int, end: int, seq: int, head: bytes) -> subprocess.Popen[bytes]:
     # A plain child process (not multiprocessing): safe from a threaded server, independent of the caller's __main__.
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[3]  # the checkout: storage/files/receipts/ is three floors down)
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
         [sys.executable, "-m", "storage.files.receipts.audit_parallel", str(fd), session, str(start), str(end), str(seq), head.hex(), str(chunk_rules.CHUNK_LINES)],
@@ -393,7 +393,7 @@ def _stitch(fd: int, spans: list[tuple[int, int, int, bytes]], ranges: list[Rang
 
 __all__ = ["MIN_PARALLEL_BYTES", "RangeWalk", "WholeWalk", "decode", "encode", "walk", "walk_range"]
 
-if __name__ == "__main__":  # a child: python -m receipts.audit_parallel FD SESSION START END FIRST_SEQ HEAD CHUNK_LINES
+if __name__ == "__main__":  # a child: python -m storage.files.receipts.audit_parallel FD SESSION START END FIRST_SEQ HEAD CHUNK_LINES
     _fd, _session, _start, _end, _seq, _head, _per_chunk = sys.argv[1:8]
     _r = walk_range(int(_fd), _session, int(_start), int(_end), int(_seq), bytes.fromhex(_head), int(_per_chunk))
     if _r is None:

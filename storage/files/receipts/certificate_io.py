@@ -1,8 +1,8 @@
 """Verifying an erasure certificate, offline or against a data directory (I/O around receipts.certificate).
 
 The CLI (`python -m receipts verify CERT`), the app and MCP call `verify_certificate_bytes`.
-The ledger is read through the auditor (receipts.audit), never through a tree the producer stored. On PostgreSQL
-the caller passes the database's ledger (`source`: its rows audited from a private copy, receipts.ledger_copy) and
+The ledger is read through the auditor (storage.files.receipts.audit), never through a tree the producer stored. On PostgreSQL
+the caller passes the database's ledger (`source`: its rows audited from a private copy, storage.files.receipts.ledger_copy) and
 receipts (`receipts`: the rows a deleted or erased session's words could remain in); DATA_DIR then gives the key
 and an interrupted erasure's journal.
 """
@@ -126,7 +126,7 @@ def verify_certificate_bytes(
 ) -> CertificateReport:
     """Parse and verify a certificate. Raises MalformedCertificate for input that is not one.
 
-    As for receipts (receipts.api.verify_bytes): only `trusted` keys are trusted; with `data_dir` and no
+    As for receipts (storage.files.receipts.api.verify_bytes): only `trusted` keys are trusted; with `data_dir` and no
     trusted key, the signatures are checked against the directory's own key for self-consistency only.
     `source` and `receipts`: the ledger and receipts are kept there (PostgreSQL), not in `data_dir`."""
     cert = parse_certificate(raw)

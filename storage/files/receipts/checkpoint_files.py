@@ -72,7 +72,7 @@ def keep(data_dir: str | os.PathLike[str], session: str, checkpoint: Mapping[str
 def issue(data_dir: str | os.PathLike[str], ledger: Ledger, session: str, key: SigningKey, *, store: MerkleStore | None = None) -> dict[str, Any]:
     """Sign a checkpoint over the session as it is now and keep it as the latest.
 
-    The caller holds the session's turn lock (receipts.files.session_turn_lock)
+    The caller holds the session's turn lock (storage.files.receipts.files.session_turn_lock)
     and has just appended. `store`, when given, is the producer's tree already
     brought level with the ledger (files.synced_tree); otherwise it is opened here.
     """
@@ -99,7 +99,7 @@ def _data_dir_public_key(data_dir: Path) -> PublicKey | None:
     """The data directory's own public key, for a self-consistency check only (never trusted).
 
     Read-only, and never the private key file: `RECEIPT_SIGNING_KEY` when set
-    (the app's key), else the keys folder's `signing.pub` (receipts.api.data_dir_key).
+    (the app's key), else the keys folder's `signing.pub` (storage.files.receipts.api.data_dir_key).
     """
     from storage.files.receipts.api import data_dir_key
 
@@ -129,7 +129,7 @@ def prove_since(
 ) -> SinceReport:
     """Prove (or disprove) that the session's ledger today extends the kept checkpoint.
 
-    Re-walks the ledger through the auditor (receipts.audit: every digest
+    Re-walks the ledger through the auditor (storage.files.receipts.audit: every digest
     recomputed; roots and proofs over those digests, never the producer's tree)
     and compares the latest signed checkpoint with it. `kept` must have passed
     parse_checkpoint/check_checkpoint_shape. With no `trusted` key the

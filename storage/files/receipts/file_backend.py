@@ -1,5 +1,5 @@
 """The file backend behind receipts.stores.ReceiptBackend: DATA_DIR's receipt files, Merkle folders and
-checkpoint.json, through the functions that write them (receipts.files, receipts.checkpoints) — same paths,
+checkpoint.json, through the functions that write them (storage.files.receipts.files, receipts.checkpoints) — same paths,
 same bytes, same locks; IndexRows, receipts.stores.ReceiptRows over index.sqlite. `issue` signs and keeps a
 checkpoint on any backend.
 """
@@ -378,7 +378,7 @@ class _IndexDb(Protocol):
 
 
 class IndexRows:
-    """receipts.stores.ReceiptRows over the file backend's index.sqlite tables (receipts.files.RECEIPTS_DDL, which
+    """receipts.stores.ReceiptRows over the file backend's index.sqlite tables (storage.files.receipts.files.RECEIPTS_DDL, which
     the caller has ensured): the same statements chat.engine and chat.citing write through the index today."""
 
     def __init__(self, index: _IndexDb) -> None:

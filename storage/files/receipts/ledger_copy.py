@@ -1,6 +1,6 @@
 """The auditor's view of a ledger kept outside a data directory (PostgreSQL), through a private copy (I/O).
 
-receipts.audit reads a ledger as a file: it re-walks the JSONL bytes itself and trusts nothing the producer stored.
+storage.files.receipts.audit reads a ledger as a file: it re-walks the JSONL bytes itself and trusts nothing the producer stored.
 A ledger kept in a database stores each event's exact JSONL line, so its lines, read from one snapshot, are written
 into a private temporary file and audited there: the same checks over the same bytes as on files. Each check reads
 the whole session again, so a row changed in the database since the last check is always seen.

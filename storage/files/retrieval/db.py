@@ -38,8 +38,8 @@ class Index(Searching, Housekeeping):
     def _default_ledger(self, data_dir: Path) -> Ledger:
         return Ledger(data_dir)
 
-    # Read from this module at call time, so that patching retrieval.db.plan_rows or
-    # retrieval.db.PURGE_WAIT_S (as tests do) changes what every Index does.
+    # Read from this module at call time, so that patching storage.files.retrieval.db.plan_rows or
+    # storage.files.retrieval.db.PURGE_WAIT_S (as tests do) changes what every Index does.
     def _plan(
         self,
         *,
