@@ -164,7 +164,7 @@ def verify_file_parallel_erased(
         return None
     # Plain child processes (not multiprocessing): safe from a threaded server,
     # and independent of how the caller's __main__ is written.
-    root = str(Path(__file__).resolve().parents[3]  # the checkout: storage/files/ledger/ is three floors down)
+    root = str(Path(__file__).resolve().parents[3])  # the checkout: storage/files/ledger/ is three floors down
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = [
         subprocess.Popen(

@@ -315,7 +315,7 @@ def _chunks(fd: int, pieces: list[Piece]) -> list[Chunk] | None:
 
 def _spawn(fd: int, session: str, start: int, end: int, seq: int, head: bytes) -> subprocess.Popen[bytes]:
     # A plain child process (not multiprocessing): safe from a threaded server, independent of the caller's __main__.
-    root = str(Path(__file__).resolve().parents[3]  # the checkout: storage/files/receipts/ is three floors down)
+    root = str(Path(__file__).resolve().parents[3])  # the checkout: storage/files/receipts/ is three floors down
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
         [sys.executable, "-m", "storage.files.receipts.audit_parallel", str(fd), session, str(start), str(end), str(seq), head.hex(), str(chunk_rules.CHUNK_LINES)],
