@@ -23,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from control.settle import ErasureUnfinished, settled
 from ledger import Ledger
@@ -119,7 +119,7 @@ def session_stores(
         backend: ReceiptBackend = FileBackend(data)
         where = str(data)
     else:
-        ledger, backend, where = stores.ledger, stores.receipts, stores.where
+        ledger, backend, where = cast("Ledger | PgLedger", stores.ledger), stores.receipts, stores.where
     if not ledger.exists(session):
         raise BundleError(f"session {session}: no such session in {where}")
     return ledger, backend

@@ -24,16 +24,14 @@ from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_mod
 from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
 from control.supersession import SupersedeError, SupersedeResult, supersede_locked
 from control.supersession_state import stored_reason
-from ledger import Event, Ledger
-from retrieval import Index
+from ledger import Event
 from retrieval.model import Hit
 
 from .llm import LLM
 from .withheld import ModelView
 
 if TYPE_CHECKING:
-    from storage.pg.index import PgIndex
-    from storage.pg.ledger import PgLedger
+    from storage.api import LedgerStore, SearchIndex
 
 log = logging.getLogger("chat")
 SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)
@@ -57,7 +55,7 @@ def asks_about_past(question: str) -> bool:
     return _PAST_RE.search(_HOW_OLD_RE.sub("how", question)) is not None
 
 
-def newest_statement(index: Index | PgIndex, session: str, question: str, exclude: list[int]) -> Hit | None:
+def newest_statement(index: SearchIndex, session: str, question: str, exclude: list[int]) -> Hit | None:
     """The newest user statement of an attribute `question` asks about, of the subject it asks about
     (control.supersede_asked), among what one search with the attributes' words finds (SHORTLIST_K, leaving out
     `exclude`: what the turn leaves out anyway); None when the question asks about no tracked attribute of the
@@ -81,7 +79,7 @@ def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
     return [*kept, replace(newest, rank=len(kept) + 1, newest=True)]
 
 
-def _shortlist(ledger: Ledger | PgLedger, index: Index | PgIndex, ev: Event, view: ModelView) -> list[Statement]:
+def _shortlist(ledger: LedgerStore, index: SearchIndex, ev: Event, view: ModelView) -> list[Statement]:
     """Earlier user statements of the attributes `ev` states, as the ledger holds them: never one the visitor
     withheld (chat.withheld: revoked, or an answer that may quote one) nor an erased one — a withheld statement is
     out of play, so nothing decides it is superseded and no model is shown it."""
@@ -121,7 +119,7 @@ Keep = Callable[[str, list[tuple[int, str, int, str]], str], None]  # (session, 
 
 
 def record_supersessions(
-    ledger: Ledger | PgLedger, index: Index | PgIndex, llm: LLM, ev: Event, view: ModelView, keep: Keep | None = None
+    ledger: LedgerStore, index: SearchIndex, llm: LLM, ev: Event, view: ModelView, keep: Keep | None = None
 ) -> list[SupersedeResult]:
     """Append the supersession records the new user event `ev` makes (the caller holds the turn lock and keeps
     the checkpoint; `view` is chat.withheld's rule for the session, read under that lock). What the model proposed

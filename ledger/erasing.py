@@ -7,6 +7,7 @@ rewrite itself in ledger/rewrite.py. This is Ledger.erase: validate, then rewrit
 from __future__ import annotations
 
 import logging
+import os
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,6 +33,14 @@ from .recovery import Recovery, _mark, _stat_key, _Tail
 from .rewrite import rewrite
 
 log = logging.getLogger("ledger")
+
+
+ERASURES_DIR = "erasures"  # DATA_DIR/erasures/: erasure certificates, and on files the journal of one in progress
+
+
+def journal_path(data_dir: str | os.PathLike[str], session: str) -> Path:
+    """Where the file backend keeps the journal of an erasure of `session` in progress (control.forget)."""
+    return Path(data_dir) / ERASURES_DIR / f".pending-{session}.json"
 
 
 class EraseError(ValueError):

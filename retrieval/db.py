@@ -21,6 +21,8 @@ from .indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing
 from .indexing import Plan, plan_rows
 from .searcher import Searching, candidate, candidates_for
 
+INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (connection.py): it holds indexed words
+
 
 class Index(Searching, Housekeeping):
     """The FTS5 index over every session of one data directory.
@@ -37,6 +39,22 @@ class Index(Searching, Housekeeping):
 
     def _purge_wait_s(self) -> float:
         return PURGE_WAIT_S
+
+    # -- the storage contract (storage.api.SearchIndex) ----------------------------------------------------------
+    def drop_session(self, session: str) -> None:
+        """A deleted session's rows gone and purged (purge_session). While the ledger still holds the session,
+        nothing: control runs this before and after the ledger's deletion (PostgreSQL drops its rows both times;
+        here the purge needs the ledger's deletion first). PurgeIncomplete as purge_session."""
+        if not self.ledger.exists(session):
+            self.purge_session(session)
+
+    def scrub_copies(self) -> tuple[str, ...]:
+        """Every index moved aside as unreadable (`index.sqlite.corrupt-*` and its -wal/-shm) overwritten and removed;
+        their names. Its words cannot be searched for reliably (stemmed, in FTS segments), and it is derived data —
+        the index in use was rebuilt from the ledgers."""
+        from ledger.scrub import scrub_prefixed
+
+        return scrub_prefixed(self.data_dir, INDEX_COPY_PREFIX)
 
 
 __all__ = [
