@@ -345,6 +345,12 @@ def forget_session_if_idle(
     return _forget_session(where(data_dir, stores, ledger=ledger, index=index), session, key, idle_before, copies)
 
 
+def _last_written(w: Where, session: str) -> float | None:
+    """When the session was last written (the idle check's answer; on files the log's mtime, on PostgreSQL the
+    server's clock at its last write)."""
+    return w.ledger.last_written(session)
+
+
 def _forget_session(
     w: Where,
     session: str,
@@ -371,7 +377,7 @@ def _forget_session_in(
     w.open_now()  # opened before anything changes, as it always was
     with w.receipts.turn_lock(session):
         if idle_before is not None:
-            written = led.last_written(session)
+            written = _last_written(w, session)
             if written is None or written >= idle_before:
                 return None
         count, head = led.head(session)
