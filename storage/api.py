@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -206,12 +206,80 @@ class ReceiptRowStore(Protocol):
     def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None: ...
 
 
+class SettingsError(ValueError):
+    """A session's settings could not be read or written (one line, naming the session or the file)."""
+
+
+class SettingsStore(Protocol):
+    """Where the sessions' settings are kept (control.settings). The session id is checked before these run."""
+
+    # whether "ask me first" is on (off when never set); SettingsError for a stored value that cannot be read
+    def get_consent(self, session: str) -> bool: ...
+
+    # the value stored; None when the session is unknown and `create` is off
+    def set_consent(self, session: str, on: bool, *, create: bool) -> bool | None: ...
+
+    # the session's settings gone (idempotent)
+    def forget_session(self, session: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """The statement at `new_seq` may supersede the one at `older_seq`, as `suggested_by` proposed at `at`."""
+
+    new_seq: int
+    new_id: str
+    older_seq: int
+    older_id: str
+    suggested_by: str  # "model:<id>"
+    at: str  # ledger ts form, UTC
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        return (
+            f"seq {self.new_seq} may supersede seq {self.older_seq} (suggested by {self.suggested_by} at {self.at}; "
+            "the rules did not read them as the same fact, so nothing was recorded)"
+        )
+
+
+class SuggestionStore(Protocol):
+    """Where the supersessions a model suggested are kept (control.suggestions)."""
+
+    # keep these (a pair already kept is not kept twice)
+    def add(self, session: str, items: list[Suggestion]) -> None: ...
+
+    # every kept suggestion, oldest first
+    def all(self, session: str) -> list[Suggestion]: ...
+
+    # the pair's suggestion gone
+    def drop(self, session: str, new_seq: int, older_seq: int) -> None: ...
+
+    # every suggestion of the session gone
+    def forget_session(self, session: str) -> None: ...
+
+
 class SessionState(Protocol):
     """What a session keeps beside its ledger: consent proposals, settings, suggestions (storage.file_state.
-    FileSessionState, storage.pg.consent.PgSessionState)."""
+    FileSessionState, storage.pg.consent.PgSessionState). The cached control state is not here yet: control.revocation
+    keeps it (control-state.json on files, derived from LedgerStore.system_events elsewhere)."""
+
+    # the sessions' settings ("ask me first")
+    def settings(self) -> SettingsStore: ...
+
+    # the supersessions a model suggested and the rules did not confirm
+    def suggestions(self) -> SuggestionStore: ...
 
     # all of the session's state gone (a deleted session leaves no question, setting or suggestion behind)
     def forget_session(self, session: str) -> None: ...
+
+
+def file_session_state(data_dir: str | os.PathLike[str]) -> SessionState:
+    """The session state kept in a data directory (for a caller that names a folder, not a Stores)."""
+    from .file_state import FileSessionState
+
+    return FileSessionState(Path(data_dir))
 
 
 def _no_leftovers(session: str) -> tuple[str, ...]:
@@ -241,10 +309,12 @@ class Stores:
     _closed: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.state is None:
-            from .file_state import FileSessionState  # a Stores built by hand (bundle.pg_import) forgets files only
+        if self.state is None and self.database is not None:  # a Stores built by hand (bundle.pg_import)
+            from storage.pg.consent import PgSessionState
 
-            self.state = FileSessionState(self.data_dir)
+            self.state = PgSessionState(self.database, self.data_dir)
+        elif self.state is None:
+            self.state = file_session_state(self.data_dir)
 
     @property
     def index(self) -> SearchIndex:

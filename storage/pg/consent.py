@@ -132,7 +132,7 @@ class PgSuggestions:
                 conn.execute(sql.SUGGESTION_ADD, (session, x.new_seq, x.older_seq, x.new_id, x.older_id, x.suggested_by, x.at))
 
     def all(self, session: str) -> list[Any]:
-        from control.suggestions import Suggestion  # the value type is the caller's
+        from storage.api import Suggestion
 
         with self.db.transaction() as conn:
             rows = conn.execute(sql.SUGGESTION_ALL, (session,)).fetchall()
@@ -156,6 +156,12 @@ class PgSessionState:
 
     def __repr__(self) -> str:
         return f"PgSessionState({self.db.shown!r})"
+
+    def settings(self) -> PgSettings:
+        return PgSettings(self.db)
+
+    def suggestions(self) -> PgSuggestions:
+        return PgSuggestions(self.db)
 
     def forget_session(self, session: str) -> None:
         """Every proposal, setting and suggestion of the session gone, and the proposal files a file-backed past
