@@ -21,7 +21,11 @@ S = "alice"
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
     data = tmp_path / "data"
     data.mkdir()
-    opened = file_stores(data) if request.param == "files" else pg_stores(request.getfixturevalue("pg_url"), data, pool_size=2)
+    opened = (
+        file_stores(data)
+        if request.param == "files"
+        else pg_stores(request.getfixturevalue("pg_url"), data, pool_size=2)
+    )
     try:
         yield opened
     finally:
