@@ -25,6 +25,17 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from bundle.format import (
+    CHECKPOINT_NAME,
+    LEDGER_NAME,
+    MANIFEST_NAME,
+    MANIFEST_PAYLOAD_TYPE,
+    BundleError,
+    Member,
+    build_manifest,
+    key_member,
+    zip_date_time,
+)
 from control.settle import ErasureUnfinished, settled
 from ledger import Ledger
 from ledger.canonical import canonical_json
@@ -37,18 +48,6 @@ from receipts.dsse import sign_envelope
 from receipts.file_backend import FileBackend, issue
 from receipts.keys import SigningKey, format_public_key, load_or_create
 from receipts.stores import ReceiptBackend
-
-from .format import (
-    CHECKPOINT_NAME,
-    LEDGER_NAME,
-    MANIFEST_NAME,
-    MANIFEST_PAYLOAD_TYPE,
-    BundleError,
-    Member,
-    build_manifest,
-    key_member,
-    zip_date_time,
-)
 
 if TYPE_CHECKING:
     from storage.pg.ledger import PgLedger

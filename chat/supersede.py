@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from chat.llm import LLM
+from chat.withheld import ModelView
 from control.supersede_asked import answers, asked
 from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
 from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
@@ -26,9 +28,6 @@ from control.supersession import SupersedeError, SupersedeResult, supersede_lock
 from control.supersession_state import stored_reason
 from ledger import Event
 from retrieval.model import Hit
-
-from .llm import LLM
-from .withheld import ModelView
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore, SearchIndex

@@ -49,18 +49,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger import Event, Ledger
-from ledger.canonical import canonical_json, loads_strict
-from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
-from ledger.store import EraseError
-from receipts import certificate as cert
-from receipts.body import sign_checkpoint
-from receipts.keys import SigningKey, load_or_create
-from retrieval import Index
-
-from .plan import Plan, PlanError, plan
-from .quoting import first_quoted
-from .steps import (
+from control.plan import Plan, PlanError, plan
+from control.quoting import first_quoted
+from control.steps import (
     UNRECEIPTED,
     Finished,
     Journal,
@@ -79,7 +70,15 @@ from .steps import (
     withdraw_quoting,
     write_durable,
 )
-from .where import Where, where
+from control.where import Where, where
+from ledger import Event, Ledger
+from ledger.canonical import canonical_json, loads_strict
+from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate_session_id
+from ledger.store import EraseError
+from receipts import certificate as cert
+from receipts.body import sign_checkpoint
+from receipts.keys import SigningKey, load_or_create
+from retrieval import Index
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger

@@ -27,6 +27,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
+from control import state_file
+from control.plan import PlanError, quoted
+from control.state import ControlState, RoleOf, derive, erases_folded
+from control.where import where
 from ledger import Event, Ledger, tailrecord
 from ledger.event import (
     EVENT_ID_RE,
@@ -40,11 +44,6 @@ from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOK
 from receipts.file_backend import issue
 from receipts.keys import SigningKey, load_or_create
 from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
-
-from . import state_file
-from .plan import PlanError, quoted
-from .state import ControlState, RoleOf, derive, erases_folded
-from .where import where
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger

@@ -24,9 +24,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from control.forget import recover
 from ledger.erasing import journal_path
-
-from .forget import recover
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from control.plan import Citation, Plan, Slot
 from ledger import Event
 from ledger.canonical import canonical_json
 from ledger.erasing import ERASURES_DIR
@@ -37,8 +38,6 @@ from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 from storage.api import LedgerStore as AnyLedger
 from storage.api import Stores
-
-from .plan import Citation, Plan, Slot
 
 log = logging.getLogger("control")
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from control.settings import Where, _check_session
 from ledger.event import now_ts
 from storage.api import Suggestion as Suggestion
 from storage.api import SuggestionStore as SuggestionStore
 from storage.api import file_session_state
-
-from .settings import Where, _check_session
 
 if TYPE_CHECKING:
     from storage.api import Stores
@@ -50,7 +49,7 @@ def keep_suggestions(where: Where, session: str, pairs: list[tuple[int, str, int
 def open_suggestions(stores: Stores, session: str) -> list[Suggestion]:
     """The session's suggestions that still apply, oldest first: not a pair recorded since, not an older statement
     superseded since, neither statement revoked or forgotten, and the ids still the ledger's."""
-    from .revocation import current
+    from control.revocation import current
 
     _check_session(session)
     items = suggestion_store(stores).all(session)

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from control.plan import quoted
+from control.revocation import ControlError, _target, current
+from control.supersession_state import Supersession, SupersessionState, shown_reason
+from control.where import Where, where
 from ledger import Event, Ledger
 from ledger.event import EventError, is_erasure_record, validate_session_id
 from receipts.decisions import MAX_CONTROL_REASON
@@ -26,11 +30,6 @@ from receipts.file_backend import issue
 from receipts.keys import SigningKey, load_or_create
 from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from retrieval import Index
-
-from .plan import quoted
-from .revocation import ControlError, _target, current
-from .supersession_state import Supersession, SupersessionState, shown_reason
-from .where import Where, where
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger

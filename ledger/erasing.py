@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import orjson
 
-from .appending import _random_ids
-from .erasures import ErasureState, record_entries
-from .event import (
+from ledger.appending import _random_ids
+from ledger.erasures import ErasureState, record_entries
+from ledger.event import (
     Event,
     EventError,
     erased_form,
@@ -29,8 +29,8 @@ from .event import (
     now_ts,
     validate_session_id,
 )
-from .recovery import Recovery, _mark, _stat_key, _Tail
-from .rewrite import rewrite
+from ledger.recovery import Recovery, _mark, _stat_key, _Tail
+from ledger.rewrite import rewrite
 
 log = logging.getLogger("ledger")
 

@@ -23,32 +23,32 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import importer
-from .appending import Appended as Appended
-from .appending import Appending
-from .appending import _random_ids as _random_ids
-from .erasing import MAX_ERASE as MAX_ERASE
-from .erasing import MAX_REASON as MAX_REASON
-from .erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
-from .erasing import EraseError as EraseError
-from .erasing import Erasing
-from .erasing import Erasure as Erasure
-from .erasing import journal_path as journal_path
-from .event import Event
-from .importer import Imported
-from .messages import ImportError_ as ImportError_
-from .messages import Message as Message
-from .messages import parse_import as parse_import
-from .messages import validate_message as validate_message
-from .reading import BISECT_MAX as BISECT_MAX
-from .reading import Reading
-from .recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
-from .recovery import LedgerCorrupted as LedgerCorrupted
-from .recovery import Quarantine as Quarantine
-from .sessions import EVENTS_FILE as EVENTS_FILE
-from .sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
-from .sessions import _fsync_dir as _fsync_dir
-from .sessions import _write_all as _write_all
+from ledger import importer
+from ledger.appending import Appended as Appended
+from ledger.appending import Appending
+from ledger.appending import _random_ids as _random_ids
+from ledger.erasing import MAX_ERASE as MAX_ERASE
+from ledger.erasing import MAX_REASON as MAX_REASON
+from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
+from ledger.erasing import EraseError as EraseError
+from ledger.erasing import Erasing
+from ledger.erasing import Erasure as Erasure
+from ledger.erasing import journal_path as journal_path
+from ledger.event import Event
+from ledger.importer import Imported
+from ledger.messages import ImportError_ as ImportError_
+from ledger.messages import Message as Message
+from ledger.messages import parse_import as parse_import
+from ledger.messages import validate_message as validate_message
+from ledger.reading import BISECT_MAX as BISECT_MAX
+from ledger.reading import Reading
+from ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
+from ledger.recovery import LedgerCorrupted as LedgerCorrupted
+from ledger.recovery import Quarantine as Quarantine
+from ledger.sessions import EVENTS_FILE as EVENTS_FILE
+from ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
+from ledger.sessions import _fsync_dir as _fsync_dir
+from ledger.sessions import _write_all as _write_all
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -115,7 +115,7 @@ class Ledger(Appending, Erasing, Reading):
 
     def quarantined_with(self, session: str, wanted: Sequence[bytes]) -> list[str]:
         """The session's quarantined tails (events.jsonl.torn-*, cut-*) holding one of `wanted` (ledger.scrub)."""
-        from .scrub import quarantined_with
+        from ledger.scrub import quarantined_with
 
         return quarantined_with(self.session_dir(session), wanted)
 
@@ -123,8 +123,8 @@ class Ledger(Appending, Erasing, Reading):
         """After an erasure of `seqs`: the import records that hashed an erased event dropped (their unsalted content
         hashes could confirm a guess), the quarantine files named (found holding an erased text before the erase)
         overwritten and removed. (import records dropped, quarantine files removed)."""
-        from .imports import forget_erased
-        from .scrub import scrub
+        from ledger.imports import forget_erased
+        from ledger.scrub import scrub
 
         dropped = forget_erased(self, session, list(seqs))
         return dropped, scrub(self.session_dir(session), quarantine)
@@ -172,14 +172,14 @@ class Ledger(Appending, Erasing, Reading):
 
 
 def _write_durable(path: Path, data: bytes) -> None:
-    from .fsmode import private_dir, replace_durable
+    from ledger.fsmode import private_dir, replace_durable
 
     private_dir(path.parent)
     replace_durable(path, data)
 
 
 def _unlink_durable(path: Path) -> None:
-    from .fsmode import fsync_dir
+    from ledger.fsmode import fsync_dir
 
     path.unlink(missing_ok=True)
     if path.parent.is_dir():

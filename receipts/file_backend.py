@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.event import now_ts, validate_session_id
-
-from . import checkpoints, files
-from .body import sign_checkpoint
-from .keys import SigningKey
-from .stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
+from receipts import checkpoints, files
+from receipts.body import sign_checkpoint
+from receipts.keys import SigningKey
+from receipts.stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
 
 RECEIPT_TEMP_PREFIX = ".rcpt_"  # receipts.files.write_receipt's `.<id>.tmp`, write_durable's `.<id>.json.tmp`
 

@@ -15,11 +15,11 @@ plan_rows, candidates_for, ...) stay importable from here.
 
 from __future__ import annotations
 
-from .connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
-from .housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
-from .indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
-from .indexing import Plan, plan_rows
-from .searcher import Searching, candidate, candidates_for
+from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
+from retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
+from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
+from retrieval.indexing import Plan, plan_rows
+from retrieval.searcher import Searching, candidate, candidates_for
 
 INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (connection.py): it holds indexed words
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from . import BackendError, database_url, is_database_url, redact
+from storage import BackendError, database_url, is_database_url, redact
 
 if TYPE_CHECKING:
     from ledger.erasing import Erasure
@@ -277,7 +277,7 @@ class SessionState(Protocol):
 
 def file_session_state(data_dir: str | os.PathLike[str]) -> SessionState:
     """The session state kept in a data directory (for a caller that names a folder, not a Stores)."""
-    from .file_state import FileSessionState
+    from storage.file_state import FileSessionState
 
     return FileSessionState(Path(data_dir))
 
@@ -386,8 +386,7 @@ def file_stores(
     from receipts import files
     from receipts.file_backend import FileBackend, IndexRows
     from retrieval import Index
-
-    from .file_state import FileSessionState
+    from storage.file_state import FileSessionState
 
     data = Path(data_dir)
     if ledger is not None and not isinstance(ledger, Ledger):
@@ -428,13 +427,12 @@ def pg_stores(
         raise BackendError(f"DATABASE_URL: must start with postgresql:// (got {redact(url)!r})")
     from functools import partial
 
+    from storage.file_state import drop_file_copy
     from storage.pg.connect import Database
     from storage.pg.consent import PgSessionState
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
     from storage.pg.receipts import PgReceipts
-
-    from .file_state import drop_file_copy
 
     data = Path(data_dir)
     db = Database(url, max_size=pool_size) if timeout is None else Database(url, max_size=pool_size, timeout=timeout)

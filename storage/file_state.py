@@ -14,8 +14,7 @@ from pathlib import Path
 
 from ledger.event import EventError, validate_session_id
 from ledger.fsmode import private_dir, replace_durable
-
-from .api import SessionState, SettingsError, SettingsStore, Suggestion, SuggestionStore
+from storage.api import SessionState, SettingsError, SettingsStore, Suggestion, SuggestionStore
 
 SETTINGS_FILE = "settings.json"  # DATA_DIR/sessions/<session>/settings.json: {"consent": true|false, "v": 1}
 SETTINGS_VERSION = 1

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .api import RECEIPT_COPIES, Kind, Stores, file_stores, open_stores, pg_stores
+from storage.api import RECEIPT_COPIES, Kind, Stores, file_stores, open_stores, pg_stores
 
 __all__ = ["RECEIPT_COPIES", "Kind", "Stores", "file_stores", "open_stores", "pg_stores"]

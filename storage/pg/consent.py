@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from storage import BackendError
-
-from . import sql
-from .connect import Database
+from storage.pg import sql
+from storage.pg.connect import Database
 
 SPENT = ("used", "cancelled", "expired")
 

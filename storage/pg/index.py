@@ -34,12 +34,11 @@ from retrieval.model import IndexUnavailable, SearchError, SearchResponse, check
 from retrieval.searcher import Searching, candidates_for, ranked_hits
 from retrieval.sql import MAX_SEQ
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, term_batches
-
-from . import sql
-from .connect import Database
-from .index_forget import Forgetting
-from .search_rows import Scan, Stats, explained, scan_rows
-from .terms import key, packed_counts, phrase_terms, term_counts, tsvector_literal, unpack
+from storage.pg import sql
+from storage.pg.connect import Database
+from storage.pg.index_forget import Forgetting
+from storage.pg.search_rows import Scan, Stats, explained, scan_rows
+from storage.pg.terms import key, packed_counts, phrase_terms, term_counts, tsvector_literal, unpack
 
 log = logging.getLogger("storage.pg")
 Progress = Callable[[str, int], None]

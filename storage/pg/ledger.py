@@ -51,9 +51,8 @@ from ledger.importer import Imported
 from ledger.imports import ImportRecord
 from ledger.messages import Message, validate_message
 from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
-
-from . import sql
-from .connect import Database
+from storage.pg import sql
+from storage.pg.connect import Database
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
@@ -520,7 +519,7 @@ class PgLedger:
 
     def system_events(self, session: str, start: int, stop: int) -> list[Event]:
         """The session's role 'system' events with start <= seq < stop, in seq order, selected by the server."""
-        from .control_rows import system_events  # it imports this module
+        from storage.pg.control_rows import system_events  # it imports this module
 
         return system_events(self, session, start, stop)
 

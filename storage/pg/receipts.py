@@ -53,10 +53,9 @@ from receipts.checkpoints import (
 from receipts.files import leaf_matches
 from receipts.stores import PendingCites, ReceiptNotFound, TreeSource, row_values
 from storage import BackendError
-
-from . import sql
-from .connect import CONNECT_TIMEOUT_S, Database
-from .merkle import PgMerkleStore, TreeMoved
+from storage.pg import sql
+from storage.pg.connect import CONNECT_TIMEOUT_S, Database
+from storage.pg.merkle import PgMerkleStore, TreeMoved
 
 log = logging.getLogger("storage.pg")
 LOCK_CONNECTIONS = 32  # sessions whose turns may run at once in one process (each holds one lock connection)
