@@ -20,7 +20,7 @@ The steps themselves are in control.steps. The auditor's cache and the producer'
 erasure does not change (the strong property test greps them); the auditor
 re-hashes the changed bytes on its next verdict.
 
-On PostgreSQL (`stores=` from storage.stores) the same steps run on rows: PgLedger.erase rewrites the lines and
+On PostgreSQL (`stores=` from storage.stores) the same steps run on rows: the ledger's erase rewrites the lines and
 appends the records in one transaction, the index forgets (storage.pg.index_forget), receipts are rewritten or
 deleted; the ledger's, the index's and the receipt tables are VACUUMed. No live row, receipt or receipt copy in
 DATA_DIR holds the words after it (tests/test_control_backends.py). What PostgreSQL keeps — measured on a
@@ -29,7 +29,7 @@ it, so the relation files of events, search_events (and its GIN index), search_t
 table still held the erased word's bytes, as did a WAL segment; `VACUUM FULL` on those tables (a rewrite under
 an ACCESS EXCLUSIVE lock: every session waits for it) left none outside WAL. WAL segments until recycled,
 archived WAL, base backups and replicas are the operator's to expire. The certificate is kept in DATA_DIR on either
-backend; the journal too on files, while on PostgreSQL it is a row of `erasures_pending`, written in PgLedger.erase's
+backend; the journal too on files, while on PostgreSQL it is a row of `erasures_pending`, written in the erase's own
 transaction (a whole session's: before anything is deleted), so that every replica sees the erasure pending.
 
 `forget_session` deletes a whole session (as Engine.forget does) and leaves a
@@ -43,11 +43,11 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from control.plan import Plan, PlanError, plan
 from control.quoting import first_quoted
@@ -64,15 +64,11 @@ from control.steps import (
     finish,
     has_record_for,
     needles,
-    new_token,
     purge_copies,
-    quarantined_with,
     records_for,
     slot,
-    unlink_durable,
     withdraw_quoting,
     write_durable,
-    write_journal,
 )
 from control.where import Where, where
 from ledger import Event
@@ -90,6 +86,14 @@ if TYPE_CHECKING:
     from control.where import AnyLedger
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
+from ledger import Event, Ledger
+from ledger.store import EraseError
+from receipts.keys import SigningKey, load_or_create
+from retrieval import Index
+
+if TYPE_CHECKING:
+    from storage.api import LedgerStore as AnyLedger
+    from storage.api import Stores
 
 log = logging.getLogger("control")
 
@@ -172,7 +176,7 @@ def _check_session(w: Where, session: object) -> str:
         raise PlanError(str(exc)) from None
     assert isinstance(session, str)
     if not w.ledger.exists(session):
-        raise PlanError(f"session {session}: no such session in {w.shown}")
+        raise PlanError(f"session {session}: no such session in {w.where}")
     return session
 
 
@@ -191,11 +195,14 @@ def preview(
     w = where(data_dir, stores, ledger=ledger)
     led = w.ledger
     session = _check_session(w, session)
-    with w.backend.turn_lock(session):
-        count, _head = led.head(session)
-        cites = citations(w.data, session, led, backend=w.backend)
-        p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), cites, cascade=cascade)
-        return withdraw_quoting(w.data, p, led.read_events(session, p.named), backend=w.backend)
+    try:
+        with w.receipts.turn_lock(session):
+            count, _head = led.head(session)
+            cites = citations(w.data_dir, session, led, backend=w.receipts)
+            p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), cites, cascade=cascade)
+            return withdraw_quoting(w.data_dir, p, led.read_events(session, p.named), backend=w.receipts)
+    finally:
+        w.close_index()
 
 
 def forget(
@@ -222,7 +229,7 @@ def forget(
 
     `stores` (storage.stores): the session's ledger, index and receipts, on files or PostgreSQL (default: the
     files in `data_dir`, with `ledger` and `index` when given). On PostgreSQL the same steps run on the rows —
-    PgLedger.erase rewrites the lines and appends the records in one transaction, the index forgets, receipts are
+    the ledger's erase rewrites the lines and appends the records in one transaction, the index forgets, receipts are
     redacted or deleted — and each table is VACUUMed; the certificate is kept in `data_dir`, the journal in the
     database (`erasures_pending`, so a crash is finished by `recover` or a copy of the session on any replica), and what PostgreSQL keeps
     after VACUUM (free space not yet reused, WAL, backups, replicas) is the operator's to expire."""
@@ -230,7 +237,7 @@ def forget(
     try:
         return _forget(w, session, seqs, reason, cascade, key, copies)
     finally:
-        w.close()
+        w.close_index()
 
 
 def _forget(
@@ -242,23 +249,22 @@ def _forget(
     key: SigningKey | None,
     copies: Iterable[str | os.PathLike[str]],
 ) -> ForgetResult:
-    data, led = w.data, w.ledger
+    data, led = w.data_dir, w.ledger
     session = _check_session(w, session)
     if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
         raise PlanError("reason: must be text of at most 2000 characters")
-    with w.backend.turn_lock(session):
+    with w.receipts.turn_lock(session):
         count, _head = led.head(session)
-        cites = citations(data, session, led, backend=w.backend)
+        cites = citations(data, session, led, backend=w.receipts)
         p = plan(session, _resolve(led, session, seqs), count, lambda s: slot(led.read_events(session, [s])[0]), cites, cascade=cascade)
         doomed = led.read_events(session, p.erase)
-        p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named], backend=w.backend)
+        p = withdraw_quoting(data, p, [ev for ev in doomed if ev.seq in p.named], backend=w.receipts)
         if reason:
             _check_reason(reason, doomed)
-        quarantine = quarantined_with(w.files_ledger().session_dir(session), needles(doomed)) if w.on_files else []
+        quarantine = led.quarantined_with(session, needles(doomed))
         del doomed
         k = _key(data, key)
-        if w.on_files:
-            w.index()  # opened before the ledger changes, as it always was: an index that cannot open stops nothing half-way
+        w.open_now()  # opened before the ledger changes, as it always was: an index that cannot open stops nothing half-way
         journal = {
             "scope": "events",
             "session": session,
@@ -268,34 +274,22 @@ def _forget(
             "quarantine": quarantine,
             "records": records_for(len(p.erase)),
         }
-        if w.on_files:
-            jpath = write_journal(data, journal)
-            finished_journal: Callable[[], None] = partial(unlink_durable, jpath)
-            try:
-                erasure = led.erase(session, list(p.erase), reason=reason)
-            except EraseError as exc:
-                unlink_durable(jpath)
-                raise PlanError(str(exc)) from None
-            except BaseException:
-                if not has_record_for(led, session, p.erase):
-                    unlink_durable(jpath)
-                raise
-        else:
-            # the journal is a row, written in the erase's own transaction: there exactly when the ledger changed, and
-            # seen by every replica (settle, recover), not only by the one whose DATA_DIR this is
-            pg, token = cast("PgLedger", led), new_token()
-            finished_journal = partial(pg.erasure_done, token)
-            try:
-                erasure = pg.erase(session, list(p.erase), reason=reason, pending=(token, canonical_json(journal) + b"\n"))
-            except EraseError as exc:
-                raise PlanError(str(exc)) from None
+        # the journal first on files (removed if the records never reached the log); on PostgreSQL a row written in the
+        # erase's own transaction, there exactly when the ledger changed and seen by every replica (settle, recover)
+        try:
+            erasure, finished_journal = led.erase_journaled(
+                session, list(p.erase), reason=reason, journal=canonical_json(journal) + b"\n",
+                landed=partial(has_record_for, led, session, p.erase),
+            )
+        except EraseError as exc:
+            raise PlanError(str(exc)) from None
         done = finish(w, k, session, erasure.records, p.redact, p.withdraw, quarantine)
         # the copies before the journal goes: a crash while they are deleted is finished by `recover` (given them)
         gone = purge_copies(copies, done.redacted + done.withdrawn, session=session)
         finished_journal()
         for c in cites:  # a receipt-less answer's record, once that answer is erased, has nothing left to say
             if c.format == UNRECEIPTED and c.response_seq in p.erase:
-                w.backend.drop_cites(session, c.receipt_id)
+                w.receipts.drop_cites(session, c.receipt_id)
     return dataclasses.replace(_result(p, [r.seq for r in erasure.records], done), copies_removed=gone)
 
 
@@ -362,9 +356,9 @@ def forget_session_if_idle(
 
 
 def _last_written(w: Where, session: str) -> float | None:
-    if w.on_files:
-        return w.files_ledger().log_path(session).stat().st_mtime
-    return cast("PgLedger", w.ledger).last_written(session)
+    """When the session was last written (the idle check's answer; on files the log's mtime, on PostgreSQL the
+    server's clock at its last write)."""
+    return w.ledger.last_written(session)
 
 
 def _forget_session(
@@ -377,7 +371,7 @@ def _forget_session(
     try:
         return _forget_session_in(w, session, key, idle_before, copies)
     finally:
-        w.close()
+        w.close_index()
 
 
 def _forget_session_in(
@@ -387,12 +381,11 @@ def _forget_session_in(
     idle_before: float | None,
     copies: Iterable[str | os.PathLike[str]],
 ) -> ForgetResult | None:
-    data, led = w.data, w.ledger
+    data, led = w.data_dir, w.ledger
     session = _check_session(w, session)
     k = _key(data, key)
-    if w.on_files:
-        w.index()  # opened before anything changes, as it always was
-    with w.backend.turn_lock(session):
+    w.open_now()  # opened before anything changes, as it always was
+    with w.receipts.turn_lock(session):
         if idle_before is not None:
             written = _last_written(w, session)
             if written is None or written >= idle_before:
@@ -400,9 +393,9 @@ def _forget_session_in(
         count, head = led.head(session)
         if count == 0:
             raise PlanError(f"session {session}: holds no events, so there is nothing to sign a certificate over")
-        receipt_ids = w.backend.receipt_ids(session)
+        receipt_ids = w.receipts.receipt_ids(session)
         n_receipts = len(receipt_ids)
-        store = w.backend.synced_tree(led, session)
+        store = w.receipts.synced_tree(led, session)
         try:
             cp = sign_checkpoint(session=session, tree_size=count, root=store.root(count), chain_head=head, issued_at=now_ts(), key=k)
         finally:
@@ -412,13 +405,8 @@ def _forget_session_in(
         path = erasures_dir(data) / f"erasure-{session}-all-{cp['body']['issued_at'].replace(':', '').replace('.', '')}.json"
         write_durable(path, cert.certificate_file_bytes(envelope))  # first: it holds only hashes
         journal = {"scope": "session", "session": session, "certificate": path.name, "receipts": receipt_ids}
-        if w.on_files:
-            jpath = write_journal(data, journal)
-            finished_journal: Callable[[], None] = partial(unlink_durable, jpath)
-        else:  # a row every replica sees, with the certificate (hashes only) for the replica that finishes it
-            pg, token = cast("PgLedger", led), new_token()
-            pg.keep_pending(token, session, canonical_json(journal) + b"\n", cert.certificate_file_bytes(envelope))
-            finished_journal = partial(pg.erasure_done, token)
+        # on PostgreSQL a row every replica sees, with the certificate (hashes only) for the replica that finishes it
+        finished_journal = led.keep_journal(session, canonical_json(journal) + b"\n", cert.certificate_file_bytes(envelope))
         try:
             scrubbed = delete_session(w, session, (count, head), idle_before)
         except SessionMoved as exc:  # an import appended after the count was read: the certificate would not cover it
@@ -443,8 +431,8 @@ def _journals(data: Path, stores: Stores | None, session: str | None) -> list[Jo
     """Every erasure journal recover finishes: the files in `data` (on either backend: the file backend's, or one an
     older version left on PostgreSQL) and, on PostgreSQL, the database's rows, which every replica sees."""
     out = file_journals(data, session)
-    if stores is not None and stores.kind != "files":
-        out += db_journals(cast("PgLedger", stores.ledger), session)
+    if stores is not None:
+        out += db_journals(stores.ledger, session)
     return out
 
 
@@ -484,14 +472,13 @@ def recover(
     try:
         return _recover(w, journals, key, [Path(c) for c in copies])
     finally:
-        w.close()
+        w.close_index()
 
 
 def _recover(w: Where, journals: list[Journal], key: SigningKey | None, roots: list[Path]) -> list[Path]:
-    data, led = w.data, w.ledger
+    data, led = w.data_dir, w.ledger
     k = _key(data, key)
-    if w.on_files:
-        w.index()
+    w.open_now()  # opened before anything changes, as it always was
     written = []
     for journal in journals:
         session = journal.session
@@ -500,7 +487,7 @@ def _recover(w: Where, journals: list[Journal], key: SigningKey | None, roots: l
         except EventError:
             log.warning("%s: not an erasure journal name; left for a person", journal.name)
             continue
-        with w.backend.turn_lock(session):  # a forget still running in another process (or replica) finishes first
+        with w.receipts.turn_lock(session):  # a forget still running in another process (or replica) finishes first
             try:
                 raw, certificate = journal.read()
                 entry = loads_strict(raw, "$")

@@ -7,10 +7,10 @@ Revoke is not erasure: the words stay in the ledger, unused (forget destroys the
 
 `current(ledger, session)` is the state now, cached per session (in the process, and on disk in
 control-state.json: control.state_file) and brought up to date from the ledger's new events (the caller holds
-the turn lock when it needs the state not to move). On PostgreSQL (a PgLedger) nothing is persisted: the state
-is derived from the session's role 'system' rows, which the server selects (storage.pg.control_rows: every
+the turn lock when it needs the state not to move). On any other ledger (PostgreSQL) nothing is persisted: the
+state is derived from the session's role 'system' events, which the store selects (LedgerStore.system_events: every
 control, supersession and erasure record, the only lines that change it), cached in the process and extended
-by the system rows appended since; control-state.json is the file backend's cache only.
+by the system events appended since; control-state.json is the file backend's cache only.
 
 Every command takes an optional `stores=` (storage.stores.Stores, control.where): the turn lock, the checkpoint
 (storage.files.receipts.file_backend.issue) and the ledger are then the stores', on files or PostgreSQL.
@@ -33,6 +33,7 @@ from control.state import ControlState, RoleOf, derive, erases_folded
 from control.where import where
 from ledger import Event
 from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
+from ledger import Event, Ledger, tailrecord
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
@@ -51,6 +52,14 @@ if TYPE_CHECKING:
     from control.where import AnyLedger
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
+from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
+from receipts.file_backend import issue
+from receipts.keys import SigningKey, load_or_create
+from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
+
+if TYPE_CHECKING:
+    from storage.api import LedgerStore as AnyLedger
+    from storage.api import Stores
 
 
 class ControlError(PlanError):
@@ -144,9 +153,10 @@ def current(ledger: AnyLedger, session: str, *, save: bool = False) -> ControlSt
     return derived.state
 
 
-def _current_from_rows(ledger: PgLedger, session: str, count: int, head: str) -> ControlState:
-    """current() on PostgreSQL: the cached state extended by the system rows after it, else derived from them all."""
-    key = (f"postgresql:{ledger.db.shown}", session)
+def _current_from_rows(ledger: AnyLedger, session: str, count: int, head: str) -> ControlState:
+    """current() on a ledger that selects its system events (PostgreSQL): the cached state extended by the system
+    events after it, else derived from them all."""
+    key = (ledger.location, session)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None and cached.state.size == count and cached.state.head == head:
@@ -160,7 +170,7 @@ def _current_from_rows(ledger: PgLedger, session: str, count: int, head: str) ->
     return state
 
 
-def _rows_extended(ledger: PgLedger, session: str, st: ControlState, count: int, head: str) -> ControlState | None:
+def _rows_extended(ledger: AnyLedger, session: str, st: ControlState, count: int, head: str) -> ControlState | None:
     """`st` brought up to `count` events, or None when its prefix is not the session's (the row at its size - 1
     does not end the chain on its head) or an erasure record erased a record it folded."""
     if not 0 < st.size <= count:
@@ -171,11 +181,9 @@ def _rows_extended(ledger: PgLedger, session: str, st: ControlState, count: int,
     return _rows_folded(ledger, session, st.copy(), st.size, count, head)
 
 
-def _rows_folded(ledger: PgLedger, session: str, state: ControlState, start: int, count: int, head: str) -> ControlState | None:
-    from storage.pg.control_rows import system_events  # psycopg only when a PostgreSQL ledger is in use
-
+def _rows_folded(ledger: AnyLedger, session: str, state: ControlState, start: int, count: int, head: str) -> ControlState | None:
     role_of = _roles(ledger, session)
-    for ev in system_events(ledger, session, start, count):
+    for ev in ledger.system_events(session, start, count):
         if erases_folded(state, ev):
             return None
         state.apply(ev, role_of)
@@ -428,17 +436,17 @@ def _control(
     except EventError as exc:
         raise ControlError(str(exc)) from None
     if not led.exists(session):
-        raise ControlError(f"session {session}: no such session in {w.shown}")
+        raise ControlError(f"session {session}: no such session in {w.where}")
     if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_CONTROL_REASON):
         raise ControlError(f"reason: must be text of at most {MAX_CONTROL_REASON} characters")
     reason = reason.strip() or None if reason is not None else None
-    with w.backend.turn_lock(session):
+    with w.receipts.turn_lock(session):
         count, _head = led.head(session)
         ev = _target(led, session, seq, count)
         _check(session, ev, current(led, session), action, reason)
         k = key if key is not None else load_or_create(data)
         control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
-        w.backend.issue_checkpoint(led, session, k)
+        w.receipts.issue_checkpoint(led, session, k)
         current(led, session, save=True)  # folds it now and keeps control-state.json up to date
     return ControlResult(session, action, ev.seq, ev.id, control.seq, control.id, reason)
 

@@ -13,31 +13,27 @@ turned "ask me first" on must not lose it to a broken file. `refuse_direct_turn`
 pointing at the two-step propose / answer, and nothing is stored or sent.
 
 Where it is kept follows the deployment's stores (storage.stores): every function takes a data directory (the
-files, as above) or a `Stores` — "files": the same files under `stores.data_dir`; "postgresql": a
-`session_settings` row (storage.pg.consent.PgSettings), so every replica reads the switch another one set.
-`settings_store` gives the one for a place: FileSettings or PgSettings, the same three methods.
+files, as above) or a `Stores` — on files the same files under `stores.data_dir`; on PostgreSQL a
+`session_settings` row, so every replica reads the switch another one set.
+`settings_store` gives the one for a place (storage.api.SessionState.settings): the same three methods.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from ledger.event import EventError, validate_session_id
 from storage.local import private_dir, replace_durable
+from storage.api import SettingsError as SettingsError
+from storage.api import SettingsStore as SettingsStore
+from storage.api import file_session_state
 
 if TYPE_CHECKING:
-    from storage.stores import Stores
+    from storage.api import Stores
 
-SETTINGS_FILE = "settings.json"
-VERSION = 1
-MAX_BYTES = 4096  # a settings file is a few bytes; anything bigger is not one
-
-
-class SettingsError(ValueError):
-    """A session's settings could not be read or written (one line, naming the session or the file)."""
+SETTINGS_FILE = "settings.json"  # the file backend's (storage.file_state.FileSettings)
 
 
 class ConsentRequired(SettingsError):
@@ -47,64 +43,11 @@ class ConsentRequired(SettingsError):
 Where: TypeAlias = "str | os.PathLike[str] | Stores"  # a data directory (files), or a deployment's stores (either backend)
 
 
-class SettingsStore(Protocol):
-    """Where the sessions' settings are kept. The session id is checked by the functions below, before these run."""
-
-    def get_consent(self, session: str) -> bool: ...
-
-    def set_consent(self, session: str, on: bool, *, create: bool) -> bool | None:
-        """The value stored; None when the session is unknown and `create` is off."""
-        ...
-
-    def forget_session(self, session: str) -> None: ...
-
-
-class FileSettings:
-    """DATA_DIR/sessions/<session>/settings.json, as described above."""
-
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
-        self.data_dir = Path(data_dir)
-
-    def __repr__(self) -> str:
-        return f"FileSettings({str(self.data_dir)!r})"
-
-    def get_consent(self, session: str) -> bool:
-        path = _session_dir(self.data_dir, session) / SETTINGS_FILE
-        try:
-            with path.open("rb") as f:
-                raw = f.read(MAX_BYTES + 1)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            raise SettingsError(f"settings: {path} cannot be read ({exc.strerror or 'no details'})") from None
-        return _parse(path, raw)
-
-    def set_consent(self, session: str, on: bool, *, create: bool) -> bool | None:
-        sdir = _session_dir(self.data_dir, session)
-        if not sdir.is_dir():
-            if not create:
-                return None
-            private_dir(sdir)
-        data = json.dumps({"consent": on, "v": VERSION}, sort_keys=True).encode("ascii") + b"\n"
-        _write_atomic(sdir / SETTINGS_FILE, data)
-        return on
-
-    def forget_session(self, session: str) -> None:
-        """Only the settings file: the session folder is the ledger's (control.forget removes it whole)."""
-        (_session_dir(self.data_dir, session) / SETTINGS_FILE).unlink(missing_ok=True)
-
-
 def settings_store(where: Where) -> SettingsStore:
-    """The settings of a data directory (files), or of a deployment's stores (files or PostgreSQL)."""
+    """The settings of a data directory (files), or of a deployment's stores (either backend: SessionState)."""
     if isinstance(where, (str, os.PathLike)):
-        return FileSettings(where)
-    if where.kind == "files":
-        return FileSettings(where.data_dir)
-    if where.kind == "postgresql" and where.database is not None:
-        from storage.pg.consent import PgSettings
-
-        return PgSettings(where.database)
-    raise SettingsError(f"settings: no settings store for a {where.kind!r} backend without a database")
+        return file_session_state(where).settings()
+    return where.session_state.settings()
 
 
 def _shown(where: Where) -> str:
@@ -139,22 +82,6 @@ def get_consent(where: Where, session: str) -> bool:
     return settings_store(where).get_consent(session)
 
 
-def _parse(path: Path, raw: bytes) -> bool:
-    fix = "turn the setting on or off again to rewrite it"
-    if len(raw) > MAX_BYTES:
-        raise SettingsError(f"settings: {path} is over {MAX_BYTES} bytes, so it is not a settings file; {fix}")
-    try:
-        obj = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise SettingsError(f"settings: {path} is not valid JSON (a corrupt file); {fix}") from None
-    if not isinstance(obj, dict) or obj.get("v") != VERSION or set(obj) != {"v", "consent"}:
-        raise SettingsError(f'settings: {path} is not a settings file (expected {{"consent": …, "v": 1}}); {fix}')
-    consent = obj["consent"]
-    if not isinstance(consent, bool):
-        raise SettingsError(f"settings: {path}: consent must be true or false, found {json.dumps(consent)[:40]}; {fix}")
-    return consent
-
-
 def set_consent(where: Where, session: str, on: bool, *, create: bool = False) -> bool:
     """Turn "ask me first" on or off for the session; returns the value stored.
 
@@ -175,11 +102,6 @@ def forget_settings(where: Where, session: str) -> None:
     folder takes them along. On files only settings.json goes (the folder is control.forget's to remove)."""
     _check_session(session)
     settings_store(where).forget_session(session)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` durably (storage.common.fsmode.replace_durable): a crash leaves the old file or the new one."""
-    replace_durable(path, data)
 
 
 def refuse_direct_turn(where: Where, session: str) -> None:

@@ -22,15 +22,15 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from control.forget import recover
 from control.steps import journal_path
+from ledger.erasing import journal_path
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey
-    from storage.pg.ledger import PgLedger
-    from storage.stores import Stores
+    from storage.api import Stores
 
 log = logging.getLogger("control")
 
@@ -51,7 +51,7 @@ def unfinished(data_dir: str | os.PathLike[str], session: str, stores: Stores | 
     PostgreSQL (`stores`), in the database — whichever replica began it (control.forget: `erasures_pending`)."""
     if journal_path(Path(data_dir), session).exists():
         return True
-    return stores is not None and stores.kind != "files" and cast("PgLedger", stores.ledger).erasure_pending(session)
+    return stores is not None and stores.ledger.erasure_pending(session)
 
 
 def settle(

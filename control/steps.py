@@ -11,12 +11,11 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from control.plan import Citation, Plan, Slot
 from control.where import Where
@@ -26,30 +25,24 @@ from ledger.erasing import MAX_RECORD_ENTRIES
 from ledger.event import EVENTS_FILE, is_erasure_record, now_ts, validate_session_id
 from ledger.repair import CUT_PREFIX
 from ledger.supersessions import is_control_record
+from ledger.erasing import ERASURES_DIR
+from ledger.event import is_erasure_record, now_ts
+from ledger.fsmode import fsync_dir, private_dir, replace_durable
+from ledger.scrub import QUARANTINE_PREFIXES, TORN_PREFIX_MIN, quarantined_with, scrub  # noqa: F401 - importable here
+from ledger.store import MAX_RECORD_ENTRIES
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
+from receipts.file_backend import FileBackend
 from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptBackend
+from receipts.supersessions import is_control_record
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
-from storage.files.ledger.import_records import forget_erased as forget_imports
-from storage.files.receipts import files
-from storage.files.receipts.audit import forget_cache
-from storage.files.receipts.file_backend import FileBackend, IndexRows
-from storage.files.retrieval.db import INDEX_FILE
-from storage.local import fsync_dir, private_dir, replace_durable
-
-if TYPE_CHECKING:
-    from control.where import AnyLedger
-    from storage.pg.index import PgIndex
-    from storage.pg.ledger import PgLedger
+from storage.api import LedgerStore as AnyLedger
+from storage.api import Stores
 
 log = logging.getLogger("control")
-ERASURES_DIR = "erasures"
-QUARANTINE_PREFIXES = (f"{EVENTS_FILE}.torn-", CUT_PREFIX)  # torn tails (store.py) and tails a repair cut (repair.py)
-INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (storage.files.retrieval.db): it holds indexed words
-TORN_PREFIX_MIN = 8  # a torn write that stopped inside the text: its file ends with this many bytes of it, or more
 
 
 # -- small durable writes ------------------------------------------------------------
@@ -67,16 +60,6 @@ def unlink_durable(path: Path) -> None:
 
 def erasures_dir(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / ERASURES_DIR
-
-
-def journal_path(data: Path, session: str) -> Path:
-    return erasures_dir(data) / f".pending-{session}.json"
-
-
-def write_journal(data: Path, entry: dict[str, Any]) -> Path:
-    path = journal_path(data, entry["session"])
-    write_durable(path, canonical_json(entry) + b"\n")
-    return path
 
 
 class Journal(NamedTuple):
@@ -101,8 +84,9 @@ def file_journals(data: Path, session: str | None = None) -> list[Journal]:
     return out
 
 
-def db_journals(led: PgLedger, session: str | None = None) -> list[Journal]:
-    """The erasures pending in the database (of `session` only, when given), oldest first."""
+def db_journals(led: AnyLedger, session: str | None = None) -> list[Journal]:
+    """The erasures whose journal the ledger keeps as a row (of `session` only, when given), oldest first: on
+    PostgreSQL every replica sees them; none on files (their journals are the files above)."""
     return [
         Journal(s, f"pending erasure {token[:12]}", partial(led.pending_journal, token), partial(led.erasure_done, token))
         for token, s in led.pending_erasures(session)
@@ -246,85 +230,6 @@ def needles(events: Iterable[Event]) -> list[bytes]:
     return sorted(out)
 
 
-def _holds(raw: bytes, wanted: Sequence[bytes]) -> bool:
-    return any(n in raw or _ends_inside(raw, n) for n in wanted)
-
-
-def _ends_inside(raw: bytes, n: bytes) -> bool:
-    """Whether `raw` ends with at least TORN_PREFIX_MIN bytes of the start of `n` (a torn write stopped inside it)."""
-    if len(n) <= TORN_PREFIX_MIN:
-        return False
-    tail = raw[-(len(n) - 1) :]
-    head = n[:TORN_PREFIX_MIN]
-    at = tail.find(head)
-    while at != -1:
-        if n.startswith(tail[at:]):
-            return True
-        at = tail.find(head, at + 1)
-    return False
-
-
-def quarantined_with(session_dir: Path, wanted: Sequence[bytes]) -> list[str]:
-    """The names of the session's quarantine files (events.jsonl.torn-*, events.jsonl.cut-*) holding an erased text."""
-    if not wanted or not session_dir.is_dir():
-        return []
-    hits = []
-    for path in sorted(session_dir.iterdir()):
-        if path.name.startswith(QUARANTINE_PREFIXES) and path.is_file() and not path.is_symlink():
-            if _holds(path.read_bytes(), wanted):
-                hits.append(path.name)
-    return hits
-
-
-def scrub_index_copies(data: Path) -> tuple[str, ...]:
-    """Every index the retrieval layer moved aside as unreadable (`index.sqlite.corrupt-*` and its -wal/-shm),
-    overwritten and removed: its words cannot be searched for reliably (stemmed, in FTS segments), and it is
-    derived data — the index in use was rebuilt from the ledgers."""
-    names = sorted(p.name for p in data.glob(f"{INDEX_COPY_PREFIX}*") if p.is_file() and not p.is_symlink()) if data.is_dir() else []
-    return scrub(data, names, (INDEX_COPY_PREFIX,))
-
-
-def scrub(folder: Path, names: Iterable[str], prefixes: tuple[str, ...] = QUARANTINE_PREFIXES) -> tuple[str, ...]:
-    """Overwrite each named file with zeros (fsynced), then remove it; return the names removed."""
-    removed = []
-    for name in names:
-        if not name.startswith(prefixes) or "/" in name:
-            continue  # the journal names only such files; anything else is not ours to remove
-        path = folder / name
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            removed.append(name)  # removed before a crash: recover finishes the list
-            continue
-        try:
-            left = os.fstat(fd).st_size
-            block = bytes(min(left, 1 << 16))
-            while left > 0:
-                left -= os.write(fd, block[:left])
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        path.unlink()
-        removed.append(name)
-    if removed and folder.is_dir():
-        fsync_dir(folder)
-    return tuple(removed)
-
-
-RECEIPT_TEMP_PREFIX = ".rcpt_"  # storage.files.receipts.files.write_receipt's `.<id>.tmp`, write_durable's `.<id>.json.tmp`
-
-
-def scrub_receipt_temps(session_dir: Path) -> tuple[str, ...]:
-    """Receipt temp files a crash left in the session's receipts folder, overwritten and removed; their names
-    (as `receipts/<name>`). Receipts are written under the session's turn lock, which the caller holds: any temp
-    file there is an orphan, and one from a turn killed before its rename holds the cited memories' words whole."""
-    folder = session_dir / "receipts"
-    if not folder.is_dir():
-        return ()
-    names = sorted(p.name for p in folder.iterdir() if p.name.startswith(RECEIPT_TEMP_PREFIX) and p.name.endswith(".tmp") and p.is_file() and not p.is_symlink())
-    return tuple(f"receipts/{n}" for n in scrub(folder, names, (RECEIPT_TEMP_PREFIX,)))
-
-
 class Finished(NamedTuple):
     path: Path
     envelope: dict[str, Any]
@@ -358,7 +263,7 @@ def _newest_first(led: AnyLedger, session: str, count: int) -> Iterator[Event]:
 
 def find_records(led: AnyLedger, session: str, seqs: Sequence[int], expected: int | None = None) -> list[Event] | None:
     """The erasure records of the erasure of `seqs`: the latest run of consecutive records that together list
-    exactly `seqs` (Ledger.erase appends them in one rename, PgLedger.erase in one transaction, so they are all
+    exactly `seqs` (the ledger's erase appends them in one rename or one transaction, so they are all
     there or none is); None if absent. `expected`: how many records the journal said there would be (a run of
     another length is not this one)."""
     count, _ = led.head(session)
@@ -379,14 +284,14 @@ def find_records(led: AnyLedger, session: str, seqs: Sequence[int], expected: in
     return None
 
 
-def apply_receipts(w: Where, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn). On files a redacted
-    receipt is replaced durably (temp, fsync, rename) and a withdrawn one unlinked with its folder fsynced; on
-    PostgreSQL the row is rewritten or deleted in its own transaction (VACUUM follows in `finish`)."""
+def apply_receipts(w: Stores, session: str, redact_plan: Mapping[str, Sequence[int]], withdraw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Redact or withdraw the stored receipts; return the ids actually (redacted, withdrawn). Each replace or delete
+    is durable on its own (a file replaced by temp, fsync, rename; a row in its own transaction); the deletes are
+    made durable together (ReceiptStore.sync_deletes) before the certificate says they happened."""
     redacted, withdraw = [], list(withdraw)
     for rid, seqs in sorted(redact_plan.items()):
         try:
-            raw = w.backend.read_receipt(session, rid)
+            raw = w.receipts.read_receipt(session, rid)
         except FileNotFoundError:  # ReceiptNotFound is one
             continue
         try:
@@ -395,21 +300,18 @@ def apply_receipts(w: Where, session: str, redact_plan: Mapping[str, Sequence[in
             withdraw.append(rid)
             continue
         if new != raw:
-            w.backend.replace_receipt(session, rid, new)
+            w.receipts.replace_receipt(session, rid, new)
         redacted.append(rid)
     for rid in withdraw:
-        w.backend.delete_receipt(session, rid)
+        w.receipts.delete_receipt(session, rid)
     if withdraw:
-        if w.on_files:
-            folder = files.receipt_path(w.data, session, withdraw[0]).parent
-            if folder.is_dir():
-                fsync_dir(folder)  # the unlinks are durable before the certificate says they happened
-        w.rows().forget_rows(session, withdraw)  # the table of what each turn cited stays what the receipts say
+        w.receipts.sync_deletes(session)  # the unlinks are durable before the certificate says they happened
+        w.rows.forget_rows(session, withdraw)  # the table of what each turn cited stays what the receipts say
     return tuple(sorted(redacted)), tuple(sorted(set(withdraw)))
 
 
 def finish(
-    w: Where,
+    w: Stores,
     key: SigningKey,
     session: str,
     records: Sequence[Event],
@@ -420,34 +322,30 @@ def finish(
     """Steps 4-7 for an erasure whose records are already in the ledger (idempotent: `recover` runs it again after a
     crash). `records`: the erasure records of this erasure, consecutive, in seq order (one per 64 erased events).
     `quarantine`: the quarantine files found holding an erased text before the ledger changed (their names are
-    in the journal: once the text is erased it cannot be looked for again; files only).
+    in the journal: once the text is erased it cannot be looked for again).
 
-    On PostgreSQL the index forgets in its own transactions and VACUUMs its tables (PgIndex.forget_events), the
-    receipt tables are VACUUMed here, the ledger's by PgLedger.erase: what PostgreSQL keeps after VACUUM (free
+    Where the backend keeps old row versions (PostgreSQL), the index forgets in its own transactions and VACUUMs its
+    tables, the receipt tables are VACUUMed here, the ledger's by its erase: what PostgreSQL keeps after VACUUM (free
     space not yet reused, WAL segments, base backups, replicas) is the operator's to expire (docs/RETRIEVAL.md)."""
     led = w.ledger
     seqs = sorted(e["seq"] for rec in records for e in rec.meta["erasure"]["erased"])
     last = records[-1]
-    copies = scrub_index_copies(w.data) if w.on_files else ()  # before the purge, which would only unlink them
+    copies = w.index.scrub_copies()  # before the purge, which would only unlink them
     # the receipts first: a reader holding an old snapshot of the index can stop the purge below (PurgeIncomplete),
     # and the receipt files, which hold the words whole, must not wait for it
     redacted, withdrawn = apply_receipts(w, session, redact_plan, withdraw)
-    idx = w.index()
+    idx = w.index
     purged(lambda: idx.forget_events(session, seqs))
-    w.vacuum_receipts()  # the redacted and deleted rows' old versions
-    dropped, scrubbed = 0, copies
-    if not w.on_files:
-        scrubbed = drop_file_copy(w.data, session)  # a `ledger migrate` left the session's files in DATA_DIR
-    if w.on_files:
-        fled = w.files_ledger()
-        dropped = forget_imports(fled, session, seqs)  # their unsalted content hashes could confirm a guess
-        scrubbed = scrub(fled.session_dir(session), quarantine) + copies + scrub_receipt_temps(fled.session_dir(session))
-    store = w.backend.synced_tree(led, session)
+    w.receipts.vacuum()  # the redacted and deleted rows' old versions
+    dropped, scrubbed = led.drop_erased_leftovers(session, seqs, quarantine)  # import records: their unsalted hashes could confirm a guess
+    scrubbed += copies + w.receipts.scrub_temps(session)
+    scrubbed += w.leftovers(session)  # on PostgreSQL: the session's files a `ledger migrate` left in DATA_DIR
+    store = w.receipts.synced_tree(led, session)
     try:
         size = last.seq + 1
         cp = sign_checkpoint(session=session, tree_size=size, root=store.root(size), chain_head=last.chain, issued_at=now_ts(), key=key)
         if store.size == size:  # nothing appended after the record: this is the latest checkpoint
-            w.backend.keep_checkpoint(session, cp)
+            w.receipts.keep_checkpoint(session, cp)
         erased = [cert.erased_entry(ev.to_dict(), store.inclusion_proof(ev.seq, size)) for ev in led.read_events(session, seqs)]
         body = cert.events_body(
             session=session,
@@ -461,93 +359,42 @@ def finish(
     finally:
         store.close()
     envelope = cert.sign_certificate(body, key)
-    path = erasures_dir(w.data) / f"erasure-{session}-{last.seq}.json"
+    path = erasures_dir(w.data_dir) / f"erasure-{session}-{last.seq}.json"
     write_durable(path, cert.certificate_file_bytes(envelope))
     return Finished(path, envelope, redacted, withdrawn, dropped, scrubbed)
 
 
 def delete_session(
-    w: Where, session: str, expect: tuple[int, str] | None = None, written_before: float | None = None
+    w: Stores, session: str, expect: tuple[int, str] | None = None, written_before: float | None = None
 ) -> tuple[str, ...]:
     """Everything of the session we own, gone (idempotent); returns the names of the index copies moved aside
-    earlier that went too (scrub_index_copies). The caller holds the turn lock. The one implementation of a
-    session's deletion: control.forget.forget_session, recover and Engine.forget (retention) all run it.
+    earlier that went too (SearchIndex.scrub_copies, Stores.leftovers). The caller holds the turn lock. The one
+    implementation of a session's deletion: control.forget.forget_session, recover and Engine.forget (retention)
+    all run it.
 
-    On PostgreSQL: its search rows first (PgIndex.drop_session: should that fail, the session is still whole and
-    a retry deletes it all; after the ledger, nothing would drop them but a rebuild, and searches would still
-    return their words), then the session's rows (PgLedger.delete_session), its search rows again (a search elsewhere
-    may have indexed them in between), its receipts, cites, tree and
-    checkpoint (PgReceipts.forget_session), its consent proposals and settings rows, each of the ledger's,
-    index's and receipts' tables VACUUMed after.
+    Its search rows first (should that fail, the session is still whole and a retry deletes it all; on files the
+    purge waits for the ledger's deletion), then the session in the ledger, its receipts, cites, tree and
+    checkpoint, its audit cache and receipt rows, its search rows again (a search elsewhere may have indexed them in
+    between; on files, now the purge), each store's old row versions reclaimed, what another backend's past left of
+    it, and its consent proposals, settings and suggestions.
 
-    `expect` (size, head) and `written_before` (retention's cutoff), on PostgreSQL: delete only that history, only if
-    still idle; SessionMoved (nothing of the ledger deleted) when a writer that takes no turn lock (an import) wrote
-    meanwhile. On files every writer is expected to take the
-    turn lock."""
-    data = w.data
-    copies = scrub_index_copies(data) if w.on_files else ()  # before the purge, which would only unlink them
-    if w.on_files:
-        w.files_ledger().forget(session)
-    else:
-        cast("PgIndex", w.index()).drop_session(session)
-        cast("PgLedger", w.ledger).delete_session(session, expect, written_before)  # SessionMoved: nothing deleted (the rows reindex)
-        # again: a search on another replica (the Manual Search tab takes no turn lock) may have indexed the session
-        # from its rows between the two; now the ledger is gone, nothing can index it again
-        cast("PgIndex", w.index()).drop_session(session)
-    for path in (data / "sessions" / session, data / "merkle" / session):
-        shutil.rmtree(path, ignore_errors=True)  # on PostgreSQL: settings or caches a file-backed past left there
-    w.backend.forget_session(session)
-    forget_cache(data, session)
-    w.rows().forget_rows(session)  # a new session of the same name must not inherit what these turns cited
-    if w.on_files:
-        idx = w.index()
-        purged(lambda: idx.purge_session(session))  # on files after the ledger: the purge refuses a session it holds
-    w.vacuum_receipts()
-    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)  # the turn lock's file (storage.files.receipts.files)
-    if not w.on_files:
-        copies = drop_file_copy(data, session)  # a `ledger migrate` left the session's files (and index rows) in DATA_DIR
-    for path in (data / "proposals").glob(f"{session}.*"):  # consent proposals waiting with the question (chat.consent)
-        path.unlink(missing_ok=True)
-    if not w.on_files and w.stores is not None:  # on PostgreSQL they are rows, and so are the session's settings
-        from chat.consent import proposal_store  # here: chat builds on control, not the reverse
-        from control.settings import forget_settings
-        from control.suggestions import forget_suggestions
-
-        proposal_store(w.stores).forget_session(session)
-        forget_settings(w.stores, session)
-        forget_suggestions(w.stores, session)
+    `expect` (size, head) and `written_before` (retention's cutoff): delete only that history, only if still idle;
+    SessionMoved (nothing of the ledger deleted) when a writer that takes no turn lock (an import) wrote meanwhile,
+    where one can exist (PostgreSQL). On files every writer is expected to take the turn lock."""
+    copies = w.index.scrub_copies()  # before the purge, which would only unlink them
+    purged(lambda: w.index.drop_session(session))
+    w.ledger.delete_session(session, expect, written_before)  # SessionMoved: nothing deleted (the rows reindex)
+    w.receipts.forget_session(session)
+    forget_cache(w.data_dir, session)
+    w.rows.forget_rows(session)  # a new session of the same name must not inherit what these turns cited
+    # again: a search on another replica (the Manual Search tab takes no turn lock) may have indexed the session
+    # from its rows between the two; now the ledger is gone, nothing can index it again (files: the purge)
+    purged(lambda: w.index.drop_session(session))
+    w.receipts.vacuum()
+    w.receipts.unlink_lock(session)
+    copies += w.leftovers(session)  # on PostgreSQL: the session's files (and index rows) a `ledger migrate` left
+    w.session_state.forget_session(session)  # consent proposals waiting with the question, settings, suggestions
     return copies
-
-
-def drop_file_copy(data: Path, session: str) -> tuple[str, ...]:
-    """On PostgreSQL: delete what a file-backed past of the session left in DATA_DIR — `python -m ledger migrate`
-    copies a data directory into the database (verifying every line and receipt it copies) and leaves the files: the
-    session's folder (events.jsonl, receipts, `.cites` records, import records), its Merkle tree and audit cache,
-    and its rows in index.sqlite (purged: the WAL emptied, the freed pages zeroed), with any index copies moved aside.
-    The database is the record; a forget there (and a session's deletion) must leave no older copy of the words
-    in DATA_DIR. Idempotent (recover runs it again); returns the names of index copies overwritten and removed."""
-    validate_session_id(session)
-    for path in (data / "sessions" / session, data / "merkle" / session):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        elif path.is_symlink():
-            path.unlink(missing_ok=True)
-    (data / "merkle" / f"{session}.lock").unlink(missing_ok=True)
-    forget_cache(data, session)
-    if not (data / INDEX_FILE).is_file():
-        return ()
-    scrubbed = scrub_index_copies(data)
-    from storage.files.ledger.store import Ledger
-    from storage.files.retrieval.db import Index
-
-    idx = Index(data, Ledger(data))
-    try:
-        idx.ensure_schema("receipts", files.RECEIPTS_DDL)
-        IndexRows(idx).forget_rows(session)
-        purged(lambda: idx.purge_session(session))
-    finally:
-        idx.close()
-    return scrubbed
 
 
 def purged(step: Callable[[], object], attempts: int = 2) -> None:

@@ -34,6 +34,15 @@ from storage.local import load_or_create
 
 if TYPE_CHECKING:
     from control.where import AnyLedger
+from ledger import Event, Ledger
+from receipts.decisions import MAX_CONTROL_REASON
+from receipts.file_backend import issue
+from receipts.keys import SigningKey, load_or_create
+from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
+from retrieval import Index
+
+if TYPE_CHECKING:
+    from storage.api import LedgerStore as AnyLedger
     from storage.stores import Stores
 
 # chat.engine.MAX_MESSAGE_CHARS, not imported (chat imports control); tests/test_control_supersede.py checks they agree
@@ -127,7 +136,7 @@ def _session(w: Where, session: str) -> None:
     except EventError as exc:
         raise SupersedeError(str(exc)) from None
     if not w.ledger.exists(session):
-        raise SupersedeError(f"session {session}: no such session in {w.shown}")
+        raise SupersedeError(f"session {session}: no such session in {w.where}")
 
 
 def _reason(reason: object) -> str | None:
@@ -221,9 +230,9 @@ def supersede(
     w = where(data, stores, ledger=ledger)
     led = w.ledger
     _session(w, session)
-    with w.backend.turn_lock(session):
+    with w.receipts.turn_lock(session):
         result = supersede_locked(led, session, new_seq, old_seq, reason=reason, decided_by=decided_by, checked_by=checked_by)
-        w.backend.issue_checkpoint(led, session, key if key is not None else load_or_create(data))
+        w.receipts.issue_checkpoint(led, session, key if key is not None else load_or_create(data))
     return result
 
 
@@ -253,7 +262,7 @@ def correct(
     if len(new_text) > MAX_STATEMENT_CHARS:
         raise SupersedeError(f"session {session}: the new statement is {len(new_text)} characters, over the limit of {MAX_STATEMENT_CHARS}")
     reason = _reason(reason)
-    with w.backend.turn_lock(session):
+    with w.receipts.turn_lock(session):
         count, _head = led.head(session)
         named = _statement(led, session, old_seq, count, "be superseded")
         old = _live_statement(led, session, named)
@@ -265,12 +274,12 @@ def correct(
             raise SupersedeError(f"session {session}: the new statement cannot be recorded: {exc}") from None
         meta = supersession_meta(new_seq=new.seq, new_id=new.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR, reason=reason)
         record = led.append(session, "system", SUPERSEDE_TEXT, meta)
-        w.backend.issue_checkpoint(led, session, k)
+        w.receipts.issue_checkpoint(led, session, k)
         current(led, session, save=True)  # folds the record now and keeps control-state.json up to date
     try:
-        w.index().index_session(session, [new, record])
+        w.index.index_session(session, [new, record])
     finally:
-        w.close()  # the index, when this call opened it
+        w.close_index()  # the index, when this call opened it
     return SupersedeResult(session, new.seq, new.id, old.seq, old.id, record.seq, record.id, VISITOR, None, reason, corrected=True, named_seq=None if old is named else named.seq)
 
 

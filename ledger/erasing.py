@@ -7,8 +7,12 @@ rewrite itself in ledger/rewrite.py. This is Ledger.erase: validate, then rewrit
 from __future__ import annotations
 
 import logging
+import os
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
+
+import orjson
 
 from ledger.appending import _random_ids
 from ledger.erasures import ErasureState, record_entries
@@ -23,8 +27,18 @@ from ledger.event import (
     now_ts,
     validate_session_id,
 )
+from ledger.recovery import Recovery, _mark, _stat_key, _Tail
+from ledger.rewrite import rewrite
 
 log = logging.getLogger("ledger")
+
+
+ERASURES_DIR = "erasures"  # DATA_DIR/erasures/: erasure certificates, and on files the journal of one in progress
+
+
+def journal_path(data_dir: str | os.PathLike[str], session: str) -> Path:
+    """Where the file backend keeps the journal of an erasure of `session` in progress (control.forget)."""
+    return Path(data_dir) / ERASURES_DIR / f".pending-{session}.json"
 
 
 class EraseError(ValueError):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from storage import BackendError
@@ -130,7 +131,7 @@ class PgSuggestions:
                 conn.execute(sql.SUGGESTION_ADD, (session, x.new_seq, x.older_seq, x.new_id, x.older_id, x.suggested_by, x.at))
 
     def all(self, session: str) -> list[Any]:
-        from control.suggestions import Suggestion  # the value type is the caller's
+        from storage.api import Suggestion
 
         with self.db.transaction() as conn:
             rows = conn.execute(sql.SUGGESTION_ALL, (session,)).fetchall()
@@ -145,4 +146,34 @@ class PgSuggestions:
             conn.execute(sql.SUGGESTION_DELETE_SESSION, (session,))
 
 
-__all__ = ["PgProposals", "PgSettings", "PgSuggestions"]
+class PgSessionState:
+    """storage.api.SessionState on PostgreSQL: a session's consent proposals, settings and suggestions, as rows."""
+
+    def __init__(self, db: Database, data_dir: Path) -> None:
+        self.db = db
+        self.data_dir = data_dir
+
+    def __repr__(self) -> str:
+        return f"PgSessionState({self.db.shown!r})"
+
+    def settings(self) -> PgSettings:
+        return PgSettings(self.db)
+
+    def suggestions(self) -> PgSuggestions:
+        return PgSuggestions(self.db)
+
+    def forget_session(self, session: str) -> None:
+        """Every proposal, setting and suggestion of the session gone, and the proposal files a file-backed past
+        left in DATA_DIR/proposals/ (chat.consent.Store)."""
+        for path in (self.data_dir / "proposals").glob(f"{session}.*"):
+            path.unlink(missing_ok=True)
+        for statement, params in (
+            (sql.PROPOSAL_DELETE_SESSION, (session,)),
+            (sql.SETTINGS_DELETE_SESSION, {"session": session}),
+            (sql.SUGGESTION_DELETE_SESSION, (session,)),
+        ):
+            with self.db.transaction() as conn:
+                conn.execute(statement, params)
+
+
+__all__ = ["PgProposals", "PgSessionState", "PgSettings", "PgSuggestions"]

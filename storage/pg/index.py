@@ -204,6 +204,10 @@ class PgIndex(Forgetting):
             log.warning("%s", w)
         return warnings
 
+    def scrub_copies(self) -> tuple[str, ...]:
+        """Nothing: no copy of an index is moved aside here (storage.api.SearchIndex)."""
+        return ()
+
     def drop_session(self, session: str) -> None:
         """Drop a deleted session's rows (idempotent), then VACUUM the search tables."""
         validate_session_id(session)

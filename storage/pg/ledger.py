@@ -20,11 +20,13 @@ Those are the operator's to expire (docs/BACKENDS.md).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -55,6 +57,7 @@ from storage.pg.connect import Database
 
 if TYPE_CHECKING:
     from storage.pg.imports import PgImports
+from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)
@@ -540,6 +543,43 @@ class PgLedger:
         """VACUUM the events table and the cut tails repairs kept (old row versions made unreachable); the tables
         PostgreSQL skipped (a role that does not own them: logged, see Database.vacuum)."""
         return self.db.vacuum([sql.LEDGER_VACUUM, sql.LEDGER_CUTS_VACUUM])
+
+
+    # -- the storage contract (storage.api.LedgerStore), beside erase / delete_session / last_written / vacuum ----
+    @property
+    def location(self) -> str:
+        """What tells this ledger's sessions from another deployment's (a process-wide cache's key)."""
+        return f"postgresql:{self.db.shown}"
+
+    def system_events(self, session: str, start: int, stop: int) -> list[Event]:
+        """The session's role 'system' events with start <= seq < stop, in seq order, selected by the server."""
+        from storage.pg.control_rows import system_events  # it imports this module
+
+        return system_events(self, session, start, stop)
+
+    def quarantined_with(self, session: str, wanted: Sequence[bytes]) -> list[str]:
+        """Nothing is quarantined here: a row is committed whole."""
+        return []
+
+    def drop_erased_leftovers(self, session: str, seqs: Sequence[int], quarantine: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+        """Nothing: `erase` dropped the import records in its transaction, and nothing is quarantined."""
+        return 0, ()
+
+    def keep_journal(self, session: str, journal: bytes, certificate: bytes | None = None) -> Callable[[], None]:
+        """Keep an erasure's journal as a row of `erasures_pending` (every replica sees it), with the certificate
+        (hashes only) for the replica that finishes it; returns what marks it done."""
+        token = os.urandom(16).hex()
+        self.keep_pending(token, session, journal, certificate)
+        return partial(self.erasure_done, token)
+
+    def erase_journaled(
+        self, session: str, seqs: Sequence[int], *, reason: str | None, journal: bytes, landed: Callable[[], bool]
+    ) -> tuple[Erasure, Callable[[], None]]:
+        """`erase` with its journal a row written in the erase's own transaction: there exactly when the ledger
+        changed (`landed` is not needed). Returns the erasure and what marks the journal done."""
+        token = os.urandom(16).hex()
+        erasure = self.erase(session, list(seqs), reason=reason, pending=(token, journal))
+        return erasure, partial(self.erasure_done, token)
 
 
 def against_tail(report: SessionReport, size: int, head: str) -> SessionReport:

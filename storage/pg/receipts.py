@@ -378,6 +378,16 @@ class PgReceipts:
 
             shutil.rmtree(self.copies / session, ignore_errors=True)
 
+    def sync_deletes(self, session: str) -> None:
+        """Nothing: each delete committed in its own transaction (storage.api.ReceiptStore)."""
+
+    def scrub_temps(self, session: str) -> tuple[str, ...]:
+        """Nothing: no temp file is written for a row."""
+        return ()
+
+    def unlink_lock(self, session: str) -> None:
+        """Nothing: the turn lock is an advisory lock, not a file."""
+
     def vacuum(self) -> list[str]:
         """VACUUM the receipt tables (after an erasure or a deletion: the old row versions hold the words until
         then); the tables PostgreSQL skipped (see Database.vacuum)."""

@@ -25,6 +25,13 @@ from ledger import importer
 from ledger.appending import Appended as Appended
 from ledger.appending import _random_ids as _random_ids
 from ledger.corrupted import LedgerCorrupted as LedgerCorrupted
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any
+
+from ledger.appending import Appending
 from ledger.erasing import MAX_ERASE as MAX_ERASE
 from ledger.erasing import MAX_REASON as MAX_REASON
 from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
@@ -32,6 +39,9 @@ from ledger.erasing import EraseError as EraseError
 from ledger.erasing import Erasure as Erasure
 from ledger.event import EVENTS_FILE as EVENTS_FILE
 from ledger.event import GENESIS, EventError, validate_session_id
+from ledger.erasing import Erasing
+from ledger.erasing import journal_path as journal_path
+from ledger.event import Event
 from ledger.importer import Imported
 from ledger.messages import ImportError_ as ImportError_
 from ledger.messages import Message as Message
@@ -53,6 +63,15 @@ if TYPE_CHECKING:
     from storage.files.receipts.file_backend import FileImports
 
 STORED_CHUNK = 1024 * 1024  # bytes per piece of stored_lines
+from ledger.reading import BISECT_MAX as BISECT_MAX
+from ledger.reading import Reading
+from ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
+from ledger.recovery import LedgerCorrupted as LedgerCorrupted
+from ledger.recovery import Quarantine as Quarantine
+from ledger.sessions import EVENTS_FILE as EVENTS_FILE
+from ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
+from ledger.sessions import _fsync_dir as _fsync_dir
+from ledger.sessions import _write_all as _write_all
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -171,3 +190,98 @@ def _last_write(sdir: Path) -> float:
         return float((sdir / EVENTS_FILE).stat().st_mtime)
     except FileNotFoundError:
         return float(sdir.stat().st_mtime)
+    # -- the storage contract (storage.api.LedgerStore): what control asks of either backend --------------------
+    @property
+    def location(self) -> str:
+        """What tells this ledger's sessions from another deployment's (a process-wide cache's key)."""
+        return os.path.realpath(self.data_dir)
+
+    def delete_session(self, session: str, expect: tuple[int, str] | None = None, written_before: float | None = None) -> bool:
+        """Delete a session whole: what this object caches of it, then its folder (log, tail record, import records,
+        quarantined tails, receipts, settings). `expect` and `written_before` are not checked: on files every writer
+        takes the session's turn lock, which the caller holds. Whether the folder was there."""
+        self.forget(session)
+        folder = self.session_dir(session)
+        existed = folder.is_dir()
+        shutil.rmtree(folder, ignore_errors=True)
+        return existed
+
+    def vacuum(self) -> list[str]:
+        """Nothing to do: a log is rewritten by rename (PostgreSQL VACUUMs its tables here)."""
+        return []
+
+    def system_events(self, session: str, start: int, stop: int) -> list[Event]:
+        """The session's role 'system' events with start <= seq < stop, in seq order."""
+        return [ev for ev in self.read_events(session, range(start, stop)) if ev.role == "system"]
+
+    def quarantined_with(self, session: str, wanted: Sequence[bytes]) -> list[str]:
+        """The session's quarantined tails (events.jsonl.torn-*, cut-*) holding one of `wanted` (ledger.scrub)."""
+        from ledger.scrub import quarantined_with
+
+        return quarantined_with(self.session_dir(session), wanted)
+
+    def drop_erased_leftovers(self, session: str, seqs: Sequence[int], quarantine: Sequence[str]) -> tuple[int, tuple[str, ...]]:
+        """After an erasure of `seqs`: the import records that hashed an erased event dropped (their unsalted content
+        hashes could confirm a guess), the quarantine files named (found holding an erased text before the erase)
+        overwritten and removed. (import records dropped, quarantine files removed)."""
+        from ledger.imports import forget_erased
+        from ledger.scrub import scrub
+
+        dropped = forget_erased(self, session, list(seqs))
+        return dropped, scrub(self.session_dir(session), quarantine)
+
+    # The erasure journal. On files it is DATA_DIR/erasures/.pending-<session>.json, which control reads on either
+    # backend (an older version left such files on PostgreSQL too): the rows-kept journals below are none here.
+    def keep_journal(self, session: str, journal: bytes, certificate: bytes | None = None) -> Callable[[], None]:
+        """Keep an erasure's journal durably before its steps run; returns what marks it done (the file unlinked).
+        `certificate`: kept in DATA_DIR/erasures/ by the caller on files, so not here."""
+        path = journal_path(self.data_dir, session)
+        _write_durable(path, journal)
+        return partial(_unlink_durable, path)
+
+    def erase_journaled(
+        self, session: str, seqs: Sequence[int], *, reason: str | None, journal: bytes, landed: Callable[[], bool]
+    ) -> tuple[Erasure, Callable[[], None]]:
+        """`erase` with its journal kept first (keep_journal); returns the erasure and what marks the journal done.
+        EraseError: nothing erased, no journal left. Any other exception leaves the journal only when `landed()`
+        says the erasure records reached the log (recover finishes it), else removes it (nothing changed)."""
+        done = self.keep_journal(session, journal)
+        try:
+            erasure = self.erase(session, list(seqs), reason=reason)
+        except EraseError:
+            done()
+            raise
+        except BaseException:
+            if not landed():
+                done()
+            raise
+        return erasure, done
+
+    def pending_erasures(self, session: str | None = None) -> list[tuple[str, str]]:
+        """(token, session) of the journals kept as rows: none on files (they are files, see above)."""
+        return []
+
+    def pending_journal(self, token: str) -> tuple[bytes, bytes | None]:
+        raise FileNotFoundError(f"erasure {token[:12]}: no journal kept as a row on files")
+
+    def erasure_done(self, token: str) -> None:
+        """Nothing: no journal is kept as a row on files."""
+
+    def erasure_pending(self, session: str) -> bool:
+        """Whether a journal kept as a row names the session: never on files (control checks the file)."""
+        return False
+
+
+def _write_durable(path: Path, data: bytes) -> None:
+    from ledger.fsmode import private_dir, replace_durable
+
+    private_dir(path.parent)
+    replace_durable(path, data)
+
+
+def _unlink_durable(path: Path) -> None:
+    from ledger.fsmode import fsync_dir
+
+    path.unlink(missing_ok=True)
+    if path.parent.is_dir():
+        fsync_dir(path.parent)

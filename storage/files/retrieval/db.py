@@ -25,6 +25,13 @@ from storage.common.retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Hous
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
 from storage.common.retrieval.searcher import Searching, candidate, candidates_for
 from storage.files.ledger.store import Ledger
+from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
+from retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
+from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
+from retrieval.indexing import Plan, plan_rows
+from retrieval.searcher import Searching, candidate, candidates_for
+
+INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (connection.py): it holds indexed words
 
 
 class Index(Searching, Housekeeping):
@@ -54,6 +61,22 @@ class Index(Searching, Housekeeping):
 
     def _purge_wait_s(self) -> float:
         return PURGE_WAIT_S
+
+    # -- the storage contract (storage.api.SearchIndex) ----------------------------------------------------------
+    def drop_session(self, session: str) -> None:
+        """A deleted session's rows gone and purged (purge_session). While the ledger still holds the session,
+        nothing: control runs this before and after the ledger's deletion (PostgreSQL drops its rows both times;
+        here the purge needs the ledger's deletion first). PurgeIncomplete as purge_session."""
+        if not self.ledger.exists(session):
+            self.purge_session(session)
+
+    def scrub_copies(self) -> tuple[str, ...]:
+        """Every index moved aside as unreadable (`index.sqlite.corrupt-*` and its -wal/-shm) overwritten and removed;
+        their names. Its words cannot be searched for reliably (stemmed, in FTS segments), and it is derived data —
+        the index in use was rebuilt from the ledgers."""
+        from ledger.scrub import scrub_prefixed
+
+        return scrub_prefixed(self.data_dir, INDEX_COPY_PREFIX)
 
 
 __all__ = [
