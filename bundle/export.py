@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from bundle.format import (
     CHECKPOINT_NAME,
@@ -46,15 +46,9 @@ from receipts.keys import SigningKey, format_public_key
 from receipts.stores import ReceiptBackend, ReceiptUnreadable
 from storage.api_faces import ledger_and_receipts_at
 from storage.local import load_or_create, open_private
-from ledger import Ledger
-from ledger.fsmode import open_private
-from receipts.body import RECEIPT_ID_RE
-from receipts.file_backend import FileBackend, issue
-from receipts.keys import SigningKey, format_public_key, load_or_create
-from receipts.stores import ReceiptBackend
 
 if TYPE_CHECKING:
-    from storage.api_faces import LedgerStore
+    from storage.api import LedgerStore
     from storage.stores import Stores
 
 CHUNK = 1024 * 1024
@@ -104,7 +98,7 @@ def session_stores(
         backend: ReceiptBackend = file_backend
         where = str(data)
     else:
-        ledger, backend, where = cast("Ledger | PgLedger", stores.ledger), stores.receipts, stores.where
+        ledger, backend, where = stores.ledger, stores.receipts, stores.where
     if not ledger.exists(session):
         raise BundleError(f"session {session}: no such session in {where}")
     return ledger, backend

@@ -37,7 +37,7 @@ from storage.local import private_dir
 
 if TYPE_CHECKING:
     from receipts.verify import Report
-    from storage.api_faces import BundleImports
+    from storage.api_faces import BundleImportsFaces
     from storage.stores import Stores
 
 STAGING_PREFIX = ".staging-"
@@ -70,7 +70,7 @@ def imported_dir(data_dir: str | os.PathLike[str], local: str) -> Path:
     return imported_root(data_dir) / validate_session_id(local)
 
 
-def _imports(data_dir: str | os.PathLike[str], stores: Stores | None) -> BundleImports:
+def _imports(data_dir: str | os.PathLike[str], stores: Stores | None) -> BundleImportsFaces:
     """The imports of `stores`, or by default of the files in `data_dir` (nothing else opened)."""
     return stores.ledger.imports() if stores is not None else imports_at(data_dir)
 
@@ -124,7 +124,7 @@ def open_imported(data_dir: str | os.PathLike[str], local: str, *, stores: Store
 
 
 @contextmanager
-def _opened(imports: BundleImports, local: str) -> Iterator[Stores]:
+def _opened(imports: BundleImportsFaces, local: str) -> Iterator[Stores]:
     with _said(), imports.open(local) as opened:
         yield opened
 

@@ -30,7 +30,7 @@ from storage.local import replace_durable
 
 if TYPE_CHECKING:
     from receipts.keys import SigningKey
-    from storage.api_faces import LedgerStore
+    from storage.api import LedgerStore
     from storage.stores import Stores
 
 # Every character that can start Markdown structure, backslash-escaped (CommonMark escapes any ASCII punctuation):

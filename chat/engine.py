@@ -51,7 +51,7 @@ from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores
 
 if TYPE_CHECKING:
-    from storage.api_faces import SearchIndex
+    from storage.api import SearchIndex
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000

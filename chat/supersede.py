@@ -51,16 +51,12 @@ from facts.model import (
     TIMEOUT,
     UNEXPECTED,
 )
-from chat.llm import LLM
-from control.supersede_asked import answers, asked
-from control.supersede_model import DEFAULT_TIMEOUT, Statement, propose_with_model
-from control.supersede_rules import Proposal, detect, shortlist_query, topic_query
 from ledger import Event
 from retrieval.model import Hit
 
 if TYPE_CHECKING:
-    from storage.api_faces import LedgerStore, SearchIndex
     from storage.api import LedgerStore, SearchIndex
+    pass
 
 log = logging.getLogger("chat")
 SHORTLIST_K = 50  # earlier statements searched for each new one (bench/changing_facts.py uses the same)

@@ -83,13 +83,7 @@ from storage.files.retrieval.db import Index
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
-    from control.where import AnyLedger
-    from storage.pg.ledger import PgLedger
     from storage.stores import Stores
-from ledger import Event, Ledger
-from ledger.store import EraseError
-from receipts.keys import SigningKey, load_or_create
-from retrieval import Index
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger

@@ -33,7 +33,6 @@ from control.state import ControlState, RoleOf, derive, erases_folded
 from control.where import where
 from ledger import Event
 from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
-from ledger import Event, Ledger, tailrecord
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
@@ -49,13 +48,7 @@ from storage.files.ledger.store import Ledger
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
-    from control.where import AnyLedger
-    from storage.pg.ledger import PgLedger
     from storage.stores import Stores
-from receipts.decisions import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, control_meta
-from receipts.file_backend import issue
-from receipts.keys import SigningKey, load_or_create
-from receipts.supersessions import SUPERSEDE_TEXT, is_control_record
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger

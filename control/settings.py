@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from ledger.event import EventError, validate_session_id
-from storage.local import private_dir, replace_durable
 from storage.api import SettingsError as SettingsError
 from storage.api import SettingsStore as SettingsStore
 from storage.api import file_session_state

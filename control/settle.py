@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from control.forget import recover
-from control.steps import journal_path
 from ledger.erasing import journal_path
 
 if TYPE_CHECKING:

@@ -18,29 +18,25 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from control.plan import Citation, Plan, Slot
-from control.where import Where
 from ledger import Event
 from ledger.canonical import canonical_json
-from ledger.erasing import MAX_RECORD_ENTRIES
-from ledger.event import EVENTS_FILE, is_erasure_record, now_ts, validate_session_id
-from ledger.repair import CUT_PREFIX
-from ledger.supersessions import is_control_record
-from ledger.erasing import ERASURES_DIR
+from ledger.erasing import ERASURES_DIR, MAX_RECORD_ENTRIES
 from ledger.event import is_erasure_record, now_ts
-from ledger.fsmode import fsync_dir, private_dir, replace_durable
 from ledger.scrub import QUARANTINE_PREFIXES, TORN_PREFIX_MIN, quarantined_with, scrub  # noqa: F401 - importable here
-from ledger.store import MAX_RECORD_ENTRIES
+from ledger.supersessions import is_control_record
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint
 from receipts.disclose import RedactError, cited_seqs, receipt_format, redact
-from receipts.file_backend import FileBackend
 from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptBackend
-from receipts.supersessions import is_control_record
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 from storage.api import LedgerStore as AnyLedger
 from storage.api import Stores
+from storage.files.receipts import files
+from storage.files.receipts.audit import forget_cache
+from storage.files.receipts.file_backend import FileBackend
+from storage.local import fsync_dir, private_dir, replace_durable
 
 log = logging.getLogger("control")
 

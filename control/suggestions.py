@@ -18,10 +18,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from control.settings import SettingsError, Where, _check_session, _session_dir
-from ledger.event import now_ts
-from storage.local import private_dir, replace_durable
 from control.settings import Where, _check_session
+from ledger.event import now_ts
 from storage.api import Suggestion as Suggestion
 from storage.api import SuggestionStore as SuggestionStore
 from storage.api import file_session_state

@@ -33,15 +33,6 @@ from storage.files.retrieval.db import Index
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
-    from control.where import AnyLedger
-from ledger import Event, Ledger
-from receipts.decisions import MAX_CONTROL_REASON
-from receipts.file_backend import issue
-from receipts.keys import SigningKey, load_or_create
-from receipts.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
-from retrieval import Index
-
-if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger
     from storage.stores import Stores
 

@@ -14,16 +14,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from receipts.stores import ReceiptBackend, ReceiptRows
-from storage.files.ledger.store import Ledger
-from storage.files.receipts import files
-from storage.files.receipts.file_backend import FileBackend, IndexRows
-from storage.files.retrieval.db import Index
 from storage.api import Stores, file_stores
+from storage.files.retrieval.db import Index
 
 if TYPE_CHECKING:
-    from retrieval import Index
     from storage.api import LedgerStore
+    from storage.files.retrieval.db import Index
 
 Where = Stores  # the handles a command uses: one deployment's stores
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
-from array import array
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import NamedTuple
-
-import orjson
 
 from ledger.appending import _random_ids
 from ledger.erasures import ErasureState, record_entries
@@ -27,8 +25,6 @@ from ledger.event import (
     now_ts,
     validate_session_id,
 )
-from ledger.recovery import Recovery, _mark, _stat_key, _Tail
-from ledger.rewrite import rewrite
 
 log = logging.getLogger("ledger")
 

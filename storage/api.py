@@ -24,16 +24,18 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from storage import ENV_VAR, BackendError, database_url, is_database_url, redact
 from storage import database_url as _database_url  # open_ledger's parameter has the same name
+from storage.api_faces import LedgerFaces, ReceiptBackendFaces, ReceiptRowsFaces
 
 if TYPE_CHECKING:
     from ledger.erasing import Erasure
     from ledger.event import Event
     from ledger.messages import Message
     from ledger.verify import SessionReport
+    from receipts.keys import SigningKey
     from receipts.stores import MerkleTree, PendingCites, TreeSource
-    from retrieval import Index
     from retrieval.config import IndexConfig
     from retrieval.model import SearchResponse
+    from storage.files.retrieval.db import Index
     from storage.pg.connect import Database
 
 RECEIPT_COPIES = "receipt-copies"  # DATA_DIR/receipt-copies/<session>/<id>.json on PostgreSQL: a copy, not the record
@@ -41,7 +43,7 @@ RECEIPT_COPIES = "receipt-copies"  # DATA_DIR/receipt-copies/<session>/<id>.json
 Kind = Literal["files", "postgresql"]
 
 
-class LedgerStore(Protocol):
+class LedgerStore(LedgerFaces, Protocol):
     """The sessions' hash-chained logs (ledger.Ledger on files, storage.pg.ledger.PgLedger)."""
 
     # -- reading --
@@ -164,7 +166,7 @@ class SearchIndex(Protocol):
     def close(self) -> None: ...
 
 
-class ReceiptStore(Protocol):
+class ReceiptStore(ReceiptBackendFaces, Protocol):
     """Receipts, `.cites` records, the producer's Merkle trees and checkpoints, the turn lock
     (receipts.file_backend.FileBackend, storage.pg.receipts.PgReceipts); receipts.stores.ReceiptBackend plus the
     methods below."""
@@ -196,8 +198,13 @@ class ReceiptStore(Protocol):
     # reclaim what deleted or rewritten receipts left (the tables skipped; nothing on files)
     def vacuum(self) -> list[str]: ...
 
+    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+        """Sign a checkpoint over the session as the ledger has it now and keep it as the latest (the caller holds
+        turn_lock(session)); `allow_shrink`: a repair cut the ledger, so a smaller tree's replaces a larger one."""
+        ...
 
-class ReceiptRowStore(Protocol):
+
+class ReceiptRowStore(ReceiptRowsFaces, Protocol):
     """The receipt rows derived from the receipts (receipts.stores.ReceiptRows)."""
 
     def record_row(self, session: str, receipt_id: str, where: str, body: Mapping[str, Any]) -> None: ...
@@ -278,7 +285,7 @@ class SessionState(Protocol):
 
 def file_session_state(data_dir: str | os.PathLike[str]) -> SessionState:
     """The session state kept in a data directory (for a caller that names a folder, not a Stores)."""
-    from storage.file_state import FileSessionState
+    from storage.files.state import FileSessionState
 
     return FileSessionState(Path(data_dir))
 
@@ -383,11 +390,11 @@ def file_stores(
     """The embedded default: JSONL ledgers, index.sqlite and receipt files under `data_dir` (`index`: one already
     open over it, whose ledger is used; `ledger`: a file ledger already open; `lazy`: the index opened on first use,
     over that ledger, and closed by `close` / `close_index`)."""
-    from ledger import Ledger
-    from receipts import files
-    from receipts.file_backend import FileBackend, IndexRows
-    from retrieval import Index
-    from storage.file_state import FileSessionState
+    from storage.files.ledger.store import Ledger
+    from storage.files.receipts import files
+    from storage.files.receipts.file_backend import FileBackend, IndexRows
+    from storage.files.retrieval.db import Index
+    from storage.files.state import FileSessionState
 
     data = Path(data_dir)
     if index is not None and not isinstance(index, Index):
@@ -430,7 +437,7 @@ def pg_stores(
         raise BackendError(f"DATABASE_URL: must start with postgresql:// (got {redact(url)!r})")
     from functools import partial
 
-    from storage.file_state import drop_file_copy
+    from storage.files.state import drop_file_copy
     from storage.pg.connect import Database
     from storage.pg.consent import PgSessionState
     from storage.pg.index import PgIndex
@@ -495,6 +502,6 @@ def open_ledger(data_dir: str | os.PathLike[str], database_url: str | None = Non
         from storage.pg.ledger import PgLedger
 
         return PgLedger(url, Path(data_dir))
-    from ledger import Ledger
+    from storage.files.ledger.store import Ledger
 
     return Ledger(data_dir)

@@ -22,14 +22,8 @@ if TYPE_CHECKING:
     from receipts.verify import Report
     from storage.files.ledger.store import Ledger
     from storage.files.receipts.file_backend import FileBackend, FileImports
-    from storage.files.retrieval.db import Index
     from storage.pg.imports import PgImports
-    from storage.pg.index import PgIndex
-    from storage.pg.ledger import PgLedger
     from storage.stores import Stores
-
-    LedgerStore: TypeAlias = Ledger | PgLedger  # storage.api.LedgerStore once merged
-    SearchIndex: TypeAlias = Index | PgIndex  # storage.api.SearchIndex once merged
     BundleImports: TypeAlias = FileImports | PgImports  # the BundleImportsFaces Protocol once merged
 
 

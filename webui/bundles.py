@@ -48,7 +48,7 @@ from webui.inputs import BadInput, check_query, parse_k
 from webui.sessions import is_session_key, session_id
 
 if TYPE_CHECKING:
-    from storage.api_faces import LedgerStore, SearchIndex
+    from storage.api import LedgerStore, SearchIndex
     from storage.stores import Stores
     from webui.service import Service
 

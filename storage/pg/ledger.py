@@ -25,8 +25,8 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import islice
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -57,7 +57,6 @@ from storage.pg.connect import Database
 
 if TYPE_CHECKING:
     from storage.pg.imports import PgImports
-from ledger.verify import SEQ_GAP, Break, SessionReport, verify_stream
 
 log = logging.getLogger("ledger")
 PAGE_ROWS = 2000  # rows one `events` page reads (a generator holds no connection between pages)

@@ -16,8 +16,11 @@ Every name other code imports from `storage.files.ledger.store` is still here.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,23 +28,14 @@ from ledger import importer
 from ledger.appending import Appended as Appended
 from ledger.appending import _random_ids as _random_ids
 from ledger.corrupted import LedgerCorrupted as LedgerCorrupted
-import os
-import shutil
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
-from typing import Any
-
-from ledger.appending import Appending
 from ledger.erasing import MAX_ERASE as MAX_ERASE
 from ledger.erasing import MAX_REASON as MAX_REASON
 from ledger.erasing import MAX_RECORD_ENTRIES as MAX_RECORD_ENTRIES
 from ledger.erasing import EraseError as EraseError
 from ledger.erasing import Erasure as Erasure
-from ledger.event import EVENTS_FILE as EVENTS_FILE
-from ledger.event import GENESIS, EventError, validate_session_id
-from ledger.erasing import Erasing
 from ledger.erasing import journal_path as journal_path
-from ledger.event import Event
+from ledger.event import EVENTS_FILE as EVENTS_FILE
+from ledger.event import GENESIS, Event, EventError, validate_session_id
 from ledger.importer import Imported
 from ledger.messages import ImportError_ as ImportError_
 from ledger.messages import Message as Message
@@ -63,15 +57,6 @@ if TYPE_CHECKING:
     from storage.files.receipts.file_backend import FileImports
 
 STORED_CHUNK = 1024 * 1024  # bytes per piece of stored_lines
-from ledger.reading import BISECT_MAX as BISECT_MAX
-from ledger.reading import Reading
-from ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
-from ledger.recovery import LedgerCorrupted as LedgerCorrupted
-from ledger.recovery import Quarantine as Quarantine
-from ledger.sessions import EVENTS_FILE as EVENTS_FILE
-from ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
-from ledger.sessions import _fsync_dir as _fsync_dir
-from ledger.sessions import _write_all as _write_all
 
 
 class Ledger(Appending, Erasing, Reading):
@@ -159,37 +144,6 @@ class Ledger(Appending, Erasing, Reading):
         return None
 
 
-def _whole_lines_size(log: Path, count: int) -> int:
-    """The bytes of the first `count` lines (the file may hold a torn tail a writer has not yet quarantined)."""
-    n = 0
-    size = 0
-    with open(log, "rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            size += len(line)
-            n += 1
-            if n == count:
-                return size
-    raise StoredLinesChanged(f"{log.name}: holds {n} whole lines, the ledger reports {count}")
-
-
-def _file_chunks(path: Path, limit: int) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        left = limit
-        while left > 0:
-            b = f.read(min(STORED_CHUNK, left))
-            if not b:
-                raise StoredLinesChanged(f"{path.name}: shorter than the {limit:,} bytes it held a moment ago")
-            left -= len(b)
-            yield b
-
-
-def _last_write(sdir: Path) -> float:
-    try:
-        return float((sdir / EVENTS_FILE).stat().st_mtime)
-    except FileNotFoundError:
-        return float(sdir.stat().st_mtime)
     # -- the storage contract (storage.api.LedgerStore): what control asks of either backend --------------------
     @property
     def location(self) -> str:
@@ -224,8 +178,8 @@ def _last_write(sdir: Path) -> float:
         """After an erasure of `seqs`: the import records that hashed an erased event dropped (their unsalted content
         hashes could confirm a guess), the quarantine files named (found holding an erased text before the erase)
         overwritten and removed. (import records dropped, quarantine files removed)."""
-        from ledger.imports import forget_erased
         from ledger.scrub import scrub
+        from storage.files.ledger.import_records import forget_erased
 
         dropped = forget_erased(self, session, list(seqs))
         return dropped, scrub(self.session_dir(session), quarantine)
@@ -272,15 +226,47 @@ def _last_write(sdir: Path) -> float:
         return False
 
 
+
+def _whole_lines_size(log: Path, count: int) -> int:
+    """The bytes of the first `count` lines (the file may hold a torn tail a writer has not yet quarantined)."""
+    n = 0
+    size = 0
+    with open(log, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            size += len(line)
+            n += 1
+            if n == count:
+                return size
+    raise StoredLinesChanged(f"{log.name}: holds {n} whole lines, the ledger reports {count}")
+
+
+def _file_chunks(path: Path, limit: int) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        left = limit
+        while left > 0:
+            b = f.read(min(STORED_CHUNK, left))
+            if not b:
+                raise StoredLinesChanged(f"{path.name}: shorter than the {limit:,} bytes it held a moment ago")
+            left -= len(b)
+            yield b
+
+
+def _last_write(sdir: Path) -> float:
+    try:
+        return float((sdir / EVENTS_FILE).stat().st_mtime)
+    except FileNotFoundError:
+        return float(sdir.stat().st_mtime)
 def _write_durable(path: Path, data: bytes) -> None:
-    from ledger.fsmode import private_dir, replace_durable
+    from storage.common.fsmode import private_dir, replace_durable
 
     private_dir(path.parent)
     replace_durable(path, data)
 
 
 def _unlink_durable(path: Path) -> None:
-    from ledger.fsmode import fsync_dir
+    from storage.common.fsmode import fsync_dir
 
     path.unlink(missing_ok=True)
     if path.parent.is_dir():

@@ -39,13 +39,7 @@ if TYPE_CHECKING:
     from storage.stores import Stores
 
 log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
-from typing import Any, Protocol
 
-from ledger.event import now_ts, validate_session_id
-from receipts import checkpoints, files
-from receipts.body import sign_checkpoint
-from receipts.keys import SigningKey
-from receipts.stores import MerkleTree, PendingCites, ReceiptBackend, ReceiptNotFound, TreeSource, row_values
 
 RECEIPT_TEMP_PREFIX = ".rcpt_"  # receipts.files.write_receipt's `.<id>.tmp`, write_durable's `.<id>.json.tmp`
 
@@ -144,6 +138,33 @@ class FileBackend:
         for path in (self.data_dir / "sessions" / session / "receipts", self.data_dir / "merkle" / session):
             shutil.rmtree(path, ignore_errors=True)
         checkpoints_files.checkpoint_path(self.data_dir, session).unlink(missing_ok=True)
+
+    # -- the storage contract (storage.api.ReceiptStore) ---------------------------------------------------------
+    def sync_deletes(self, session: str) -> None:
+        """Make the receipts deleted so far durable (their folder fsynced) before a certificate says they went."""
+        from storage.common.fsmode import fsync_dir
+
+        folder = self.data_dir / "sessions" / validate_session_id(session) / "receipts"
+        if folder.is_dir():
+            fsync_dir(folder)
+
+    def scrub_temps(self, session: str) -> tuple[str, ...]:
+        """Receipt temp files a crash left in the session's receipts folder, overwritten and removed; their names
+        (as `receipts/<name>`). Receipts are written under the session's turn lock, which the caller holds: any temp
+        file there is an orphan, and one from a turn killed before its rename holds the cited memories' words whole."""
+        from ledger.scrub import scrub_prefixed
+
+        folder = self.data_dir / "sessions" / validate_session_id(session) / "receipts"
+        return tuple(f"receipts/{n}" for n in scrub_prefixed(folder, RECEIPT_TEMP_PREFIX, suffix=".tmp"))
+
+    def vacuum(self) -> list[str]:
+        """Nothing to do: a receipt file is replaced by rename (PostgreSQL VACUUMs its receipt tables)."""
+        return []
+
+    def unlink_lock(self, session: str) -> None:
+        """The turn lock's file (receipts.files), once its session is deleted; the caller holds the lock."""
+        (self.data_dir / "merkle" / f"{validate_session_id(session)}.lock").unlink(missing_ok=True)
+
 
 
 class FileProposals:
@@ -367,31 +388,6 @@ class FileImports:
 class _Sessions(Protocol):
     def sessions(self) -> list[str]: ...
 
-    # -- the storage contract (storage.api.ReceiptStore) ---------------------------------------------------------
-    def sync_deletes(self, session: str) -> None:
-        """Make the receipts deleted so far durable (their folder fsynced) before a certificate says they went."""
-        from ledger.fsmode import fsync_dir
-
-        folder = self.data_dir / "sessions" / validate_session_id(session) / "receipts"
-        if folder.is_dir():
-            fsync_dir(folder)
-
-    def scrub_temps(self, session: str) -> tuple[str, ...]:
-        """Receipt temp files a crash left in the session's receipts folder, overwritten and removed; their names
-        (as `receipts/<name>`). Receipts are written under the session's turn lock, which the caller holds: any temp
-        file there is an orphan, and one from a turn killed before its rename holds the cited memories' words whole."""
-        from ledger.scrub import scrub_prefixed
-
-        folder = self.data_dir / "sessions" / validate_session_id(session) / "receipts"
-        return tuple(f"receipts/{n}" for n in scrub_prefixed(folder, RECEIPT_TEMP_PREFIX, suffix=".tmp"))
-
-    def vacuum(self) -> list[str]:
-        """Nothing to do: a receipt file is replaced by rename (PostgreSQL VACUUMs its receipt tables)."""
-        return []
-
-    def unlink_lock(self, session: str) -> None:
-        """The turn lock's file (receipts.files), once its session is deleted; the caller holds the lock."""
-        (self.data_dir / "merkle" / f"{validate_session_id(session)}.lock").unlink(missing_ok=True)
 
 
 class _IndexDb(Protocol):

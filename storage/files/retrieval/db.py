@@ -25,11 +25,6 @@ from storage.common.retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Hous
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
 from storage.common.retrieval.searcher import Searching, candidate, candidates_for
 from storage.files.ledger.store import Ledger
-from retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, IndexFile
-from retrieval.housekeeping import PURGE_WAIT_S, SCAN_BATCH, Housekeeping
-from retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing, Progress
-from retrieval.indexing import Plan, plan_rows
-from retrieval.searcher import Searching, candidate, candidates_for
 
 INDEX_COPY_PREFIX = f"{INDEX_FILE}.corrupt-"  # an unreadable index moved aside (connection.py): it holds indexed words
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from ledger.event import EventError, validate_session_id
-from ledger.fsmode import private_dir, replace_durable
 from storage.api import SessionState, SettingsError, SettingsStore, Suggestion, SuggestionStore
+from storage.common.fsmode import private_dir, replace_durable
 
 SETTINGS_FILE = "settings.json"  # DATA_DIR/sessions/<session>/settings.json: {"consent": true|false, "v": 1}
 SETTINGS_VERSION = 1
@@ -189,14 +189,13 @@ def drop_file_copy(data: Path, session: str) -> tuple[str, ...]:
     and its rows in index.sqlite (purged: the WAL emptied, the freed pages zeroed), with any index copies moved aside.
     The database is the record; a forget there (and a session's deletion) must leave no older copy of the words
     in DATA_DIR. Idempotent (recover runs it again); returns the names of index copies overwritten and removed."""
-    from ledger import Ledger
     from ledger.scrub import scrub_prefixed
-    from receipts import files
-    from receipts.audit import forget_cache
-    from receipts.file_backend import IndexRows
-    from retrieval import INDEX_FILE, Index
-    from retrieval.db import INDEX_COPY_PREFIX
     from retrieval.model import PurgeIncomplete
+    from storage.files.ledger.store import Ledger
+    from storage.files.receipts import files
+    from storage.files.receipts.audit import forget_cache
+    from storage.files.receipts.file_backend import IndexRows
+    from storage.files.retrieval.db import INDEX_COPY_PREFIX, INDEX_FILE, Index
 
     validate_session_id(session)
     for path in (data / "sessions" / session, data / "merkle" / session):
