@@ -78,16 +78,14 @@ from ledger.event import EVENT_ID_RE, EventError, SessionMoved, now_ts, validate
 from receipts import certificate as cert
 from receipts.body import sign_checkpoint
 from receipts.keys import SigningKey
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
     from storage.stores import Stores
 
 if TYPE_CHECKING:
+    from storage.api import LedgerStore, SearchIndex, Stores
     from storage.api import LedgerStore as AnyLedger
-    from storage.api import Stores
 
 log = logging.getLogger("control")
 
@@ -181,7 +179,7 @@ def preview(
     seqs: Iterable[object],
     *,
     cascade: bool = True,
-    ledger: Ledger | None = None,
+    ledger: LedgerStore | None = None,
     stores: Stores | None = None,
 ) -> Plan:
     """What `forget` would erase — the named events, the answers that would go with them, the receipts it would
@@ -206,8 +204,8 @@ def forget(
     *,
     reason: str | None = None,
     cascade: bool = True,
-    ledger: Ledger | None = None,
-    index: Index | None = None,
+    ledger: LedgerStore | None = None,
+    index: SearchIndex | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
     stores: Stores | None = None,
@@ -317,8 +315,8 @@ def forget_session(
     data_dir: str | os.PathLike[str],
     session: str,
     *,
-    ledger: Ledger | None = None,
-    index: Index | None = None,
+    ledger: LedgerStore | None = None,
+    index: SearchIndex | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
     stores: Stores | None = None,
@@ -337,8 +335,8 @@ def forget_session_if_idle(
     session: str,
     idle_before: float,
     *,
-    ledger: Ledger | None = None,
-    index: Index | None = None,
+    ledger: LedgerStore | None = None,
+    index: SearchIndex | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
     stores: Stores | None = None,
@@ -439,8 +437,8 @@ def pending_sessions(data_dir: str | os.PathLike[str], stores: Stores | None = N
 def recover(
     data_dir: str | os.PathLike[str],
     *,
-    ledger: Ledger | None = None,
-    index: Index | None = None,
+    ledger: LedgerStore | None = None,
+    index: SearchIndex | None = None,
     key: SigningKey | None = None,
     copies: Iterable[str | os.PathLike[str]] = (),
     stores: Stores | None = None,

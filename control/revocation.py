@@ -21,9 +21,10 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import orjson
 
@@ -43,11 +44,12 @@ from ledger.event import (
 )
 from ledger.supersessions import SUPERSEDE_TEXT, is_control_record
 from receipts.keys import SigningKey
+from storage.api import file_ledger
 from storage.files.ledger import tailrecord
-from storage.files.ledger.store import Ledger
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
+    from storage.api import LedgerStore
     from storage.stores import Stores
 
 if TYPE_CHECKING:
@@ -101,6 +103,24 @@ class _Derived:
 
 SAVE_EVERY = 1024  # a fresh process folds at most this many lines' worth of bytes the file did not cover
 
+class _FileLedger(Protocol):
+    """What the O(1) control-state path reads of a ledger kept as files in DATA_DIR (its log by byte offsets, the
+    folder control-state.json sits in): the file backend's Ledger, named by shape so control imports no backend."""
+
+    data_dir: Path
+    record_tails: bool
+
+    def head(self, session: str) -> tuple[int, str]: ...
+
+    def log_path(self, session: str) -> Path: ...
+
+    def session_dir(self, session: str) -> Path: ...
+
+    def events(self, session: str) -> Iterator[Event]: ...
+
+    def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]: ...
+
+
 _cache: dict[tuple[str, str], _Derived] = {}
 _cache_lock = threading.Lock()
 
@@ -117,27 +137,28 @@ def current(ledger: AnyLedger, session: str, *, save: bool = False) -> ControlSt
     count, head = ledger.head(session)
     if count == 0:
         return ControlState()
-    if not isinstance(ledger, Ledger):
+    if ledger.kept_elsewhere() is not None:  # PostgreSQL: the state from the system rows
         return _current_from_rows(ledger, session, count, head)
-    key = (os.path.realpath(ledger.data_dir), session)
+    fl = cast("_FileLedger", ledger)  # the files in DATA_DIR: their log read by byte offsets (the O(1) open)
+    key = (os.path.realpath(fl.data_dir), session)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None and cached.state.size == count and cached.state.head == head:
-        if not (save and ledger.record_tails and cached.worth_saving()):
+        if not (save and fl.record_tails and cached.worth_saving()):
             return cached.state.copy()
         derived: _Derived | None = cached  # level with the ledger, but the file is missing or behind: written below
     else:
-        derived = _extended(ledger, session, cached, count, head) if cached is not None else None
+        derived = _extended(fl, session, cached, count, head) if cached is not None else None
     if derived is None:
-        disk = state_file.load(ledger.session_dir(session))
+        disk = state_file.load(fl.session_dir(session))
         if disk is not None:
             base = _Derived(disk.state, disk.start, disk.end, _counts(disk.state))
-            derived = _extended(ledger, session, base, count, head)
+            derived = _extended(fl, session, base, count, head)
     if derived is None:
-        derived = _derived_in_full(ledger, session, count, head)
-    if save and ledger.record_tails and derived.worth_saving():
+        derived = _derived_in_full(fl, session, count, head)
+    if save and fl.record_tails and derived.worth_saving():
         try:
-            state_file.save(ledger.session_dir(session), derived.saved())
+            state_file.save(fl.session_dir(session), derived.saved())
             derived.on_disk = _counts(derived.state)
         except OSError:
             pass  # a hint: the next process derives it again
@@ -256,7 +277,7 @@ def _control_candidates(path: Path, count: int) -> list[int]:
         return [seq for seq, _ in _scan(f, 0, 0, count, (_NEEDLE,))[0]]
 
 
-def _roles(ledger: AnyLedger, session: str) -> RoleOf:
+def _roles(ledger: AnyLedger | _FileLedger, session: str) -> RoleOf:
     """role_of for ControlState.apply: the role of the event at a seq, read from the ledger (asked only for the newer
     statement of a supersession record, so rarely)."""
 
@@ -294,7 +315,7 @@ def _last_chain(raw: bytes, seq: int) -> str | None:
     return str(obj["chain"])
 
 
-def _extended(ledger: Ledger, session: str, base: _Derived, count: int, head: str) -> _Derived | None:
+def _extended(ledger: _FileLedger, session: str, base: _Derived, count: int, head: str) -> _Derived | None:
     """`base` brought up to the first `count` events (the last with chain `head`) by folding only the lines after it;
     None when its prefix is not the log's (the line at its span is not its last event) or the fold cannot be trusted."""
     st = base.state
@@ -346,7 +367,7 @@ def _find_line(fd: int, seq: int) -> tuple[int, int] | None:
     return tailrecord.find_line(fd, seq, size, last, last_seq + 1)
 
 
-def _derived_in_full(ledger: Ledger, session: str, count: int, head: str) -> _Derived:
+def _derived_in_full(ledger: _FileLedger, session: str, count: int, head: str) -> _Derived:
     """derive(ledger.events(session)) over the first `count` events, whose last has chain `head`, parsing only the
     lines that may be control events (a byte search finds them): the other events change nothing but size and head.
     At 1M events (565 MB) the first turn of a process took 1.5 s instead of 7-11 s (a busy 2-core machine)."""
@@ -362,15 +383,15 @@ def _derived_in_full(ledger: Ledger, session: str, count: int, head: str) -> _De
     return _Derived(state, 0, 0)
 
 
-def _derive_scanned(ledger: Ledger, session: str, count: int, head: str) -> ControlState:
+def _derive_scanned(ledger: _FileLedger, session: str, count: int, head: str) -> ControlState:
     return _derived_in_full(ledger, session, count, head).state
 
 
 def revoked_seqs(
-    data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None, stores: Stores | None = None
+    data_dir: str | os.PathLike[str], session: str, *, ledger: LedgerStore | None = None, stores: Stores | None = None
 ) -> dict[int, int]:
     """revoked seq -> the seq of the control event that revoked it (for labelling search results and the ledger view)."""
-    led = stores.ledger if stores is not None else (ledger if ledger is not None else Ledger(data_dir))
+    led = stores.ledger if stores is not None else (ledger if ledger is not None else file_ledger(data_dir))
     if not led.exists(session):
         return {}
     return {s: r.control_seq for s, r in current(led, session).revoked.items()}
@@ -417,7 +438,7 @@ def _control(
     session: str,
     seq: object,
     reason: str | None,
-    ledger: Ledger | None,
+    ledger: LedgerStore | None,
     key: SigningKey | None,
     stores: Stores | None,
 ) -> ControlResult:
@@ -450,7 +471,7 @@ def revoke(
     seq: object,
     reason: str | None = None,
     *,
-    ledger: Ledger | None = None,
+    ledger: LedgerStore | None = None,
     key: SigningKey | None = None,
     stores: Stores | None = None,
 ) -> ControlResult:
@@ -468,7 +489,7 @@ def restore(
     seq: object,
     reason: str | None = None,
     *,
-    ledger: Ledger | None = None,
+    ledger: LedgerStore | None = None,
     key: SigningKey | None = None,
     stores: Stores | None = None,
 ) -> ControlResult:

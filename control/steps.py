@@ -32,11 +32,9 @@ from receipts.stores import PendingCites, ReceiptBackend
 from retrieval.model import PurgeIncomplete
 from retrieval.text import content_terms
 from storage.api import LedgerStore as AnyLedger
-from storage.api import Stores
-from storage.files.receipts import files
-from storage.files.receipts.audit import forget_cache
-from storage.files.receipts.file_backend import FileBackend
+from storage.api import Stores, file_receipts
 from storage.local import fsync_dir, private_dir, replace_durable
+from storage.offline import forget_cache
 
 log = logging.getLogger("control")
 
@@ -111,7 +109,7 @@ def citations(data_dir: Path, session: str, ledger: AnyLedger | None = None, *, 
     `ledger`, also every answer whose receipt was never written, from the `.cites` record its turn left
     (ReceiptBackend.write_cites): such an answer may quote a memory as much as a receipted one.
     `backend`: where the receipts are (default: the files in `data_dir`)."""
-    store = backend if backend is not None else FileBackend(data_dir)
+    store = backend if backend is not None else file_receipts(data_dir)
     out = _receipted(store, session)
     if ledger is not None:
         out += _unreceipted(store, session, ledger, {c.receipt_id for c in out})
@@ -120,22 +118,12 @@ def citations(data_dir: Path, session: str, ledger: AnyLedger | None = None, *, 
 
 def unreceipted(data_dir: Path, session: str, ledger: AnyLedger, *, backend: ReceiptBackend | None = None) -> list[Citation]:
     """Only the answers whose receipt was never written (format UNRECEIPTED), from the `.cites` records left behind."""
-    return _unreceipted(backend if backend is not None else FileBackend(data_dir), session, ledger, set())
+    return _unreceipted(backend if backend is not None else file_receipts(data_dir), session, ledger, set())
 
 
 def pending_cites(backend: ReceiptBackend, session: str) -> list[PendingCites]:
-    """The `.cites` records the session holds. On files each is read here, so that one this code cannot read is
-    named in the log (FileBackend.pending_cites skips it without a word) and left as it is."""
-    if not isinstance(backend, FileBackend):
-        return backend.pending_cites(session)
-    out = []
-    for path in files.list_cites(backend.data_dir, session):
-        got = files.read_cites(path)
-        if got is None:
-            log.warning("%s: not a record of a turn's memories this erasure can read; left as it is", path.name)
-            continue
-        out.append(PendingCites(path.stem, got[0], tuple(got[1])))
-    return out
+    """The `.cites` records the session holds (on files, one the backend cannot read is named in the log and left)."""
+    return backend.pending_cites(session)
 
 
 def _unreceipted(backend: ReceiptBackend, session: str, ledger: AnyLedger, receipted: set[str]) -> list[Citation]:
@@ -190,7 +178,7 @@ def signed_quotes(
     message can quote its input there ("server said: ..."); redaction cannot reach a signed field, so such a
     receipt is withdrawn (deleted) instead. The reason itself, as the offline stand-in repeats it in an answer,
     is taken out of a text before its words are compared. `backend`: where the receipts are (default: files)."""
-    store = backend if backend is not None else FileBackend(data_dir)
+    store = backend if backend is not None else file_receipts(data_dir)
     texts = [ev.text for ev in named if ev.text]
     out = []
     for rid in receipt_ids:

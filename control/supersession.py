@@ -28,11 +28,11 @@ from ledger.controls import MAX_CONTROL_REASON
 from ledger.event import EventError, is_erasure_record, validate_session_id
 from ledger.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
 from receipts.keys import SigningKey
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
+from storage.api import file_ledger
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
+    from storage.api import LedgerStore, SearchIndex
     from storage.api import LedgerStore as AnyLedger
     from storage.stores import Stores
 
@@ -111,10 +111,10 @@ def current_supersessions(ledger: AnyLedger, session: str, *, save: bool = False
 
 
 def superseded_seqs(
-    data_dir: str | os.PathLike[str], session: str, *, ledger: Ledger | None = None, stores: Stores | None = None
+    data_dir: str | os.PathLike[str], session: str, *, ledger: LedgerStore | None = None, stores: Stores | None = None
 ) -> dict[int, int]:
     """superseded seq -> the seq that replaced it (for labelling search results and the ledger view)."""
-    led = stores.ledger if stores is not None else (ledger if ledger is not None else Ledger(data_dir))
+    led = stores.ledger if stores is not None else (ledger if ledger is not None else file_ledger(data_dir))
     if not led.exists(session):
         return {}
     return {s: link.new_seq for s, link in current_supersessions(led, session).superseded.items()}
@@ -206,7 +206,7 @@ def supersede(
     reason: str | None = None,
     decided_by: str = VISITOR,
     checked_by: str | None = None,
-    ledger: Ledger | None = None,
+    ledger: LedgerStore | None = None,
     key: SigningKey | None = None,
     stores: Stores | None = None,
 ) -> SupersedeResult:
@@ -234,8 +234,8 @@ def correct(
     new_text: str,
     *,
     reason: str | None = None,
-    ledger: Ledger | None = None,
-    index: Index | None = None,
+    ledger: LedgerStore | None = None,
+    index: SearchIndex | None = None,
     key: SigningKey | None = None,
     stores: Stores | None = None,
 ) -> SupersedeResult:
@@ -286,7 +286,7 @@ def _live_statement(led: AnyLedger, session: str, named: Event) -> Event:
 
 
 def history(
-    data_dir: str | os.PathLike[str], session: str, seq: object, *, ledger: Ledger | None = None, stores: Stores | None = None
+    data_dir: str | os.PathLike[str], session: str, seq: object, *, ledger: LedgerStore | None = None, stores: Stores | None = None
 ) -> list[HistoryEntry]:
     """All statements of the fact `seq` states (linked to it by supersessions, either way), oldest first, each
     with its state now. SupersedeError for an unknown session or seq, or a record (not a statement)."""

@@ -15,11 +15,9 @@ import os
 from typing import TYPE_CHECKING
 
 from storage.api import Stores, file_stores
-from storage.files.retrieval.db import Index
 
 if TYPE_CHECKING:
-    from storage.api import LedgerStore
-    from storage.files.retrieval.db import Index
+    from storage.api import LedgerStore, SearchIndex
 
 Where = Stores  # the handles a command uses: one deployment's stores
 
@@ -29,7 +27,7 @@ def where(
     stores: Stores | None = None,
     *,
     ledger: LedgerStore | None = None,
-    index: Index | None = None,
+    index: SearchIndex | None = None,
 ) -> Stores:
     """`stores` when given (a `ledger` or `index` passed as well must be the stores' own), else the files in
     `data_dir` with the `ledger` and `index` given (each opened there when not; an index opened here is closed by
@@ -40,7 +38,7 @@ def where(
         if index is not None and index is not stores.index:
             raise ValueError("control: pass either stores= or index=, not an index other than the stores' own")
         return stores
-    led = ledger if ledger is not None else (index.ledger if index is not None else None)
+    led = ledger  # with an index and no ledger, file_stores takes the index's own
     try:
         return file_stores(data_dir, index=index, ledger=led, lazy=True)
     except ValueError:

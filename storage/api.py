@@ -505,3 +505,17 @@ def open_ledger(data_dir: str | os.PathLike[str], database_url: str | None = Non
     from storage.files.ledger.store import Ledger
 
     return Ledger(data_dir)
+
+
+def file_ledger(data_dir: str | os.PathLike[str]) -> LedgerStore:
+    """The ledger of the files in `data_dir` alone (a command given neither stores nor a ledger)."""
+    from storage.files.ledger.store import Ledger
+
+    return Ledger(data_dir)
+
+
+def file_receipts(data_dir: str | os.PathLike[str]) -> ReceiptStore:
+    """The receipt files in `data_dir` alone (a step given no receipt backend)."""
+    from storage.files.receipts.file_backend import FileBackend
+
+    return FileBackend(data_dir)

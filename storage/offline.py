@@ -9,7 +9,7 @@ so the services and faces that verify take these names from here, never from sto
 from __future__ import annotations
 
 from storage.files.receipts.api import data_dir_key, load_trust, verify_bytes
-from storage.files.receipts.audit import Auditor, LedgerAt
+from storage.files.receipts.audit import Auditor, LedgerAt, forget_cache
 from storage.files.receipts.certificate_io import _leftovers as leftovers
 from storage.files.receipts.certificate_io import _receipt_problems as receipt_problems
 from storage.files.receipts.certificate_io import _view as certificate_view
@@ -24,6 +24,7 @@ __all__ = [
     "certificate_view",
     "checkpoint_path",
     "data_dir_key",
+    "forget_cache",
     "latest",
     "leftovers",
     "load_trust",

@@ -95,11 +95,16 @@ class FileBackend:
         files.cites_path(self.data_dir, session, receipt_id).unlink(missing_ok=True)
 
     def pending_cites(self, session: str) -> list[PendingCites]:
+        """The `.cites` records the session holds; one this code cannot read is named in the log and left as it is."""
         out = []
         for path in files.list_cites(self.data_dir, session):
             got = files.read_cites(path)
-            if got is not None:
-                out.append(PendingCites(path.stem, got[0], tuple(got[1])))
+            if got is None:
+                logging.getLogger("control").warning(
+                    "%s: not a record of a turn's memories this erasure can read; left as it is", path.name
+                )
+                continue
+            out.append(PendingCites(path.stem, got[0], tuple(got[1])))
         return out
 
     def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
