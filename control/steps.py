@@ -22,7 +22,6 @@ from ledger import Event
 from ledger.canonical import canonical_json
 from ledger.erasing import ERASURES_DIR, MAX_RECORD_ENTRIES
 from ledger.event import is_erasure_record, now_ts
-from ledger.scrub import QUARANTINE_PREFIXES, TORN_PREFIX_MIN, quarantined_with, scrub  # noqa: F401 - importable here
 from ledger.supersessions import is_control_record
 from receipts import certificate as cert
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt, sign_checkpoint

@@ -189,8 +189,8 @@ def drop_file_copy(data: Path, session: str) -> tuple[str, ...]:
     and its rows in index.sqlite (purged: the WAL emptied, the freed pages zeroed), with any index copies moved aside.
     The database is the record; a forget there (and a session's deletion) must leave no older copy of the words
     in DATA_DIR. Idempotent (recover runs it again); returns the names of index copies overwritten and removed."""
-    from ledger.scrub import scrub_prefixed
     from retrieval.model import PurgeIncomplete
+    from storage.common.scrub import scrub_prefixed
     from storage.files.ledger.store import Ledger
     from storage.files.receipts import files
     from storage.files.receipts.audit import forget_cache

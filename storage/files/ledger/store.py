@@ -170,7 +170,7 @@ class Ledger(Appending, Erasing, Reading):
 
     def quarantined_with(self, session: str, wanted: Sequence[bytes]) -> list[str]:
         """The session's quarantined tails (events.jsonl.torn-*, cut-*) holding one of `wanted` (ledger.scrub)."""
-        from ledger.scrub import quarantined_with
+        from storage.common.scrub import quarantined_with
 
         return quarantined_with(self.session_dir(session), wanted)
 
@@ -178,7 +178,7 @@ class Ledger(Appending, Erasing, Reading):
         """After an erasure of `seqs`: the import records that hashed an erased event dropped (their unsalted content
         hashes could confirm a guess), the quarantine files named (found holding an erased text before the erase)
         overwritten and removed. (import records dropped, quarantine files removed)."""
-        from ledger.scrub import scrub
+        from storage.common.scrub import scrub
         from storage.files.ledger.import_records import forget_erased
 
         dropped = forget_erased(self, session, list(seqs))

@@ -157,7 +157,7 @@ class FileBackend:
         """Receipt temp files a crash left in the session's receipts folder, overwritten and removed; their names
         (as `receipts/<name>`). Receipts are written under the session's turn lock, which the caller holds: any temp
         file there is an orphan, and one from a turn killed before its rename holds the cited memories' words whole."""
-        from ledger.scrub import scrub_prefixed
+        from storage.common.scrub import scrub_prefixed
 
         folder = self.data_dir / "sessions" / validate_session_id(session) / "receipts"
         return tuple(f"receipts/{n}" for n in scrub_prefixed(folder, RECEIPT_TEMP_PREFIX, suffix=".tmp"))

@@ -69,7 +69,7 @@ class Index(Searching, Housekeeping):
         """Every index moved aside as unreadable (`index.sqlite.corrupt-*` and its -wal/-shm) overwritten and removed;
         their names. Its words cannot be searched for reliably (stemmed, in FTS segments), and it is derived data —
         the index in use was rebuilt from the ledgers."""
-        from ledger.scrub import scrub_prefixed
+        from storage.common.scrub import scrub_prefixed
 
         return scrub_prefixed(self.data_dir, INDEX_COPY_PREFIX)
 

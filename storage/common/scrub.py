@@ -10,8 +10,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ledger.event import EVENTS_FILE
 from storage.common.fsmode import fsync_dir
-from storage.files.ledger.sessions import EVENTS_FILE
 
 CUT_PREFIX = (
     f"{EVENTS_FILE}.cut-"  # ledger.repair.CUT_PREFIX (imported from there, repair would import the store first)
