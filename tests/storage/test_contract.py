@@ -12,6 +12,7 @@ UPDATE through the database): `tamper` below is the only place that knows where 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,13 +22,14 @@ from typing import Any
 import psycopg
 import pytest
 
+from ledger.erasing import EraseError
 from ledger.event import GENESIS
 from ledger.messages import Message
 from ledger.verify import StoredLinesChanged
 from receipts.body import dump_file
 from receipts.keys import SigningKey
 from receipts.stores import PendingCites, ReceiptNotFound
-from retrieval.model import Hit
+from retrieval.model import ForgetError, Hit
 from storage.stores import Stores, file_stores, pg_stores
 
 HOSTILE_IDS = ["../etc", "a/b", "", "x" * 65, "a b", "s\x00", ".", "..", "é"]
@@ -40,7 +42,6 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
     (data / "sessions").mkdir(parents=True)
     url = request.getfixturevalue("pg_url") if request.param == "pg" else None
     opened = file_stores(data) if url is None else pg_stores(url, data)
-    opened.url = url  # type: ignore[attr-defined]  # for `tamper` only
     try:
         yield opened
     finally:
@@ -69,8 +70,7 @@ def stored(stores: Stores, session: str) -> list[bytes]:
 def tamper(stores: Stores, session: str, how: str, seq: int) -> None:
     """Change the stored ledger behind the contract's back: files edit events.jsonl; PostgreSQL runs SQL.
     `how`: edit (the line's text changes), delete (the line goes), insert (a copy of the line is added after it)."""
-    url: str | None = stores.url  # type: ignore[attr-defined]
-    if url is None:
+    if stores.database is None:
         path = stores.data_dir / "sessions" / session / "events.jsonl"
         lines = path.read_bytes().splitlines(keepends=True)
         if how == "edit":
@@ -81,7 +81,7 @@ def tamper(stores: Stores, session: str, how: str, seq: int) -> None:
             lines.insert(seq + 1, lines[seq])
         path.write_bytes(b"".join(lines))
         return
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(stores.database.url, autocommit=True) as conn:
         if how == "edit":
             conn.execute(
                 "UPDATE events SET line = convert_to(replace(convert_from(line, 'UTF8'), %s, %s), 'UTF8')"
@@ -142,8 +142,8 @@ class TestLedger:
 
     def test_a_second_store_over_the_same_place_continues_the_same_chain(self, stores: Stores) -> None:
         a = stores.ledger.append("s1", "user", "one")
-        url: str | None = stores.url  # type: ignore[attr-defined]
-        other = file_stores(stores.data_dir) if url is None else pg_stores(url, stores.data_dir)
+        db = stores.database
+        other = file_stores(stores.data_dir) if db is None else pg_stores(db.url, stores.data_dir)
         try:
             b = other.ledger.append("s1", "assistant", "two")
             assert b.seq == 1 and b.prev == a.chain and other.ledger.verify("s1").ok
@@ -158,13 +158,6 @@ class TestLedger:
         written = stores.ledger.append_many("s1", texts(*(f"m{i}" for i in range(6))))
         report = stores.ledger.verify("s1")
         assert report.ok and report.events == 6 and report.head == written[-1].chain and report.brk is None
-
-    def test_an_unknown_session_has_the_genesis_head_and_no_events(self, stores: Stores) -> None:
-        assert stores.ledger.head("nobody") == (0, GENESIS.hex()) and not stores.ledger.exists("nobody")
-        with pytest.raises(FileNotFoundError):
-            list(stores.ledger.events("nobody"))
-        with pytest.raises(FileNotFoundError):
-            stores.ledger.read_events("nobody", [0])
 
     def test_reading_a_seq_the_session_does_not_hold_is_refused(self, stores: Stores) -> None:
         stores.ledger.append_many("s1", texts("m0", "m1"))
@@ -411,26 +404,102 @@ class TestProposals:
         assert store.load("ef" * 16) is not None
 
 
-# -- session ids ---------------------------------------------------------------------------------------------------
+# -- session ids -----------------------------------------------------------------------------------------------
 CALLS: dict[str, Callable[[Stores, str], object]] = {
     "ledger.append": lambda st, s: st.ledger.append(s, "user", "x"),
+    "ledger.exists": lambda st, s: st.ledger.exists(s),
     "ledger.head": lambda st, s: st.ledger.head(s),
     "ledger.verify": lambda st, s: st.ledger.verify(s),
     "ledger.events": lambda st, s: list(st.ledger.events(s)),
     "ledger.read_events": lambda st, s: st.ledger.read_events(s, [0]),
+    "ledger.erase": lambda st, s: st.ledger.erase(s, [0]),
+    "ledger.stored_lines": lambda st, s: st.ledger.stored_lines(s, 1).__enter__(),
+    "ledger.last_written": lambda st, s: st.ledger.last_written(s),
+    "index.index_session": lambda st, s: st.index.index_session(s),
     "index.search": lambda st, s: st.index.search(s, "cat"),
+    "index.forget_events": lambda st, s: st.index.forget_events(s, [0]),
+    "index.non_user_seqs": lambda st, s: st.index.non_user_seqs(s, 0),
+    "receipts.turn_lock": lambda st, s: st.receipts.turn_lock(s).__enter__(),
     "receipts.write_receipt": lambda st, s: st.receipts.write_receipt(s, RID[0], envelope(0)),
     "receipts.read_receipt": lambda st, s: st.receipts.read_receipt(s, RID[0]),
-    "receipts.turn_lock": lambda st, s: st.receipts.turn_lock(s).__enter__(),
+    "receipts.receipt_ids": lambda st, s: st.receipts.receipt_ids(s),
+    "receipts.stored_receipts": lambda st, s: st.receipts.stored_receipts(s),
+    "receipts.delete_receipt": lambda st, s: st.receipts.delete_receipt(s, RID[0]),
+    "receipts.write_cites": lambda st, s: st.receipts.write_cites(s, RID[0], 0, []),
+    "receipts.pending_cites": lambda st, s: st.receipts.pending_cites(s),
+    "receipts.synced_tree": lambda st, s: st.receipts.synced_tree(st.ledger, s),
+    "receipts.drop_tree": lambda st, s: st.receipts.drop_tree(s),
+    "receipts.latest_checkpoint": lambda st, s: st.receipts.latest_checkpoint(s),
     "receipts.forget_session": lambda st, s: st.receipts.forget_session(s),
+    "rows.record_cites": lambda st, s: st.rows.record_cites(s, RID[0], 1, [0]),
+    "rows.citing_answers": lambda st, s: st.rows.citing_answers(s, [0]),
+    "rows.answered": lambda st, s: st.rows.answered(s, 0),
+    "rows.forget_rows": lambda st, s: st.rows.forget_rows(s),
+    "proposals.forget_session": lambda st, s: st.receipts.proposals(600).forget_session(s),
+}
+
+# Gaps the suite found (2026-12-06): these methods do not refuse a path-like id on that backend (the test below
+# insists on exactly this set, so a fix must take its entry out). Files' last_written("..") answers DATA_DIR's own mtime and
+# stored_receipts("..") lists DATA_DIR/receipts/: a path-like id reaches the file system there. The rows (files)
+# and PostgreSQL's proposals only use the id as an SQL parameter, but keep rows under a session that cannot exist.
+NOT_YET_REFUSED = {
+    ("files", "ledger.last_written"),
+    ("files", "receipts.stored_receipts"),
+    ("files", "rows.record_cites"),
+    ("files", "rows.citing_answers"),
+    ("files", "rows.answered"),
+    ("files", "rows.forget_rows"),
+    ("files", "index.non_user_seqs"),
+    ("pg", "index.non_user_seqs"),
+    ("pg", "proposals.forget_session"),
 }
 
 
 class TestSessionIds:
-    @pytest.mark.parametrize("call", sorted(CALLS))
-    def test_a_path_like_session_id_is_refused_with_a_clear_error(self, stores: Stores, call: str) -> None:
-        for bad in HOSTILE_IDS:
-            with pytest.raises(ValueError, match="session id|session"):
-                CALLS[call](stores, bad)
-        assert not (stores.data_dir.parent / "etc").exists()
-        assert stores.ledger.sessions() == []
+    def test_every_method_refuses_a_path_like_session_id_naming_it(self, stores: Stores) -> None:
+        """One store for all of CALLS (a database each would cost more than the calls). The methods in
+        NOT_YET_REFUSED must still be the ones that do not refuse: fix one, and take it out of the set."""
+        kind = "files" if stores.database is None else "pg"
+        stores.ledger.append("s1", "user", "x")
+        refusal = re.compile(r"session id .*: must be 1-64 characters of letters, digits, '-' or '_'", re.S)
+        not_refused: dict[tuple[str, str], str] = {}
+        for call, run in sorted(CALLS.items()):
+            for bad in HOSTILE_IDS:
+                try:
+                    run(stores, bad)
+                except ValueError as exc:  # EventError, SearchError, EraseError, ForgetError: all ValueErrors
+                    if not refusal.fullmatch(str(exc)):
+                        not_refused[(kind, call)] = f"{bad!r}: {type(exc).__name__}: {exc}"
+                except Exception as exc:  # any other error is no refusal either (a NUL byte's DataError)
+                    not_refused[(kind, call)] = f"{bad!r}: {type(exc).__name__}: {exc}"
+                else:
+                    not_refused[(kind, call)] = f"{bad!r}: accepted"
+        assert set(not_refused) == {(k, c) for k, c in NOT_YET_REFUSED if k == kind}, not_refused
+        assert stores.ledger.sessions() == ["s1"] and not (stores.data_dir / "etc").exists()
+
+    def test_an_unknown_session_reads_as_empty_or_is_refused_naming_it(self, stores: Stores, key: SigningKey) -> None:
+        """What may read as empty (head, exists, search, receipts, checkpoint) does; what needs events (reading them,
+        verifying, erasing, forgetting, signing a checkpoint, a bundle's lines) is refused with a message naming the
+        session -- except files' stored_lines, whose FileNotFoundError names the missing events file instead."""
+        st = stores
+        st.ledger.append("other", "user", "my cat is called Miso")
+        assert st.ledger.head("nobody") == (0, GENESIS.hex()) and not st.ledger.exists("nobody")
+        assert st.ledger.last_written("nobody") is None
+        assert st.index.search("nobody", "cat").results == []
+        assert st.receipts.receipt_ids("nobody") == [] and st.receipts.stored_receipts("nobody") == []
+        assert st.receipts.latest_checkpoint("nobody") is None and st.receipts.pending_cites("nobody") == []
+        with pytest.raises(ReceiptNotFound, match="nobody"):
+            st.receipts.read_receipt("nobody", RID[0])
+        with pytest.raises(FileNotFoundError, match="session nobody: no such session"):
+            st.ledger.verify("nobody")
+        with pytest.raises(FileNotFoundError):
+            list(st.ledger.events("nobody"))
+        with pytest.raises(FileNotFoundError), st.ledger.stored_lines("nobody", 1):
+            pass
+        with pytest.raises(EraseError, match="session nobody: no such session"):
+            st.ledger.erase("nobody", [0])
+        with pytest.raises(ForgetError, match="session nobody: not in the ledger"):
+            st.index.forget_events("nobody", [0])
+        with pytest.raises(ValueError, match="session nobody: no events"), st.receipts.turn_lock("nobody"):
+            st.receipts.issue_checkpoint(st.ledger, "nobody", key)
+        assert st.ledger.sessions() == ["other"]
