@@ -113,11 +113,12 @@ def envelope(n: int) -> dict[str, Any]:
 class TestLedger:
     def test_appended_events_read_back_byte_identical_with_the_same_head(self, stores: Stores) -> None:
         led = stores.ledger
-        written = led.append_many("s1", texts("m0", "m1", "m2")) + [led.append("s1", "user", "m3", {"k": 1})]
+        written = led.append_many("s1", texts("m0", "m1", "m2"))
+        written.append(led.append("s1", "user", "café ☕ \"quoted\"\n\ttab", {"k": 1, "nested": {"e": ["é", -7, None, True]}}))
         read = list(led.events("s1"))
-        assert [e.seq for e in read] == [0, 1, 2, 3]
-        assert [(e.digest, e.chain, e.text, e.role) for e in read] == [(e.digest, e.chain, e.text, e.role) for e in written]
-        assert [e.text for e in led.read_events("s1", [3, 0])] == ["m3", "m0"]
+        assert [e.to_dict() for e in read] == [e.to_dict() for e in written]
+        assert [e.to_line() for e in read] == [e.to_line() for e in written] == stored(stores, "s1")
+        assert [e.to_dict() for e in led.read_events("s1", [3, 0])] == [written[3].to_dict(), written[0].to_dict()]
         assert led.head("s1") == (4, written[-1].chain)
         assert led.exists("s1") and led.sessions() == ["s1"]
 
@@ -242,6 +243,17 @@ class TestEraseAndSearch:
         assert not any("secret" in h.text for h in hits)
         assert stores.index.search("s1", "secret word").results == []
 
+    def test_the_index_catches_up_with_and_rebuilds_from_the_ledger_without_what_was_erased(self, stores: Stores) -> None:
+        stores.ledger.append_many("s1", texts("the secret word is kumquat", "noted", "a kumquat tree in the garden"))
+        stores.ledger.append("s2", "user", "a kumquat in another session")
+        stores.ledger.erase("s1", [0])
+        assert stores.index.catch_up() == []
+        for _ in range(2):
+            assert direct(stores.index.search("s1", "kumquat").results) == [2]
+            assert stores.index.search("s1", "secret word").results == []
+            assert direct(stores.index.search("s2", "kumquat").results) == [0]
+            assert stores.index.rebuild() == []
+
     def test_non_user_seqs_are_the_indexed_answers_after_a_seq(self, stores: Stores) -> None:
         stores.ledger.append_many("s1", texts("q0", "a1", "q2", "a3"))
         stores.index.index_session("s1")
@@ -295,7 +307,7 @@ class TestReceipts:
         def first() -> None:
             with stores.receipts.turn_lock("s1"):
                 held.set()
-                time.sleep(0.3)
+                time.sleep(0.5)
                 order.append("first out")
 
         def second(session: str, tag: str) -> None:
@@ -391,6 +403,23 @@ class TestProposals:
         assert store.load("ab" * 16) == pending
         assert store.spend("ab" * 16, "used") and not store.spend("ab" * 16, "cancelled")
         assert store.load("ab" * 16) is None and store.spent("ab" * 16) == "used"
+
+    def test_a_sweep_keeps_fresh_proposals_and_drops_them_past_their_lifetime(self, stores: Stores) -> None:
+        """The backends sweep by different clocks -- files by a proposal file's age (older than the lifetime and a
+        minute), PostgreSQL by its `expires` (a minute past) -- so the shared promise is stated where they agree: a
+        proposal made now with the store's lifetime survives a sweep now and is gone a lifetime and two minutes on; a
+        spent one's tombstone is gone two lifetimes and three minutes on."""
+        store = stores.receipts.proposals(600)
+        now = time.time()
+        store.save("s1", "ab" * 16, {"v": 1, "session": "s1", "expires": int(now) + 600})
+        store.save("s1", "cd" * 16, {"v": 1, "session": "s1", "expires": int(now) + 600})
+        store.spend("cd" * 16, "used")
+        store.sweep(now)
+        assert store.load("ab" * 16) is not None and store.spent("cd" * 16) == "used"
+        store.sweep(now + 600 + 120)
+        assert store.load("ab" * 16) is None and not store.spend("ab" * 16, "used")
+        store.sweep(now + 2 * 600 + 180)  # a spent token's tombstone: files drop it with the file, PostgreSQL a lifetime on
+        assert store.spent("cd" * 16) is None
 
     def test_forgetting_a_session_takes_its_proposals_waiting_or_spent(self, stores: Stores) -> None:
         store = stores.receipts.proposals(600)
