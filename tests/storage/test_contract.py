@@ -26,9 +26,10 @@ from ledger.erasing import EraseError
 from ledger.event import GENESIS
 from ledger.messages import Message
 from ledger.verify import StoredLinesChanged
+from receipts import merkle
 from receipts.body import dump_file
 from receipts.keys import SigningKey
-from receipts.stores import PendingCites, ReceiptNotFound
+from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound
 from retrieval.model import ForgetError, Hit
 from storage.stores import Stores, file_stores, pg_stores
 
@@ -350,6 +351,35 @@ class TestReceipts:
         assert stores.receipts.keep_checkpoint("s1", small, allow_shrink=True)
         assert stores.receipts.latest_checkpoint("s1") == small
 
+    def test_the_synced_tree_proves_every_event_and_its_growth_and_survives_erasure_and_a_drop(self, stores: Stores) -> None:
+        def leaves() -> list[bytes]:
+            return [merkle.leaf_hash(bytes.fromhex(e.digest)) for e in stores.ledger.events("s1")]
+
+        def tree_of() -> tuple[int, bytes, list[list[bytes]], MerkleTree]:
+            with stores.receipts.turn_lock("s1"):
+                tree = stores.receipts.synced_tree(stores.ledger, "s1")
+            return tree.size, tree.root(), [tree.inclusion_proof(i) for i in range(tree.size)], tree
+
+        stores.ledger.append_many("s1", texts(*(f"m{i}" for i in range(5))))
+        size, root, proofs, tree = tree_of()
+        tree.close()
+        assert size == 5 and root == merkle.root_from_leaf_hashes(leaves())
+        for i, proof in enumerate(proofs):
+            merkle.verify_inclusion(i, 5, leaves()[i], proof, root)
+        stores.ledger.append_many("s1", texts("m5", "m6", "m7"))
+        stores.ledger.erase("s1", [1])  # digests stay: the tree does not change, the erasure record is a new leaf
+        size2, root2, _, tree = tree_of()
+        try:
+            assert size2 == 9 and root2 == merkle.root_from_leaf_hashes(leaves())
+            merkle.verify_consistency(5, 9, tree.consistency_proof(5), root, root2)
+            assert tree.root(5) == root
+        finally:
+            tree.close()
+        stores.receipts.drop_tree("s1")
+        size3, root3, _, tree = tree_of()
+        tree.close()
+        assert (size3, root3) == (9, root2)
+
     def test_forgetting_a_session_leaves_no_receipt_cites_or_checkpoint(self, stores: Stores, key: SigningKey) -> None:
         stores.ledger.append_many("s1", texts("m0", "m1"))
         stores.receipts.write_receipt("s1", RID[0], envelope(0))
@@ -431,6 +461,17 @@ class TestProposals:
         store.forget_session("s1")
         assert store.spent("ab" * 16) is None and store.load("cd" * 16) is None
         assert store.load("ef" * 16) is not None
+
+
+# -- imported sessions ---------------------------------------------------------------------------------------------
+class TestImports:
+    def test_an_empty_store_has_no_imports_and_an_id_is_taken_once_a_session_has_it(self, stores: Stores) -> None:
+        imports = stores.ledger.imports()
+        assert imports.origins() == [] and imports.sweep() == []
+        assert imports.same_ledger("s1", "ed25519:x", 1, "00" * 32) is None
+        assert not imports.taken("s1")
+        stores.ledger.append("s1", "user", "hello")
+        assert imports.taken("s1")
 
 
 # -- session ids -----------------------------------------------------------------------------------------------
