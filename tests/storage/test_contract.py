@@ -37,11 +37,36 @@ HOSTILE_IDS = ["../etc", "a/b", "", "x" * 65, "a b", "s\x00", ".", "..", "é"]
 RID = ["rcpt_" + f"{i:032x}" for i in range(1, 6)]
 
 
+@pytest.fixture(scope="module")
+def pg_module_url(pg_server: Any) -> str:
+    """One database for the module's PostgreSQL tests, emptied after each (`emptied`): a database per test costs
+    more than the test, mostly at the server's shutdown."""
+    from tests import pg_support
+
+    return pg_support.fresh_database(pg_server)
+
+
+def emptied(url: str) -> None:
+    """Every table of the database emptied (the schema stays), and no schema but the ones it started with."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'")]
+        if tables:
+            conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        extra = conn.execute(
+            "SELECT quote_ident(nspname) FROM pg_namespace WHERE nspname NOT IN ('public', 'information_schema')"
+            " AND nspname NOT LIKE 'pg\\_%'"
+        ).fetchall()
+        for (schema,) in extra:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
 @pytest.fixture(params=["files", pytest.param("pg", marks=pytest.mark.pg)])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    """A fresh, empty deployment of each kind: DATA_DIR in the test's own folder, and on PostgreSQL the module's
+    database, empty."""
     data = tmp_path / "data"
     (data / "sessions").mkdir(parents=True)
-    url = request.getfixturevalue("pg_url") if request.param == "pg" else None
+    url = request.getfixturevalue("pg_module_url") if request.param == "pg" else None
     opened = file_stores(data) if url is None else pg_stores(url, data)
     try:
         yield opened
@@ -50,6 +75,8 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
             opened.index.close()
             opened.ledger.close()
         opened.close()
+        if url is not None:
+            emptied(url)
 
 
 @pytest.fixture(scope="module")
