@@ -12,6 +12,7 @@ UPDATE through the database): `tamper` below is the only place that knows where 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -84,6 +85,20 @@ def key() -> SigningKey:
     return SigningKey.generate()
 
 
+@contextlib.contextmanager
+def second(stores: Stores) -> Iterator[Stores]:
+    """Another deployment object over the same place (what another process or replica opens)."""
+    db = stores.database
+    other = file_stores(stores.data_dir) if db is None else pg_stores(db.url, stores.data_dir)
+    try:
+        yield other
+    finally:
+        if other.database is None:
+            other.index.close()
+            other.ledger.close()
+        other.close()
+
+
 def texts(*words: str) -> list[Message]:
     return [Message("user" if i % 2 == 0 else "assistant", w, {}) for i, w in enumerate(words)]
 
@@ -147,6 +162,7 @@ class TestLedger:
         assert [e.to_dict() for e in read] == [e.to_dict() for e in written]
         assert [e.to_line() for e in read] == [e.to_line() for e in written] == stored(stores, "s1")
         assert [e.to_dict() for e in led.read_events("s1", [3, 0])] == [written[3].to_dict(), written[0].to_dict()]
+        assert [e.to_dict() for e in led.events("s1", 2)] == [e.to_dict() for e in written[2:]]
         assert led.head("s1") == (4, written[-1].chain)
         assert led.exists("s1") and led.sessions() == ["s1"]
 
@@ -171,16 +187,9 @@ class TestLedger:
 
     def test_a_second_store_over_the_same_place_continues_the_same_chain(self, stores: Stores) -> None:
         a = stores.ledger.append("s1", "user", "one")
-        db = stores.database
-        other = file_stores(stores.data_dir) if db is None else pg_stores(db.url, stores.data_dir)
-        try:
+        with second(stores) as other:
             b = other.ledger.append("s1", "assistant", "two")
             assert b.seq == 1 and b.prev == a.chain and other.ledger.verify("s1").ok
-        finally:
-            if other.database is None:
-                other.index.close()
-                other.ledger.close()
-            other.close()
         assert stores.ledger.head("s1") == (2, b.chain) and stores.ledger.verify("s1").ok
 
     def test_a_session_verifies_with_its_count_and_head(self, stores: Stores) -> None:
@@ -260,6 +269,15 @@ class TestEraseAndSearch:
         kept = stores.ledger.read_events("s1", [0, 2])
         assert [e.chain for e in kept] == [written[0].chain, written[2].chain]
 
+    @pytest.mark.parametrize("seqs", [[3], [1], [], [-1], [True]], ids=["beyond", "erased", "none", "negative", "bool"])
+    def test_an_erasure_the_session_cannot_take_is_refused_and_changes_nothing(self, stores: Stores, seqs: list[int]) -> None:
+        stores.ledger.append_many("s1", texts("m0", "m1", "m2"))
+        stores.ledger.erase("s1", [1])
+        before = stored(stores, "s1")
+        with pytest.raises(EraseError):
+            stores.ledger.erase("s1", seqs)
+        assert stored(stores, "s1") == before and stores.ledger.verify("s1").ok
+
     def test_search_does_not_find_what_was_forgotten(self, stores: Stores) -> None:
         stores.ledger.append_many("s1", texts("the secret word is kumquat", "noted", "a kumquat tree in the garden"))
         stores.index.index_session("s1")
@@ -328,7 +346,9 @@ class TestReceipts:
         stores.receipts.drop_cites("s1", RID[0])
         assert stores.receipts.pending_cites("s1") == []
 
-    def test_the_turn_lock_serialises_one_session_and_not_another(self, stores: Stores) -> None:
+    @pytest.mark.parametrize("where", ["same store", "second store"])
+    def test_the_turn_lock_serialises_one_session_and_not_another(self, stores: Stores, where: str) -> None:
+        """`second store`: another Stores over the same place (another process, or replica, on the same database)."""
         order: list[str] = []
         held = threading.Event()
 
@@ -338,17 +358,22 @@ class TestReceipts:
                 time.sleep(0.5)
                 order.append("first out")
 
-        def second(session: str, tag: str) -> None:
+        def then(st: Stores, session: str, tag: str) -> None:
             held.wait(5)
-            with stores.receipts.turn_lock(session):
+            with st.receipts.turn_lock(session):
                 order.append(tag)
 
-        threads = [threading.Thread(target=first), threading.Thread(target=second, args=("s1", "same in")),
-                   threading.Thread(target=second, args=("s2", "other in"))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(10)
+        with contextlib.ExitStack() as stack:
+            other = stores if where == "same store" else stack.enter_context(second(stores))
+            threads = [
+                threading.Thread(target=first),
+                threading.Thread(target=then, args=(other, "s1", "same in")),
+                threading.Thread(target=then, args=(other, "s2", "other in")),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(10)
         assert order == ["other in", "first out", "same in"]
 
     def test_an_issued_checkpoint_is_kept_and_read_back_over_the_ledgers_head(self, stores: Stores, key: SigningKey) -> None:
