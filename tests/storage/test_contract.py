@@ -30,7 +30,7 @@ from ledger.verify import StoredLinesChanged
 from receipts import merkle
 from receipts.body import dump_file
 from receipts.keys import SigningKey
-from receipts.stores import MerkleTree, PendingCites, ReceiptNotFound
+from receipts.stores import ImportFailed, MerkleTree, PendingCites, ReceiptNotFound
 from retrieval.model import ForgetError, Hit
 from storage.stores import Stores, file_stores, pg_stores
 
@@ -191,6 +191,11 @@ class TestLedger:
             b = other.ledger.append("s1", "assistant", "two")
             assert b.seq == 1 and b.prev == a.chain and other.ledger.verify("s1").ok
         assert stores.ledger.head("s1") == (2, b.chain) and stores.ledger.verify("s1").ok
+
+    def test_sessions_are_listed_in_byte_order(self, stores: Stores) -> None:
+        for session in ("b", "a", "C", "a-1", "a_1"):
+            stores.ledger.append(session, "user", "hi")
+        assert stores.ledger.sessions() == sorted(["b", "a", "C", "a-1", "a_1"])
 
     def test_a_session_verifies_with_its_count_and_head(self, stores: Stores) -> None:
         written = stores.ledger.append_many("s1", texts(*(f"m{i}" for i in range(6))))
@@ -524,6 +529,17 @@ class TestImports:
         assert not imports.taken("s1")
         stores.ledger.append("s1", "user", "hello")
         assert imports.taken("s1")
+
+    def test_opening_an_import_that_is_not_there_differs_by_backend(self, stores: Stores) -> None:
+        """PostgreSQL refuses it (ImportFailed: a schema each, and there is none). Files: an imported session is a
+        folder, so opening a missing one finds an empty ledger -- no session in it."""
+        opening = stores.ledger.imports().open("nothing-here")
+        if stores.database is None:
+            with opening as imported:
+                assert imported.ledger.sessions() == []
+        else:
+            with pytest.raises(ImportFailed, match="no such import"), opening:
+                pass
 
 
 # -- session ids -----------------------------------------------------------------------------------------------
