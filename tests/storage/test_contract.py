@@ -4,10 +4,14 @@ tests/pg_support.py), and for each method the services call on `stores.ledger`, 
 and `stores.rows`, the behaviour both must share. Each test name states the property.
 
 Where the backends legitimately differ, the test says so in its docstring and checks each side's own promise:
-a receipt's *copy* (files: the receipt file is the record; PostgreSQL: the row is, and a copy is written only when
-asked), the derived rows' generation (files: rebuilt from receipt files; PostgreSQL: the rows are the record), and
-where the record is kept (`kept_elsewhere`). Tampering goes around the contract on purpose (the JSONL file, or an
-UPDATE through the database): `tamper` below is the only place that knows where the bytes live.
+where a receipt is kept (files: the receipt file is the record; PostgreSQL: the row is, a copy only when asked),
+the derived rows' generation (files: rebuilt from receipt files; PostgreSQL: the rows are the record), where the
+record is kept (`kept_elsewhere`), stored_lines' byte count (a progress figure), the clock a proposal sweep goes
+by, and opening an import that is not there. Methods that do not yet refuse a path-like session id on one backend
+are listed in NOT_YET_REFUSED, which the test insists on exactly.
+
+Tampering goes around the contract on purpose (`tamper`: the JSONL file, or SQL through the database). On
+PostgreSQL the module shares one database, emptied after each test (`emptied`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ def pg_module_url(pg_server: Any) -> str:
 def emptied(url: str) -> None:
     """Every table of the database emptied (the schema stays), and no schema but the ones it started with."""
     with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '10s'")  # a connection the test left holding a lock: fail, do not hang
         tables = [r[0] for r in conn.execute("SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'")]
         if tables:
             conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
@@ -227,7 +232,8 @@ class TestLedger:
         stores.ledger.append_many("s1", texts(*(f"m{i}" for i in range(5))))
         tamper(stores, "s1", "insert", 2)
         report = stores.ledger.verify("s1")
-        assert not report.ok and report.brk is not None and report.brk.message
+        assert not report.ok and report.brk is not None and report.brk.kind == "seq_repeat" and report.brk.seq == 2
+        assert report.events == (3 if stores.database is None else 5)  # verified before the repeated line
 
 
 # -- ledger: last written, idle sessions, where the record is -------------------------------------------------
@@ -413,9 +419,9 @@ class TestReceipts:
             return [merkle.leaf_hash(bytes.fromhex(e.digest)) for e in stores.ledger.events("s1")]
 
         def tree_of() -> tuple[int, bytes, list[list[bytes]], MerkleTree]:
-            with stores.receipts.turn_lock("s1"):
+            with stores.receipts.turn_lock("s1"):  # the caller holds the lock while it reads the tree
                 tree = stores.receipts.synced_tree(stores.ledger, "s1")
-            return tree.size, tree.root(), [tree.inclusion_proof(i) for i in range(tree.size)], tree
+                return tree.size, tree.root(), [tree.inclusion_proof(i) for i in range(tree.size)], tree
 
         stores.ledger.append_many("s1", texts(*(f"m{i}" for i in range(5))))
         size, root, proofs, tree = tree_of()
