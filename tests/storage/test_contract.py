@@ -29,7 +29,7 @@ import pytest
 
 from ledger.erasing import EraseError
 from ledger.event import GENESIS
-from ledger.messages import Message
+from ledger.messages import ImportError_, Message
 from ledger.verify import StoredLinesChanged
 from receipts import merkle
 from receipts.body import dump_file
@@ -196,6 +196,15 @@ class TestLedger:
             b = other.ledger.append("s1", "assistant", "two")
             assert b.seq == 1 and b.prev == a.chain and other.ledger.verify("s1").ok
         assert stores.ledger.head("s1") == (2, b.chain) and stores.ledger.verify("s1").ok
+
+    def test_an_import_appends_after_the_events_there_and_a_bad_line_writes_nothing(self, stores: Stores) -> None:
+        stores.ledger.append("s1", "user", "before")
+        imported = stores.ledger.import_jsonl("s1", [b'{"role":"user","text":"%s"}\n' % t for t in (b"a", b"b", b"c")])
+        assert [e.seq for e in imported] == [1, 2, 3] and [e.text for e in stores.ledger.events("s1")] == ["before", "a", "b", "c"]
+        before = stored(stores, "s1")
+        with pytest.raises(ImportError_, match="line 2"):
+            stores.ledger.import_jsonl("s1", [b'{"role":"user","text":"d"}\n', b'{"role":"robot","text":"x"}\n'])
+        assert stored(stores, "s1") == before and stores.ledger.verify("s1").ok
 
     def test_sessions_are_listed_in_byte_order(self, stores: Stores) -> None:
         for session in ("b", "a", "C", "a-1", "a_1"):
