@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ledger.event import validate_session_id
 from storage import BackendError
 from storage.pg import sql
 from storage.pg.connect import Database
@@ -87,6 +88,7 @@ class PgProposals:
 
     def forget_session(self, session: str) -> None:
         """Every proposal of the session, waiting or spent (a deleted session leaves no question behind)."""
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         with self.db.transaction() as conn:
             conn.execute(sql.PROPOSAL_DELETE_SESSION, (session,))
 

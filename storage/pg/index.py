@@ -117,6 +117,7 @@ class PgIndex(Forgetting):
     def non_user_seqs(self, session: str, after_seq: int) -> list[int]:
         """The seqs of the session's indexed events after `after_seq` whose role is not 'user', ascending (as
         Index.non_user_seqs)."""
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         with self.db.connection() as conn:
             return [int(r[0]) for r in conn.execute(sql.SEARCH_NON_USER_SEQS, (session, after_seq)).fetchall()]
 

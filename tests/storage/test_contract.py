@@ -591,21 +591,11 @@ CALLS: dict[str, Callable[[Stores, str], object]] = {
     "proposals.forget_session": lambda st, s: st.receipts.proposals(600).forget_session(s),
 }
 
-# Gaps the suite found (2026-12-06): these methods do not refuse a path-like id on that backend (the test below
-# insists on exactly this set, so a fix must take its entry out). Files' last_written("..") answers DATA_DIR's own mtime and
-# stored_receipts("..") lists DATA_DIR/receipts/: a path-like id reaches the file system there. The rows (files)
-# and PostgreSQL's proposals only use the id as an SQL parameter, but keep rows under a session that cannot exist.
-NOT_YET_REFUSED = {
-    ("files", "ledger.last_written"),
-    ("files", "receipts.stored_receipts"),
-    ("files", "rows.record_cites"),
-    ("files", "rows.citing_answers"),
-    ("files", "rows.answered"),
-    ("files", "rows.forget_rows"),
-    ("files", "index.non_user_seqs"),
-    ("pg", "index.non_user_seqs"),
-    ("pg", "proposals.forget_session"),
-}
+# Gaps the suite found (2026-12-06), fixed the same day: files' last_written("..") answered DATA_DIR's own mtime,
+# stored_receipts("..") listed DATA_DIR/receipts/, the file rows, both indexes' non_user_seqs and PostgreSQL's
+# proposals took any id. Every method now refuses a path-like id on both backends; a method that stops refusing one
+# goes here (and the test below fails until it does).
+NOT_YET_REFUSED: set[tuple[str, str]] = set()
 
 
 class TestSessionIds:

@@ -145,6 +145,7 @@ class Searching(Indexing):
         """The seqs of the session's indexed events after `after_seq` that are not the person's own (every role but
         'user': assistant, system, tool), ascending (chat.withheld asks which of them no turn's cites account for).
         Nothing indexed: []."""
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         row = self._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
         if row is None:
             return []

@@ -102,6 +102,7 @@ class Ledger(Appending, Erasing, Reading):
     def last_written(self, session: str) -> float | None:
         """When the session's ledger was last written (its events file's mtime; the folder's if there is none), or
         None when there is no such session."""
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         sdir = self.sessions_dir / session
         try:
             log_file = sdir / EVENTS_FILE

@@ -128,6 +128,7 @@ class FileBackend:
 
     def stored_receipts(self, session: str) -> list[tuple[str, Callable[[], bytes]]]:
         """The receipt files of the session (regular files named by a receipt id; a link is no receipt), by name."""
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         folder = self.data_dir / "sessions" / session / "receipts"
         if not folder.is_dir():
             return []
@@ -430,15 +431,18 @@ class IndexRows:
             )
 
     def record_cites(self, session: str, receipt_id: str, answer_seq: int, cited: Iterable[int]) -> None:
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         with self.index.write() as db:
             files.record_cites(db, session, receipt_id, answer_seq, cited)
 
     def citing_answers(self, session: str, seqs: Collection[int]) -> list[tuple[int, int]]:
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         with self.index.read() as conn:
             return files.citing_answers(conn, session, seqs)
 
     def answered(self, session: str, after_seq: int) -> set[int]:
         """The answers after `after_seq` whose turn's cites are recorded."""
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         with self.index.read() as conn:
             rows = conn.execute(
                 "SELECT DISTINCT answer_seq FROM receipt_cites WHERE session = ? AND answer_seq > ?", (session, after_seq)
@@ -446,6 +450,7 @@ class IndexRows:
         return {int(r[0]) for r in rows}
 
     def forget_rows(self, session: str, receipt_ids: Sequence[str] | None = None) -> None:
+        validate_session_id(session)  # a path-like id is refused before any file or row is touched
         with self.index.write() as db:
             files.forget_rows(db, session, receipt_ids)
 
