@@ -1,7 +1,7 @@
 """Command line: `python -m ledger import|list|verify|repair|export|migrate ...` (a thin layer over the library).
 
 import (signing a checkpoint with DATA_DIR's key), list, verify (--since too) and repair use PostgreSQL when their
-DATA argument is a postgresql:// URL or $DATABASE_URL is set (cli/prog_ledger_pg.py, storage/pg/repair.py); export and
+DATA argument is a postgresql:// URL or $DATABASE_URL is set (cli/prog_ledger_pg.py; what differs per backend is dispatched in storage/admin.py); export and
 migrate are PostgreSQL's own.
 """
 
@@ -236,6 +236,7 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
 
     from cli.stores import opened_stores
     from cli.support import CliError
+
     with ExitStack() as stack:
         # DATA a URL: no data directory, so no own key (an empty private folder stands in for one)
         home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-no-data-"))) if _is_url(raw) else existing_data_dir(raw)
