@@ -27,24 +27,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ledger import importer
-from ledger.listing import SessionSummary, last_ts
 from storage.common.retrieval.connection import INDEX_FILE
-from storage.files.ledger import import_records as _file_imports
-from storage.files.ledger import listing_files as _file_listing
-from storage.files.ledger import repair_files as _file_repair
 from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
-from storage.stores import Stores
 
 if TYPE_CHECKING:
     from ledger.event import Event
     from ledger.imports import ImportRecord
+    from ledger.listing import SessionSummary
     from ledger.repair import Cut, Diagnosis
     from receipts.checkpoints import SinceReport
     from receipts.keys import PublicKey, SigningKey
     from retrieval.config import IndexConfig
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
+    from storage.stores import Stores
 
     LedgerStore: TypeAlias = Ledger | PgLedger  # either backend's ledger (storage.api_faces.LedgerStore)
     SearchIndex: TypeAlias = Index | PgIndex  # either backend's search index
@@ -107,7 +104,11 @@ def list_sessions(ledger: LedgerStore, progress: Any = None) -> list[SessionSumm
     """One summary per session (events, last activity, verified from genesis or its first break); `progress`
     (tqdm-like) is updated with the bytes verified."""
     if isinstance(ledger, Ledger):
-        return _file_listing.list_sessions(ledger, progress)
+        from storage.files.ledger.listing_files import list_sessions as list_files
+
+        return list_files(ledger, progress)
+    from ledger.listing import SessionSummary, last_ts
+
     rows = []
     for name in ledger.sessions():
         report = ledger.verify(name, progress=progress)
@@ -129,14 +130,18 @@ def stage_import(
 def previous_import(ledger: LedgerStore, session: str, digest: str) -> ImportRecord | None:
     """The earlier import of the file whose sha256 is `digest` into `session`, if the session still holds it."""
     if isinstance(ledger, Ledger):
-        return _file_imports.previous_import(ledger, session, digest)
+        from storage.files.ledger.import_records import previous_import as previous_file_import
+
+        return previous_file_import(ledger, session, digest)
     return ledger.previous_import(session, digest)
 
 
 def record_import(ledger: LedgerStore, session: str, digest: str, events: Sequence[Event], file: str) -> ImportRecord:
     """Remember that `file` (sha256 `digest`) was imported into `session` as `events` (previous_import finds it)."""
     if isinstance(ledger, Ledger):
-        return _file_imports.record_import(ledger, session, digest, events, file)
+        from storage.files.ledger.import_records import record_import as record_file_import
+
+        return record_file_import(ledger, session, digest, events, file)
     return ledger.record_import(session, digest, events, file)
 
 
@@ -163,7 +168,9 @@ def signing(ledger: LedgerStore, session: str) -> Iterator[Signer]:
 def diagnose(ledger: LedgerStore, session: str, progress: Any = None) -> Diagnosis:
     """A session's first break and what a repair would cut (ledger.repair.Diagnosis); reads only."""
     if isinstance(ledger, Ledger):
-        return _file_repair.diagnose(ledger, session, progress)
+        from storage.files.ledger.repair_files import diagnose as diagnose_files
+
+        return diagnose_files(ledger, session, progress)
     from storage.pg import repair as pg_repair
 
     return pg_repair.diagnose(ledger, session, progress)
@@ -179,7 +186,7 @@ def repair(
     re-indexed only when it exists). `key` signs a checkpoint of what is left (`unsigned` says why not when None).
     On PostgreSQL the cut rows go to the database's ledger_cuts, with a copy in `copy_dir` when given.
     RepairRefused (nothing changed) when the cut is not one the ledger allows."""
-    if isinstance(where, Stores):
+    if not isinstance(where, Ledger):
         if not isinstance(where.ledger, Ledger):
             from storage.pg import repair as pg_repair
 
@@ -190,12 +197,13 @@ def repair(
 
 def _repair_files(ledger: Ledger, session: str, seq: int, key: SigningKey | None, unsigned: str) -> tuple[Cut, list[str]]:
     """repair on files: cut, drop the Merkle tree, sign, drop the audit cache, re-index when DATA_DIR has an index."""
+    from storage.files.ledger.repair_files import truncate_at
     from storage.files.receipts.audit import forget_cache
 
     data = ledger.data_dir
     refreshed = []
     with signing(ledger, session) as sign:
-        cut = _file_repair.truncate_at(ledger, session, seq)
+        cut = truncate_at(ledger, session, seq)
         shutil.rmtree(data / "merkle" / session, ignore_errors=True)  # the producer's tree: rebuilt from the ledger
         refreshed.append("dropped the Merkle tree")
         if key is None:
