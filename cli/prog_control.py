@@ -38,8 +38,7 @@ from control.supersession import HistoryEntry, history, supersede
 from ledger.event import EventError, validate_session_id
 from receipts.keys import KeyConfigError
 from retrieval.model import RetrievalError
-from storage import BackendError
-from storage.files.ledger.store import Ledger
+from storage import BackendError, admin
 
 if TYPE_CHECKING:
     from storage.stores import Stores
@@ -252,7 +251,7 @@ def _ask_first(args: argparse.Namespace, data: Path, stores: Stores | None) -> i
     try:
         if args.value is None:
             on = get_consent(where, args.session)
-            if not on and not (stores.ledger if stores is not None else Ledger(data, record_tails=False)).exists(args.session):
+            if not on and not (stores.ledger if stores is not None else admin.file_ledger(data, record_tails=False)).exists(args.session):
                 return fail(f"settings: session {args.session} is unknown in {stores.where if stores is not None else data}")
         else:
             on = set_consent(where, args.session, args.value == "on")

@@ -1,7 +1,7 @@
 """Command line: `python -m ledger import|list|verify|repair|export|migrate ...` (a thin layer over the library).
 
 import (signing a checkpoint with DATA_DIR's key), list, verify (--since too) and repair use PostgreSQL when their
-DATA argument is a postgresql:// URL or $DATABASE_URL is set (cli/prog_ledger_pg.py, storage/pg/repair.py); export and
+DATA argument is a postgresql:// URL or $DATABASE_URL is set (cli/prog_ledger_pg.py; what differs per backend is dispatched in storage/admin.py); export and
 migrate are PostgreSQL's own.
 """
 
@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.support import EXIT_FAILED as EXIT_BROKEN
 from cli.support import (
@@ -37,10 +36,10 @@ from ledger.imports import ImportRecordError, already_imported
 from ledger.messages import ImportError_
 from ledger.repair import CUT_PREFIX, Cut, Diagnosis, RepairRefused
 from ledger.verify import SessionReport, erased_words
-from storage.files.ledger.import_records import previous_import, record_import
-from storage.files.ledger.listing_files import list_sessions
-from storage.files.ledger.repair_files import diagnose, truncate_at
-from storage.files.ledger.store import Ledger
+from storage import admin
+
+if TYPE_CHECKING:
+    from storage.admin import FileLedger, LedgerStore
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -49,16 +48,10 @@ def _lines(path: Path) -> Iterator[bytes]:
 
 
 def _import_signer(data_dir: Path) -> tuple[Any, str]:
-    """The data directory's signing key (or None) and why not. Never creates a key.
+    """The data directory's signing key (or None) and why not. Never creates a key."""
+    from storage.local import load_existing
 
-    The receipts package sits above the ledger: it is imported here, lazily,
-    only by the command line.
-    """
-    try:
-        from storage.files.receipts.checkpoint_files import existing_key
-    except ImportError:  # pragma: no cover - the ledger used on its own
-        return None, "no checkpoint signed (the receipts package is not available)"
-    key = existing_key(data_dir)
+    key = load_existing(data_dir)
     return key, "" if key is not None else f"no checkpoint signed (no signing key for {data_dir})"
 
 
@@ -99,11 +92,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         key, unsigned = _import_signer(data)
     except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
         return fail(f"{exc}; nothing was imported")
-    ledger = Ledger(data)
+    ledger = admin.file_ledger(data)
     progress = _progress("importing", " lines")
     try:  # every line is validated (and encoded) before the data directory is created or anything is written
         with _no_gc():
-            staged = importer.stage(ledger, args.session, _lines(src), progress, allow_system=args.allow_system, content=True)
+            staged = admin.stage_import(ledger, args.session, _lines(src), progress, allow_system=args.allow_system, content=True)
     except ImportError_ as exc:
         return fail(f"{src}: {exc}; nothing was imported")
     except OSError as exc:
@@ -113,23 +106,20 @@ def cmd_import(args: argparse.Namespace) -> int:
             progress.close()
     digest = staged.sha256
     assert digest is not None
-    lock: AbstractContextManager[Any] = nullcontext()
+    lock: AbstractContextManager[admin.Signer | None] = nullcontext()
     if key is not None:
-        from storage.files.receipts import files
-        from storage.local import issue_file_checkpoint
-
-        lock = files.session_turn_lock(data, args.session)  # the engine's lock: no turn signs in between
+        lock = admin.signing(ledger, args.session)  # the engine's lock: no turn signs in between
     try:
-        if not args.allow_duplicates and data.is_dir() and (seen := previous_import(ledger, args.session, digest)):
+        if not args.allow_duplicates and data.is_dir() and (seen := admin.previous_import(ledger, args.session, digest)):
             return fail(already_imported(src, seen, args.session))
         make_data_dir(data)
-        with lock:
+        with lock as sign:
             with _no_gc():
                 events = importer.commit(ledger, staged)
-            record_import(ledger, args.session, digest, events, src.name)
-            if key is not None:
+            admin.record_import(ledger, args.session, digest, events, src.name)
+            if sign is not None:
                 try:
-                    cp = issue_file_checkpoint(data, ledger, args.session, key)
+                    cp = sign(key)
                 except (OSError, ValueError) as exc:
                     print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_BROKEN)
@@ -153,15 +143,9 @@ def _progress(desc: str, unit: str, total: int | None = None) -> Any:
 
 
 @contextmanager
-def _bytes_progress(desc: str, paths: list[Path]) -> Iterator[Any]:
-    """A bar over the bytes of `paths` on a terminal (closed after); None when stderr is not one."""
-    total = 0
-    for path in paths:
-        try:
-            total += path.stat().st_size
-        except OSError:
-            pass
-    progress = _progress(desc, "B", total)
+def _bytes_progress(desc: str, ledger: LedgerStore, sessions: list[str]) -> Iterator[Any]:
+    """A bar over the bytes of the sessions' ledgers on a terminal (closed after); None when stderr is not one."""
+    progress = _progress(desc, "B", admin.session_bytes(ledger, sessions))
     try:
         yield progress
     finally:
@@ -214,7 +198,7 @@ def cmd_verify_since(args: argparse.Namespace, url: str | None = None) -> int:
         trusted = load_trust(args.trust)
         if url is not None:
             report = _prove_since_database(url, args.data_dir, session, kept, trusted, args.full)
-        elif not Ledger(data).exists(session):
+        elif not admin.file_ledger(data).exists(session):
             return fail(f"session {session}: no such session in {data}")
         else:
             report = prove_since(data, session, kept, trusted, full=args.full)
@@ -252,18 +236,15 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
 
     from cli.stores import opened_stores
     from cli.support import CliError
-    from storage.offline import prove_since
-    from storage.pg.ledger import PgLedger
 
     with ExitStack() as stack:
         # DATA a URL: no data directory, so no own key (an empty private folder stands in for one)
         home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-no-data-"))) if _is_url(raw) else existing_data_dir(raw)
         stores = stack.enter_context(opened_stores(home, url))
         led = stores.ledger
-        assert isinstance(led, PgLedger)
         if not led.exists(session):
             raise CliError(f"session {session}: no such session in {stores.where}")
-        return prove_since(home, session, kept, trusted, full=full, source=led, read_latest=stores.receipts.latest_checkpoint)
+        return admin.prove_since(stores, session, kept, trusted, full=full)
 
 
 def _database_for(raw: str) -> str | None:
@@ -292,12 +273,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
             reports = pg_cli.verify_reports(url, args.sessions, _bar("verifying"))
         else:
-            ledger = Ledger(data)
+            ledger = admin.file_ledger(data)
             names = args.sessions or ledger.sessions()
             for name in names:
                 if not ledger.exists(name):
                     return fail(f"session {name}: no such session in {data}")
-            with _bytes_progress("verifying", [ledger.log_path(name) for name in names]) as progress:
+            with _bytes_progress("verifying", ledger, names) as progress:
                 reports = [ledger.verify(name, progress=progress) for name in names]
     except EventError as exc:
         return fail(str(exc))
@@ -333,9 +314,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = pg_cli.list_rows(url, _bar("verifying"))
     else:
         data = existing_data_dir(args.data_dir)
-        ledger = Ledger(data)
-        with _bytes_progress("verifying", [ledger.log_path(s) for s in ledger.sessions()]) as progress:
-            rows = list_sessions(ledger, progress)
+        ledger = admin.file_ledger(data)
+        with _bytes_progress("verifying", ledger, ledger.sessions()) as progress:
+            rows = admin.list_sessions(ledger, progress)
     broken = [r for r in rows if not r.ok]
     if args.json:
         print(json.dumps({"ok": not broken, "sessions": [r.to_dict() for r in rows]}, indent=2))
@@ -365,18 +346,18 @@ def cmd_repair(args: argparse.Namespace) -> int:
         validate_session_id(args.session)
     except EventError as exc:
         return fail(str(exc))
-    ledger = Ledger(data)
+    ledger = admin.file_ledger(data)
     if not ledger.exists(args.session):
         return fail(f"session {args.session}: no such session in {data}")
     if args.truncate_at is None:
-        with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
-            d = diagnose(ledger, args.session, progress)
+        with _bytes_progress("verifying", ledger, [args.session]) as progress:
+            d = admin.diagnose(ledger, args.session, progress)
         return _show_repair(d, str(data), args, "beside the ledger")
     try:
         cut, refreshed = _repair(data, ledger, args.session, args.truncate_at)
     except RepairRefused as exc:
         return fail(f"{exc}; nothing was changed")
-    with _bytes_progress("verifying", [ledger.log_path(args.session)]) as progress:
+    with _bytes_progress("verifying", ledger, [args.session]) as progress:
         after = ledger.verify(args.session, progress=progress)
     return _show_cut(cut, after, refreshed, args, "")
 
@@ -389,8 +370,6 @@ def _repair_database(url: str, args: argparse.Namespace) -> int:
 
     from cli.stores import opened_stores
     from storage import redact
-    from storage.pg import repair as pg_repair
-    from storage.pg.ledger import PgLedger
 
     try:
         validate_session_id(args.session)
@@ -403,13 +382,12 @@ def _repair_database(url: str, args: argparse.Namespace) -> int:
         shown = str(home) if given else redact(url)
         stores = stack.enter_context(opened_stores(home, url))
         led = stores.ledger
-        assert isinstance(led, PgLedger)
         if not led.exists(args.session):
             return fail(f"session {args.session}: no such session in {stores.where}")
         if args.truncate_at is None:
-            bar = _bar("verifying")(led.size_bytes(args.session))
+            bar = _bar("verifying")(admin.session_bytes(led, [args.session]))
             try:
-                d = pg_repair.diagnose(led, args.session, bar)
+                d = admin.diagnose(led, args.session, bar)
             finally:
                 if bar is not None:
                     bar.close()
@@ -421,10 +399,10 @@ def _repair_database(url: str, args: argparse.Namespace) -> int:
             key, unsigned = None, f"no checkpoint signed ({exc})"
         copy_dir = home / "sessions" / args.session if given else None
         try:
-            cut, refreshed = pg_repair.repair(stores, args.session, args.truncate_at, key, unsigned, copy_dir=copy_dir)
+            cut, refreshed = admin.repair(stores, args.session, args.truncate_at, key, unsigned, copy_dir=copy_dir)
         except RepairRefused as exc:
             return fail(f"{exc}; nothing was changed")
-        bar = _bar("verifying")(led.size_bytes(args.session))
+        bar = _bar("verifying")(admin.session_bytes(led, [args.session]))
         try:
             after = led.verify(args.session, progress=bar)
         finally:
@@ -472,43 +450,14 @@ def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) 
     return EXIT_BROKEN
 
 
-def _repair(data: Path, ledger: Ledger, session: str, seq: int) -> tuple[Cut, list[str]]:
-    """Cut under the engine's turn lock (no turn or import signs in between), then refresh what derives from the ledger."""
-    try:
-        from storage.files.receipts import files
-        from storage.files.receipts.audit import forget_cache
-        from storage.local import issue_file_checkpoint
-    except ImportError:  # pragma: no cover - the ledger used on its own
-        return truncate_at(ledger, session, seq), []
-    refreshed = []
+def _repair(data: Path, ledger: FileLedger, session: str, seq: int) -> tuple[Cut, list[str]]:
+    """Cut under the engine's turn lock (no turn or import signs in between), then refresh what derives from the
+    ledger (storage.admin.repair), signing with DATA_DIR's key when it has one."""
     try:
         key, unsigned = _import_signer(data)
     except ValueError as exc:  # a key that cannot be used: the repair still happens, unsigned, and says so
         key, unsigned = None, f"no checkpoint signed ({exc})"
-    with files.session_turn_lock(data, session):
-        cut = truncate_at(ledger, session, seq)
-        shutil.rmtree(data / "merkle" / session, ignore_errors=True)  # the producer's tree: rebuilt from the ledger
-        refreshed.append("dropped the Merkle tree")
-        if key is None:
-            refreshed.append(unsigned)
-        else:
-            try:
-                cp = issue_file_checkpoint(data, ledger, session, key)
-                refreshed.append(f"signed a checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}")
-            except (OSError, ValueError) as exc:
-                refreshed.append(f"the checkpoint could not be signed ({exc})")
-    forget_cache(data, session)  # this verifier's audit cache: the next check re-walks
-    refreshed.append("dropped the audit cache")
-    from storage.files.retrieval.db import INDEX_FILE, Index
-
-    if (data / INDEX_FILE).exists():  # the index is derived: re-indexed from the ledger (never created here)
-        index = Index(data, ledger)
-        try:
-            index.index_session(session)
-        finally:
-            index.close()
-        refreshed.append("re-indexed the session")
-    return cut, refreshed
+    return admin.repair(ledger, session, seq, key, unsigned)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -13,41 +13,38 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.stores import quiet_pool
 from cli.support import EXIT_FAILED, EXIT_OK, CliError, existing_data_dir, fail, given_path
 from ledger import importer
 from ledger.event import EventError, validate_session_id
 from ledger.imports import already_imported
-from ledger.listing import SessionSummary, last_ts
+from ledger.listing import SessionSummary
 from ledger.messages import ImportError_
 from ledger.verify import SessionReport
-from storage import BackendError, is_database_url, redact
+from storage import BackendError, admin, is_database_url, redact
 from storage.local import fsync_dir, open_private
-from storage.pg.connect import Database
-from storage.pg.ledger import PgLedger
+
+if TYPE_CHECKING:
+    from storage.admin import DatabaseLedger
 
 CONNECT_TIMEOUT_S = 5  # a command line waits this long for an unreachable server
 
 
 @contextmanager
-def opened(url: str) -> Iterator[PgLedger]:
-    """A PgLedger over its own pool, closed after; CliError (one line) when the server cannot be used.
+def opened(url: str) -> Iterator[DatabaseLedger]:
+    """The database's ledger over its own pool, closed after (storage.admin.database_ledger); CliError (one line)
+    when the server cannot be used.
 
     The pool's own log of each failed attempt is silenced: the one error line says what failed.
     """
     quiet_pool()
     try:
-        db = Database(url, max_size=2, timeout=CONNECT_TIMEOUT_S)
+        with admin.database_ledger(url, timeout=CONNECT_TIMEOUT_S) as led:
+            yield led
     except BackendError as exc:
         raise CliError(str(exc)) from None
-    try:
-        yield PgLedger(db)
-    except BackendError as exc:
-        raise CliError(str(exc)) from None
-    finally:
-        db.close()
 
 
 def verify_reports(url: str, sessions: list[str], progress: Callable[[int], Any]) -> list[SessionReport]:
@@ -57,7 +54,7 @@ def verify_reports(url: str, sessions: list[str], progress: Callable[[int], Any]
         for name in names:
             if not led.exists(name):
                 raise CliError(f"session {name}: no such session in {redact(url)}")
-        bar = progress(sum(led.size_bytes(n) for n in names))
+        bar = progress(admin.session_bytes(led, names))
         try:
             return [led.verify(name, progress=bar) for name in names]
         finally:
@@ -68,15 +65,9 @@ def verify_reports(url: str, sessions: list[str], progress: Callable[[int], Any]
 def list_rows(url: str, progress: Callable[[int], Any]) -> list[SessionSummary]:
     """`python -m ledger list` rows for every session of the database (verified from genesis)."""
     with opened(url) as led:
-        names = led.sessions()
-        bar = progress(sum(led.size_bytes(n) for n in names))
+        bar = progress(admin.session_bytes(led, led.sessions()))
         try:
-            rows = []
-            for name in names:
-                report = led.verify(name, progress=bar)
-                size, last = led.last_line(name)
-                rows.append(SessionSummary(name, size, last_ts(last), report))
-            return rows
+            return admin.list_sessions(led, bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -97,7 +88,7 @@ def cmd_import(
         return fail(str(exc))
     with opened(url) as led:
         try:
-            staged = led.stage_import(args.session, lines, progress, allow_system=args.allow_system, content=True)
+            staged = admin.stage_import(led, args.session, lines, progress, allow_system=args.allow_system, content=True)
         except ImportError_ as exc:
             return fail(f"{src}: {exc}; nothing was imported")
         except OSError as exc:
@@ -108,21 +99,16 @@ def cmd_import(
         digest = staged.sha256
         assert digest is not None
         with ExitStack() as stack:
-            backend = None
+            sign = None
             if key is not None:
-                from storage.pg.receipts import PgReceipts
-
-                backend = stack.enter_context(PgReceipts(led.db))
-                stack.enter_context(backend.turn_lock(args.session))  # no turn signs in between
-            if not args.allow_duplicates and (seen := led.previous_import(args.session, digest)):
+                sign = stack.enter_context(admin.signing(led, args.session))  # no turn signs in between
+            if not args.allow_duplicates and (seen := admin.previous_import(led, args.session, digest)):
                 return fail(already_imported(src, seen, args.session))
             events = importer.commit(led, staged)
-            led.record_import(args.session, digest, events, src.name)
-            if backend is not None:
-                from storage.common.checkpoint_issue import issue
-
+            admin.record_import(led, args.session, digest, events, src.name)
+            if sign is not None:
                 try:
-                    cp = issue(backend, led, args.session, key)
+                    cp = sign(key)
                 except (OSError, ValueError) as exc:
                     print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_FAILED)
@@ -173,7 +159,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int:
     """Move a file-backed data directory's ledgers into the database (verified, resumable)."""
-    from storage.migrate import migrate, run_extra_steps
+    from storage.migrate import migrate
 
     try:  # the receipts' step (another package above the ledger): registered when it is there
         from storage.migrate_receipts import register
@@ -185,9 +171,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
     data = existing_data_dir(args.data_dir)
     if not is_database_url(args.database_url):
         return fail(f"{redact(args.database_url)!r}: expected a postgresql:// URL (DATABASE_URL)")
-    from storage.files.ledger.store import Ledger
-
-    files = Ledger(data, record_tails=False)
+    files = admin.file_ledger(data, record_tails=False)
     names = args.sessions or files.sessions()
     for name in names:
         try:
@@ -195,12 +179,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
                 return fail(f"session {name}: no such session in {data}")
         except EventError as exc:
             return fail(str(exc))
-    total = 0
-    for name in names:
-        try:
-            total += files.log_path(name).stat().st_size
-        except OSError:
-            pass
+    total = admin.session_bytes(files, names)
     with opened(args.database_url) as led:
         bar = progress(2 * total)  # each byte read twice: verified, then compared or copied
         try:
@@ -210,7 +189,7 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
                 bar.close()
         refused = [m for m in done if m.status == "refused"]
         _print_migrated(done)
-        extra = run_extra_steps(data, led.db)
+        extra = admin.migrate_extras(data, led)
     failed = [line for ok, line in extra if not ok]
     for ok, line in extra:
         print(line if ok else f"FAILED  {line}")

@@ -20,13 +20,12 @@ then, so the file path's start-up time is untouched.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -35,8 +34,11 @@ from ledger import EventError, validate_session_id
 from ledger.corrupted import LedgerCorrupted
 from retrieval.explain import explain_lines
 from retrieval.model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
-from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import INDEX_FILE, Index
+from storage import admin
+from storage.admin import INDEX_FILE
+
+if TYPE_CHECKING:
+    from storage.admin import LedgerStore
 
 USAGE_ERROR = 2
 
@@ -105,13 +107,10 @@ def _progress_bar(ledger: Any) -> Any:
 def _indexing_bar(index: Any, session: str) -> Any:
     """A bar for the indexing a search must do first (the first search after an import), on a terminal only
     (on files: PostgreSQL's index shows none)."""
-    if not sys.stderr.isatty() or not isinstance(index, Index):
+    if not sys.stderr.isatty():
         return None
-    count = index.ledger.head(session)[0]
-    with index.read() as conn:
-        row = conn.execute("SELECT last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
-    todo = count - (int(row[0]) + 1 if row is not None else 0)
-    if todo < BAR_FROM_EVENTS:
+    todo = admin.events_to_index(index, session)
+    if todo is None or todo < BAR_FROM_EVENTS:
         return None
     from tqdm import tqdm
 
@@ -129,9 +128,9 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     url = _database()
     if url is not None:
         return _rebuild_database(data_dir, url)
-    ledger = Ledger(data_dir)
+    ledger = admin.file_ledger(data_dir)
     started = time.perf_counter()
-    index = Index(data_dir, ledger)
+    index = admin.file_index(data_dir, ledger)
     bar = _progress_bar(ledger)
     counted = {"events": 0}
 
@@ -148,9 +147,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     _save_control_states(ledger)
     for w in index.warnings + warnings:
         print(f"warning: {w}", file=sys.stderr)
-    with index.read() as conn:
-        sessions, events = conn.execute("SELECT count(*), coalesce(sum(last_seq + 1), 0) FROM watermarks").fetchone()
-    size = sum(p.stat().st_size for p in data_dir.glob("index.sqlite*") if "corrupt" not in p.name)
+    sessions, events = admin.index_totals(index)
+    size = admin.file_index_bytes(data_dir)
     index.close()
     print(
         f"rebuilt {index.path}: {sessions} sessions, {events} events in "
@@ -187,7 +185,7 @@ def _rebuild_database(data_dir: Path, url: str) -> int:
     return 0
 
 
-def _save_control_states(ledger: Ledger) -> None:
+def _save_control_states(ledger: LedgerStore) -> None:
     """A rebuild is a writer's command: leave each session's control-state.json up to date (control.state_file), so
     the searches that follow, which only read, fold only what is appended after it."""
     from control.revocation import current  # the edge only: control builds on this package, not the reverse
@@ -254,7 +252,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     url = _database()
     ledger = None
     if url is None:
-        ledger = Ledger(data_dir, record_tails=False)  # searching only reads: no tail record written back either
+        ledger = admin.file_ledger(data_dir, record_tails=False)  # searching only reads: no tail record written back either
         if not ledger.exists(args.session):
             raise UsageError(f"session {args.session}: no such session in {data_dir}")
         ledger.head(args.session)  # raises LedgerCorrupted (exit 2) when the ledger does not verify
@@ -270,11 +268,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         assert url is not None
         return _search_database(args, data_dir, url, queries, k)
     scratch: tempfile.TemporaryDirectory[str] | None = None
-    if os.path.lexists(data_dir / INDEX_FILE):
-        index = Index(data_dir, ledger)
+    if admin.has_file_index(data_dir):
+        index = admin.file_index(data_dir, ledger)
     else:  # searching only reads: with no index yet, use a throwaway one rather than create DATA_DIR/index.sqlite
         scratch = tempfile.TemporaryDirectory(prefix="mre-search-")
-        index = Index(scratch.name, ledger)
+        index = admin.file_index(scratch.name, ledger)
         print(f"note: {data_dir} has no {INDEX_FILE}; searched a temporary index (`python -m retrieval rebuild {data_dir}` builds one)", file=sys.stderr)
     try:
         return _search(args, index, queries, k)
