@@ -241,7 +241,7 @@ def _prove_since_database(url: str, raw: str, session: str, kept: Any, trusted: 
         # DATA a URL: no data directory, so no own key (an empty private folder stands in for one)
         home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-no-data-"))) if _is_url(raw) else existing_data_dir(raw)
         stores = stack.enter_context(opened_stores(home, url))
-        led = stores.ledger
+        led = admin.ledger_of(stores)
         if not led.exists(session):
             raise CliError(f"session {session}: no such session in {stores.where}")
         return admin.prove_since(stores, session, kept, trusted, full=full)
@@ -381,7 +381,7 @@ def _repair_database(url: str, args: argparse.Namespace) -> int:
         home = existing_data_dir(args.data_dir) if given else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-no-data-")))
         shown = str(home) if given else redact(url)
         stores = stack.enter_context(opened_stores(home, url))
-        led = stores.ledger
+        led = admin.ledger_of(stores)
         if not led.exists(args.session):
             return fail(f"session {args.session}: no such session in {stores.where}")
         if args.truncate_at is None:

@@ -24,7 +24,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ledger import importer
 from storage.common.retrieval.connection import INDEX_FILE
@@ -84,6 +84,11 @@ def file_index_bytes(data_dir: str | os.PathLike[str]) -> int:
 
 
 # --- either backend -----------------------------------------------------------------------------------------------
+
+
+def ledger_of(stores: Stores) -> LedgerStore:
+    """The stores' ledger as the maintenance functions here take it (either backend's own class)."""
+    return cast("LedgerStore", stores.ledger)
 
 
 def session_bytes(ledger: LedgerStore, sessions: Iterable[str]) -> int:
@@ -245,7 +250,7 @@ def prove_since(stores: Stores, session: str, kept: Mapping[str, Any], trusted: 
     ledger = stores.ledger
     if isinstance(ledger, Ledger):
         return prove(stores.data_dir, session, kept, trusted, full=full)
-    return prove(stores.data_dir, session, kept, trusted, full=full, source=ledger, read_latest=stores.receipts.latest_checkpoint)
+    return prove(stores.data_dir, session, kept, trusted, full=full, source=cast("PgLedger", ledger), read_latest=stores.receipts.latest_checkpoint)
 
 
 # --- the database's own -------------------------------------------------------------------------------------------
