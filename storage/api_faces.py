@@ -1,11 +1,10 @@
 """The storage contract's methods the faces and services needed to stop asking which backend they have (issue 29:
 no `kind`, no cast to a backend class, no `storage.pg` import in chat/, bundle/, webui/, app.py).
 
-To be merged into storage/api.py (LedgerStore, SearchIndex, ReceiptStore, SessionState): each fragment below lists
-the methods added, with signature and meaning; both backends implement every one of them, the file side on the
-file classes (storage.files.ledger.store.Ledger, storage.files.retrieval.db.Index, storage.files.receipts.file_backend.FileBackend / IndexRows), the
-PostgreSQL side in storage/pg/*. Until then `LedgerStore` and `SearchIndex` here are the union of the two
-backends' classes (as `Stores.ledger` / `Stores.index` are typed), so the upper layers name no backend class.
+The Protocol fragments here (LedgerFaces, ReceiptRowsFaces, ReceiptBackendFaces, BundleImportsFaces) are bases of
+storage/api.py's LedgerStore, ReceiptRowStore and ReceiptStore; both backends implement every method, the file side
+in storage/files/, the PostgreSQL side in storage/pg/. The functions below open what a caller given a folder and no
+Stores needs (imports_at, ledger_and_receipts_at, reader_ledger, proposals_at).
 """
 
 from __future__ import annotations
