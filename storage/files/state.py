@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from ledger.event import EventError, validate_session_id
-from storage.api import SessionState, SettingsError, SettingsStore, Suggestion, SuggestionStore
 from storage.common.fsmode import private_dir, replace_durable
+from storage.contract import SessionState, SettingsError, SettingsStore, Suggestion, SuggestionStore
 
 SETTINGS_FILE = "settings.json"  # DATA_DIR/sessions/<session>/settings.json: {"consent": true|false, "v": 1}
 SETTINGS_VERSION = 1

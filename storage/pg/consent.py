@@ -133,7 +133,7 @@ class PgSuggestions:
                 conn.execute(sql.SUGGESTION_ADD, (session, x.new_seq, x.older_seq, x.new_id, x.older_id, x.suggested_by, x.at))
 
     def all(self, session: str) -> list[Any]:
-        from storage.api import Suggestion
+        from storage.contract import Suggestion
 
         with self.db.transaction() as conn:
             rows = conn.execute(sql.SUGGESTION_ALL, (session,)).fetchall()

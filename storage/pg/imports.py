@@ -47,7 +47,7 @@ from storage.pg.receipts import PgReceipts
 
 if TYPE_CHECKING:
     from receipts.verify import Report
-    from storage.stores import Stores
+    from storage.contract import Stores
 
 log = logging.getLogger("bundle")
 STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (storage.files.receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
@@ -86,12 +86,13 @@ def _find(db: Database, local: str) -> tuple[Origin, str] | None:
 def _schema_stores(db: Database, data_dir: Path, schema: str) -> Iterator[Stores]:
     """The four stores over one import's schema (a pool of its own, closed after). No receipt copies in DATA_DIR:
     an imported session's receipts are not a visitor's to download there."""
-    from storage.stores import Stores
+    from storage.contract import Stores
+    from storage.pg.consent import PgSessionState
 
     schema_db = Database(schema_url(db.url, schema), min_size=1, max_size=2)
     ledger = PgLedger(schema_db)
     backend = PgReceipts(schema_db)
-    opened = Stores("postgresql", data_dir, ledger, PgIndex(schema_db, ledger), backend, backend, schema_db)
+    opened = Stores("postgresql", data_dir, ledger, PgIndex(schema_db, ledger), backend, backend, schema_db, PgSessionState(schema_db, data_dir))
     try:
         yield opened
     finally:

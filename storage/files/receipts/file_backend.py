@@ -36,7 +36,7 @@ from storage.files.receipts import files
 
 if TYPE_CHECKING:
     from receipts.verify import Report
-    from storage.stores import Stores
+    from storage.contract import Stores
 
 log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
 
@@ -323,15 +323,16 @@ class FileImports:
     @contextmanager
     def open(self, local: str) -> Iterator[Stores]:
         """The imported session's ledger, index, receipts and checkpoint, in its folder (closed after)."""
+        from storage.contract import Stores
         from storage.files.ledger.store import Ledger
         from storage.files.retrieval.db import Index
-        from storage.stores import Stores
+        from storage.files.state import FileSessionState
 
         folder = self.folder(local)
         led = Ledger(folder)
         idx = Index(folder, led)
         try:
-            yield Stores("files", folder, led, idx, FileBackend(folder), IndexRows(idx))
+            yield Stores("files", folder, led, idx, FileBackend(folder), IndexRows(idx), state=FileSessionState(folder))
         finally:
             idx.close()
             led.close()
