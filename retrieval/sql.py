@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+INDEX_FILE = "index.sqlite"  # the file backend's index: DATA_DIR/index.sqlite (derived, rebuildable)
+
 SCHEMA_VERSION = 3  # 3: control events (revoke/restore) get no row (indexing.skipped); an index of 2 is rebuilt
 SEQ_BITS = 32
 MAX_SEQ = (1 << SEQ_BITS) - 1

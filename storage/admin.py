@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ledger import importer
-from storage.common.retrieval.connection import INDEX_FILE
+from retrieval.sql import INDEX_FILE
 from storage.files.ledger.store import Ledger
-from storage.files.retrieval.db import Index
 
 if TYPE_CHECKING:
     from ledger.event import Event
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from receipts.checkpoints import SinceReport
     from receipts.keys import PublicKey, SigningKey
     from retrieval.config import IndexConfig
+    from storage.files.retrieval.db import Index  # imported where used: it loads sqlite_utils (and pandas), ~0.5 s
     from storage.pg.index import PgIndex
     from storage.pg.ledger import PgLedger
     from storage.stores import Stores
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     SearchIndex: TypeAlias = Index | PgIndex  # either backend's search index
 
 FileLedger: TypeAlias = Ledger  # the ledger in DATA_DIR's files (file_ledger)
-FileIndex: TypeAlias = Index  # DATA_DIR's index.sqlite, or a throwaway one (file_index)
+FileIndex: TypeAlias = "Index"  # DATA_DIR's index.sqlite, or a throwaway one (file_index)
 DatabaseLedger: TypeAlias = "PgLedger"  # a PostgreSQL database's ledger (database_ledger)
 
 Signer: TypeAlias = Callable[["SigningKey"], dict[str, Any]]
@@ -63,6 +63,8 @@ def file_ledger(data_dir: str | os.PathLike[str], *, record_tails: bool = True) 
 
 def file_index(folder: str | os.PathLike[str], ledger: Ledger, *, config: IndexConfig | None = None) -> Index:
     """The SQLite search index in `folder` (made there when missing) over `ledger`; close it after."""
+    from storage.files.retrieval.db import Index
+
     return Index(folder, ledger, config=config)
 
 
@@ -222,6 +224,8 @@ def _repair_files(ledger: Ledger, session: str, seq: int, key: SigningKey | None
     forget_cache(data, session)  # this verifier's audit cache: the next check re-walks
     refreshed.append("dropped the audit cache")
     if (data / INDEX_FILE).exists():  # the index is derived: re-indexed from the ledger (never created here)
+        from storage.files.retrieval.db import Index
+
         index = Index(data, ledger)
         try:
             index.index_session(session)
@@ -234,6 +238,8 @@ def _repair_files(ledger: Ledger, session: str, seq: int, key: SigningKey | None
 def events_to_index(index: SearchIndex, session: str) -> int | None:
     """How many of the session's events the index has still to index before a search (for a progress bar); None
     when the index does not say (PostgreSQL's)."""
+    from storage.files.retrieval.db import Index
+
     if not isinstance(index, Index):
         return None
     count = index.ledger.head(session)[0]

@@ -31,6 +31,7 @@ import sqlite_utils
 from retrieval import sql
 from retrieval.config import IndexConfig
 from retrieval.model import IndexUnavailable
+from retrieval.sql import INDEX_FILE as INDEX_FILE
 from storage.common.fsmode import open_private, private_dir
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from storage.files.ledger.store import Ledger
 
 log = logging.getLogger("retrieval")
-INDEX_FILE = "index.sqlite"
 BUSY_MS = 30_000
 # retrieval_meta key, "1" when every free byte of the file is known to be zero (written with secure_delete
 # since it was created, or vacuumed since): otherwise the first purge runs VACUUM
