@@ -26,6 +26,7 @@ from receipts.keys import (
     parse_private_key,
 )
 from storage.common.fsmode import PRIVATE_DIR, open_private, private_dir
+from storage.common.fsmode import write_all as _write_all
 
 
 def keys_dir(data_dir: str | os.PathLike[str]) -> Path:
@@ -258,11 +259,6 @@ def _sync_public_file(kdir: Path, pub: PublicKey) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     _fsync_dir(kdir)
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

@@ -12,8 +12,8 @@ from ledger.appending import Appended, append_messages
 from ledger.bulk import Block, chain
 from ledger.event import Event
 from ledger.messages import Message, validate_message
+from storage.common.fsmode import write_all as _write_all
 from storage.files.ledger.recovery import Recovery, _stat_key, _Tail
-from storage.files.ledger.sessions import _write_all
 
 
 class Appending(Recovery):

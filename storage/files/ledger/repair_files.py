@@ -21,8 +21,9 @@ from ledger.repair import (
 )
 from ledger.verify import read_chunks, split_lines, verify_stream
 from storage.common.cut_file import write_cut
+from storage.common.fsmode import write_all as _write_all
 from storage.files.ledger import tailrecord
-from storage.files.ledger.store import Ledger, _write_all
+from storage.files.ledger.store import Ledger
 
 
 def _line_offsets(path: Path, upto: int) -> tuple[int, int]:

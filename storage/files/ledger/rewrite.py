@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ledger.chunks import Chunk, ChunkLog, hash_range
 from storage.common.fsmode import open_private
+from storage.common.fsmode import write_all as _write_all
 
 TEMP_SUFFIX = ".erasing"
 # Crash tests set this to a function that is called at each named step of a rewrite
@@ -51,11 +52,6 @@ def _fsync_dir(path: Path) -> None:
     finally:
         os.close(fd)
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _copy(src: int, dst: int, start: int, end: int) -> None:

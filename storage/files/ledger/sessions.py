@@ -32,11 +32,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
 
 class Sessions:
     """Paths, locks and cached descriptors of the sessions under one data directory (Ledger's base)."""

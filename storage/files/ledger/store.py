@@ -51,7 +51,6 @@ from storage.files.ledger.recovery import RECORD_MIN_LINES as RECORD_MIN_LINES
 from storage.files.ledger.recovery import Quarantine as Quarantine
 from storage.files.ledger.sessions import MAX_OPEN_SESSIONS as MAX_OPEN_SESSIONS
 from storage.files.ledger.sessions import _fsync_dir as _fsync_dir
-from storage.files.ledger.sessions import _write_all as _write_all
 
 if TYPE_CHECKING:
     from storage.files.receipts.file_backend import FileImports

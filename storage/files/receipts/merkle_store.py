@@ -37,6 +37,7 @@ from types import TracebackType
 
 from receipts.merkle import EMPTY_ROOT, HASH_SIZE, leaf_hash, node_hash, split_point
 from storage.common.fsmode import open_private, private_dir, write_private
+from storage.common.fsmode import write_all as _write_all
 from storage.common.tree_errors import MerkleStoreError
 
 FORMAT_FILE = "FORMAT"
@@ -403,7 +404,3 @@ class MerkleStore:
             )
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
