@@ -7,8 +7,9 @@ Revoke is not erasure: the words stay in the ledger, unused (forget destroys the
 
 `current(ledger, session)` is the state now, cached per session (in the process, and on disk in
 control-state.json: control.state_file) and brought up to date from the ledger's new events (the caller holds
-the turn lock when it needs the state not to move). On any other ledger (PostgreSQL) nothing is persisted: the
-state is derived from the session's role 'system' events, which the store selects (LedgerStore.system_events: every
+the turn lock when it needs the state not to move). On files the lines appended since are found by the backend's
+byte search (Ledger.system_lines, storage/files/ledger/control_scan.py) and folded here. On any other ledger
+(PostgreSQL) nothing is persisted: the state is derived from the session's role 'system' events, which the store selects (LedgerStore.system_events: every
 control, supersession and erasure record, the only lines that change it), cached in the process and extended
 by the system events appended since; control-state.json is the file backend's cache only.
 
@@ -37,15 +38,13 @@ from ledger.controls import CONTROL_TEXTS, MAX_CONTROL_REASON, RESTORE, REVOKE, 
 from ledger.event import (
     EVENT_ID_RE,
     EventError,
-    erasure_record_text,
     event_from_dict,
     is_erasure_record,
     validate_session_id,
 )
-from ledger.supersessions import SUPERSEDE_TEXT, is_control_record
+from ledger.supersessions import is_control_record
 from receipts.keys import SigningKey
-from storage.api import file_ledger
-from storage.files.ledger import tailrecord
+from storage.api import LineMark, SystemLines, file_ledger
 from storage.local import load_or_create
 
 if TYPE_CHECKING:
@@ -104,21 +103,23 @@ class _Derived:
 SAVE_EVERY = 1024  # a fresh process folds at most this many lines' worth of bytes the file did not cover
 
 class _FileLedger(Protocol):
-    """What the O(1) control-state path reads of a ledger kept as files in DATA_DIR (its log by byte offsets, the
-    folder control-state.json sits in): the file backend's Ledger, named by shape so control imports no backend."""
+    """What the O(1) control-state path asks of a ledger kept as files in DATA_DIR (the file backend's Ledger, named by
+    shape so control imports no backend): its system lines by a byte search of the log, and the cached state."""
 
     data_dir: Path
     record_tails: bool
 
     def head(self, session: str) -> tuple[int, str]: ...
 
-    def log_path(self, session: str) -> Path: ...
-
-    def session_dir(self, session: str) -> Path: ...
-
     def events(self, session: str) -> Iterator[Event]: ...
 
     def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]: ...
+
+    def system_lines(self, session: str, count: int, head: str, after: LineMark | None) -> SystemLines | None: ...
+
+    def control_state_cache(self, session: str) -> bytes | None: ...
+
+    def keep_control_state_cache(self, session: str, data: bytes) -> None: ...
 
 
 _cache: dict[tuple[str, str], _Derived] = {}
@@ -150,7 +151,8 @@ def current(ledger: AnyLedger, session: str, *, save: bool = False) -> ControlSt
     else:
         derived = _extended(fl, session, cached, count, head) if cached is not None else None
     if derived is None:
-        disk = state_file.load(fl.session_dir(session))
+        cached_bytes = fl.control_state_cache(session)
+        disk = None if cached_bytes is None else state_file.decode(cached_bytes)
         if disk is not None:
             base = _Derived(disk.state, disk.start, disk.end, _counts(disk.state))
             derived = _extended(fl, session, base, count, head)
@@ -158,7 +160,7 @@ def current(ledger: AnyLedger, session: str, *, save: bool = False) -> ControlSt
         derived = _derived_in_full(fl, session, count, head)
     if save and fl.record_tails and derived.worth_saving():
         try:
-            state_file.save(fl.session_dir(session), derived.saved())
+            fl.keep_control_state_cache(session, state_file.encode(derived.saved()))
             derived.on_disk = _counts(derived.state)
         except OSError:
             pass  # a hint: the next process derives it again
@@ -209,74 +211,6 @@ def _counts(state: ControlState) -> tuple[int, int, int]:
     return state.size, len(state.controls), len(state.supersessions.links)
 
 
-# Every control event's line holds its text verbatim: canonical JSON (docs/FORMAT.md §1) writes the top-level
-# field as `"text":"[control record: revoke]"` (restore, supersede alike: CONTROL_TEXTS, SUPERSEDE_TEXT), with
-# nothing to escape. A user's text holding these bytes is escaped (`\"text\":…`); an erased line has no text.
-# An erasure record's line holds `"text":"[erasure record: ` (ledger.event.erasure_record_text) the same way.
-_NEEDLE = b'"text":"[control record: '
-_ERASURE_NEEDLE = b'"text":"[erasure record: '
-assert all(('"text":"' + t).encode().startswith(_NEEDLE) for t in (*CONTROL_TEXTS.values(), SUPERSEDE_TEXT))
-assert ('"text":"' + erasure_record_text(1)).encode().startswith(_ERASURE_NEEDLE)
-READ_SIZE = 1 << 22
-
-
-class _Reader(Protocol):
-    def read(self, n: int, /) -> bytes: ...
-
-
-def _scan(f: _Reader, offset: int, first: int, count: int, needles: tuple[bytes, ...]) -> tuple[list[tuple[int, bytes]], tuple[int, bytes] | None]:
-    """Lines first..count-1 of a log read from `f`, positioned at byte `offset`, the start of line `first` (no parse).
-
-    Returns the lines holding one of `needles` as (seq, line without its newline), in order — every control event
-    among them; a match elsewhere (a meta value) is a line parsed for nothing — and (byte offset, bytes) of line
-    count-1, or None when the file ends before it."""
-    out: list[tuple[int, bytes]] = []
-    seq, pos, buf = first, offset, b""  # seq: the line buf starts with; pos: buf's offset in the file
-    while True:
-        block = f.read(READ_SIZE)
-        if not block:
-            return out, None
-        buf = buf + block if buf else block
-        end = buf.rfind(b"\n") + 1  # whole lines only: a line across reads is searched once it is whole
-        if end == 0:
-            continue
-        at = 0
-        for i in sorted({i for needle in needles for i in _finds(buf, needle, end)}):
-            ls = buf.rfind(b"\n", 0, i) + 1
-            if ls < at:
-                continue  # a second match in a line already taken
-            line = seq + buf.count(b"\n", at, ls)
-            if line >= count:
-                break
-            le = buf.index(b"\n", i)
-            out.append((line, buf[ls:le]))
-            seq, at = line + 1, le + 1
-            if seq == count:  # that match was the last line
-                return out, (pos + ls, out[-1][1])
-        n = buf.count(b"\n", at, end)
-        if seq + n >= count:
-            p = at
-            for _ in range(count - 1 - seq):
-                p = buf.index(b"\n", p) + 1
-            return out, (pos + p, buf[p : buf.index(b"\n", p)])
-        seq, pos, buf = seq + n, pos + end, buf[end:]
-
-
-def _finds(buf: bytes, needle: bytes, end: int) -> list[int]:
-    out = []
-    i = buf.find(needle, 0, end)
-    while i >= 0:
-        out.append(i)
-        i = buf.find(needle, i + 1, end)
-    return out
-
-
-def _control_candidates(path: Path, count: int) -> list[int]:
-    """The seqs among the first `count` lines of the log at `path` that may be control events, by a byte search."""
-    with open(path, "rb") as f:
-        return [seq for seq, _ in _scan(f, 0, 0, count, (_NEEDLE,))[0]]
-
-
 def _roles(ledger: AnyLedger | _FileLedger, session: str) -> RoleOf:
     """role_of for ControlState.apply: the role of the event at a seq, read from the ledger (asked only for the newer
     statement of a supersession record, so rarely)."""
@@ -305,16 +239,6 @@ def _fold(state: ControlState, lines: list[tuple[int, bytes]], role_of: RoleOf) 
     return True
 
 
-def _last_chain(raw: bytes, seq: int) -> str | None:
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if type(obj) is not dict or obj.get("seq") != seq or type(obj.get("chain")) is not str:
-        return None
-    return str(obj["chain"])
-
-
 def _extended(ledger: _FileLedger, session: str, base: _Derived, count: int, head: str) -> _Derived | None:
     """`base` brought up to the first `count` events (the last with chain `head`) by folding only the lines after it;
     None when its prefix is not the log's (the line at its span is not its last event) or the fold cannot be trusted."""
@@ -322,49 +246,16 @@ def _extended(ledger: _FileLedger, session: str, base: _Derived, count: int, hea
     if not 0 < st.size <= count:
         return None
     try:
-        with open(ledger.log_path(session), "rb") as f:
-            raw = tailrecord.line_at(f.fileno(), base.start, base.end)
-            if raw is None:  # an erasure shortened a line before it (or the file is another): find it by seq
-                span = _find_line(f.fileno(), st.size - 1)
-                if span is None:
-                    return None
-                base = _Derived(st, span[0], span[1], base.on_disk)
-                raw = tailrecord.line_at(f.fileno(), base.start, base.end)
-            if raw is None or _last_chain(raw, st.size - 1) != st.head:
-                return None
-            if st.size == count:
-                return base if st.head == head else None
-            f.seek(base.end)
-            lines, last = _scan(f, base.end, st.size, count, (_NEEDLE, _ERASURE_NEEDLE))
+        found = ledger.system_lines(session, count, head, LineMark(st.size - 1, st.head, base.start, base.end))
     except OSError:
         return None
-    if last is None or _last_chain(last[1], count - 1) != head:
+    if found is None:
         return None
     state = st.copy()
-    if not _fold(state, lines, _roles(ledger, session)):
+    if not _fold(state, found.lines, _roles(ledger, session)):
         return None
     state.size, state.head = count, head
-    return _Derived(state, last[0], last[0] + len(last[1]) + 1, base.on_disk)
-
-
-def _find_line(fd: int, seq: int) -> tuple[int, int] | None:
-    """(start, end) of the line of `seq` in the log open at `fd`, by bisection (O(log n) lines parsed), or None."""
-    size = os.fstat(fd).st_size
-    back = min(size, tailrecord.MAX_LINE_BYTES)
-    end_bytes = os.pread(fd, min(back, 1 << 16), size - min(back, 1 << 16))
-    if not end_bytes.endswith(b"\n"):
-        return None  # a torn tail: the ledger's own open deals with it
-    i = end_bytes.rfind(b"\n", 0, len(end_bytes) - 1)
-    if i < 0 and len(end_bytes) < size:
-        return None  # a last line longer than the read: leave it to the full derivation
-    last = size - len(end_bytes) + i + 1
-    try:
-        last_seq = orjson.loads(end_bytes[i + 1 :]).get("seq")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    if type(last_seq) is not int:
-        return None
-    return tailrecord.find_line(fd, seq, size, last, last_seq + 1)
+    return _Derived(state, found.last.start, found.last.end, base.on_disk)
 
 
 def _derived_in_full(ledger: _FileLedger, session: str, count: int, head: str) -> _Derived:
@@ -372,11 +263,10 @@ def _derived_in_full(ledger: _FileLedger, session: str, count: int, head: str) -
     lines that may be control events (a byte search finds them): the other events change nothing but size and head.
     At 1M events (565 MB) the first turn of a process took 1.5 s instead of 7-11 s (a busy 2-core machine)."""
     state = ControlState()
-    with open(ledger.log_path(session), "rb") as f:
-        lines, last = _scan(f, 0, 0, count, (_NEEDLE,))
-    if last is not None and _last_chain(last[1], count - 1) == head and _fold(state, lines, _roles(ledger, session)):
+    found = ledger.system_lines(session, count, head, None)
+    if found is not None and _fold(state, found.lines, _roles(ledger, session)):
         state.size, state.head = count, head
-        return _Derived(state, last[0], last[0] + len(last[1]) + 1)
+        return _Derived(state, found.last.start, found.last.end)
     # the file is not the one head() described (replaced meanwhile): the slow way, every line parsed
     state = derive(itertools.islice(ledger.events(session), count))
     state.size, state.head = count, head

@@ -14,26 +14,23 @@ hold in the ledger (which never quote a memory: control.plan.quoted); no memory 
 
 Line 1: canonical-enough JSON of the state (orjson, sorted keys); line 2: its sha256, hex.
 
-The file backend's only: on PostgreSQL no such file is written; control.revocation derives the state from the
-session's role 'system' rows, which the server selects, and caches it in the process.
+This module only encodes and decodes; the file is read and written by the file backend (its Ledger's
+control_state_cache / keep_control_state_cache, storage/files/ledger/control_scan.py). On PostgreSQL no such file
+is written; control.revocation derives the state from the session's role 'system' rows, which the server selects,
+and caches it in the process.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from control.state import ControlState, Revocation
 from control.supersession_state import Supersession, SupersessionState
-from storage.local import open_private
 
-STATE_FILE = "control-state.json"
 VERSION = 2  # 2: folded with issue 28's rule (a supersession whose `new` is not a user statement is none); a 1 is derived again
-MAX_BYTES = 256 << 20  # a state this big is not one this code wrote: derive it again
 
 
 class Saved(NamedTuple):
@@ -42,10 +39,6 @@ class Saved(NamedTuple):
     state: ControlState
     start: int  # byte offset of the line of seq state.size - 1
     end: int  # byte offset just after it (its newline included): where the next line starts
-
-
-def state_path(session_dir: Path) -> Path:
-    return session_dir / STATE_FILE
 
 
 def encode(saved: Saved) -> bytes:
@@ -111,33 +104,3 @@ def decode(data: bytes) -> Saved | None:
         links.append(Supersession(*x))
     state = ControlState(size, head, revoked, list(controls), SupersessionState.from_links(links))
     return Saved(state, start, end)
-
-
-def load(session_dir: Path) -> Saved | None:
-    """The session's saved state, or None (no file, unreadable, not one)."""
-    try:
-        with open(state_path(session_dir), "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_BYTES:
-        return None
-    return decode(data)
-
-
-def save(session_dir: Path, saved: Saved) -> None:
-    """Replace the file atomically (a temp file of this call's own, rename); not fsynced: a hint (module docstring)."""
-    path = state_path(session_dir)
-    tmp = path.with_name(f".{STATE_FILE}.{os.urandom(8).hex()}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
-    try:
-        try:
-            view = memoryview(encode(saved))
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -25,6 +25,7 @@ from storage.contract import (
     RECEIPT_COPIES,
     Kind,
     LedgerStore,
+    LineMark,
     ReceiptRowStore,
     ReceiptStore,
     SearchIndex,
@@ -34,6 +35,7 @@ from storage.contract import (
     Stores,
     Suggestion,
     SuggestionStore,
+    SystemLines,
 )
 
 if TYPE_CHECKING:
@@ -157,6 +159,7 @@ __all__ = [
     "file_session_state",
     "open_ledger",
     "LedgerStore",
+    "LineMark",
     "ReceiptRowStore",
     "ReceiptStore",
     "SearchIndex",
@@ -165,6 +168,7 @@ __all__ = [
     "file_stores",
     "open_stores",
     "pg_stores",
+    "SystemLines",
 ]
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ledger.erasing import Erasure
@@ -23,6 +23,23 @@ if TYPE_CHECKING:
     from receipts.verify import Report
     from retrieval.model import SearchResponse
     from storage.pg.connect import Database
+
+
+class LineMark(NamedTuple):
+    """Where line `seq` of a log was: its byte span [start, end) (its newline included) and the chain hash it ends on."""
+
+    seq: int
+    chain: str
+    start: int
+    end: int
+
+
+class SystemLines(NamedTuple):
+    """What a search of a file ledger's log found (control.revocation, storage.files.ledger.control_scan): the lines that may be system records (seq, the line without its newline), in seq
+    order, and the mark of the last line searched."""
+
+    lines: list[tuple[int, bytes]]
+    last: LineMark
 
 
 class LedgerFaces(Protocol):

@@ -203,6 +203,7 @@ def test_a_control_state_file_written_before_the_rule_is_not_trusted(tmp_path: P
 
     from control import revocation, state_file
     from control.state import ControlState
+    from storage.files.ledger import control_scan
 
     data = tmp_path / "data"
     led = Ledger(data)
@@ -219,7 +220,7 @@ def test_a_control_state_file_written_before_the_rule_is_not_trusted(tmp_path: P
     body = orjson.loads(state_file.encode(state_file.Saved(stale, start, len(raw))).partition(b"\n")[0])
     body["v"] = 1
     line = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    state_file.state_path(led.session_dir(S)).write_bytes(line + b"\n" + hashlib.sha256(line).hexdigest().encode() + b"\n")
+    control_scan.state_path(led.session_dir(S)).write_bytes(line + b"\n" + hashlib.sha256(line).hexdigest().encode() + b"\n")
     revocation._cache.clear()  # a fresh process: only the file and the log
     assert current_supersessions(Ledger(data), S).links == []
 

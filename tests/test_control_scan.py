@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 import control.revocation as revocation
-from control.revocation import _control_candidates, _derive_scanned, current, restore, revoke
+from control.revocation import _derive_scanned, current, restore, revoke
 from control.state import derive
 from control.supersession import supersede
+from storage.files.ledger.control_scan import candidates
 from storage.files.ledger.store import Ledger
 
 S = "s"
@@ -74,7 +75,7 @@ class TestTheScannedStateIsTheParsedOne:
         data = tmp_path / "data"
         led = build(data)
         count, _ = led.head(S)
-        found = _control_candidates(led.log_path(S), count)
+        found = candidates(led.log_path(S), count)
         events = {ev.seq: ev for ev in led.events(S)}
         controls = set(derive(events.values()).controls) | {x.record_seq for x in derive(events.values()).supersessions.links}
         assert controls <= set(found)
@@ -86,14 +87,14 @@ class TestTheScannedStateIsTheParsedOne:
         data = tmp_path / "data"
         led = build(data)
         count, _ = led.head(S)
-        found = _control_candidates(led.log_path(S), count)
-        assert _control_candidates(led.log_path(S), found[1]) == found[:1]
+        found = candidates(led.log_path(S), count)
+        assert candidates(led.log_path(S), found[1]) == found[:1]
 
     def test_a_read_size_smaller_than_a_line_still_finds_every_candidate(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         data = tmp_path / "data"
         led = build(data)
         count, _ = led.head(S)
-        whole = _control_candidates(led.log_path(S), count)
+        whole = candidates(led.log_path(S), count)
         real_open = open
 
         class Small:
@@ -111,4 +112,4 @@ class TestTheScannedStateIsTheParsedOne:
                 return data
 
         monkeypatch.setattr(revocation, "open", Small, raising=False)
-        assert _control_candidates(led.log_path(S), count) == whole
+        assert candidates(led.log_path(S), count) == whole

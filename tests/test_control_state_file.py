@@ -17,10 +17,17 @@ from control import state_file
 from control.revocation import current, restore, revoke
 from control.state import ControlState, derive, erases_folded
 from control.supersession import supersede
+from storage.files.ledger import control_scan
 from storage.files.ledger.store import Ledger
 
 S = "s"
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def saved_in(session_dir: Path) -> state_file.Saved | None:
+    """The state control-state.json holds in `session_dir`, as a fresh process would read it."""
+    data = control_scan.load_state(session_dir)
+    return None if data is None else state_file.decode(data)
 
 
 def fields(st: ControlState) -> tuple[object, ...]:
@@ -58,13 +65,13 @@ def no_cache() -> None:
 def scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """Record every byte scan current() makes: (first seq, offset)."""
     seen: list[tuple[int, int]] = []
-    real = revocation._scan
+    real = control_scan.scan
 
     def spy(f, offset, first, count, needles):  # type: ignore[no-untyped-def]
         seen.append((first, offset))
         return real(f, offset, first, count, needles)
 
-    monkeypatch.setattr(revocation, "_scan", spy)
+    monkeypatch.setattr(control_scan, "scan", spy)
     return seen
 
 
@@ -74,7 +81,7 @@ class TestAFreshProcessFoldsOnlyWhatIsNew:
         build(data)
         got = fresh(data)
         assert_derived(data, got)
-        saved = state_file.load(Ledger(data).session_dir(S))
+        saved = saved_in(Ledger(data).session_dir(S))
         assert saved is not None and fields(saved.state) == fields(got)
 
     def test_the_next_process_scans_from_the_saved_line_not_from_genesis(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +93,7 @@ class TestAFreshProcessFoldsOnlyWhatIsNew:
         seen = scans(monkeypatch)
         got = fresh(data)
         assert_derived(data, got)
-        saved_size = state_file.load(led.session_dir(S))
+        saved_size = saved_in(led.session_dir(S))
         assert saved_size is not None
         assert seen and all(first > 0 and offset > 0 for first, offset in seen), seen
 
@@ -139,7 +146,7 @@ class TestAFreshProcessFoldsOnlyWhatIsNew:
         data = tmp_path / "d"
         led = build(data)
         fresh(data)
-        saved = state_file.load(led.session_dir(S))
+        saved = saved_in(led.session_dir(S))
         assert saved is not None and saved.state.revoked
         log = led.log_path(S)
         lines = log.read_bytes().splitlines(keepends=True)
@@ -175,7 +182,7 @@ class TestADamagedFileMeansDeriveAgain:
         data = tmp_path / "d"
         build(data)
         fresh(data)
-        path = state_file.state_path(Ledger(data).session_dir(S))
+        path = control_scan.state_path(Ledger(data).session_dir(S))
         raw = path.read_bytes()
         body = raw.split(b"\n")[0]
         if damage == "empty":
@@ -228,7 +235,7 @@ class TestWhoWritesIt:
     def test_a_call_without_save_writes_nothing(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
         build(data)
-        path = state_file.state_path(Ledger(data).session_dir(S))
+        path = control_scan.state_path(Ledger(data).session_dir(S))
         path.unlink()
         revocation._cache.clear()
         assert_derived(data, current(Ledger(data), S))
@@ -238,13 +245,13 @@ class TestWhoWritesIt:
         data = tmp_path / "d"
         build(data)
         revoke(data, S, 11)
-        saved = state_file.load(Ledger(data).session_dir(S))
+        saved = saved_in(Ledger(data).session_dir(S))
         assert saved is not None and fields(saved.state) == fields(derive(Ledger(data).events(S)))
 
     def test_a_readers_ledger_never_writes_it(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
         build(data)
-        path = state_file.state_path(Ledger(data).session_dir(S))
+        path = control_scan.state_path(Ledger(data).session_dir(S))
         path.unlink(missing_ok=True)
         got = fresh(data, reader=True)
         assert_derived(data, got)
@@ -267,17 +274,17 @@ class TestWhoWritesIt:
     def test_a_rebuild_leaves_every_sessions_file_up_to_date(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
         build(data)
-        path = state_file.state_path(Ledger(data).session_dir(S))
+        path = control_scan.state_path(Ledger(data).session_dir(S))
         path.unlink()
         out = subprocess.run([sys.executable, "-m", "retrieval", "rebuild", str(data)], capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert out.returncode == 0, out.stderr
-        saved = state_file.load(Ledger(data).session_dir(S))
+        saved = saved_in(Ledger(data).session_dir(S))
         assert saved is not None and fields(saved.state) == fields(derive(Ledger(data).events(S)))
 
     def test_a_refused_revoke_writes_no_state_file(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
         build(data)
-        path = state_file.state_path(Ledger(data).session_dir(S))
+        path = control_scan.state_path(Ledger(data).session_dir(S))
         path.unlink()
         revocation._cache.clear()
         with pytest.raises(revocation.ControlError):
@@ -295,11 +302,11 @@ def test_a_chat_turn_leaves_the_control_state_file_level_with_the_ledger(tmp_pat
     first = eng.remember(S, "my cat is called Miso")
     eng.remember(S, "I live in Leeds")
     revoke(tmp_path, S, first.seq, ledger=eng.ledger)
-    (Ledger(tmp_path).session_dir(S) / state_file.STATE_FILE).unlink()  # as if only chat ever wrote to it
+    (Ledger(tmp_path).session_dir(S) / control_scan.STATE_FILE).unlink()  # as if only chat ever wrote to it
     revocation._cache.clear()  # and the app that chats is a new process
     eng.turn(S, "what is my cat called?")
     eng.turn(S, "where do I live?")
-    saved = state_file.load(Ledger(tmp_path).session_dir(S))
+    saved = saved_in(Ledger(tmp_path).session_dir(S))
     assert saved is not None
     assert set(saved.state.revoked) == {first.seq}
     revocation._cache.clear()  # a fresh process: the file, then the lines after it

@@ -42,7 +42,8 @@ from ledger.messages import Message as Message
 from ledger.messages import parse_import as parse_import
 from ledger.messages import validate_message as validate_message
 from ledger.verify import StoredLinesChanged
-from storage.files.ledger import tailrecord
+from storage.contract import LineMark, SystemLines
+from storage.files.ledger import control_scan, tailrecord
 from storage.files.ledger.appending_files import Appending
 from storage.files.ledger.erasing_files import Erasing
 from storage.files.ledger.reading import BISECT_MAX as BISECT_MAX
@@ -143,6 +144,20 @@ class Ledger(Appending, Erasing, Reading):
         """Where the record is kept when DATA_DIR's files are not it: never, for the file ledger."""
         return None
 
+
+    # -- the file backend's half of the O(1) control state (control.revocation folds what these find) -----------
+    def system_lines(self, session: str, count: int, head: str, after: LineMark | None) -> SystemLines | None:
+        """The lines of the session's log after `after` that may be system records, by a byte search
+        (storage.files.ledger.control_scan.system_lines); None when the log is not the one the marks describe."""
+        return control_scan.system_lines(self.log_path(session), count, head, after)
+
+    def control_state_cache(self, session: str) -> bytes | None:
+        """The bytes of the session's control-state.json (control.state_file decodes them), or None."""
+        return control_scan.load_state(self.session_dir(session))
+
+    def keep_control_state_cache(self, session: str, data: bytes) -> None:
+        """Replace the session's control-state.json (atomic, not fsynced: a hint). OSError when it cannot."""
+        control_scan.save_state(self.session_dir(session), data)
 
     # -- the storage contract (storage.api.LedgerStore): what control asks of either backend --------------------
     @property
