@@ -23,7 +23,7 @@ re-hashes the changed bytes on its next verdict.
 On PostgreSQL (`stores=` from storage.stores) the same steps run on rows: the ledger's erase rewrites the lines and
 appends the records in one transaction, the index forgets (storage.pg.index_forget), receipts are rewritten or
 deleted; the ledger's, the index's and the receipt tables are VACUUMed. No live row, receipt or receipt copy in
-DATA_DIR holds the words after it (tests/test_control_backends.py). What PostgreSQL keeps — measured on a
+DATA_DIR holds the words after it (tests/storage/test_control_backends.py). What PostgreSQL keeps — measured on a
 throwaway cluster after a forget and CHECKPOINT: VACUUM marks the old row versions' space free without zeroing
 it, so the relation files of events, search_events (and its GIN index), search_terms, search_df and a TOAST
 table still held the erased word's bytes, as did a WAL segment; `VACUUM FULL` on those tables (a rewrite under

@@ -30,7 +30,7 @@ diacritics folded, any decimal digit read as 0-9. Then the reason quotes the tex
    a name shares pieces with ordinary words too ("confidential" and "accident" hold "iden" of "Identity", "personal"
    "pers" of "Perseid"); over names and codes, any piece refused 0.03% (26 pairs: "entered by mistake" for "The
    Alchemist"), pieces that make up the reason's words none; rules 1-4 together refuse 2 pairs the word rule lets
-   through ("not needed any more" for a text saying "anymore", rule 3; measured by tests/test_reason_obfuscation.py);
+   through ("not needed any more" for a text saying "anymore", rule 3; measured by tests/services/test_reason_obfuscation.py);
 5. any of the above holds for what a base64, URL-safe base64 or hex run of the reason decodes to (as UTF-8 text);
 6. or for the reason read another way: its HTML character references (`&#76;`, `&#x4C;`, `&eacute;`) and its
    percent-encoding (`%4C`) decoded; when it holds a direction control, as shown (a right-to-left override's run

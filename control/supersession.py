@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from storage.api import LedgerStore as AnyLedger
     from storage.stores import Stores
 
-# chat.engine.MAX_MESSAGE_CHARS, not imported (chat imports control); tests/test_control_supersede.py checks they agree
+# chat.engine.MAX_MESSAGE_CHARS, not imported (chat imports control); tests/services/test_control_supersede.py checks they agree
 MAX_STATEMENT_CHARS = 8000
 CORRECTION_META: dict[str, Any] = {"kind": "chat"}  # a correction is said like any message; the record says it corrects
 

@@ -10,7 +10,7 @@ each chain hash from the previous one and the digest and writing both into the l
 The bytes are the ones `make_event(...).to_line()` writes (ledger/event.py, the
 reference): assembled by hand from values whose JSON spelling is fixed (validated role,
 session, ts, id; hex; integers) and orjson's spelling of text and meta, the same bytes
-orjson writes inside a whole line. tests/test_bulk_encode.py holds them equal.
+orjson writes inside a whole line. tests/storage/test_bulk_import.py holds them equal.
 """
 
 from __future__ import annotations

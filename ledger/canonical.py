@@ -6,7 +6,7 @@ format (docs/FORMAT.md, "Canonical bytes").
 The canonical form is RFC 8785 (JCS). JCS is only computed by the slow
 reference implementation (``rfc8785``) in tests; the hot path uses orjson with
 sorted keys, which is byte-identical to JCS on the restricted *domain* that
-:func:`check_domain` enforces (tests/test_canonical.py proves it with
+:func:`check_domain` enforces (tests/core/test_canonical.py proves it with
 hypothesis against ``rfc8785.dumps``):
 
 * ``None``, ``bool``, ``str`` (valid Unicode, no lone surrogates);

@@ -1,4 +1,4 @@
-"""Helpers for tests/test_browser.py: finding the browser, reading Gradio's components from the DOM, timing.
+"""Helpers for tests/faces/test_browser.py: finding the browser, reading Gradio's components from the DOM, timing.
 
 Everything here reads the page the way a visitor sees it (rendered text), keyed by the
 elem_ids in webui/ids.py. Gradio internals are touched in two places only, both marked:

@@ -39,7 +39,7 @@ memories the model was handed — and a signed **receipt** you can verify here o
 # sideways. The Dataframes get pixel widths from webui/render.py; the stamps are a Markdown table.
 # The chat's trash icon is hidden: it emptied the view only, and read as "deleted my memories" (forgetting is
 # the ledger's business). Gradio 6.31 has no option to drop it, so it is matched by its icon (its label is
-# translated); tests/test_browser_narrow.py checks it stays hidden.
+# translated); tests/faces/test_browser_narrow.py checks it stays hidden.
 CSS = f"""
 #{ids.STAMPS} table, #{ids.CHAT_HISTORY} .message table {{
   display: block; max-width: 100%; overflow-x: auto; border-collapse: collapse;

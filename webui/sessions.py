@@ -33,7 +33,7 @@ printable text that is easy to guess. A hex key (a uuid's '-' set aside) is judg
 each threshold is loosened where a random key of that alphabet and length would trip it with a chance of 5e-11 or more
 (32 hex characters hold ~14 different ones: the floor is 6, not 12). A random key of new_session_key,
 token_urlsafe(24..48), token_hex(16..32) or uuid4 trips any of them with a probability below 1e-9
-(tests/test_webui_session_keys_bounds.py computes the bounds; tests/test_webui_sessions_inputs.py samples 20,000).
+(tests/faces/test_webui_session_keys_bounds.py computes the bounds; tests/faces/test_webui_sessions_inputs.py samples 20,000).
 """
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def _damage(key: str) -> str | None:
     """'check' or 'damaged' when `key` is recognisably a generated key with one thing wrong, else None. Recognisably:
     the characters after its '-' are (a prefix of, or one edit from) the check of its body, or the full check of its
     body with one character repaired (changed, swapped with the next, deleted or doubled), or its '-' typed as '_'.
-    A random key of 44-52 characters is taken for one with the probabilities tests/test_webui_sessions_inputs.py
+    A random key of 44-52 characters is taken for one with the probabilities tests/faces/test_webui_sessions_inputs.py
     computes (below 1e-9 from 48 characters; a generated key cut right after its '-' keeps no check at all)."""
     n = len(key)
     if n not in DAMAGED_LENGTHS:

@@ -512,7 +512,7 @@ SCHEMA: list[str] = [META_TABLE, *LEDGER_SCHEMA, *LEDGER_IMPORTS_SCHEMA, *SEARCH
 # -- consent proposals and per-session settings (storage/pg/consent.py; chat/consent.py, control/settings.py) --------
 # What DATA_DIR/proposals/ and sessions/<s>/settings.json hold on files, shared by every replica. Additive
 # (CREATE … IF NOT EXISTS): a database made before them gains them at the start that records a newer SCHEMA_VERSION
-# (tests/test_pg_schema_roles.py pins SCHEMA's digest, so a change without a bump fails).
+# (tests/storage/test_pg_schema_roles.py pins SCHEMA's digest, so a change without a bump fails).
 # `consent_secret`: one row (id 1), created once by whichever replica gets there first; every replica MACs with it.
 # `consent_proposals`: one row per proposal; `pending` is the JSON the file backend writes, dropped (NULL) when
 # the token is spent — the question leaves the database with it, the row stays as the tombstone.

@@ -1,7 +1,7 @@
 """Write the golden vectors of the ledger format (docs/FORMAT.md).
 
 Run from the repository root: `python tests/vectors/generate.py`. The output is
-committed; tests/test_vectors.py checks the code still reproduces it byte for
+committed; tests/core/test_ledger.py checks the code still reproduces it byte for
 byte, so a change to any hash shows up as a vector diff (= a format change).
 """
 

@@ -10,7 +10,7 @@ receipt vectors' Ed25519 key (receipt_v1_pubkey.json), a fixed export time, and 
 - `bundle_v1.mre.zip`: the whole bundle (`python -m bundle verify tests/vectors/bundle_v1.mre.zip --trust
   tests/vectors/receipt_v1_pubkey.json` says VERIFIED).
 
-tests/test_vectors_bundle.py checks the code reproduces the manifest and envelope byte for byte, and that the
+tests/vectors/test_vectors_bundle.py checks the code reproduces the manifest and envelope byte for byte, and that the
 committed bundle still verifies (old bundles keep verifying).
 """
 

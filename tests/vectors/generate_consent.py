@@ -2,7 +2,7 @@
 
 Run from the repository root: `python tests/vectors/generate_consent.py`. Deterministic: fixed salts,
 ids and times, the receipt vectors' Ed25519 key (receipt_v1_pubkey.json), the reference Merkle code.
-tests/test_vectors_consent.py checks the code reproduces the files exactly.
+tests/vectors/test_vectors_consent.py checks the code reproduces the files exactly.
 
 The session: four memories, a revocation of seq 3 (a control event at seq 4), then a consent turn —
 retrieval proposed seqs 0, 2, 1 (seq 3 left out: revoked, and it would have ranked), the person

@@ -3,7 +3,7 @@
 Run from the repository root: `python tests/vectors/generate_erased.py`. It reads
 the four events of tests/vectors/ledger_v1_session.jsonl, erases seq 2 and
 appends the erasure record with a fixed id, salt and time. The output is
-committed; tests/test_vectors_erased.py checks the code reproduces it byte for
+committed; tests/vectors/test_vectors_erased.py checks the code reproduces it byte for
 byte and that it verifies.
 """
 

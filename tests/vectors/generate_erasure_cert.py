@@ -8,7 +8,7 @@ The session: a memory (seq 0), an answer that quoted it (seq 1), two more events
 then the memory and the answer erased together and the erasure record appended
 (seq 4): one record, so the body's `records` holds one item (an erasure of more than
 64 events has one record per 64, all listed there in seq order). `erasure_cert_v1_ledger.jsonl` is that ledger after the erasure;
-tests/test_control_certificate.py checks the code reproduces every file exactly.
+tests/services/test_control_certificate.py checks the code reproduces every file exactly.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Run from the repository root: `python tests/vectors/generate_receipt.py`.
 Everything is deterministic: fixed salts, ids and times, an Ed25519 key from a
 fixed seed (Ed25519 signatures are deterministic), the reference Merkle code.
-tests/test_vectors_receipt.py checks the code reproduces the files exactly.
+tests/vectors/test_vectors_receipt.py checks the code reproduces the files exactly.
 
 The format-2 vector is the same turn (same events, same ledger, same receipt id)
 in format 2: the signed body cites each event in erased form and the texts ride

@@ -2,7 +2,7 @@
 
 Run from the repository root: `python tests/vectors/generate_states.py`. Deterministic: fixed salts, ids
 and times, the receipt vectors' Ed25519 key (receipt_v1_pubkey.json), the reference Merkle code.
-tests/test_vectors_states.py checks the code reproduces the files exactly.
+tests/vectors/test_vectors_states.py checks the code reproduces the files exactly.
 
 The session: "I live in Leeds" (seq 0) and "My dev server port is 3000" (seq 1); "We've just moved to
 Bristol" (seq 2) and the supersession record of seq 0 by seq 2 (seq 3, decided by rule:same-attribute);

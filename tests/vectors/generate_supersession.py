@@ -1,7 +1,7 @@
 """Write the golden supersession vectors (docs/FORMAT.md §19).
 
 Run from the repository root: `python tests/vectors/generate_supersession.py`. Deterministic: fixed ids,
-salts and times. tests/test_vectors_supersession.py checks the code reproduces the files byte for byte,
+salts and times. tests/vectors/test_vectors_supersession.py checks the code reproduces the files byte for byte,
 that the ledger verifies and that the parsed records and the derived state are the described ones.
 
 The session: a residence stated, a port stated, a move (the detector's rule supersedes the residence), the
