@@ -27,6 +27,8 @@ TWINS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("receipt", "show"): ("cli.prog_receipts", "show"),
     ("receipt", "pubkey"): ("cli.prog_receipts", "pubkey"),
     ("receipt", "checkpoint"): ("cli.prog_receipts", "checkpoint"),
+    ("receipt", "tlog-proof"): ("cli.prog_receipts", "tlog-proof"),
+    ("receipt", "verify-proof"): ("cli.prog_receipts", "verify-proof"),
     ("search", "query"): ("cli.prog_retrieval", "search"),
     ("search", "rebuild"): ("cli.prog_retrieval", "rebuild"),
     ("control", "forget"): ("cli.prog_control", "forget"),
