@@ -57,10 +57,12 @@ func open(vkey string, msg []byte) (checkpoint, error) {
 	return cp, nil
 }
 
+// hashes reads one base64 hash per line, strictly (canonical padding bits): a line that decodes to the same
+// bytes but is not the bytes we wrote is refused, as our own parser refuses it.
 func hashes(lines []string) ([]tlog.Hash, error) {
 	var out []tlog.Hash
 	for _, line := range lines {
-		raw, err := base64.StdEncoding.DecodeString(line)
+		raw, err := base64.StdEncoding.Strict().DecodeString(line)
 		if err != nil || len(raw) != tlog.HashSize {
 			return nil, fmt.Errorf("bad hash line %q", line)
 		}
@@ -123,9 +125,12 @@ func consistency(vkey string, oldMsg, newMsg, proofText []byte) error {
 	if old.origin != cur.origin {
 		return errors.New("the two checkpoints are of different logs")
 	}
-	var lines []string
-	if text := strings.TrimSpace(string(proofText)); text != "" {
-		lines = strings.Split(text, "\n")
+	var lines []string // one base64 hash per line, each ending in a newline; none for equal sizes
+	if text := string(proofText); text != "" {
+		if !strings.HasSuffix(text, "\n") {
+			return errors.New("consistency proof: the last line does not end in a newline")
+		}
+		lines = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	}
 	path, err := hashes(lines)
 	if err != nil {
