@@ -426,6 +426,9 @@ def build_parser() -> Parser:
     vp.add_argument("--vkey", metavar="KEYLINE", action="append", default=[], help="a trusted note verifier key line (`receipts pubkey DATA_DIR --vkey`; repeatable); needed for VERIFIED")
     vp.add_argument("--json", action="store_true", help="the report as JSON: verdict and every check row")
     vp.set_defaults(func=cmd_verify_proof)
+    from cli.prog_witness import add_parsers  # cosign, verify-note (witnesses: c2sp.org/tlog-witness)
+
+    add_parsers(sub)
     return parser
 
 
