@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.canonical import loads_strict
-from ledger.event import ERASED_KEYS, HEX64_RE, LINE_KEYS, SESSION_ID_RE, EventError, recompute_digest
+from ledger.event import ERASED_KEYS, FORMAT_VERSION, HEX64_RE, LINE_KEYS, SESSION_ID_RE, EventError, recompute_digest
 from receipts.body import Receipt, cited_events
 from receipts.keys import SigningKey
 from receipts.merkle import ProofError, leaf_hash, verify_inclusion
@@ -188,8 +188,11 @@ def parse_event_line(raw: bytes | str) -> dict[str, Any]:
         raise MalformedTlogProof("session is not a session id", what=what)
     if type(obj["seq"]) is not int or obj["seq"] < 0:
         raise MalformedTlogProof("seq is not a non-negative integer", what=what)
-    if type(obj["digest"]) is not str or not HEX64_RE.fullmatch(obj["digest"]):
-        raise MalformedTlogProof("digest is not 64 lowercase hex digits", what=what)
+    if type(obj["v"]) is not int or obj["v"] != FORMAT_VERSION:
+        raise MalformedTlogProof(f"event format version {str(obj['v'])[:20]} is unknown (this verifier knows {FORMAT_VERSION})", what=what)
+    for name in ("digest", "prev", "chain"):  # prev and chain are not in the leaf, but a line is a line: no junk in it
+        if type(obj[name]) is not str or not HEX64_RE.fullmatch(obj[name]):
+            raise MalformedTlogProof(f"{name} is not 64 lowercase hex digits", what=what)
     return obj
 
 

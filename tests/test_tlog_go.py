@@ -125,3 +125,33 @@ def test_go_refuses_a_consistency_proof_between_checkpoints_of_two_histories(tlo
     old.write_text(sign_checkpoint_note(cp, KEY))
     done = _go(tlogcheck, "consistency", VECTORS / "note_v1_vkey.txt", old, new, proof)
     assert done.returncode == 1 and "consistency" in done.stderr
+
+
+def test_go_reads_what_the_commands_print_for_a_session_the_engine_wrote(tlogcheck: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from chat.engine import Engine
+    from cli import prog_receipts as receipts_cli
+    from receipts.body import parse_receipt
+
+    saved = {k: os.environ.pop(k, None) for k in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL")}
+    try:
+        engine = Engine(tmp_path / "data")
+        engine.remember("alice", "a red kayak for Sunday")
+        turn = engine.turn("alice", "which kayak do I have?", k=2)
+        engine.index.close()
+    finally:
+        os.environ.update({k: v for k, v in saved.items() if v is not None})
+    seq = parse_receipt(turn.receipt_path.read_bytes()).signed_body["memories"][0]["event"]["seq"]
+    printed = {}
+    for name, argv in {
+        "vkey": ["pubkey", tmp_path / "data", "--vkey"],
+        "note": ["checkpoint", tmp_path / "data", "alice", "--note"],
+        "proof": ["tlog-proof", turn.receipt_path, seq],
+    }.items():
+        capsys.readouterr()
+        assert receipts_cli.main([str(a) for a in argv]) == 0
+        printed[name] = tmp_path / name
+        printed[name].write_text(capsys.readouterr().out)
+    digest = json.loads((tmp_path / "data" / "sessions" / "alice" / "events.jsonl").read_text().splitlines()[seq])["digest"]
+    for args in (["note", printed["vkey"], printed["note"]], ["proof", printed["vkey"], printed["proof"], digest]):
+        done = _go(tlogcheck, *args)
+        assert done.returncode == 0, done.stderr

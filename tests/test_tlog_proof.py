@@ -42,6 +42,10 @@ class TestMaking:
         report = _check(T.tlog_proof_for(RECEIPT, seq, KEY), seq)
         assert report.verdict == "verified" and [c.status for c in report.checks] == [PASS] * 5
 
+    def test_a_format_1_receipt_gives_the_same_proof(self) -> None:
+        v1 = parse_receipt((VECTORS / "receipt_v1.json").read_bytes())
+        assert T.tlog_proof_for(v1, 2, KEY) == T.tlog_proof_for(RECEIPT, 2, KEY)
+
     def test_the_proof_round_trips_through_its_parser(self) -> None:
         raw = T.tlog_proof_for(RECEIPT, 2, KEY)
         assert T.parse_tlog_proof(raw).encode() == raw
@@ -90,6 +94,25 @@ class TestChecking:
         raw = T.tlog_proof_for(RECEIPT, 2, KEY).encode()
         assert _accepted(raw, LINES[2])
         slipped = [i for i in range(len(raw)) if _accepted(raw[:i] + bytes([raw[i] ^ 1]) + raw[i + 1 :], LINES[2])]
+        assert slipped == []
+
+    def test_every_field_of_the_event_line_replaced_by_a_wrong_type_is_refused_never_raised(self) -> None:
+        """Each of the line's 12 fields set to null, a number, a list, an object, an empty string: a parse error or
+        a failed report, never an exception, never a pass."""
+        import json
+
+        proof = T.parse_tlog_proof(T.tlog_proof_for(RECEIPT, 2, KEY))
+        good = json.loads(LINES[2])
+        slipped = []
+        for field in good:
+            for wrong in (None, 7, [], {}, "", 2**60):
+                line = json.dumps({**good, field: wrong})
+                try:
+                    report = T.check_tlog_proof(proof, T.parse_event_line(line), [V])
+                except T.MalformedTlogProof:
+                    continue
+                if report.verdict != "failed":
+                    slipped.append((field, wrong))
         assert slipped == []
 
     def test_the_report_has_no_truth_value(self) -> None:
