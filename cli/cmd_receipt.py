@@ -1,4 +1,4 @@
-"""`mre receipt`: signed receipts (`python -m receipts verify|show|pubkey|checkpoint|tlog-proof|verify-proof`)."""
+"""`mre receipt`: signed receipts (`python -m receipts verify|show|pubkey|checkpoint|tlog-proof|verify-proof|cosign|verify-note`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ VERIFY_EPILOG = (
 
 @click.group(cls=OrderedGroup)
 def receipt() -> None:
-    """Signed receipts: verify, show; the key, checkpoints, tlog-proofs."""
+    """Signed receipts: verify, show; checkpoints, proofs, witnesses."""
 
 
 @receipt.command(epilog=VERIFY_EPILOG, short_help="Verify a receipt or certificate, offline or with its ledger.")
@@ -80,3 +80,24 @@ def tlog_proof(**params: Any) -> int:
 def verify_proof(**params: Any) -> int:
     """Check a .tlog-proof with the file holding the event's ledger line, under note verifier keys."""
     return run_program(IMPL, "cmd_verify_proof", "verify-proof", params)
+
+
+@receipt.command(short_help="Ask witnesses to cosign the latest checkpoint.")
+@data_dir_argument
+@session_argument
+@click.option("--policy", required=True, metavar="FILE", help="a tlog-policy file (c2sp.org/tlog-policy): witness keys and URLs, the quorum")
+@click.option("--timeout", type=float, default=5.0, metavar="S", help="seconds to wait for each witness (default 5)")
+def cosign(**params: Any) -> int:
+    """Sign the session's latest checkpoint as a note, ask every witness of the policy to cosign it, and print the note
+    with the cosignatures that verify (one line per witness on stderr). Exit 0 when the quorum holds, 1 when not."""
+    return run_program("cli.prog_witness", "cmd_cosign", "cosign", params)
+
+
+@receipt.command("verify-note", epilog=VERIFY_EPILOG, short_help="Check a checkpoint note's cosignatures.")
+@click.argument("note", metavar="NOTE")
+@click.option("--policy", required=True, metavar="FILE", help="a tlog-policy file: the log keys, the witnesses, the quorum")
+@json_option("the report as JSON: verdict and every check row")
+def verify_note(**params: Any) -> int:
+    """Check a checkpoint as a signed note with its witness cosignatures under a tlog-policy: a policy log signed it,
+    one row per witness, the quorum."""
+    return run_program("cli.prog_witness", "cmd_verify_note", "verify-note", params)

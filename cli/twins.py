@@ -29,6 +29,8 @@ TWINS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("receipt", "checkpoint"): ("cli.prog_receipts", "checkpoint"),
     ("receipt", "tlog-proof"): ("cli.prog_receipts", "tlog-proof"),
     ("receipt", "verify-proof"): ("cli.prog_receipts", "verify-proof"),
+    ("receipt", "cosign"): ("cli.prog_receipts", "cosign"),
+    ("receipt", "verify-note"): ("cli.prog_receipts", "verify-note"),
     ("search", "query"): ("cli.prog_retrieval", "search"),
     ("search", "rebuild"): ("cli.prog_retrieval", "rebuild"),
     ("control", "forget"): ("cli.prog_control", "forget"),

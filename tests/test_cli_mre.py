@@ -56,6 +56,8 @@ TWINS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("receipts", "checkpoint"): ("receipt", "checkpoint"),
     ("receipts", "tlog-proof"): ("receipt", "tlog-proof"),
     ("receipts", "verify-proof"): ("receipt", "verify-proof"),
+    ("receipts", "cosign"): ("receipt", "cosign"),
+    ("receipts", "verify-note"): ("receipt", "verify-note"),
     ("retrieval", "search"): ("search", "query"),
     ("retrieval", "rebuild"): ("search", "rebuild"),
     ("control", "forget"): ("control", "forget"),
@@ -178,18 +180,17 @@ def _sample_argv(parser: argparse.ArgumentParser, *, everything: bool, abbreviat
             argv += [f"p{i}"] if everything else []
         else:
             argv.append(f"p{i}")
-    if everything:
-        for a in parser._actions:
-            if not a.option_strings or isinstance(a, argparse._HelpAction):
-                continue
-            opt = a.option_strings[-1]
-            if abbreviate and opt.startswith("--"):
-                opt = _shortest_prefix(opt, parser)
-            if a.nargs == 0:
-                argv.append(opt)
-            else:
-                value = "7" if a.type is int else f"v-{a.dest}"
-                argv += [opt, value] * (2 if isinstance(a, argparse._AppendAction) else 1)
+    for a in parser._actions:  # every option with `everything`, else the required ones (cosign --policy)
+        if not a.option_strings or isinstance(a, argparse._HelpAction) or not (everything or a.required):
+            continue
+        opt = a.option_strings[-1]
+        if abbreviate and opt.startswith("--"):
+            opt = _shortest_prefix(opt, parser)
+        if a.nargs == 0:
+            argv.append(opt)
+        else:
+            value = "7" if a.type in (int, float) else f"v-{a.dest}"
+            argv += [opt, value] * (2 if isinstance(a, argparse._AppendAction) else 1)
     return argv
 
 

@@ -17,8 +17,8 @@ from receipts.cosignature import (
     message,
     parse_policy,
     parse_witness_vkey,
-    witness_key,
     with_cosignatures,
+    witness_key,
 )
 from receipts.keys import SigningKey
 from receipts.note import MalformedNote, Note, parse_note, sign_note, verifier
