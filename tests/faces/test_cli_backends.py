@@ -197,6 +197,21 @@ class TestTurnAndReceipt:
         assert broken.returncode == 1 and "verdict: FAILED" in broken.stdout, broken.stdout + broken.stderr
 
 
+    def test_the_checkpoint_the_database_keeps_prints_as_a_signed_note_the_vkey_verifies(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+        from receipts.note import parse_checkpoint_text, parse_note, parse_vkey, signed_by
+
+        env = env_for(pg_url, tmp_path)
+        chat_turn(env, data, "erin", "first")
+        as_json = run(env, "receipts", "checkpoint", str(data), "erin")
+        as_note = run(env, "receipts", "checkpoint", str(data), "erin", "--note")
+        vkey = run(env, "receipts", "pubkey", str(data), "--vkey")
+        assert as_json.returncode == as_note.returncode == vkey.returncode == 0, as_note.stderr
+        note = parse_note(as_note.stdout)
+        assert signed_by(note, parse_vkey(vkey.stdout)) is True
+        body = json.loads(as_json.stdout)["body"]
+        cp = parse_checkpoint_text(note.text)
+        assert (cp.size, cp.root.hex(), cp.chain_head) == (body["tree_size"], body["root"], body["chain_head"])
+
 class TestRefusals:
     def test_repair_of_a_session_the_database_does_not_hold_is_one_line_naming_it(self, pg_url: str, data: Path, tmp_path: Path) -> None:
         err = one_error_line(run(env_for(pg_url, tmp_path), "ledger", "repair", str(data), "s1"))
