@@ -3,8 +3,8 @@ vector's checkpoint as a signed note, and the tlog-proof of memory#2 (seq 2) of 
 
 Run from the repository root: `python tests/vectors/generate_note.py`. Deterministic: the receipt vector's
 fixed seed (Ed25519 signatures are deterministic) and its committed receipt. The event the proof is for is
-line 3 of `receipt_v1_ledger.jsonl` (seq 2). tests/test_vectors_note.py checks the code reproduces the files
-exactly and that they verify; tests/test_tlog_go.py has Go's own packages read them.
+line 3 of `receipt_v1_ledger.jsonl` (seq 2). tests/vectors/test_vectors_note.py checks the code reproduces the files
+exactly and that they verify; tests/core/test_tlog_go.py has Go's own packages read them.
 """
 
 from __future__ import annotations

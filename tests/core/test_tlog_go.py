@@ -24,7 +24,7 @@ from receipts.keys import SigningKey
 from receipts.merkle import consistency_proof, leaf_hash, root_from_leaf_hashes
 from receipts.note import sign_checkpoint_note
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 VECTORS = TESTS / "vectors"
 PROGRAM = TESTS / "go" / "tlogcheck"
 GOPATH = Path("/usr/share/gocode")

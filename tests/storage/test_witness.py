@@ -19,7 +19,7 @@ from receipts.merkle import consistency_proof, leaf_hash, root_from_leaf_hashes
 from receipts.note import CheckpointText, parse_note, sign_note, verifier
 from storage.witness import ask, request_body
 
-from .witness_support import Witness, serving
+from ..witness_support import Witness, serving
 
 LOG = SigningKey.from_seed(bytes([7]) * 32)
 LEAVES = [leaf_hash(bytes([i]) * 32) for i in range(40)]

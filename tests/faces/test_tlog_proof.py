@@ -18,7 +18,7 @@ from receipts.body import parse_receipt
 from receipts.keys import SigningKey
 from receipts.report import FAIL, NOT_VERIFIABLE, PASS
 
-VECTORS = Path(__file__).resolve().parent / "vectors"
+VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 KEY = SigningKey.from_seed(hashlib.sha256(b"mre test vector signing key").digest())  # the receipt vector's key
 V = N.verifier(KEY.public_key)
 RECEIPT = parse_receipt((VECTORS / "receipt_v2.json").read_bytes())

@@ -1,6 +1,6 @@
 """C2SP signed notes and checkpoints (receipts/note.py; docs/FORMAT.md §22): encode, sign, parse, verify.
 
-Go's golang.org/x/mod/sumdb/note reads the same bytes: tests/test_tlog_go.py checks that with Go itself.
+Go's golang.org/x/mod/sumdb/note reads the same bytes: tests/core/test_tlog_go.py checks that with Go itself.
 """
 
 from __future__ import annotations

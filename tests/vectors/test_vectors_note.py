@@ -11,7 +11,7 @@ from receipts.keys import parse_public_key
 from receipts.note import parse_checkpoint_text, parse_note, parse_vkey, signed_by
 from receipts.tlog_proof import check_tlog_proof, parse_event_line, parse_tlog_proof
 
-VECTORS = Path(__file__).resolve().parent / "vectors"
+VECTORS = Path(__file__).resolve().parent
 
 
 def _generator():  # type: ignore[no-untyped-def]
