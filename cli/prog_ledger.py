@@ -127,10 +127,30 @@ def cmd_import(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
+    index_imported(ledger, args.session, events)
     first, last = events[0].seq, events[-1].seq
     signed = unsigned if key is None else f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
     print(f"{_imported(events, args.session)} (seq {first}..{last}), head {events[-1].chain[:16]}; {signed}")
     return EXIT_OK
+
+
+def index_imported(ledger: LedgerStore, session: str, events: Sequence[Event], total: int | None = None) -> None:
+    """The imported (or migrated: no `events`, `total` of them) session indexed at once (a bar on a terminal), so
+    that no search has to index it. The import stands whatever happens here (the index is derived data): a failure
+    is a warning, and the first search indexes."""
+    from retrieval.model import IndexUnavailable
+
+    bar = _progress("indexing", " ev", total=len(events) if total is None else total)
+    try:
+        with _no_gc():
+            warnings = admin.index_imported(ledger, session, events, None if bar is None else bar.update)
+    except (IndexUnavailable, OSError) as exc:
+        warnings = [f"session {session}: not indexed ({exc}); the first search indexes it"]
+    finally:
+        if bar is not None:
+            bar.close()
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
 
 
 def _progress(desc: str, unit: str, total: int | None = None) -> Any:
