@@ -24,8 +24,8 @@ Figures, per system and K: live-fact recall (a statement of the current value am
 (a statement of an older value of the asked fact among the K, on a question about now), history recall (a
 statement of the previous value among the K on a "before" question: nothing is left out then). False
 supersessions: the detector's proposals whose older statement is no older value of a fact the newer one states,
-over its proposals; and the resolver's, each statement it left out of a question's K that is no older value of
-the asked fact, over all it left out.
+over its proposals; and the resolver's, each statement it left out of a question's K that states the asked
+fact's current value or no older value of any fact, over all it left out.
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def make_session(rng: random.Random, n: int, families: tuple[str, ...]) -> Sessi
                 text = _say(a.clause, va) + " and " + b.clause.format(v=vb, a=_article(vb)) + "."
                 streams[f][0] = Turn("user", text, [(f, va), (g, vb)], "compound-first")
                 streams[g].pop(0)
+    used: set[tuple[str, str]] = set()  # a co-existing sentence said twice with two values would be a change
     while any(streams):
         stream = rng.choice([s for s in streams if s])
         turn = stream.pop(0)
@@ -120,7 +121,10 @@ def make_session(rng: random.Random, n: int, families: tuple[str, ...]) -> Sessi
             a, values = session.facts[f]
             x = rng.choice([v for v in a.values if v not in values])
             family = rng.choice(coexist_families)
-            session.turns.append(Turn("user", _say(rng.choice(a.coexist[family]), "", x=x), [], family))
+            template = rng.choice(a.coexist[family])
+            if (a.name, template) not in used:
+                used.add((a.name, template))
+                session.turns.append(Turn("user", _say(template, "", x=x), [], family))
         elif rng.random() < 0.5:
             session.turns.append(Turn("user", rng.choice(CHATTER)))
         if turn.facts and rng.random() < 0.3:
@@ -217,7 +221,7 @@ def probe(session: Session, turn: Turn, index: Index, st: State, scores: Scores)
             else:
                 hits, left = resolved_for_now(index, session.name, turn.text, k, sorted(st.superseded))
                 scores.left_out[k] += len(left)
-                wrong = [s for s in left if s not in dead or s in live]
+                wrong = [s for s in left if s in live or not any(v != st.current[f] for f, v in st.stated.get(s, []))]
                 scores.left_false[k] += len(wrong)
                 if k == KS[0]:
                     scores.notes.extend(f"resolver left out {st.texts[s]!r} for {turn.text!r}" for s in wrong)

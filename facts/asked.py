@@ -47,9 +47,10 @@ def asked(question: str) -> Asked | None:
         return None
     words = [w.strip(".,!?;:'\"()") for w in fold(question).replace("’", "'").split()]
     # "Who is my manager?" asks the speaker's manager: a relation word that names an asked attribute is that attribute
+    owners = [w.removesuffix("'s") for w in words]  # "my daughter's school" asks the daughter's
     relations = frozenset(
         relation_key(w, None)
-        for before, w in zip(["", *words], words, strict=False)
+        for before, w in zip(["", *owners], owners, strict=False)
         if w in _RELATIONS and w not in attributes and before in ("my", "our")
     )
     if not relations and not _SELF_WORDS & set(words):
