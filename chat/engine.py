@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
-from chat.supersede import newest_statement, record_supersessions, with_newest
+from chat.supersede import record_supersessions, resolved_for_now
 from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
@@ -341,10 +341,12 @@ class Engine:
         return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)])
 
     def _with_newest(self, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool) -> list[Hit]:
-        """The last of the K slots for the newest statement of what a question about now asks (chat.supersede)."""
+        """A question about now, resolved by the question (chat.supersede.resolved_for_now): an earlier statement of
+        the slot it asks about gives its place to the next hit, and the newest has the last of the K slots. A question
+        about the past gets the search's K as it is."""
         if past:
             return hits
-        return with_newest(hits, newest_statement(self.index, session, message, left), k)
+        return resolved_for_now(self.index, session, message, k, left, hits)[0]
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])

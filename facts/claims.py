@@ -282,7 +282,8 @@ def _read_heads(s: _Sentence) -> None:
     for attribute, rx in pat.HEADS:
         for m in rx.finditer(s.text):
             parsed = val.value_for(attribute)(s.text[m.end():])
-            if parsed is None or (attribute == "residence" and any(p.match(parsed[0]) for p in val.LEXICONS.values())):
+            if parsed is None or (attribute == "residence" and (any(p.match(parsed[0]) for p in val.LEXICONS.values())
+                                                                or val.school(parsed[0]) is not None)):
                 continue
             head = s.text[m.start():m.end()].strip()
             subject = SELF if re.search(r"(?i)\bme\b", head) else s.subject(m.start(), head)  # "you can reach me at"
