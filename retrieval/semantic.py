@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -29,6 +30,13 @@ BLOB_BYTES = DIM * 2  # float16, little-endian
 
 LEXICAL = "lexical"
 HYBRID = "hybrid"
+
+
+class TextEmbedder(Protocol):
+    """A loaded model (storage.common.semantic.Embedder): unit vectors for texts, and what it is."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def describe(self) -> dict[str, str]: ...
 
 
 class VectorError(ValueError):
