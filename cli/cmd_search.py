@@ -25,6 +25,7 @@ def search() -> None:
 @click.option("--include-revoked", is_flag=True, help="also show memories the visitor revoked, each labelled with the control event that revoked it")
 @click.option("--history", is_flag=True, help="also show statements a newer one superseded, each labelled with the seq that replaced it")
 @click.option("--explain", is_flag=True, help="per hit: the matched terms and their weights, the raw BM25 and collapse figures, the rules that fired")
+@click.option("--semantic", is_flag=True, help="hybrid search with the optional semantic extra (requirements-semantic.txt): lexical and dense, fused")
 def query(**params: Any) -> int:
     """Search one session (`python -m retrieval search`): QUERY, or --queries FILE."""
     return run_search("cmd_search", "search", params)

@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="per hit: the matched terms and their weights, the raw BM25 and collapse figures, the rules that fired",
     )
+    s.add_argument(
+        "--semantic",
+        action="store_true",
+        help="hybrid search with the optional semantic extra (requirements-semantic.txt): lexical and dense, fused",
+    )
     s.set_defaults(func=cmd_search)
     return p
 
@@ -227,13 +232,27 @@ def format_table(
         if h.seq in sp:
             text = superseded_label(sp[h.seq]) + text
         lines.append(f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.relative:>5.2f}  {h.match:<12}  {text}")
-        if explain and h.explain is not None:
+        if explain and h.explain is not None and h.explain.get("mode") == "hybrid":
+            lines.append("        " + hybrid_line(h.explain))
+        elif explain and h.explain is not None:
             lines.extend("        " + line for line in explain_lines(h.explain))
     lines.append("score: each hit's share of the best hit's score (1.00 = best); --explain shows the raw figures")
+    if resp.mode != "lexical":
+        lines.append(f"mode: {resp.mode} (lexical and dense, fused: lexical score / best + cosine)")
     if resp.unused_terms:
         shown = ", ".join(resp.unused_terms[:10]) + (" …" if len(resp.unused_terms) > 10 else "")
         lines.append(f"not searched ({len(resp.unused_terms)} more common or later terms): {shown}")
     return "\n".join(lines)
+
+
+def hybrid_line(parts: Mapping[str, Any]) -> str:
+    """One hybrid hit's score in words: how it entered the pool, its lexical share, its cosine, the fused score."""
+    cos = parts.get("cosine")
+    shown = "none (not embedded yet)" if cos is None else f"{cos:.3f}"
+    return (
+        f"found by {parts.get('found_by')}: lexical share {parts.get('lexical_share', 0.0):.3f} + "
+        f"{parts.get('weight', 1.0):g} x cosine {shown} = {parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier)"
+    )
 
 
 def _dumps(obj: Any) -> str:
@@ -320,6 +339,13 @@ def _results(resp: SearchResponse, revoked: Mapping[int, int], superseded: Mappi
 
 
 def _search(args: argparse.Namespace, index: Any, queries: list[str] | None, k: int) -> int:
+    if getattr(args, "semantic", False):
+        from storage.api import SemanticUnavailable, semantic_model
+
+        try:
+            index.use_semantic(semantic_model())
+        except SemanticUnavailable as exc:
+            raise CliError(str(exc)) from None
     bar = _indexing_bar(index, args.session)
     try:
         indexed = index.index_session(args.session, progress=None if bar is None else lambda _s, n: bar.update(n))
@@ -337,11 +363,15 @@ def _search(args: argparse.Namespace, index: Any, queries: list[str] | None, k: 
     if queries is not None:
         for q in queries:
             resp = index.search(args.session, q, k, exclude, explain=args.explain)
-            out.write(_dumps({"query": q, "results": _results(resp, shown, superseded), "reason": resp.reason}) + "\n")
+            line = {"query": q, "results": _results(resp, shown, superseded), "reason": resp.reason}
+            if resp.mode != "lexical":
+                line["mode"] = resp.mode
+            out.write(_dumps(line) + "\n")
     else:
         resp = index.search(args.session, args.query, k, exclude, explain=args.explain)
         if args.json:
-            out.write(_dumps({**resp.to_dict(), "results": _results(resp, shown, superseded)}) + "\n")
+            semantic = {"semantic": index.semantic} if resp.mode != "lexical" else {}
+            out.write(_dumps({**resp.to_dict(), **semantic, "results": _results(resp, shown, superseded)}) + "\n")
         else:
             out.write(format_table(resp, explain=args.explain, revoked=shown, superseded=labels) + "\n")
     out.flush()

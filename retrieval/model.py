@@ -131,10 +131,13 @@ class SearchResponse:
     match: str | None = None  # the FTS5 expression that ran, if any
     # query terms the search did not use (a long query keeps its rarest MAX_QUERY_TERMS terms)
     unused_terms: list[str] = field(default_factory=list)
+    # "lexical" (FTS5 alone, as without the semantic extra) or "hybrid" (retrieval.semantic: lexical and dense, fused)
+    mode: str = "lexical"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "session": self.session,
+            "mode": self.mode,
             "query": self.query,
             "k": self.k,
             "match": self.match,

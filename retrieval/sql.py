@@ -25,7 +25,7 @@ MAX_SESSION_NUM = (1 << 30) - 1
 TOKENIZER = "porter unicode61 remove_diacritics 1"
 
 # Tables this package owns (plus every events_fts_<num>); others (receipts, ...) share the file and are left alone.
-OWN_TABLES = ("events", "terms", "watermarks", "retrieval_meta")
+OWN_TABLES = ("events", "terms", "watermarks", "retrieval_meta", "vectors")
 FTS_PREFIX = "events_fts_"
 
 DDL = f"""
@@ -55,6 +55,10 @@ CREATE TABLE IF NOT EXISTS events (
     collapse REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
+CREATE TABLE IF NOT EXISTS vectors (
+    id INTEGER PRIMARY KEY,             -- the event's row id in `events` (gone with it: forget, drop, rebuild)
+    vec BLOB NOT NULL                   -- the semantic extra's embedding (retrieval.semantic.to_blob), none without it
+);
 CREATE TABLE IF NOT EXISTS terms (
     num INTEGER NOT NULL,               -- session number
     term TEXT NOT NULL,                 -- retrieval.text.content_terms() form
@@ -67,6 +71,29 @@ INSERT_EVENT = (
     "INSERT INTO events (id, session, seq, event_id, role, ts, text, context, meta, digest, chain, novelty, collapse)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+# -- the semantic extra's vectors (storage/common/retrieval/vectors.py); the table stays empty without the extra --
+# the session's events with no vector yet, newest first (params: lo, hi, limit)
+VECTORS_PENDING = (
+    "SELECT e.id, e.seq, e.text FROM events AS e WHERE e.id BETWEEN ? AND ?"
+    " AND NOT EXISTS (SELECT 1 FROM vectors AS v WHERE v.id = e.id) ORDER BY e.id DESC LIMIT ?"
+)
+# a vector kept only while its event's row is there (an erasure between embedding and writing leaves none)
+VECTORS_PUT = "INSERT OR REPLACE INTO vectors (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?)"
+VECTORS_STATE = "SELECT count(*), coalesce(sum(id - ?), 0) FROM vectors WHERE id BETWEEN ? AND ?"
+VECTORS_OF = "SELECT id - ?, vec FROM vectors WHERE id BETWEEN ? AND ? ORDER BY id"
+VECTORS_DROP = "DELETE FROM vectors WHERE id BETWEEN ? AND ?"
+VECTORS_DROP_ONE = "DELETE FROM vectors WHERE id = ?"
+
+
+def dense_rows_sql(n: int) -> str:
+    """Events by row id in search_sql's columns, with no lexical score (the semantic extra's dense-only hits)."""
+    marks = ", ".join("?" * n)
+    return (
+        "SELECT seq, event_id, role, ts, text, meta, digest, chain, 0.0, collapse, 0.0, novelty"
+        f" FROM events WHERE id IN ({marks})"
+    )
 
 
 def fts_table(num: int) -> str:

@@ -29,6 +29,7 @@ from storage.contract import (
     ReceiptRowStore,
     ReceiptStore,
     SearchIndex,
+    SemanticUnavailable,
     SessionState,
     SettingsError,
     SettingsStore,
@@ -40,6 +41,7 @@ from storage.contract import (
 
 if TYPE_CHECKING:
     from retrieval.config import IndexConfig
+    from retrieval.semantic import TextEmbedder
     from storage.files.retrieval.db import Index
 
 
@@ -148,6 +150,9 @@ def open_stores(
 
 
 __all__ = [
+    "SemanticUnavailable",
+    "semantic_installed",
+    "semantic_model",
     "RECEIPT_COPIES",
     "Kind",
     "SettingsError",
@@ -201,3 +206,21 @@ def file_receipts(data_dir: str | os.PathLike[str]) -> ReceiptStore:
     from storage.files.receipts.file_backend import FileBackend
 
     return FileBackend(data_dir)
+
+
+# -- the semantic extra (issue 35): its model, loaded from the installed wheel with its sha256 checked -----------------
+def semantic_model(*, threads: int = 2) -> TextEmbedder:
+    """The semantic extra's model for `stores.index.use_semantic(...)`; SemanticUnavailable (one line) when it is not
+    installed or a file is not the pinned one (storage/common/semantic.py). Nothing is downloaded."""
+    from storage.common import semantic
+
+    return semantic.load(threads=threads)
+
+
+def semantic_installed() -> bool:
+    """Whether the semantic extra's packages are installed (nothing imported or loaded)."""
+    from storage.common import semantic
+
+    return semantic.installed()
+
+

@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from receipts.keys import PublicKey, SigningKey
     from receipts.stores import MerkleTree, Origin, PendingCites, ProposalStore, TreeSource
     from retrieval.model import SearchResponse
+    from retrieval.semantic import TextEmbedder
     from storage.pg.connect import Database
+
+
+class SemanticUnavailable(Exception):
+    """The semantic extra cannot run here: not installed, or a file is not the one pinned (one line, no traceback)."""
 
 
 class LineMark(NamedTuple):
@@ -277,6 +282,22 @@ class SearchIndex(Protocol):
 
     # copies of the index moved aside as unreadable, overwritten and removed; their names (none on PostgreSQL)
     def scrub_copies(self) -> tuple[str, ...]: ...
+
+    # -- the semantic extra (issue 35; retrieval/semantic.py): vectors stored beside the rows, gone with them ----------
+    # search in hybrid mode with this model (None: lexical, exactly as without the extra)
+    def use_semantic(self, embedder: TextEmbedder | None) -> None: ...
+
+    # the method, model and model sha256 searches run with; None when lexical
+    @property
+    def semantic(self) -> dict[str, str] | None: ...
+
+    # embed the session's indexed events that have no vector (newest first, at most `limit`); how many
+    def embed_pending(
+        self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
+    ) -> int: ...
+
+    # the seqs of the session that have a stored vector, ascending
+    def vector_seqs(self, session: str) -> list[int]: ...
 
     def close(self) -> None: ...
 

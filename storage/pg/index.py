@@ -31,15 +31,19 @@ from ledger.corrupted import LedgerCorrupted
 from retrieval.config import IndexConfig
 from retrieval.indexing import Plan, plan_rows
 from retrieval.model import IndexUnavailable, SearchError, SearchResponse, check_k
+from retrieval.semantic import HYBRID, LEXICAL_POOL
 from retrieval.sql import MAX_SEQ
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, term_batches
+from storage.common.retrieval.hybrid import dense_cosines, hybrid_hits
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing
 from storage.common.retrieval.searcher import Searching, candidates_for, ranked_hits
+from storage.common.retrieval.vectors import AT_SEARCH
 from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.index_forget import Forgetting
 from storage.pg.search_rows import Scan, Stats, explained, scan_rows
 from storage.pg.terms import key, packed_counts, phrase_terms, term_counts, tsvector_literal, unpack
+from storage.pg.vectors import PgVectoring
 
 log = logging.getLogger("storage.pg")
 Progress = Callable[[str, int], None]
@@ -81,7 +85,7 @@ def _autocommit(conn: psycopg.Connection[Any]) -> Iterator[None]:
             conn.autocommit = False
 
 
-class PgIndex(Forgetting):
+class PgIndex(Forgetting, PgVectoring):
     """The index over every session of one ledger, in `database` (which the caller owns and closes)."""
 
     def __init__(self, database: Database, ledger: LedgerSource, *, config: IndexConfig | None = None) -> None:
@@ -122,6 +126,8 @@ class PgIndex(Forgetting):
             return [int(r[0]) for r in conn.execute(sql.SEARCH_NON_USER_SEQS, (session, after_seq)).fetchall()]
 
     def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
+        if self._embedder is not None:
+            self.embed_pending(session, limit=AT_SEARCH)  # the newest events a turn may ask about first
         found = self._search_indexed(session, q, k, exclude, explain)
         if found is None and self.ledger.exists(session):
             # Not indexed yet (a session's first turn searches before its first message is indexed): index it with no
@@ -162,19 +168,41 @@ class PgIndex(Forgetting):
             )
             scan: Scan | None = None
             used: list[str] = []
+            hybrid = self._embedder is not None
+            pool = max(candidates_for(k), LEXICAL_POOL) if hybrid else candidates_for(k)
             for used in batches:
-                scan = scan_rows(conn, num, used, set(exclude), candidates_for(k), cfg, stats)
+                scan = scan_rows(conn, num, used, set(exclude), pool, cfg, stats)
                 if scan.rows:
                     break
             match = or_query(used)
             unused = [t for t in q.terms if t not in set(used)]
             rows = [] if scan is None else scan.rows
+            if hybrid:
+                return self._hybrid(conn, session, num, last_seq, q, k, exclude, rows, explain, match, unused)
             ranked, hits, context_tier = ranked_hits(session, q, rows, n_events=last_seq + 1, k=k, config=cfg)
             if not hits:
                 return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
             if explain and scan is not None:
                 hits = explained(scan, ranked, hits, cfg, context_tier=context_tier)
             return SearchResponse(session, q.text, k, hits, None, match, unused)
+
+    def _hybrid(
+        self, conn: psycopg.Connection[Any], session: str, num: int, last_seq: int, q: Query, k: int,
+        exclude: list[int], rows: list[Any], explain: bool, match: str, unused: list[str],
+    ) -> SearchResponse:
+        """The semantic extra's search: the lexical rows and the session's nearest events, fused (as Index._hybrid)."""
+        assert self._embedder is not None
+        seqs, matrix = self._session_vectors(conn, num)
+        cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
+        lexical = {int(r[0]) for r in rows}
+        dense = [s for s in cos.nearest if s not in lexical]
+        hits = hybrid_hits(
+            session, q, rows, self._dense_rows(conn, num, dense), cos.of(lexical | set(cos.nearest)),
+            n_events=last_seq + 1, k=k, config=self.config, explain=explain,
+        )
+        if not hits:
+            return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused, mode=HYBRID)
+        return SearchResponse(session, q.text, k, hits, None, match, unused, mode=HYBRID)
 
     @staticmethod
     def _term_df(conn: psycopg.Connection[Any], num: int, terms: Sequence[str]) -> dict[str, int]:

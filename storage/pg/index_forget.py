@@ -87,6 +87,7 @@ class Forgetting:
         self._vacuum()
 
     def _forget(self, session: str, num: int, seqs: Sequence[int]) -> Forgotten:
+        self.__dict__.get("_vec_cache", {}).pop(num, None)  # the semantic extra's vectors held in memory go too
         with self.db.transaction() as conn:
             conn.execute(sql.SEARCH_LOCK_SESSION, (num,))
             result = self._forget_rows(conn, session, num, seqs)

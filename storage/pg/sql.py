@@ -11,7 +11,8 @@ from __future__ import annotations
 # 2 on a start whose database records this version runs no DDL (a role that cannot make tables can use it)
 # 3: supersession_suggestions (issue 28: model proposals the rules did not confirm, left to a person) and
 # erasures_pending (issue 28: an erasure stopped half way, seen by every replica)
-SCHEMA_VERSION = 3
+# 4: search_vectors (issue 35: the semantic extra's vectors, tied to their search_events rows)
+SCHEMA_VERSION = 4
 SCHEMA_LOCK = 0x6D72655F736368  # pg_advisory_xact_lock key held while the schema is created ("mre_sch")
 
 META_TABLE = """
@@ -278,9 +279,11 @@ SEARCH_RESET = (
     " WHERE num = %s"
 )
 SEARCH_DROP_SESSION = "DELETE FROM search_sessions WHERE num = %s"
-SEARCH_TRUNCATE = "TRUNCATE search_events, search_terms, search_df, search_sessions"
+SEARCH_TRUNCATE = "TRUNCATE search_vectors, search_events, search_terms, search_df, search_sessions"
 # VACUUM cannot run in a transaction block: on an autocommit connection, after rows were deleted
-SEARCH_VACUUM = ("VACUUM search_events", "VACUUM search_terms", "VACUUM search_df", "VACUUM search_sessions")
+SEARCH_VACUUM = (
+    "VACUUM search_vectors", "VACUUM search_events", "VACUUM search_terms", "VACUUM search_df", "VACUUM search_sessions"
+)
 SEARCH_DF_ADD = (  # params (num, terms text[], deltas int[]); then SEARCH_DF_GONE
     "INSERT INTO search_df (num, term, n) SELECT %s, t, d FROM unnest(%s::text[], %s::int[]) AS u (t, d)"
     " ON CONFLICT (num, term) DO UPDATE SET n = search_df.n + EXCLUDED.n"
@@ -727,4 +730,38 @@ ERASURES_PENDING = "SELECT token, session FROM erasures_pending ORDER BY made_at
 ERASURES_PENDING_OF = "SELECT token, session FROM erasures_pending WHERE session = %s ORDER BY made_at, token"
 ERASURE_PENDING_READ = "SELECT journal, certificate FROM erasures_pending WHERE token = %s"
 ERASURE_PENDING_DONE = "DELETE FROM erasures_pending WHERE token = %s"
+# -- the semantic extra's vectors (storage/pg/vectors.py; issue 35) --------------------------------------------------
+# One row per embedded event: its float16 vector (retrieval.semantic.to_blob, 768 bytes). Derived like every search row,
+# and tied to its event's row by the foreign key: forgetting an event, re-indexing a session, dropping it (the cascade
+# from search_sessions) or a rebuild (the TRUNCATE) takes its vector too. Empty without the extra.
+SEARCH_VECTORS_SCHEMA = [
+    """
+    CREATE TABLE IF NOT EXISTS search_vectors (
+        num bigint NOT NULL,
+        seq bigint NOT NULL,
+        vec bytea NOT NULL,
+        PRIMARY KEY (num, seq),
+        FOREIGN KEY (num, seq) REFERENCES search_events (num, seq) ON DELETE CASCADE
+    )
+    """,
+]
+SCHEMA.extend(SEARCH_VECTORS_SCHEMA)
+# the session's events with no vector yet, newest first (params: num, limit)
+SEARCH_VECTORS_PENDING = (
+    "SELECT e.seq, e.text FROM search_events AS e WHERE e.num = %s"
+    " AND NOT EXISTS (SELECT 1 FROM search_vectors AS v WHERE v.num = e.num AND v.seq = e.seq)"
+    " ORDER BY e.seq DESC LIMIT %s"
+)
+# vectors kept only for events whose row is still there (params: num, seqs bigint[], vecs bytea[], num)
+SEARCH_VECTORS_PUT = (
+    "INSERT INTO search_vectors (num, seq, vec) SELECT %s, u.s, u.v FROM unnest(%s::bigint[], %s::bytea[]) AS u (s, v)"
+    " WHERE EXISTS (SELECT 1 FROM search_events AS e WHERE e.num = %s AND e.seq = u.s)"
+    " ON CONFLICT (num, seq) DO UPDATE SET vec = EXCLUDED.vec"
+)
+SEARCH_VECTORS_STATE = "SELECT count(*), coalesce(sum(seq), 0) FROM search_vectors WHERE num = %s"
+SEARCH_VECTORS_OF = "SELECT seq, vec FROM search_vectors WHERE num = %s ORDER BY seq"
+SEARCH_VECTOR_SEQS = (
+    "SELECT v.seq FROM search_vectors AS v JOIN search_sessions AS s ON s.num = v.num WHERE s.session = %s ORDER BY v.seq"
+)
+
 ERASURE_PENDING_ANY = "SELECT EXISTS (SELECT 1 FROM erasures_pending WHERE session = %s)"

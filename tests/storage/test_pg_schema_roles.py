@@ -92,14 +92,14 @@ def test_a_read_only_role_that_tries_to_write_gets_one_line_not_a_traceback(tmp_
     assert "permission denied" in out and "PostgreSQL at" in out, out
 
 
-# What SCHEMA_VERSION 3 creates (3 added supersession_suggestions and erasures_pending). A start whose database records version 3 runs no DDL, so a table or index added
+# What SCHEMA_VERSION 4 creates (3 added supersession_suggestions and erasures_pending, 4 search_vectors). A start whose database records version 4 runs no DDL, so a table or index added
 # without a version bump would never reach a database made before it: change SCHEMA → bump the version → update this.
-SCHEMA_3_SHA256 = "9d374d03a76488c98ce02603468fef03d613b4abd5e11b62235b57494a13b791"
+SCHEMA_4_SHA256 = "6beda445b379d9c47f32b391455af77496285ac1a968801a11d70ccaa733d098"
 
 
 def test_the_schema_cannot_change_without_a_new_schema_version() -> None:
     digest = hashlib.sha256("\n;\n".join(s.strip() for s in sql.SCHEMA).encode()).hexdigest()
-    assert (sql.SCHEMA_VERSION, digest) == (3, SCHEMA_3_SHA256), "SCHEMA changed: bump SCHEMA_VERSION and pin the new digest"
+    assert (sql.SCHEMA_VERSION, digest) == (4, SCHEMA_4_SHA256), "SCHEMA changed: bump SCHEMA_VERSION and pin the new digest"
 
 
 @pytest.mark.pg

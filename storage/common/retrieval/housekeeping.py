@@ -135,6 +135,7 @@ class Housekeeping(Indexing):
             rid = sql.row_id(num, seq)
             conn.execute(sql.delete_fts_one(num), (rid, text, context))
             conn.execute("DELETE FROM events WHERE id = ?", (rid,))
+            conn.execute(sql.VECTORS_DROP_ONE, (rid,))  # the semantic extra's vector goes with its row
             for t in content_terms(text):
                 lost[t] += 1
                 first_gone.setdefault(t, seq)
@@ -148,6 +149,7 @@ class Housekeeping(Indexing):
         )
         self._mark_purge(num)
         removed = [seq for seq, _, _ in found]
+        self.__dict__.setdefault("_vec_cache", {}).pop(num, None)
         return Forgotten(session, removed, self._recontext(num, removed), self._rejudge(num, first_gone))
 
     def _neighbours(self, num: int, seq: int, n: int, *, later: bool) -> list[tuple[int, str]]:

@@ -249,6 +249,8 @@ class Indexing(IndexFile):
         lo, hi = sql.session_range(num)
         conn.execute(f"DROP TABLE IF EXISTS {sql.fts_table(num)}")
         conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", (lo, hi))
+        conn.execute(sql.VECTORS_DROP, (lo, hi))  # the semantic extra's vectors go with the rows
+        self.__dict__.setdefault("_vec_cache", {}).pop(num, None)
         conn.execute("DELETE FROM terms WHERE num = ?", (num,))
         if remove:
             conn.execute("DELETE FROM watermarks WHERE num = ?", (num,))

@@ -20,9 +20,10 @@ from retrieval.dates import DateSpan, best_match, query_dates
 from retrieval.explain import TermMatch, explain_hit, idf, marked_words
 from retrieval.model import Candidate, Hit, SearchError, SearchResponse, check_k
 from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
+from retrieval.semantic import HYBRID, LEXICAL_POOL
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
 from storage.common.retrieval.connection import batched
-from storage.common.retrieval.indexer import Indexing
+from storage.common.retrieval.vectors import AT_SEARCH, Vectoring
 
 
 def candidates_for(k: int) -> int:
@@ -100,7 +101,7 @@ def ranked_hits(
     return ranked, hits, CONTEXT in tiers
 
 
-class Searching(Indexing):
+class Searching(Vectoring):
     """search(): the top k events of one session for a free-text query."""
 
     def search(
@@ -190,7 +191,8 @@ class Searching(Indexing):
         )
         # the same pool with or without exclusions: they are filtered out before the LIMIT, so a turn's search and
         # the one without its revocations (chat.engine._retrieve) re-rank the same number of best matches
-        params: dict[str, Any] = {"limit": candidates_for(k)}
+        hybrid = self._embedder is not None
+        params: dict[str, Any] = {"limit": max(candidates_for(k), LEXICAL_POOL) if hybrid else candidates_for(k)}
         if exclude:
             params["exclude"] = orjson.dumps([sql.row_id(num, s) for s in exclude]).decode()
         rows: list[Any] = []
@@ -204,12 +206,35 @@ class Searching(Indexing):
                 break
         match = params["match"]
         unused = [t for t in q.terms if t not in set(used)]
+        if hybrid:
+            return self._hybrid(session, num, last_seq, q, k, exclude, rows, explain, match, unused)
         ranked, hits, context_tier = ranked_hits(session, q, rows, n_events=last_seq + 1, k=k, config=cfg)
         if not hits:
             return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused)
         if explain:
             hits = self._explained(num, used, match, ranked, hits, context_tier=context_tier)
         return SearchResponse(session, q.text, k, hits, None, match, unused)
+
+    def _hybrid(
+        self, session: str, num: int, last_seq: int, q: Query, k: int, exclude: list[int], rows: list[Any],
+        explain: bool, match: str, unused: list[str],
+    ) -> SearchResponse:
+        """The semantic extra's search: the lexical rows and the session's nearest events, fused (hybrid.py)."""
+        from storage.common.retrieval.hybrid import dense_cosines, hybrid_hits  # hybrid.py reads candidate() from here
+
+        assert self._embedder is not None
+        self.embed_pending(session, limit=AT_SEARCH)
+        seqs, matrix = self._session_vectors(num)
+        cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
+        lexical = {int(r[0]) for r in rows}
+        dense = [s for s in cos.nearest if s not in lexical]
+        hits = hybrid_hits(
+            session, q, rows, self._dense_rows(num, dense), cos.of(lexical | set(cos.nearest)),
+            n_events=last_seq + 1, k=k, config=self.config, explain=explain,
+        )
+        if not hits:
+            return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused, mode=HYBRID)
+        return SearchResponse(session, q.text, k, hits, None, match, unused, mode=HYBRID)
 
     def _bounded_rows(self, num: int, last_seq: int, stmt: str, params: dict[str, Any], terms: Sequence[str]) -> list[Any]:
         """What `stmt` gives for the OR of `terms`, found with the score bound of retrieval.bounded (exact)."""

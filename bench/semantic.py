@@ -1,0 +1,145 @@
+"""The semantic extra on LoCoMo (issue 35): evidence recall, latency and index cost, with and without it.
+
+    python bench/semantic.py [--split dev|test|both] [--cache DIR]
+
+Each conversation is imported as one session (bench/common.py's mapping, as bench/locomo.py), indexed, then embedded
+with the extra's model (all-MiniLM-L6-v2 int8 ONNX, requirements-semantic.txt). Every question is searched at
+K = 5, 10, 25, 50 by: the raw FTS5 baseline (same run), the project's lexical search (the default install), and the
+hybrid search (retrieval/semantic.py: lexical top 200 + dense top 25, score / best + 1.0 x cosine). "implicit" is the
+subset of questions none of whose content words is in any of their gold turns (speaker prefix left out): what only
+the meaning can find. Latency is each search call's wall time at K = 10 (the hybrid's includes embedding the query);
+index cost is the lexical indexing and the embedding of every turn, per event. Tune on dev (conversations 0-4) only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import LOCOMO, RawBaseline, import_lines, load, machine, questions, recall, turns  # noqa: E402
+from bench.locomo import CATEGORIES, KS, SPLITS, table  # noqa: E402
+from retrieval.semantic import BLOB_BYTES  # noqa: E402
+from retrieval.text import content_terms  # noqa: E402
+from storage.common import semantic  # noqa: E402
+from storage.files.ledger.store import Ledger  # noqa: E402
+from storage.files.retrieval.db import Index  # noqa: E402
+
+
+def _own_words(text: str) -> str:
+    """A turn's text without its "Speaker: " prefix (bench/common.turns adds it)."""
+    head, sep, rest = text.partition(": ")
+    return rest if sep and " " not in head.strip() else text
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic.Embedder) -> tuple[dict, dict]:
+    ledger = Ledger(data_dir)
+    index = Index(data_dir, ledger)
+    systems = ("raw FTS5 baseline", "project (lexical)", "project + semantic (hybrid)")
+    scores: dict[str, dict[tuple[str, int], list[float]]] = {s: defaultdict(list) for s in systems}
+    cost = {"events": 0, "index_s": 0.0, "embed_s": 0.0, "lex_ms": [], "hyb_ms": [], "bytes_before": 0, "bytes_after": 0}
+    for i in convs:
+        conv = data[i]
+        ts = turns(conv)
+        session = f"locomo-{i}"
+        if not ledger.exists(session):
+            ledger.import_jsonl(session, import_lines(ts))
+        t0 = time.perf_counter()
+        index.index_session(session)
+        cost["index_s"] += time.perf_counter() - t0
+        index.use_semantic(model)
+        before = len(index.vector_seqs(session))
+        t0 = time.perf_counter()
+        embedded = index.embed_pending(session)
+        if embedded:
+            cost["embed_s"] += time.perf_counter() - t0
+            cost["events"] += embedded + before
+        assert len(index.vector_seqs(session)) == len(ts), "every turn embedded"
+        raw = RawBaseline([t.text for t in ts])
+        words = {t.dia_id: set(content_terms(_own_words(t.text))) for t in ts}
+        seq_to_dia = [t.dia_id for t in ts]
+        for q in questions(conv, i):
+            implicit = bool(q.gold) and all(w not in set(content_terms(q.question)) for g in q.gold for w in words.get(g, set()))
+            labels = ["all", f"{q.category} {CATEGORIES[q.category]}"] + (["implicit"] if implicit else [])
+            for k in KS:
+                raw_ids = [seq_to_dia[s] for s in raw.search(q.question, k)]
+                index.use_semantic(None)
+                t0 = time.perf_counter()
+                lex = index.search(session, q.question, k=k)
+                lex_ms = 1000 * (time.perf_counter() - t0)
+                index.use_semantic(model)
+                t0 = time.perf_counter()
+                hyb = index.search(session, q.question, k=k)
+                hyb_ms = 1000 * (time.perf_counter() - t0)
+                if k == 10:
+                    cost["lex_ms"].append(lex_ms)
+                    cost["hyb_ms"].append(hyb_ms)
+                for label in labels:
+                    scores[systems[0]][(label, k)].append(recall(q.gold, raw_ids))
+                    scores[systems[1]][(label, k)].append(recall(q.gold, [seq_to_dia[h.seq] for h in lex.results]))
+                    scores[systems[2]][(label, k)].append(recall(q.gold, [seq_to_dia[h.seq] for h in hyb.results]))
+    index.close()
+    return scores, cost
+
+
+def cost_table(cost: dict) -> str:
+    n = max(cost["events"], 1)
+    lines = [
+        "| figure | lexical (default) | with the semantic extra |",
+        "|---|---:|---:|",
+        f"| search p50 / p95, K=10 (ms) | {statistics.median(cost['lex_ms']):.1f} / {_pct(cost['lex_ms'], 95):.1f} | "
+        f"{statistics.median(cost['hyb_ms']):.1f} / {_pct(cost['hyb_ms'], 95):.1f} |",
+        f"| embedding per event (ms), events/s | — | {1000 * cost['embed_s'] / n:.2f}, {n / max(cost['embed_s'], 1e-9):.0f}/s |",
+        f"| vector per event (bytes, stored) | 0 | {BLOB_BYTES} |",
+        f"| events embedded | — | {cost['events']} |",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=LOCOMO, help="locomo10.json (default: ../shared/data)")
+    p.add_argument("--split", choices=["dev", "test", "both"], default="dev")
+    p.add_argument("--cache", type=Path, default=None, help="keep the ledgers, index and vectors in DIR/<split>")
+    p.add_argument("--threads", type=int, default=2, help="onnxruntime threads (default 2)")
+    args = p.parse_args(argv)
+    try:
+        model = semantic.load(threads=args.threads)
+    except semantic.SemanticUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    data = load(args.data)
+    started = time.perf_counter()
+    print(f"LoCoMo evidence recall (%), with and without the semantic extra — {machine()}")
+    print(f"\nmodel: {model.describe()}\n")
+    splits = ["dev", "test"] if args.split == "both" else [args.split]
+    with tempfile.TemporaryDirectory(prefix="semantic-") as tmp:
+        base = args.cache if args.cache is not None else Path(tmp)
+        for split in splits:
+            scores, cost = evaluate(base / split, list(SPLITS[split]), data, model)
+            print(table(f"{split} split (conversations {SPLITS[split].start}-{SPLITS[split].stop - 1})", scores))
+            for system in scores:
+                by = scores[system]
+                if by.get(("implicit", 5)):
+                    cells = " / ".join(f"{100 * sum(by[('implicit', k)]) / len(by[('implicit', k)]):.1f}" for k in KS)
+                    print(f"\n_implicit ({len(by[('implicit', 5)])} questions) {system}: R@5/10/25/50 = {cells}_")
+            print()
+            print(cost_table(cost))
+            print()
+    print(f"_{time.perf_counter() - started:.1f}s_")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""`python -m retrieval search --semantic` (and `mre search query --semantic`): the mode a search ran in, one-line refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cli import prog_retrieval
+from ledger.messages import Message
+from storage.common import semantic
+from storage.stores import file_stores
+
+needs_extra = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "data"
+    (d / "sessions").mkdir(parents=True)
+    st = file_stores(d)
+    texts = ["I adopted a puppy last week", "the weather is nice", "my tax form is due friday"]
+    st.ledger.append_many("s1", [Message("user", t, {}) for t in texts])
+    st.index.index_session("s1")
+    st.index.close()
+    st.close()
+    return d
+
+
+def test_a_default_search_says_it_ran_lexically(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert prog_retrieval.main(["search", str(data_dir), "s1", "puppy", "--json"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["mode"] == "lexical" and "semantic" not in out
+    assert out["results"][0]["seq"] == 0
+
+
+def test_the_default_table_does_not_change(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert prog_retrieval.main(["search", str(data_dir), "s1", "puppy"]) == 0
+    assert "mode:" not in capsys.readouterr().out
+
+
+def test_semantic_without_the_extra_is_one_line(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(semantic, "installed", lambda: False)
+    assert prog_retrieval.main(["search", str(data_dir), "s1", "puppy", "--semantic"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: semantic search: the optional extra is not installed")
+
+
+@needs_extra
+def test_a_semantic_search_says_its_mode_model_and_sha256(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert prog_retrieval.main(["search", str(data_dir), "s1", "young dog", "--semantic", "--json"]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert out["mode"] == "hybrid"
+    assert out["semantic"] == {
+        "method": "linear-fusion-v1",
+        "model": "all-MiniLM-L6-v2-onnx-int8",
+        "model_sha256": semantic.MODEL_SHA256,
+    }
+    assert out["results"][0]["seq"] == 0  # "young dog" shares no word with "puppy"
+
+
+@needs_extra
+def test_the_semantic_table_says_hybrid_and_explains_each_part(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert prog_retrieval.main(["search", str(data_dir), "s1", "young dog", "--semantic", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "mode: hybrid" in out and "found by dense: lexical share 0.000 + 1 x cosine" in out

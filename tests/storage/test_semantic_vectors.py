@@ -1,0 +1,183 @@
+"""The semantic extra's vectors on both backends (issue 35), over the contract suite's `stores` fixture.
+
+A small deterministic embedder stands in for the model (tests/storage/test_semantic_model.py runs the real one): it
+maps words to dimensions, with a few synonyms sharing one, so a dense match with no shared word is predictable.
+What is proved: vectors are stored beside the rows and gone with them (forget, rebuild, a dropped session), a search
+without the extra (or with it disabled) answers exactly as before, the hybrid search adds what only the meaning finds,
+never returns an excluded or erased event, and says which mode it ran in.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ledger.messages import Message
+from retrieval.semantic import BLOB_BYTES, DIM, normalized
+from storage.stores import Stores
+
+from . import test_contract
+
+# the contract suite's fixtures: a fresh deployment of each backend (ids files, pg), on PostgreSQL one module database
+stores = test_contract.stores
+pg_module_url = test_contract.pg_module_url
+
+SYNONYMS = {"puppy": "dog", "hound": "dog", "canine": "dog", "overwhelmed": "stress", "stressed": "stress"}
+
+
+class WordEmbedder:
+    """Bag of words hashed into DIM dimensions; synonyms share their head word's dimension."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                w = SYNONYMS.get(w.strip(".,!?'"), w.strip(".,!?'"))
+                out[i, zlib.crc32(w.encode()) % DIM] += 1.0
+        return normalized(out)
+
+    def describe(self) -> dict[str, str]:
+        return {"method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
+
+
+TEXTS = [
+    "I adopted a puppy last week",
+    "the weather in Leeds is grey",
+    "my sister plays the cello",
+    "I am overwhelmed at work",
+    "we talked about the dog show",
+]
+
+
+def _fill(stores: Stores, session: str = "s1", texts: Sequence[str] = TEXTS) -> None:
+    stores.ledger.append_many(session, [Message("user" if i % 2 == 0 else "assistant", t, {}) for i, t in enumerate(texts)])
+    stores.index.index_session(session)
+
+
+def _seqs(resp: Any) -> list[int]:
+    return [h.seq for h in resp.results]
+
+
+class TestVectorsAreStoredBesideTheRows:
+    def test_every_indexed_event_gets_one_vector_of_768_bytes(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        assert stores.index.embed_pending("s1") == len(TEXTS)
+        assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
+        assert stores.index.embed_pending("s1") == 0  # incremental: nothing left
+        assert BLOB_BYTES == 768
+
+    def test_new_events_are_embedded_incrementally(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        stores.index.embed_pending("s1")
+        stores.ledger.append("s1", "user", "a canine friend visited")
+        stores.index.index_session("s1")
+        assert stores.index.embed_pending("s1") == 1
+        assert stores.index.vector_seqs("s1") == list(range(len(TEXTS) + 1))
+
+    def test_without_the_extra_nothing_is_embedded(self, stores: Stores) -> None:
+        _fill(stores)
+        assert stores.index.embed_pending("s1") == 0
+        stores.index.search("s1", "dog")
+        assert stores.index.vector_seqs("s1") == []
+        assert stores.index.semantic is None
+
+
+class TestAnErasedEventsVectorGoes:
+    def test_forgetting_an_event_deletes_its_vector(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        stores.index.embed_pending("s1")
+        stores.ledger.erase("s1", [0])
+        stores.index.forget_events("s1", [0])
+        assert 0 not in stores.index.vector_seqs("s1")
+        assert stores.index.vector_seqs("s1") == [1, 2, 3, 4]
+
+    def test_a_hybrid_search_never_returns_an_erased_event(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        assert 0 in _seqs(stores.index.search("s1", "hound", k=5))  # found by meaning before
+        stores.ledger.erase("s1", [0])
+        stores.index.forget_events("s1", [0])
+        hits = stores.index.search("s1", "hound", k=50).results
+        assert 0 not in [h.seq for h in hits] and not any("puppy" in h.text for h in hits)
+
+    def test_a_rebuild_drops_every_vector_and_embedding_again_restores_them(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        stores.index.embed_pending("s1")
+        stores.ledger.erase("s1", [3])
+        assert stores.index.rebuild() == []
+        assert stores.index.vector_seqs("s1") == []
+        assert stores.index.embed_pending("s1") == 4
+        assert stores.index.vector_seqs("s1") == [0, 1, 2, 4]
+
+    def test_a_dropped_session_leaves_no_vector(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        stores.index.embed_pending("s1")
+        stores.index.drop_session("s1")  # control runs it before and after the ledger's deletion
+        assert stores.ledger.delete_session("s1") is True
+        stores.index.drop_session("s1")
+        assert stores.index.vector_seqs("s1") == []
+
+
+class TestSearchModes:
+    def test_with_the_extra_absent_or_disabled_the_answers_are_identical(self, stores: Stores) -> None:
+        _fill(stores)
+        queries = ["dog", "weather Leeds", "cello sister", "work", "nothing matches this"]
+        before = [stores.index.search("s1", q, k=3, explain=True).to_dict() for q in queries]
+        stores.index.use_semantic(WordEmbedder())
+        stores.index.embed_pending("s1")
+        stores.index.use_semantic(None)
+        after = [stores.index.search("s1", q, k=3, explain=True).to_dict() for q in queries]
+        assert after == before
+        assert {d["mode"] for d in after} == {"lexical"}
+
+    def test_the_hybrid_search_finds_a_paraphrase_that_shares_no_word(self, stores: Stores) -> None:
+        _fill(stores)
+        assert 3 not in _seqs(stores.index.search("s1", "stressed", k=5))
+        stores.index.use_semantic(WordEmbedder())
+        resp = stores.index.search("s1", "stressed", k=1, explain=True)
+        assert resp.mode == "hybrid" and resp.to_dict()["mode"] == "hybrid"
+        assert _seqs(resp) == [3]
+        assert resp.results[0].explain is not None and resp.results[0].explain["found_by"] == "dense"
+
+    def test_a_lexical_match_that_also_means_it_ranks_first(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        resp = stores.index.search("s1", "dog show", k=3, explain=True)
+        assert resp.results[0].seq == 4
+        parts = resp.results[0].explain
+        assert parts is not None and parts["found_by"] == "lexical and dense"
+        assert parts["fused"] == pytest.approx(parts["lexical_share"] + parts["cosine"])
+
+    def test_an_excluded_event_is_not_found_by_meaning_either(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        assert 0 not in _seqs(stores.index.search("s1", "hound", k=5, exclude_seqs=[0]))
+
+    def test_an_event_not_embedded_yet_still_answers_lexically(self, stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+        import storage.common.retrieval.searcher as searcher
+        import storage.pg.index as pg_index
+
+        monkeypatch.setattr(searcher, "AT_SEARCH", 0)
+        monkeypatch.setattr(pg_index, "AT_SEARCH", 0)
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        resp = stores.index.search("s1", "cello", k=3)
+        assert stores.index.vector_seqs("s1") == []
+        assert resp.mode == "hybrid" and _seqs(resp)[0] == 2
+
+    def test_it_names_the_model_it_runs_with(self, stores: Stores) -> None:
+        stores.index.use_semantic(WordEmbedder())
+        assert stores.index.semantic == {"method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
