@@ -21,6 +21,7 @@ from cli.support import (
     EXIT_OK,
     CliError,
     Parser,
+    count,
     entry_point,
     existing_data_dir,
     fail,
@@ -295,6 +296,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         else:
             ledger = admin.file_ledger(data)
             names = args.sessions or ledger.sessions()
+            if not names:  # "0 of 0 sessions verified", exit 0, would pass a temp folder or a keys folder
+                return fail(f"{args.data_dir}: no sessions here: is this a data directory?")
             for name in names:
                 if not ledger.exists(name):
                     return fail(f"session {name}: no such session in {data}")
@@ -312,14 +315,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
             if r.ok:
                 note = f" ({len(r.quarantined)} quarantined torn tail file(s))" if r.quarantined else ""
                 erased = f"; {erased_words(r.erased)}" if r.erased else ""
-                print(f"ok      {r.session}: {r.events} events, head {r.head[:16]}{erased}{note}")
+                print(f"ok      {r.session}: {count(r.events, 'event')}, head {r.head[:16]}{erased}{note}")
             else:
                 b = r.brk
                 assert b is not None
                 print(f"BROKEN  {r.session}: line {b.line}, seq {b.seq}, {b.kind}: {b.message}")
                 if b.expected is not None or b.found is not None:
                     print(f"        expected {b.expected}\n        found    {b.found}")
-        print(f"{len(reports) - len(broken)} of {len(reports)} sessions verified")
+        print(f"{len(reports) - len(broken)} of {count(len(reports), 'session')} verified")
     return EXIT_BROKEN if broken else EXIT_OK
 
 
@@ -442,7 +445,7 @@ def _show_cut(cut: Cut, after: SessionReport, refreshed: list[str], args: argpar
             f"(seq {cut.cut_from_seq}) on, {cut.nbytes} bytes, sha256 {cut.sha256[:16]}…, to {kept or cut.path} (kept; never deleted)"
         )
         print(f"appended system event seq {cut.note_seq} recording the cut; " + ("; ".join(refreshed) or "nothing derived to refresh"))
-        print(f"{'ok' if after.ok else 'BROKEN'}  {args.session}: {after.events} events, head {after.head[:16]}")
+        print(f"{'ok' if after.ok else 'BROKEN'}  {args.session}: {count(after.events, 'event')}, head {after.head[:16]}")
     return EXIT_OK if after.ok else EXIT_BROKEN
 
 
@@ -453,7 +456,7 @@ def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) 
         return EXIT_OK if d.report.ok else EXIT_BROKEN
     b = d.report.brk
     if b is None or d.suggest_seq is None:
-        print(f"session {args.session} verifies ({d.report.events} events): nothing to repair")
+        print(f"session {args.session} verifies ({count(d.report.events, 'event')}): nothing to repair")
         return EXIT_OK
     seq = d.suggest_seq
     print(f"session {args.session}: BROKEN at line {b.line}, seq {b.seq}, {b.kind}: {b.message}")
@@ -548,7 +551,7 @@ def build_parser() -> Parser:
     p.add_argument(
         "--allow-duplicates", action="store_true", help="import a file whose messages this session already holds from an earlier import"
     )
-    p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
+    p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
     p.set_defaults(func=cmd_import)
     ls = sub.add_parser("list", help="one row per session: events, last activity, verified or its first break")
     ls.add_argument("data_dir")

@@ -175,6 +175,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.data is not None:
         existing_data_dir(args.data)
         url = _database()
+    if (other := _not_a_receipt(raw)) is not None:  # a bundle or a checkpoint: name the command that checks it
+        return fail(f"{path}: {other}")
     if is_certificate(raw):  # an erasure certificate (docs/FORMAT.md §16): dispatch on payloadType
         return _verify_certificate(path, raw, args, url)
     try:
@@ -192,6 +194,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(render_text(report, rows=args.rows))
     return EXIT_BY_VERDICT[report.verdict]
+
+
+def _not_a_receipt(raw: bytes) -> str | None:
+    """What `raw` is when it is another of the project's files that `receipts verify` does not check, and the
+    command that does; None for anything else (a receipt, a certificate, or input its parser will refuse)."""
+    from receipts.checkpoints import MalformedCheckpoint, parse_checkpoint
+
+    if raw.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "a session bundle (a zip), not a receipt; check it with `python -m bundle verify FILE`"
+    try:
+        parse_checkpoint(raw)
+    except MalformedCheckpoint:
+        return None
+    return "a signed checkpoint, not a receipt; check it with `python -m ledger verify DATA_DIR SESSION --since FILE`"
 
 
 def _verify_certificate(path: Path, raw: bytes, args: argparse.Namespace, url: str | None) -> int:

@@ -274,7 +274,7 @@ class TestCommandLines:
         src = tmp_path / "in.jsonl"
         src.write_bytes(b'{"role": "user", "text": "fine"}\n' + line + b"\n")
         data = tmp_path / "data"
-        assert ledger_main(["import", str(data), "s1", str(src)]) == 2
+        assert ledger_main(["import", str(data), "s1", str(src), "--create"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "line 2" in err[0] and what in err[0] and "nothing was imported" in err[0], err
         assert not Ledger(data).exists("s1") or Ledger(data).head("s1")[0] == 0

@@ -233,7 +233,7 @@ class TestRefusals:
         commands = [
             ("retrieval", "search", str(data), "s1", "x"),
             ("retrieval", "rebuild", str(data)),
-            ("chat", str(tmp_path / "new-data"), "s1", "hello"),
+            ("chat", str(tmp_path / "new-data"), "s1", "hello", "--create"),  # the server is what fails
             ("receipts", "verify", str(receipt), "--data", str(data)),
             ("receipts", "checkpoint", str(data), "s1"),
             ("ledger", "verify", str(data), "s1", "--since", str(kept)),
@@ -295,7 +295,7 @@ class TestImport:
         env = env_for(pg_url, tmp_path)
         src = tmp_path / "in.jsonl"
         src.write_text("".join(json.dumps({"role": "user", "text": f"fact {i}"}) + "\n" for i in range(3)))
-        proc = run(env, "ledger", "import", str(data), "gina", str(src))
+        proc = run(env, "ledger", "import", "--create", str(data), "gina", str(src))
         assert proc.returncode == 0, proc.stderr
         assert f"signed checkpoint of 3 events by {key.key_id}" in proc.stdout
         cp = run(env, "receipts", "checkpoint", str(data), "gina")
@@ -308,7 +308,7 @@ class TestImport:
     def test_an_import_into_the_database_without_a_key_says_no_checkpoint_was_signed(self, pg_url: str, data: Path, tmp_path: Path) -> None:
         src = tmp_path / "in.jsonl"
         src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
-        proc = run(env_for(pg_url, tmp_path), "ledger", "import", str(data), "hank", str(src))
+        proc = run(env_for(pg_url, tmp_path), "ledger", "import", "--create", str(data), "hank", str(src))
         assert proc.returncode == 0, proc.stderr
         assert "imported 1 event into session hank" in proc.stdout and "no checkpoint signed (no signing key" in proc.stdout
         assert not list(data.iterdir())  # no key was made
