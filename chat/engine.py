@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,6 +245,25 @@ class Engine:
         if consent_turn:
             view = replace(view, ask_first=True)
         return len(record_supersessions(self.ledger, self.index, self.llm, ev, view, self._keep_suggestions))
+
+    def detect_imported(self, session: str, events: Sequence[Event]) -> int:
+        """`ledger import --detect-changes` (issue 32): the change detector over the imported user statements in
+        order, each against the statements before it (chat.supersede: the lexical shortlist only holds earlier
+        seqs), recording what it decides as a turn would, under the turn lock, and one checkpoint after. The local
+        rules decide (no model is asked about an import: a history of thousands of statements would be as many
+        requests). Returns how many supersession records were appended."""
+        self.settle(session)
+        self.index.index_session(session)
+        rules_only = LLM(api_key="")
+        done = 0
+        with self.backend.turn_lock(session):
+            view = model_view(self.stores, self.cites, session)  # what a model may be shown: no withheld statement
+            for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
+                done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
+            if done:
+                self.backend.issue_checkpoint(self.ledger, session, self.key)
+        self.index.index_session(session)
+        return done
 
     def _keep_suggestions(self, session: str, pairs: list[tuple[int, str, int, str]], suggested_by: str) -> None:
         """A model's proposals the rules did not confirm: kept for a person to confirm or not (control.suggestions)."""

@@ -83,6 +83,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             key, unsigned = _database_signer(args.data_dir)
         except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
             return fail(f"{exc}; nothing was imported")
+        if getattr(args, "detect_changes", False):
+            return fail("--detect-changes: not available on PostgreSQL yet; nothing was imported (import, then correct by hand)")
         return pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"), key=key, unsigned=unsigned)
     data = writable_data_dir(args.data_dir, create=args.create)
     try:
@@ -132,6 +134,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     first, last = events[0].seq, events[-1].seq
     signed = unsigned if key is None else f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
     print(f"{_imported(events, args.session)} (seq {first}..{last}), head {events[-1].chain[:16]}; {signed}")
+    if getattr(args, "detect_changes", False):
+        return _detect_imported(data, args.session, events)
     return EXIT_OK
 
 
@@ -172,6 +176,23 @@ def _bytes_progress(desc: str, ledger: LedgerStore, sessions: list[str]) -> Iter
     finally:
         if progress is not None:
             progress.close()
+
+
+def _detect_imported(data: Path, session: str, events: Sequence[Event]) -> int:
+    """--detect-changes, after the import is committed and signed: chat.engine.Engine.detect_imported."""
+    from chat.engine import Engine, InputError
+    from chat.llm import LLM
+
+    eng = Engine(data, llm=LLM(api_key=""))
+    try:
+        n = eng.detect_imported(session, events)
+    except InputError as exc:
+        return fail(f"--detect-changes: {exc}; the import stands, no supersession was recorded")
+    finally:
+        eng.index.close()
+        eng.ledger.close()
+    print(f"detected changes: {n} supersession record{'' if n == 1 else 's'} appended")
+    return 0
 
 
 def _imported(events: Sequence[Event], session: str) -> str:
@@ -552,6 +573,10 @@ def build_parser() -> Parser:
         "--allow-duplicates", action="store_true", help="import a file whose messages this session already holds from an earlier import"
     )
     p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
+    p.add_argument(
+        "--detect-changes", action="store_true",
+        help="run the change detector over the imported user statements in order, recording its supersessions as chat turns do",
+    )
     p.set_defaults(func=cmd_import)
     ls = sub.add_parser("list", help="one row per session: events, last activity, verified or its first break")
     ls.add_argument("data_dir")

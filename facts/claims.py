@@ -347,7 +347,8 @@ def _read_slots(s: _Sentence) -> None:
             if len(found) != 1:
                 continue  # nothing, or two attributes could be meant: say nothing
             ((attribute, parsed),) = found.items()
-            s.add(attribute, s.subject(m.start()), parsed, m.start(), m.end(), strong=False, how=f"'{name}'")
+            at = m.end() if name == "is a" else m.start()  # "my sister is a …": the subject is inside the match
+            s.add(attribute, s.subject(at), parsed, m.start(), m.end(), strong=False, how=f"'{name}'")
 
 
 def _chunk(text: str | None) -> tuple[str, str] | None:

@@ -307,6 +307,9 @@ SLOTS: list[tuple[str, re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         ("rewrote in", r"\b(?:rewrote|rewritten|rewriting|ported)\s+(?:\w+\s+){0,3}?in\s+", (("work language", "lex"),)),
         ("I'm a", r"\b(?:I'm|I\s+am|I've\s+been|I\s+have\s+been|I\s+was)\s+(?:now\s+|still\s+|no\s+longer\s+|not\s+|actually\s+)?"
          r"(?=(?:a|an)\s)", (("job", "lex"),)),
+        # a relation's job: "my sister is a nurse" (the subject is whoever the clause names)
+        ("is a", rf"\b(?:my|our)\s+(?:\w+\s+)?(?:{_REL})\s+(?:is|'s)\s+(?:now\s+|still\s+|no\s+longer\s+|not\s+)?(?=(?:a|an)\s)",
+         (("job", "lex"),)),
         ("seeing", r"\b(?:seeing|(?:I'm|I\s+am|we're)\s+(?:now\s+)?with)\s+", (("partner", "cue"),)),
         ("went colour", rf"\b(?:went|gone|going)\s+(?=(?:(?:dark|light|bright)\s+)?(?:{_alts(lex.COLOURS)})\b)",
          (("hair colour", "cue"),)),

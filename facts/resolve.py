@@ -18,14 +18,17 @@ newest wins; the earlier ones are left out of the K); a question about the past 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from facts import lexicon as lex
 from facts.asked import _attribute_fits, _subject_fits, asked
-from facts.claims import Claim, read
+from facts.claims import SELF, Claim, read
 from facts.rules import MAX_READ_CHARS
 from facts.values import same_value
+from retrieval.text import fold
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,24 @@ def _slot_claims(statements: Sequence[tuple[int, str]], question: str) -> dict[t
     return slots
 
 
+_FIRST_PERSON = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|we|we're|our|us)\b")
+_SOMEONE_ELSES = re.compile(rf"(?i)\b(?:my|our)\s+(?:\w+\s+)?(?:{'|'.join(sorted(lex.RELATIONS))})\b")
+
+
+def _takes_back(text: str, said: str, subject: str) -> bool:
+    """Whether `text` takes back the value `said` of a slot: "…, not Leeds", "I said Leeds earlier" (a correction,
+    or a value denied), said by the speaker about the slot's subject. Read without the claims reader: a statement
+    that corrects a value need not state the new one in a shape it reads."""
+    if len(said) < 3:
+        return False
+    if subject == SELF and (not _FIRST_PERSON.search(text) or _SOMEONE_ELSES.search(text)):
+        return False
+    if subject != SELF and subject.split()[-1] not in fold(text).replace("'s", " ").replace(".", " ").split():
+        return False
+    value = re.escape(said)
+    return re.search(rf"(?i)\b(?:not|said|wrote|typed)\s+(?:the\s+|a\s+|an\s+)?{value}(?![\w-])", text) is not None
+
+
 def resolve(question: str, statements: Sequence[tuple[int, str]]) -> Resolution:
     """Which of `statements` ((seq, text), any order) answer `question` now, and which only did earlier.
 
@@ -66,10 +87,18 @@ def resolve(question: str, statements: Sequence[tuple[int, str]]) -> Resolution:
     tracked attribute of the speaker or theirs (facts.asked)."""
     current: set[int] = set()
     earlier: dict[int, int] = {}
-    for entries in _slot_claims(statements, question).values():
+    texts = sorted((seq, t) for seq, t in set(statements) if isinstance(t, str) and len(t) <= MAX_READ_CHARS)
+    for (subject, _), entries in _slot_claims(statements, question).items():
+        taken = 0
+        for seq, old in entries:  # a later statement taking the value back, read or not: it is about this slot
+            if not old.negated:
+                later = next((s for s, t in texts if s > seq and _takes_back(t, old.said, subject)), None)
+                if later is not None:
+                    earlier.setdefault(seq, later)
+                    taken = max(taken, later)
         holding = [(seq, c) for seq, c in entries if not c.negated]
-        if holding:
-            current.add(holding[-1][0])
+        if holding or taken:
+            current.add(max(holding[-1][0] if holding else 0, taken))
         for i, (seq, old) in enumerate(entries):
             if old.negated:
                 continue

@@ -40,6 +40,17 @@ class TestResolve:
     def test_what_holds_beside_it_makes_nothing_earlier(self, later: str) -> None:
         assert resolve("Where do I live?", [(1, "I live in Leeds."), (2, later)]).earlier == {}
 
+    @pytest.mark.parametrize(
+        "correction",
+        ["Oops, I meant York, not Leeds: that's where I live.", "Sorry, I said Leeds earlier, I actually live in York."],
+    )
+    def test_a_value_taken_back_is_earlier_even_when_the_new_one_is_not_read(self, correction: str) -> None:
+        assert resolve("Where do I live?", [(1, "I live in Leeds."), (4, correction)]) == Resolution(frozenset({4}), {1: 4})
+
+    @pytest.mark.parametrize("later", ["My brother lives in York, not Leeds.", "The train goes to York, not Leeds."])
+    def test_someone_elses_not_takes_nothing_back(self, later: str) -> None:
+        assert resolve("Where do I live?", [(1, "I live in Leeds."), (4, later)]).earlier == {}
+
     def test_another_subject_is_its_own_slot(self) -> None:
         said = [(1, "My sister works as a nurse."), (2, "I'm a teacher."), (3, "My sister works as a chef now.")]
         assert resolve("What is my job?", said).earlier == {}
