@@ -47,7 +47,7 @@ def test_an_import_with_detect_changes_supersedes_the_old_home_and_nothing_besid
     tmp_path: Path, history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
-    assert ledger_main(["import", str(data), "s", str(history), "--detect-changes"]) == 0
+    assert ledger_main(["import", str(data), "s", str(history), "--detect-changes", "--create"]) == 0
     assert "1 supersession record appended" in capsys.readouterr().out
     assert superseded(data, "s") == {0: 4}
     assert ledger_main(["verify", str(data), "s"]) == 0
@@ -55,11 +55,11 @@ def test_an_import_with_detect_changes_supersedes_the_old_home_and_nothing_besid
 
 def test_an_import_without_the_flag_records_no_supersession(tmp_path: Path, history: Path) -> None:
     data = tmp_path / "data"
-    assert ledger_main(["import", str(data), "s", str(history)]) == 0
+    assert ledger_main(["import", str(data), "s", str(history), "--create"]) == 0
     assert superseded(data, "s") == {}
 
 
 def test_mre_takes_the_same_flag(tmp_path: Path, history: Path) -> None:
     data = tmp_path / "data"
-    assert mre_main(["ledger", "import", str(data), "s", str(history), "--detect-changes"]) == 0
+    assert mre_main(["ledger", "import", str(data), "s", str(history), "--detect-changes", "--create"]) == 0
     assert superseded(data, "s") == {0: 4}
