@@ -6,7 +6,8 @@ The file is written the way most JSONL is (Python's json.dumps: ", " and ": " be
 compact lines), in BENCH_TMP or the system temporary folder, and removed after. For each run and each worker count:
 first the raw loop (orjson.loads of each line and two sha256: of the line, then of that digest), then the import's
 ledger part in-process (ledger.importer.stage + commit into a fresh data directory: parse strictly, validate, salt,
-hash, chain, serialise, write, one fsync); the ratio is the import's events/s over the raw loop's just before it.
+hash, chain, serialise, write, one fsync); the ratio is the import's events/s over the raw loop's just before it,
+and the CPU ratio the same with CPU seconds (this process and the workers), which a shared machine moves less.
 Every import uses the same salts and clock, so their ledgers must be byte-identical whatever the worker count: the
 script checks it. `auto` is what `ledger import` chooses (ledger.importer.workers_for) at that moment's load.
 --cli: also `python -m ledger import` end to end (a fresh process: start-up, the ledger, the index), then the first
@@ -19,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,15 +49,21 @@ def write_file(path: Path, n: int, compact: bool) -> None:
             f.write(orjson.dumps(obj) + b"\n" if compact else json.dumps(obj).encode() + b"\n")
 
 
-def raw_parse_hash(path: Path) -> float:
-    """Seconds for orjson.loads of every line and two sha256 (the line's, then that digest's)."""
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (the import's workers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def raw_parse_hash(path: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds for orjson.loads of every line and two sha256 (the line's, then that digest's)."""
     h = hashlib.sha256
-    t = time.perf_counter()
+    c, t = cpu_seconds(), time.perf_counter()
     with open(path, "rb") as f:
         for line in f:
             orjson.loads(line)
             h(h(line).digest()).digest()
-    return time.perf_counter() - t
+    return time.perf_counter() - t, cpu_seconds() - c
 
 
 def seeded(seed: int = 7) -> object:
@@ -71,24 +79,25 @@ def seeded(seed: int = 7) -> object:
     return draw
 
 
-def import_once(src: Path, data: Path, workers: int | None) -> tuple[float, bytes]:
-    """Seconds for stage + commit of `src` into a fresh `data` (salts and clock fixed), and the ledger's sha256."""
+def import_once(src: Path, data: Path, workers: int | None) -> tuple[float, float, bytes]:
+    """(wall, CPU) seconds for stage + commit of `src` into a fresh `data` (salts and clock fixed; CPU: the workers'
+    too), and the ledger's sha256."""
     bulk.random_bytes = seeded()  # type: ignore[assignment]
     real_now = importer.now_ts
     importer.now_ts = lambda: NOW
     try:
         led = Ledger(data)
-        t = time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         with open(src, "rb") as f:
             staged = importer.stage(led, "s", f, content=True, workers=workers)
         importer.commit(led, staged)
-        took = time.perf_counter() - t
+        took, cpu = time.perf_counter() - t, cpu_seconds() - c
     finally:
         bulk.random_bytes = os.urandom
         importer.now_ts = real_now
     digest = hashlib.sha256(led.log_path("s").read_bytes()).digest()
     shutil.rmtree(data)
-    return took, digest
+    return took, cpu, digest
 
 
 def cli_import_then_search(src: Path, data: Path) -> tuple[float, float, int]:
@@ -121,28 +130,35 @@ def main() -> None:
         print(f"file: {args.events:,} lines, {src.stat().st_size / 1e6:.0f} MB ({'orjson compact' if args.compact else 'json.dumps'} lines)")
         rates: dict[str, list[float]] = {}
         ratios: dict[str, list[float]] = {}
+        cpu_ratios: dict[str, list[float]] = {}
+        cpu_us: dict[str, list[float]] = {}
         raws: list[float] = []
+        raw_us: list[float] = []
         digests: set[bytes] = set()
         for _ in range(args.runs):
             for w in choices:
                 name = "auto" if w is None else str(w)
-                raw = args.events / raw_parse_hash(src)
-                took, digest = import_once(src, Path(tmp) / "data", w)
+                raw_wall, raw_cpu = raw_parse_hash(src)
+                took, cpu, digest = import_once(src, Path(tmp) / "data", w)
                 digests.add(digest)
-                raws.append(raw)
+                raws.append(args.events / raw_wall)
+                raw_us.append(raw_cpu / args.events * 1e6)
                 rates.setdefault(name, []).append(args.events / took)
-                ratios.setdefault(name, []).append(args.events / took / raw)
+                ratios.setdefault(name, []).append(raw_wall / took)
+                cpu_us.setdefault(name, []).append(cpu / args.events * 1e6)
+                cpu_ratios.setdefault(name, []).append(raw_cpu / cpu)
                 loads.append(os.getloadavg()[0])
         assert len(digests) == 1, "the ledgers differ between worker counts"
         cli = [cli_import_then_search(src, Path(tmp) / "cli") for _ in range(args.runs)] if args.cli else []
     print(f"load average (1 min) from {loads[0]:.2f} to {loads[-1]:.2f}, max {max(loads):.2f}; auto chose {importer.workers_for(args.events)} workers at the end")
     print("ledgers byte-identical across worker counts: yes\n")
-    print(f"| import's ledger part, {args.events:,} events | events/s min / median / max | same-run raw parse + 2 sha256 | ratio min / median / max |")
-    print("|---|---:|---:|---:|")
     med = statistics.median
+    print(f"raw parse + 2 sha256, every run: {min(raws):,.0f} / {med(raws):,.0f} / {max(raws):,.0f} lines/s (min / median / max), {med(raw_us):.2f} us of CPU per line (median)\n")
+    print(f"| import's ledger part, {args.events:,} events | events/s min / median / max | ratio to the raw run just before it, min / median / max | CPU us per event (median) | CPU ratio (raw CPU / import CPU), median |")
+    print("|---|---:|---:|---:|---:|")
     for name, rs in rates.items():
         rt = ratios[name]
-        print(f"| workers {name} | {min(rs):,.0f} / {med(rs):,.0f} / {max(rs):,.0f} | {med(raws):,.0f} (median of all) | {min(rt):.2f} / {med(rt):.2f} / {max(rt):.2f}× |")
+        print(f"| workers {name} | {min(rs):,.0f} / {med(rs):,.0f} / {max(rs):,.0f} | {min(rt):.2f} / {med(rt):.2f} / {max(rt):.2f}× | {med(cpu_us[name]):.2f} | {med(cpu_ratios[name]):.2f}× |")
     if cli:
         print("\n| `python -m ledger import` (start-up, ledger, index) | first `python -m retrieval search` after it | hits |")
         print("|---:|---:|---:|")

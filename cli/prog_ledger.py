@@ -143,14 +143,10 @@ def index_imported(ledger: LedgerStore, session: str, events: Sequence[Event], t
     """The imported (or migrated: no `events`, `total` of them) session indexed at once (a bar on a terminal), so
     that no search has to index it. The import stands whatever happens here (the index is derived data): a failure
     is a warning, and the first search indexes."""
-    from retrieval.model import IndexUnavailable
-
     bar = _progress("indexing", " ev", total=len(events) if total is None else total)
     try:
         with _no_gc():
             warnings = admin.index_imported(ledger, session, events, None if bar is None else bar.update)
-    except (IndexUnavailable, OSError) as exc:
-        warnings = [f"session {session}: not indexed ({exc}); the first search indexes it"]
     finally:
         if bar is not None:
             bar.close()

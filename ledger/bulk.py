@@ -28,7 +28,9 @@ import orjson
 from ledger.canonical import loads_plain
 from ledger.event import (
     FORMAT_VERSION,
+    MAX_META_BYTES,
     MAX_META_DEPTH,
+    MAX_TEXT_BYTES,
     ROLES,
     SALT_BYTES,
     TAG_CHAIN,
@@ -49,6 +51,9 @@ _LINE = (
 )
 _PREV_AT = len(_LINE.split(b"%s,")[0] % (HOLE, b"0" * 32)) + len(b',"prev":"')  # from the line's start, less len(meta)
 _ROLE_BYTES = {r: r.encode() for r in ROLES}
+_ASCII_TEXT_MAX = MAX_TEXT_BYTES // 4  # check_sizes: an ASCII text this long or shorter is within the limit
+_CONTENT = b'{"meta":%s,"role":"%s","text":%s}\n'  # one message as ledger/imports.py's content hash reads it
+_CONTENT_TS = b'{"meta":%s,"role":"%s","text":%s,"ts":"%s"}\n'
 _PLAIN_ROLES = frozenset(r for r in ROLES if r != "system")
 _IMPORT_KEYS = frozenset({"role", "text", "meta", "ts"})
 _sha256 = hashlib.sha256
@@ -107,8 +112,8 @@ class Block:
 
 def _append(
     block: Block, session: bytes, seq: int, role: str, text: str, meta_bytes: bytes, ts: bytes, ids: bytes, at: int
-) -> None:
-    """Encode one event (its fields already validated) at the end of `block`."""
+) -> bytes:
+    """Encode one event (its fields already validated) at the end of `block`; the text's JSON."""
     salt = ids[at : at + SALT_BYTES]
     id_hex = hexlify(ids[at + SALT_BYTES : at + ID_BYTES])
     text_json = _dumps(text)
@@ -121,6 +126,7 @@ def _append(
     block.prevs.append(start + _PREV_AT + len(meta_bytes))
     block.digests += digest
     data += _LINE % (hexlify(digest), id_hex, meta_bytes, role_b, hexlify(salt), seq, session, text_json, ts)
+    return text_json
 
 
 def encode_messages(session: str, seq: int, messages: Sequence[Message], now: str, ids: bytes) -> Block:
@@ -173,47 +179,52 @@ def encode_lines(
             break
         block.first_text = block.first_text or n
         try:
-            m, meta_bytes = _message(stripped, n, allow_system, latest)
+            role, text, ts, meta_bytes = _message(stripped, n, allow_system, latest)
         except ImportError_ as exc:
             block.error = (exc.line, str(exc).removeprefix(f"line {exc.line}: "))
             break
-        ts = m.ts
-        _append(block, s, seq0 + n - 1, m.role, m.text, meta_bytes, (ts or now).encode(), ids, k * ID_BYTES)
+        text_json = _append(block, s, seq0 + n - 1, role, text, meta_bytes, (ts or now).encode(), ids, k * ID_BYTES)
         k += 1
         if content:
             assert block.content is not None
-            block.content += b'{"meta":' + meta_bytes + b',"role":"' + m.role.encode() + b'","text":' + _dumps(m.text)
-            block.content += b"}\n" if ts is None else b',"ts":"' + ts.encode() + b'"}\n'
+            if ts is None:
+                block.content += _CONTENT % (meta_bytes, _ROLE_BYTES[role], text_json)
+            else:
+                block.content += _CONTENT_TS % (meta_bytes, _ROLE_BYTES[role], text_json, ts.encode())
     block.lines = n - first + 1
     block.blank_from = blank
     return block
 
 
-def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[Message, bytes]:
-    """Line `n`'s message and its meta's canonical bytes: the plain case here, anything else by import_message.
+def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[str, str, str | None, bytes]:
+    """Line `n`'s (role, text, ts, meta's canonical bytes): the plain case here, anything else by import_message.
 
-    The line is parsed once: by orjson when it is compact (loads_plain), else by the strict parser, whose value has
-    the same guarantees (no float, no integer out of range, no lone surrogate, no duplicate key)."""
+    The line is parsed once: by orjson when loads_plain can vouch for it (compact or spaced), else by the strict
+    parser, whose value has the same guarantees (no float, no integer out of range, no lone surrogate, no
+    duplicate key)."""
     obj = loads_plain(stripped)
     if obj is None:
         obj = parse_import_line(stripped, n, plain_tried=True)
     if type(obj) is dict and obj.keys() <= _IMPORT_KEYS and "ts" not in obj:
         role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
-        if type(role) is str and (role in _PLAIN_ROLES or (allow_system and role == "system" and type(meta) is dict and "erasure" not in meta)) and (
-            type(text) is str and type(meta) is dict and record_problem(role, text, meta) is None
+        if type(role) is str and type(text) is str and type(meta) is dict and (
+            (role in _PLAIN_ROLES and text[:1] != "[")  # record_problem: only a "[" text or a system role can be a record
+            or ((role in _PLAIN_ROLES or (allow_system and role == "system" and "erasure" not in meta)) and record_problem(role, text, meta) is None)
         ):
             meta_bytes = _dumps(meta, option=_SORT)
             # in the domain without a walk: ASCII only (so every key is), and fewer containers
             # than the depth limit (loads_plain already refused floats and integers out of range)
             if meta_bytes.isascii() and meta_bytes.count(b"{") + meta_bytes.count(b"[") <= MAX_META_DEPTH and text.strip():
+                if len(text) <= _ASCII_TEXT_MAX and len(meta_bytes) <= MAX_META_BYTES and text.isascii():
+                    return role, text, None, meta_bytes  # check_sizes, decided without encoding
                 try:
                     check_sizes(text, meta_bytes)
                 except ValueError:
                     pass
                 else:
-                    return Message(role, text, meta), meta_bytes
+                    return role, text, None, meta_bytes
     m = import_message(obj, n, allow_system=allow_system, latest=latest)
-    return m, _dumps(m.meta, option=_SORT)
+    return m.role, m.text, m.ts, _dumps(m.meta, option=_SORT)
 
 
 def chain(block: Block, prev: bytes) -> bytes:

@@ -253,7 +253,13 @@ def index_imported(
     """Bring `session`'s search index up to its ledger right after an import, so that no search has to: on files
     DATA_DIR's index.sqlite (made when missing), on PostgreSQL the database's. `events` (what importer.commit
     returned) are indexed as they are when they end the ledger, without reading it again; `progress(n)` after each
-    chunk of n events. The index's warnings (as index_session's)."""
+    chunk of n events. The index's warnings (as index_session's); an index that cannot be written is one more
+    warning, never an error: the import stands (the index is derived data) and the first search indexes."""
+    import sqlite3
+
+    from retrieval.model import IndexUnavailable
+    from storage import BackendError
+
     tick: Callable[[str, int], None] | None = None
     if progress is not None:
         step = progress
@@ -261,15 +267,23 @@ def index_imported(
         def tick(_session: str, n: int) -> None:
             step(n)
 
-    if isinstance(ledger, Ledger):
-        index = file_index(ledger.data_dir, ledger)
-        try:
-            return index.index_session(session, events, progress=tick)
-        finally:
-            index.close()
-    from storage.pg.index import PgIndex
+    try:
+        if isinstance(ledger, Ledger):
+            index = file_index(ledger.data_dir, ledger)
+            try:
+                return index.index_session(session, events, progress=tick)
+            finally:
+                index.close()
+        import psycopg
 
-    return PgIndex(ledger.db, ledger).index_session(session, events, progress=tick)
+        from storage.pg.index import PgIndex
+
+        try:
+            return PgIndex(ledger.db, ledger).index_session(session, events, progress=tick)
+        except psycopg.Error as exc:
+            raise BackendError(str(exc)) from None
+    except (IndexUnavailable, BackendError, OSError, sqlite3.Error) as exc:
+        return [f"session {session}: imported but not indexed ({exc}); the first search indexes it"]
 
 
 def events_to_index(index: SearchIndex, session: str) -> int | None:

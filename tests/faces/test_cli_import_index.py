@@ -138,3 +138,15 @@ def test_a_migrated_session_is_indexed_in_postgresql_and_a_search_then_indexes_n
     planned.clear()
     seqs, err = search(data, capsys)
     assert seqs[0] == 7 and planned == [] and "temporary" not in err
+
+
+def test_an_index_that_cannot_be_written_leaves_the_import_standing_with_one_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    (data / "index.sqlite").mkdir(parents=True)  # something that is not a database where the index goes
+    assert ledger_main(["import", str(data), "s1", str(messages(tmp_path))]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"imported {N} events into session s1")
+    assert err.count("\n") == 1 and err.startswith("warning: session s1: imported but not indexed (") and "Traceback" not in err
+    assert ledger_main(["verify", str(data), "s1"]) == 0
