@@ -15,6 +15,7 @@ import gradio as gr
 
 from receipts.keys import KeyConfigError
 from storage import BackendError
+from storage.api import SemanticUnavailable, semantic_model
 from webui.config import (
     Config,
     ConfigError,
@@ -54,6 +55,9 @@ class Running:
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
     engine = open_engine(cfg)  # a --data whose parent is missing is refused (a typo), unless --create
+    if cfg.semantic:  # the model's sha256 is checked before it loads; SemanticUnavailable is one line
+        engine.index.use_semantic(semantic_model())
+        log.info("search: hybrid (%s)", engine.index.semantic)
     elsewhere = engine.ledger.kept_elsewhere()  # DATABASE_URL: several replicas may share it (README "Scaling out")
     if elsewhere is not None:
         log.info("memory kept in %s; %s holds the signing key and caches", elsewhere, cfg.data_dir)
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         start(cfg, block=True)
     except KeyboardInterrupt:
         return 0
-    except (ConfigError, KeyConfigError, BackendError) as exc:  # --data refused (nothing created), an unusable key or database: why
+    except (ConfigError, KeyConfigError, BackendError, SemanticUnavailable) as exc:  # --data refused (nothing created), an unusable key or database: why
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a start-up failure is one line, not a traceback

@@ -232,9 +232,7 @@ def format_table(
         if h.seq in sp:
             text = superseded_label(sp[h.seq]) + text
         lines.append(f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.relative:>5.2f}  {h.match:<12}  {text}")
-        if explain and h.explain is not None and h.explain.get("mode") == "hybrid":
-            lines.append("        " + hybrid_line(h.explain))
-        elif explain and h.explain is not None:
+        if explain and h.explain is not None:
             lines.extend("        " + line for line in explain_lines(h.explain))
     lines.append("score: each hit's share of the best hit's score (1.00 = best); --explain shows the raw figures")
     if resp.mode != "lexical":
@@ -243,16 +241,6 @@ def format_table(
         shown = ", ".join(resp.unused_terms[:10]) + (" …" if len(resp.unused_terms) > 10 else "")
         lines.append(f"not searched ({len(resp.unused_terms)} more common or later terms): {shown}")
     return "\n".join(lines)
-
-
-def hybrid_line(parts: Mapping[str, Any]) -> str:
-    """One hybrid hit's score in words: how it entered the pool, its lexical share, its cosine, the fused score."""
-    cos = parts.get("cosine")
-    shown = "none (not embedded yet)" if cos is None else f"{cos:.3f}"
-    return (
-        f"found by {parts.get('found_by')}: lexical share {parts.get('lexical_share', 0.0):.3f} + "
-        f"{parts.get('weight', 1.0):g} x cosine {shown} = {parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier)"
-    )
 
 
 def _dumps(obj: Any) -> str:

@@ -53,6 +53,7 @@ class Config:
     concurrency: int
     mcp: bool
     create: bool = False  # --create: make every missing folder of data_dir, not only its last
+    semantic: bool = False  # --semantic: hybrid search with the optional semantic extra (requirements-semantic.txt)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,6 +91,11 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument("--no-mcp", action="store_true", help="do not serve the MCP endpoint")
     p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="search by meaning too: the optional semantic extra (pip install -r requirements-semantic.txt)",
+    )
+    p.add_argument(
         "--create",
         action="store_true",
         help="create the data directory and any missing folders above it (by default only its last folder)",
@@ -114,7 +120,7 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config
         hours = parse_hours(args.retention_hours)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create)
+    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, args.semantic)
 
 
 def open_engine(cfg: Config) -> Engine:

@@ -67,3 +67,25 @@ def test_the_semantic_table_says_hybrid_and_explains_each_part(data_dir: Path, c
     assert prog_retrieval.main(["search", str(data_dir), "s1", "young dog", "--semantic", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "mode: hybrid" in out and "found by dense: lexical share 0.000 + 1 x cosine" in out
+
+
+def test_the_page_says_a_hybrid_search_and_nothing_new_for_a_lexical_one() -> None:
+    from webui import render
+
+    assert render.search_status(2, 8, None) == render.search_status(2, 8, None, "lexical")
+    assert "hybrid" not in render.search_status(2, 8, None)
+    assert render.search_status(2, 8, None, "hybrid").endswith("Searched by words and by meaning (hybrid).")
+
+
+def test_the_app_takes_semantic_and_is_lexical_without_it() -> None:
+    from webui.config import parse_args
+
+    assert parse_args(["--data", "/tmp/x"], {}).semantic is False
+    assert parse_args(["--data", "/tmp/x", "--semantic"], {}).semantic is True
+
+
+def test_a_hybrid_explanation_reads_as_one_line() -> None:
+    from retrieval.explain import explain_lines
+
+    parts = {"mode": "hybrid", "found_by": "dense", "lexical_share": 0.0, "cosine": 0.41, "weight": 1.0, "fused": 0.41, "tier": "own"}
+    assert explain_lines(parts) == ["found by dense: lexical share 0.000 + 1 x cosine 0.410 = 0.410 (own tier)"]
