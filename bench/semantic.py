@@ -45,7 +45,9 @@ def _pct(values: list[float], p: float) -> float:
 
 def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic.Embedder) -> tuple[dict, dict]:
     ledger = Ledger(data_dir)
-    index = Index(data_dir, ledger)
+    index = Index(data_dir, ledger)  # lexical: the default install
+    hybrid = Index(data_dir, ledger)  # the same file, with the extra (its vector cache stays warm between searches)
+    hybrid.use_semantic(model)
     systems = ("raw FTS5 baseline", "project (lexical)", "project + semantic (hybrid)")
     scores: dict[str, dict[tuple[str, int], list[float]]] = {s: defaultdict(list) for s in systems}
     cost = {"events": 0, "index_s": 0.0, "embed_s": 0.0, "lex_ms": [], "hyb_ms": [], "bytes_before": 0, "bytes_after": 0}
@@ -58,14 +60,12 @@ def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic
         t0 = time.perf_counter()
         index.index_session(session)
         cost["index_s"] += time.perf_counter() - t0
-        index.use_semantic(model)
-        before = len(index.vector_seqs(session))
         t0 = time.perf_counter()
-        embedded = index.embed_pending(session)
+        embedded = hybrid.embed_pending(session)
         if embedded:
             cost["embed_s"] += time.perf_counter() - t0
-            cost["events"] += embedded + before
-        assert len(index.vector_seqs(session)) == len(ts), "every turn embedded"
+            cost["events"] += embedded
+        assert len(hybrid.vector_seqs(session)) == len(ts), "every turn embedded"
         raw = RawBaseline([t.text for t in ts])
         words = {t.dia_id: set(content_terms(_own_words(t.text))) for t in ts}
         seq_to_dia = [t.dia_id for t in ts]
@@ -74,13 +74,11 @@ def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic
             labels = ["all", f"{q.category} {CATEGORIES[q.category]}"] + (["implicit"] if implicit else [])
             for k in KS:
                 raw_ids = [seq_to_dia[s] for s in raw.search(q.question, k)]
-                index.use_semantic(None)
                 t0 = time.perf_counter()
                 lex = index.search(session, q.question, k=k)
                 lex_ms = 1000 * (time.perf_counter() - t0)
-                index.use_semantic(model)
                 t0 = time.perf_counter()
-                hyb = index.search(session, q.question, k=k)
+                hyb = hybrid.search(session, q.question, k=k)
                 hyb_ms = 1000 * (time.perf_counter() - t0)
                 if k == 10:
                     cost["lex_ms"].append(lex_ms)
@@ -90,6 +88,7 @@ def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic
                     scores[systems[1]][(label, k)].append(recall(q.gold, [seq_to_dia[h.seq] for h in lex.results]))
                     scores[systems[2]][(label, k)].append(recall(q.gold, [seq_to_dia[h.seq] for h in hyb.results]))
     index.close()
+    hybrid.close()
     return scores, cost
 
 
@@ -100,7 +99,8 @@ def cost_table(cost: dict) -> str:
         "|---|---:|---:|",
         f"| search p50 / p95, K=10 (ms) | {statistics.median(cost['lex_ms']):.1f} / {_pct(cost['lex_ms'], 95):.1f} | "
         f"{statistics.median(cost['hyb_ms']):.1f} / {_pct(cost['hyb_ms'], 95):.1f} |",
-        f"| embedding per event (ms), events/s | — | {1000 * cost['embed_s'] / n:.2f}, {n / max(cost['embed_s'], 1e-9):.0f}/s |",
+        f"| embedding per event (ms), events/s | — | {1000 * cost['embed_s'] / n:.2f}, {n / max(cost['embed_s'], 1e-9):.0f}/s |"
+        if cost["events"] else "| embedding per event | — | (every event was embedded already: run without --cache to time it) |",
         f"| vector per event (bytes, stored) | 0 | {BLOB_BYTES} |",
         f"| events embedded | — | {cost['events']} |",
     ]
