@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=LOCOMO, help="locomo10.json (default: ../shared/data)")
     p.add_argument("--split", choices=["dev", "test", "both"], default="dev")
     p.add_argument("--cache", type=Path, default=None, help="keep the ledgers, index and vectors in DIR/<split>")
-    p.add_argument("--threads", type=int, default=2, help="onnxruntime threads (default 2)")
+    p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (default 1, as the app)")
     p.add_argument("--cost", type=int, default=None, metavar="QUERIES",
                    help="only the cost run: every LoCoMo turn in one session, index cost per event and search latency")
     args = p.parse_args(argv)
