@@ -9,12 +9,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
 from receipts.keys import KeyConfigError
 from storage import BackendError
+from storage.api import SemanticUnavailable, semantic_model
 from webui.config import (
     Config,
     ConfigError,
@@ -54,6 +57,9 @@ class Running:
 def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     """Open the data directory, sweep, build and launch. With block=False the server runs in a thread."""
     engine = open_engine(cfg)  # a --data whose parent is missing is refused (a typo), unless --create
+    if cfg.semantic:  # the model's sha256 is checked before it loads; SemanticUnavailable is one line
+        engine.index.use_semantic(semantic_model())
+        log.info("search: hybrid (%s)", engine.index.semantic)
     elsewhere = engine.ledger.kept_elsewhere()  # DATABASE_URL: several replicas may share it (README "Scaling out")
     if elsewhere is not None:
         log.info("memory kept in %s; %s holds the signing key and caches", elsewhere, cfg.data_dir)
@@ -65,6 +71,8 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     recover(service)
     for warning in engine.index.catch_up():
         log.warning("%s", warning)
+    if cfg.semantic:  # vectors for what is not embedded yet, off every turn's path (a search embeds its newest 64 itself)
+        threading.Thread(target=_embed_pending, args=(engine,), name="embed-pending", daemon=True).start()
     jobs = [service.downloads.sweep]
     if cfg.retention_hours is not None:
         sweep(engine, cfg.retention_hours)
@@ -96,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         start(cfg, block=True)
     except KeyboardInterrupt:
         return 0
-    except (ConfigError, KeyConfigError, BackendError) as exc:  # --data refused (nothing created), an unusable key or database: why
+    except (ConfigError, KeyConfigError, BackendError, SemanticUnavailable) as exc:  # --data refused (nothing created), an unusable key or database: why
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a start-up failure is one line, not a traceback
@@ -107,6 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {START_FAILED}", file=sys.stderr)
         return 1
     return 0
+
+
+def _embed_pending(engine: Any) -> None:
+    """Every session's events without a vector embedded, in the background (the semantic extra); one log line."""
+    n = 0
+    try:
+        for session in engine.ledger.sessions():
+            n += engine.index.embed_pending(session)
+    except Exception as exc:  # noqa: BLE001 - a search embeds what it needs itself; say why this stopped
+        log.warning("embedding in the background stopped (%s at %s)", type(exc).__name__, raised_at(exc))
+    log.info("embedded %d events in the background", n)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,6 +83,7 @@ class Retrieved:
     hits: list[Hit]
     excluded: list[Revocation]  # the revocations that kept an event out of the top K (FORMAT.md §17)
     left_out: list[Supersession]  # the supersessions that kept an event out of the top K (FORMAT.md §20)
+    mode: str = "lexical"  # how the search that chose them ran: "hybrid" with the semantic extra (FORMAT.md §25)
 
 
 @dataclass(frozen=True)
@@ -322,7 +323,9 @@ class Engine:
         got = self._retrieve_all(session, message, k, [user_ev.seq])
         self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
         memories = self._memories(session, got.hits)
-        return self._complete(session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out)
+        return self._complete(
+            session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode
+        )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
         """The top K and the revocations that kept an event out of it (`_retrieve_all` without the supersessions)."""
@@ -347,8 +350,8 @@ class Engine:
         past = asks_about_past(message)
         dead = {} if past else superseded
         if not state.revoked and not superseded:
-            hits = list(self.index.search(session, message, k, exclude_seqs=also).results)
-            return Retrieved(self._with_newest(session, message, k, hits, also, past), [], [])
+            first = self.index.search(session, message, k, exclude_seqs=also)
+            return Retrieved(self._with_newest(session, message, k, list(first.results), also, past), [], [], first.mode)
         why = withheld(self.cites, session, state)  # the one rule every model call takes its texts through
         echoes = self.cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
         left = [*also, *why, *dead, *echoes]
@@ -357,7 +360,7 @@ class Engine:
         unrestricted = self.index.search(session, message, k, exclude_seqs=also)
         excluded = {why[h.seq].seq: why[h.seq] for h in unrestricted.results if h.seq in why}
         left_out = {h.seq: dead[h.seq] for h in unrestricted.results if h.seq in dead}
-        return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)])
+        return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode)
 
     def _with_newest(self, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool) -> list[Hit]:
         """A question about now, resolved by the question (chat.supersede.resolved_for_now): an earlier statement of
@@ -387,6 +390,8 @@ class Engine:
         excluded: list[Revocation],
         consent: Consent | None,
         left_out: list[Supersession] | None = None,
+        *,
+        mode: str = "lexical",
     ) -> Turn:
         """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
 
@@ -446,7 +451,8 @@ class Engine:
                 else None
             )
             envelope, body = self._sign(
-                session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent, template, states
+                session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent, template, states,
+                semantic=self.index.semantic if mode == "hybrid" else None,
             )
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
         except Exception as exc:
@@ -475,6 +481,8 @@ class Engine:
         consent: Consent | None = None,
         template: str = TEMPLATE_V1,
         states: tuple[list[tuple[int, int, str, Event]], list[tuple[int, str, Event]]] | None = None,
+        *,
+        semantic: Mapping[str, str] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         store = self.backend.synced_tree(self.ledger, session)
         try:
@@ -526,6 +534,7 @@ class Engine:
                 exclusions=[(r.seq, r.event_id, ctl, proof(ctl.seq)) for r, ctl in excluded or ()],
                 consent=part,
                 states=states_member,
+                semantic=semantic if self.receipt_format == rbody.RECEIPT_VERSION_2 else None,
             )
         finally:
             store.close()

@@ -33,6 +33,7 @@ def query(**params: Any) -> int:
 
 @search.command()
 @data_dir_argument
+@click.option("--semantic", is_flag=True, help="then embed every event with the optional semantic extra (requirements-semantic.txt)")
 def rebuild(**params: Any) -> int:
     """Rebuild DATA_DIR/index.sqlite from the ledgers."""
     return run_search("cmd_rebuild", "rebuild", params)

@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("rebuild", help="rebuild DATA_DIR/index.sqlite from the ledgers")
     r.add_argument("data_dir", metavar="DATA_DIR")
+    r.add_argument(
+        "--semantic",
+        action="store_true",
+        help="then embed every event with the optional semantic extra (requirements-semantic.txt), with a progress bar",
+    )
     r.set_defaults(func=cmd_rebuild)
     s = sub.add_parser("search", help="search one session")
     s.add_argument("data_dir", metavar="DATA_DIR")
@@ -128,11 +133,44 @@ def _database() -> str | None:
     return database_for()
 
 
+def _semantic_or_none(args: argparse.Namespace) -> Any:
+    """The semantic extra's model when --semantic was given (loaded first: an unusable one stops before any work)."""
+    if not getattr(args, "semantic", False):
+        return None
+    from storage.api import SemanticUnavailable, semantic_model
+
+    try:
+        return semantic_model()
+    except SemanticUnavailable as exc:
+        raise CliError(str(exc)) from None
+
+
+def _embed_all(index: Any, ledger: Any, model: Any) -> None:
+    """Every session's events embedded (the vectors a rebuild dropped), with a bar on a terminal; one summary line."""
+    if model is None:
+        return
+    index.use_semantic(model)
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(unit="ev", file=sys.stderr, desc="embedding")
+    started, n = time.perf_counter(), 0
+    try:
+        for session in ledger.sessions():
+            n += index.embed_pending(session, progress=None if bar is None else bar.update)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"embedded {n} events with {index.semantic['model']} in {time.perf_counter() - started:.1f}s")
+
+
 def cmd_rebuild(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args.data_dir)
+    model = _semantic_or_none(args)
     url = _database()
     if url is not None:
-        return _rebuild_database(data_dir, url)
+        return _rebuild_database(data_dir, url, model)
     ledger = admin.file_ledger(data_dir)
     started = time.perf_counter()
     index = admin.file_index(data_dir, ledger)
@@ -153,6 +191,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     for w in index.warnings + warnings:
         print(f"warning: {w}", file=sys.stderr)
     sessions, events = admin.index_totals(index)
+    _embed_all(index, ledger, model)
     size = admin.file_index_bytes(data_dir)
     index.close()
     print(
@@ -162,7 +201,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rebuild_database(data_dir: Path, url: str) -> int:
+def _rebuild_database(data_dir: Path, url: str, model: Any = None) -> int:
     """`rebuild` on PostgreSQL: the search tables emptied and every session indexed again from the ledger rows."""
     from cli.stores import opened_stores
 
@@ -183,6 +222,7 @@ def _rebuild_database(data_dir: Path, url: str) -> int:
                 bar.close()
         for w in stores.index.warnings + warnings:
             print(f"warning: {w}", file=sys.stderr)
+        _embed_all(stores.index, stores.ledger, model)
         sessions = stores.ledger.sessions()
         events = sum(stores.ledger.head(s)[0] for s in sessions)
         where = stores.where
@@ -232,9 +272,7 @@ def format_table(
         if h.seq in sp:
             text = superseded_label(sp[h.seq]) + text
         lines.append(f"{h.rank:>4}  {h.seq:>6}  {h.role:<9}  {h.relative:>5.2f}  {h.match:<12}  {text}")
-        if explain and h.explain is not None and h.explain.get("mode") == "hybrid":
-            lines.append("        " + hybrid_line(h.explain))
-        elif explain and h.explain is not None:
+        if explain and h.explain is not None:
             lines.extend("        " + line for line in explain_lines(h.explain))
     lines.append("score: each hit's share of the best hit's score (1.00 = best); --explain shows the raw figures")
     if resp.mode != "lexical":
@@ -243,16 +281,6 @@ def format_table(
         shown = ", ".join(resp.unused_terms[:10]) + (" …" if len(resp.unused_terms) > 10 else "")
         lines.append(f"not searched ({len(resp.unused_terms)} more common or later terms): {shown}")
     return "\n".join(lines)
-
-
-def hybrid_line(parts: Mapping[str, Any]) -> str:
-    """One hybrid hit's score in words: how it entered the pool, its lexical share, its cosine, the fused score."""
-    cos = parts.get("cosine")
-    shown = "none (not embedded yet)" if cos is None else f"{cos:.3f}"
-    return (
-        f"found by {parts.get('found_by')}: lexical share {parts.get('lexical_share', 0.0):.3f} + "
-        f"{parts.get('weight', 1.0):g} x cosine {shown} = {parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier)"
-    )
 
 
 def _dumps(obj: Any) -> str:

@@ -216,6 +216,7 @@ def build_body(
     exclusions: Sequence[tuple[int, str, Event, Sequence[bytes]]] = (),
     consent: Mapping[str, Any] | None = None,
     states: Mapping[str, Any] | None = None,
+    semantic: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The signed body. `receipt_format` 2 cites every event in erased form (its disclosures
     come from :func:`disclosures_for`); 1 cites every event whole.
@@ -226,8 +227,8 @@ def build_body(
     absent, so such a body is exactly as before."""
     if receipt_format not in PAYLOAD_TYPES:
         raise ValueError(f"receipt format {receipt_format!r} is unknown (known: 1, 2)")
-    if (exclusions or consent is not None or states is not None) and receipt_format != RECEIPT_VERSION_2:
-        raise ValueError("exclusions, consent and states are format-2 additions; a format 1 receipt cannot carry them")
+    if (exclusions or consent is not None or states is not None or semantic is not None) and receipt_format != RECEIPT_VERSION_2:
+        raise ValueError("exclusions, consent, states and semantic are format-2 additions; a format 1 receipt cannot carry them")
     event_record_ = event_record if receipt_format == RECEIPT_VERSION else erased_record
     body = _base_body(receipt_id, issued_at, session, k, retrieval, event_record_, query, query_proof, memories, response, response_proof,
                       provider, model, fallback_reason, template, prompt_sha256, checkpoint, receipt_format)
@@ -243,7 +244,18 @@ def build_body(
         body["consent"] = dict(consent)
     if states is not None:
         body["states"] = dict(states)
+    if semantic is not None:  # §25: the turn's search was hybrid (the semantic extra)
+        body["semantic"] = semantic_part(**semantic)
     return body
+
+
+SEMANTIC_VERSION = 1
+SEMANTIC_FIELDS = ("v", "method", "model", "model_sha256")
+
+
+def semantic_part(*, method: str, model: str, model_sha256: str) -> dict[str, Any]:
+    """The body's `semantic` member (§25): the fusion method, the embedding model and its file's sha256."""
+    return {"v": SEMANTIC_VERSION, "method": method, "model": model, "model_sha256": model_sha256}
 
 
 def consent_part(
@@ -536,6 +548,8 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
         _check_consent_shape(body["consent"])
     if "states" in keys:
         _check_states_shape(body["states"])
+    if "semantic" in keys:
+        _check_semantic_shape(body["semantic"])
     _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
     _str(body["session"], "session", SESSION_ID_RE)
@@ -576,7 +590,7 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _str(cb["issued_at"], "checkpoint.body.issued_at", TS_RE)
 
 
-OPTIONAL_2 = ("exclusions", "consent", "states")
+OPTIONAL_2 = ("exclusions", "consent", "states", "semantic")
 
 
 def _check_exclusions_shape(ex: Any) -> None:
@@ -614,6 +628,15 @@ def _check_states_shape(st: Any) -> None:
             b = _obj(e["by"], f"{where}.by", BY_FIELDS, 2)
             _event(b["event"], f"{where}.by.event")
             _hex_list(b["proof"], f"{where}.by.proof")
+
+
+def _check_semantic_shape(sm: Any) -> None:
+    sm = _obj(sm, "semantic", SEMANTIC_FIELDS, 2)
+    if sm["v"] != SEMANTIC_VERSION or type(sm["v"]) is not int:
+        raise _fail("semantic.v", f"semantic version {json_shown(sm['v'])} is unknown (this verifier knows {SEMANTIC_VERSION})")
+    _str(sm["method"], "semantic.method", max_len=100)
+    _str(sm["model"], "semantic.model", max_len=200)
+    _str(sm["model_sha256"], "semantic.model_sha256", HEX64_RE)
 
 
 def _check_consent_shape(c: Any) -> None:

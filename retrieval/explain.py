@@ -138,8 +138,21 @@ def explain_hit(
     }
 
 
+def hybrid_line(parts: dict[str, Any]) -> str:
+    """A hybrid hit's score in words (the semantic extra; storage/common/retrieval/hybrid.py): how it entered the
+    pool, its lexical share, its cosine, the fused score."""
+    cos = parts.get("cosine")
+    shown = "none (not embedded yet)" if cos is None else f"{cos:.3f}"
+    return (
+        f"found by {parts.get('found_by')}: lexical share {parts.get('lexical_share', 0.0):.3f} + "
+        f"{parts.get('weight', 1.0):g} x cosine {shown} = {parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier)"
+    )
+
+
 def explain_lines(info: dict[str, Any]) -> list[str]:
     """`Hit.explain` as lines a person reads (the CLI prints them under each row; a UI can too)."""
+    if info.get("mode") == "hybrid":
+        return [hybrid_line(info)]
     terms = ", ".join(
         f"{t['term']} (idf {t['idf']:.3g}, in {'+'.join(t['in'])})" for t in info["terms"]
     ) or "none of the query's terms"

@@ -209,7 +209,7 @@ def file_receipts(data_dir: str | os.PathLike[str]) -> ReceiptStore:
 
 
 # -- the semantic extra (issue 35): its model, loaded from the installed wheel with its sha256 checked -----------------
-def semantic_model(*, threads: int = 2) -> TextEmbedder:
+def semantic_model(*, threads: int = 1) -> TextEmbedder:
     """The semantic extra's model for `stores.index.use_semantic(...)`; SemanticUnavailable (one line) when it is not
     installed or a file is not the pinned one (storage/common/semantic.py). Nothing is downloaded."""
     from storage.common import semantic

@@ -57,6 +57,7 @@ class Config:
     # --data named a folder other than the default ($DATA_DIR or ./data): when it is missing, it is made only with
     # --create, so a typo never starts a second history (issue 31)
     not_default: bool = False
+    semantic: bool = False  # --semantic: hybrid search with the optional semantic extra (requirements-semantic.txt)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +95,11 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     p.add_argument("--no-mcp", action="store_true", help="do not serve the MCP endpoint")
     p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="search by meaning too: the optional semantic extra (pip install -r requirements-semantic.txt)",
+    )
+    p.add_argument(
         "--create",
         action="store_true",
         help="create the data directory and any missing folders above it (without it only the default is made)",
@@ -120,7 +126,7 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config
         raise ConfigError(str(exc)) from None
     default = environ.get("DATA_DIR") or "./data"
     not_default = os.path.abspath(args.data) != os.path.abspath(default)
-    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default)
+    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default, args.semantic)
 
 
 def open_engine(cfg: Config) -> Engine:

@@ -426,7 +426,7 @@ class UI:
         text_col = r.SEARCH_HEADERS.index("text")
         styling = r.struck_styling([h.seq for h in resp.results], superseded, len(r.SEARCH_HEADERS), text_col)
         return (
-            r.search_status(len(resp.results), resp.k, resp.reason),
+            r.search_status(len(resp.results), resp.k, resp.reason, resp.mode),
             table(r.SEARCH_HEADERS, rows, styling),
             r.search_explanation(resp.results, revoked, superseded),
         )

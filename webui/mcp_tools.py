@@ -95,7 +95,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             include_superseded: also return superseded memories, statements a newer one replaced (each then names it in superseded_by); default false, as answers are not handed them as current.
 
         Returns:
-            JSON: the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest, chain, revoked_by (null unless revoked) and superseded_by (the event id of the statement that replaced it, or null while it is live).
+            JSON: the mode the search ran in ("lexical", or "hybrid" with the optional semantic extra) and the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest, chain, revoked_by (null unless revoked) and superseded_by (the event id of the statement that replaced it, or null while it is live).
         """
         try:
             resp = service.search(
@@ -116,6 +116,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
                 "query": resp.query,
                 "k": resp.k,
                 "reason": resp.reason,
+                "mode": resp.mode,
                 "results": [
                     {
                         **h.to_dict(),

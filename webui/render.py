@@ -261,12 +261,14 @@ def md_label(label: str) -> str:
     return f"{md(label)} " if label.strip() else ""
 
 
-def search_status(n: int, k: int, reason: str | None) -> str:
+def search_status(n: int, k: int, reason: str | None, mode: str = "lexical") -> str:
+    """The line above the results; a hybrid search (the optional semantic extra) says so, a lexical one as before."""
+    how = " Searched by words and by meaning (hybrid)." if mode == "hybrid" else ""
     if n == 0:
-        return f"No results: {md(reason or 'nothing matched', 300)}."
+        return f"No results: {md(reason or 'nothing matched', 300)}.{how}"
     return (
         f"{n} result{'s' if n != 1 else ''} (K={k}), best first. Score: each hit's share of the best hit's score "
-        "(1 = best). Tick *explain each hit* to see why each ranked where it did."
+        f"(1 = best). Tick *explain each hit* to see why each ranked where it did.{how}"
     )
 
 

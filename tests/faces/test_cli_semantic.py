@@ -67,3 +67,62 @@ def test_the_semantic_table_says_hybrid_and_explains_each_part(data_dir: Path, c
     assert prog_retrieval.main(["search", str(data_dir), "s1", "young dog", "--semantic", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "mode: hybrid" in out and "found by dense: lexical share 0.000 + 1 x cosine" in out
+
+
+def test_the_page_says_a_hybrid_search_and_nothing_new_for_a_lexical_one() -> None:
+    from webui import render
+
+    assert render.search_status(2, 8, None) == render.search_status(2, 8, None, "lexical")
+    assert "hybrid" not in render.search_status(2, 8, None)
+    assert render.search_status(2, 8, None, "hybrid").endswith("Searched by words and by meaning (hybrid).")
+
+
+def test_the_app_takes_semantic_and_is_lexical_without_it() -> None:
+    from webui.config import parse_args
+
+    assert parse_args(["--data", "/tmp/x"], {}).semantic is False
+    assert parse_args(["--data", "/tmp/x", "--semantic"], {}).semantic is True
+
+
+def test_a_hybrid_explanation_reads_as_one_line() -> None:
+    from retrieval.explain import explain_lines
+
+    parts = {"mode": "hybrid", "found_by": "dense", "lexical_share": 0.0, "cosine": 0.41, "weight": 1.0, "fused": 0.41, "tier": "own"}
+    assert explain_lines(parts) == ["found by dense: lexical share 0.000 + 1 x cosine 0.410 = 0.410 (own tier)"]
+
+
+@needs_extra
+def test_rebuild_with_semantic_embeds_every_event(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert prog_retrieval.main(["rebuild", str(data_dir), "--semantic"]) == 0
+    assert "embedded 3 events with all-MiniLM-L6-v2-onnx-int8" in capsys.readouterr().out
+    st = file_stores(data_dir)
+    try:
+        assert st.index.vector_seqs("s1") == [0, 1, 2]
+    finally:
+        st.index.close()
+        st.close()
+
+
+def test_rebuild_with_semantic_without_the_extra_stops_before_any_work(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(semantic, "installed", lambda: False)
+    before = (data_dir / "index.sqlite").stat().st_mtime_ns
+    assert prog_retrieval.main(["rebuild", str(data_dir), "--semantic"]) == 2
+    assert capsys.readouterr().err.startswith("error: semantic search: the optional extra is not installed")
+    assert (data_dir / "index.sqlite").stat().st_mtime_ns == before
+
+
+def test_the_app_embeds_what_is_pending_in_the_background(tmp_path: Path) -> None:
+    import app
+    from chat.engine import Engine
+    from chat.llm import LLM
+
+    from ..storage.test_semantic_vectors import WordEmbedder
+
+    eng = Engine(tmp_path / "data", llm=LLM(api_key=""))
+    eng.remember("alice", "I adopted a puppy last week")
+    eng.remember("bob", "the tax form is due on Friday")
+    eng.index.use_semantic(WordEmbedder())
+    app._embed_pending(eng)
+    assert eng.index.vector_seqs("alice") == [0] and eng.index.vector_seqs("bob") == [0]

@@ -1,0 +1,35 @@
+"""A turn with the semantic extra (FORMAT.md §25): its receipt names the method, the model and the model's sha256 when
+the search that chose its memories ran hybrid, and carries nothing new when it ran lexically (the default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chat.engine import Engine
+from chat.llm import LLM
+from receipts.body import parse_receipt
+
+from ..storage.test_semantic_vectors import WordEmbedder
+
+
+def _engine(tmp_path: Path) -> Engine:
+    eng = Engine(tmp_path / "data", llm=LLM(api_key=""), receipt_format=2)
+    eng.remember("alice", "I adopted a puppy last week")
+    eng.remember("alice", "the tax form is due on Friday")
+    return eng
+
+
+def test_a_lexical_turn_writes_no_semantic_member(tmp_path: Path) -> None:
+    eng = _engine(tmp_path)
+    turn = eng.turn("alice", "When is the tax form due?")
+    assert "semantic" not in turn.body
+    assert "semantic" not in parse_receipt(turn.receipt_path.read_bytes()).signed_body
+
+
+def test_a_hybrid_turn_names_the_method_model_and_sha256_in_its_signed_body(tmp_path: Path) -> None:
+    eng = _engine(tmp_path)
+    eng.index.use_semantic(WordEmbedder())
+    turn = eng.turn("alice", "How is my hound doing?")
+    assert 0 in [h.seq for h in turn.hits]  # "hound" and "puppy" share only their meaning
+    signed = parse_receipt(turn.receipt_path.read_bytes()).signed_body
+    assert signed["semantic"] == {"v": 1, "method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
