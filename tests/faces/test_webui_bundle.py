@@ -236,7 +236,7 @@ class TestImport:
         bad = rewrite(path, tmp_path / "changed.mre.zip", {"ledger/events.jsonl": ledger.replace(b"blue pot", b"red pot")})
         result, table, *_ = bui.import_bundle(str(bad), False, key)
         assert result.startswith("## ⛔ Not imported") and "check `members.hashes` failed" in result
-        assert rows(table)["members.hashes"][1] == "❌\ufe0f fail"
+        assert rows(table)["members.hashes"][1] == "❌\ufe0f FAIL"
         assert imported_root(service) == []
 
     def test_an_upload_over_the_cap_is_refused_unread(self, bui: BundleUI, tmp_path: Path) -> None:
