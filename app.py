@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,9 +93,17 @@ START_FAILED = (
 )
 
 
+def quiet_logs(environ: Mapping[str, str]) -> None:
+    """The operator's log holds the app's own lines: not gradio's loopback requests (httpx), nor the two INFO lines
+    the MCP SDK writes for every tool call ("Processing request of type …", "Terminating session: None") unless
+    MRE_LOG_MCP=1 asks for them."""
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("mcp").setLevel(logging.INFO if environ.get("MRE_LOG_MCP") == "1" else logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own loopback requests
+    quiet_logs(os.environ)
     try:
         cfg = parse_args(argv, os.environ)
     except ConfigError as exc:

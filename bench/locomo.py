@@ -68,7 +68,18 @@ def superseded_by_detector(ledger: Ledger, index: Index, session: str) -> tuple[
     return dead, proposed, users
 
 
-def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False) -> dict[str, dict]:
+# "K is a ceiling, not a quota" (issue 31): the top-K with the hits that match nothing of the question itself left out
+# (context-only: through their neighbours' words; echoes: assistant replies repeating memories). A turn would hand
+# fewer memories, never others: recall can only stay or drop, and how much it drops is what decides the rule.
+CEILINGS = {
+    "project, K a ceiling (no echoes)": lambda h: not h.echo,
+    "project, K a ceiling (no context-only, no echoes)": lambda h: not h.echo and not h.context_only,
+}
+
+
+def evaluate(
+    data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False, ceiling: bool = False
+) -> dict[str, dict]:
     from chat.supersede import newest_statement, resolved_for_now, with_newest
     from facts import asks_about_past
     from facts.rules import topic_query
@@ -79,6 +90,9 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
         "raw FTS5 baseline": defaultdict(list),
         "project": defaultdict(list),
     }
+    if ceiling:
+        for name in CEILINGS:
+            scores[name] = defaultdict(list)
     if supersede:
         scores["project + supersession"] = defaultdict(list)
         scores["project + supersession + newest"] = defaultdict(list)  # chat.supersede.with_newest: what a turn is handed
@@ -101,10 +115,13 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
             labels = ("all", f"{q.category} {CATEGORIES[q.category]}")
             for k in KS:
                 raw_ids = [seq_to_dia[s] for s in raw.search(q.question, k)]
-                ours = [seq_to_dia[h.seq] for h in index.search(session, q.question, k=k).results]
+                hits = index.search(session, q.question, k=k).results
+                ours = [seq_to_dia[h.seq] for h in hits]
                 for label in labels:
                     scores["raw FTS5 baseline"][(label, k)].append(recall(q.gold, raw_ids))
                     scores["project"][(label, k)].append(recall(q.gold, ours))
+                    for name, keep in (CEILINGS.items() if ceiling else ()):
+                        scores[name][(label, k)].append(recall(q.gold, [seq_to_dia[h.seq] for h in hits if keep(h)]))
                 if supersede:  # what a turn would be handed: superseded events left out unless it asks about the past
                     exclude = [] if asks_about_past(q.question) else sorted(dead)
                     kept_hits = index.search(session, q.question, k=k, exclude_seqs=exclude).results
@@ -143,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run the offline supersession detector over each conversation's user turns (issue 12) and score "
         "the search with the superseded turns left out, as a turn would (kept for questions about the past)",
+    )
+    p.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also score the top-K with context-only hits and echoes left out (K as a ceiling, issue 31), and say "
+        "how many slots they took",
     )
     p.add_argument(
         "--tiers",
@@ -191,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         base = args.cache if args.cache is not None else Path(tmp)
         for split in splits:
             # One data dir per split, so one split's turns never enter the other's BM25 statistics.
-            scores = evaluate(base / split, list(SPLITS[split]), cfg, data, supersede=args.supersede)
+            scores = evaluate(base / split, list(SPLITS[split]), cfg, data, supersede=args.supersede, ceiling=args.ceiling)
             print(table(f"{split} split (conversations {SPLITS[split].start}-{SPLITS[split].stop - 1})", scores))
             print()
     print(f"_{time.perf_counter() - started:.1f}s_")

@@ -34,8 +34,33 @@ def propose_turn(engine: Any, session: str, message: str, k: int = 8) -> dict[st
     """Step 1 of an "ask me first" turn: the memories retrieval would hand the model and a one-time turn token.
 
     Nothing is stored in the ledger and nothing is sent to a model. The token is single-use, works only for
-    this session and this proposal, and expires after 10 minutes."""
-    return dict(engine.propose(session, message, k).to_dict())
+    this session and this proposal, and expires after 10 minutes. Each candidate names its event as `event_id`, as
+    every other tool does, and its scores rounded (`shown_score`)."""
+    out = dict(engine.propose(session, message, k).to_dict())
+    out["session_id"] = out.pop("session")
+    out["candidates"] = [
+        {**{("event_id" if name == "id" else name): v for name, v in c.items()}, "score": shown_score(c["score"]),
+         "relative": shown_score(c["relative"])}
+        for c in out["candidates"]
+    ]
+    return out
+
+
+SCORE_DIGITS = 4
+
+
+def shown_score(value: float) -> float:
+    """A score as a tool returns it: the value the ranking used, to 4 significant digits (`2.606e-06`, not the float
+    noise `2.6055299539170510e-06`). The order is the ranking's own (tier, then score), never re-derived from this."""
+    return float(f"{value:.{SCORE_DIGITS}g}")
+
+
+def event_ref(value: object) -> object:
+    """What forget, revoke, restore, history and correct take for a memory: its event id (`evt_…`) or its seq, as text
+    or as a JSON integer (a bool is neither); anything else is passed on for the domain to refuse in its own words."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value.strip() if isinstance(value, str) else value
 
 
 def answer_turn(engine: Any, session: str, token: str, approved_ids: object) -> dict[str, Any]:
@@ -80,11 +105,11 @@ def _result(r: ControlResult) -> dict[str, Any]:
     }
 
 
-def revoke_memory(engine: Any, session: str, event_id: str, reason: str = "") -> dict[str, Any]:
+def revoke_memory(engine: Any, session: str, event_id: object, reason: str = "") -> dict[str, Any]:
     """Take one memory out of retrieval from now on (a control event in the ledger); its words are kept, unused."""
-    return _result(revoke(engine.data_dir, session, event_id, reason or None, key=engine.key, stores=engine.stores))
+    return _result(revoke(engine.data_dir, session, event_ref(event_id), reason or None, key=engine.key, stores=engine.stores))
 
 
-def restore_memory(engine: Any, session: str, event_id: str, reason: str = "") -> dict[str, Any]:
+def restore_memory(engine: Any, session: str, event_id: object, reason: str = "") -> dict[str, Any]:
     """Bring a revoked memory back into retrieval (another control event)."""
-    return _result(restore(engine.data_dir, session, event_id, reason or None, key=engine.key, stores=engine.stores))
+    return _result(restore(engine.data_dir, session, event_ref(event_id), reason or None, key=engine.key, stores=engine.stores))

@@ -146,12 +146,14 @@ def confirm(service: Service, key: object, pending: object, reason: object = "")
 
 
 def forget_event(service: Service, key: object, event_id: object, reason: object = "") -> ForgetResult:
-    """MCP's forget_memory: one event by its id (evt_…), with the cascade, no confirmation step."""
+    """MCP's forget_memory: one event by its id (evt_…) or its seq, as revoke and restore take it (one rule for every
+    tool), with the cascade, no confirmation step."""
     session = _session(service, key)
     if not isinstance(event_id, str) or not event_id.strip():
-        raise PlanError("event_id: give the id of the event to forget (evt_…, as search_memories returns it)")
-    if not event_id.strip().startswith("evt_"):  # a seq would be taken as one by control.forget: refuse it here
-        raise PlanError(f"event_id {event_id.strip()[:60]!r}: not an event id (evt_ and 32 lowercase hex digits)")
+        raise PlanError("event_id: give the event to forget: its event_id (evt_…, as search_memories returns it) or its seq")
+    ref = event_id.strip()
+    if not ref.startswith("evt_") and not (ref.isascii() and ref.isdigit()):
+        raise PlanError(f"event_id {ref[:60]!r}: neither an event id (evt_ and 32 lowercase hex digits) nor a seq")
     if not service.engine.ledger.exists(session):
         raise PlanError("this session has nothing to forget yet")
     if reason is not None and not isinstance(reason, str):

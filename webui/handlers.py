@@ -144,10 +144,11 @@ class UI:
         if isinstance(typed, str):
             typed = typed.strip()
         self.service.session(typed)  # raises SessionKeyError, naming the rule
-        return self._session(typed)
+        return self._session(typed, pasted=True)
 
-    def _session(self, key: str) -> tuple[Any, ...]:
-        """(BrowserState, key box, session note, chat history, stamps, receipt download)."""
+    def _session(self, key: str, *, pasted: bool = False) -> tuple[Any, ...]:
+        """(BrowserState, key box, session note, chat history, stamps, receipt download). A pasted key that opens
+        nothing says so (issue 31: a typo silently opened an empty session), in the note and a toast."""
         past = self.service.history(key)
         history = r.history_messages([(p.event, p.body) for p in past])
         latest = next((p for p in reversed(past) if p.body is not None), None)
@@ -158,7 +159,10 @@ class UI:
             s = r.stamps_from_body(latest.body, r.FORGOTTEN)  # a stored receipt loses a text only to forgetting
             stamps = r.stamps_markdown(s)
             download = self._download(s.receipt_id, self.service.restored_receipt(key, s.receipt_id))
-        note = r.session_markdown(self.service.session(key), old_key=is_old_format(key))
+        unknown = pasted and not past
+        note = r.session_markdown(self.service.session(key), old_key=is_old_format(key), unknown=unknown)
+        if unknown:
+            gr.Info(r.UNKNOWN_KEY_NOTE)
         return key, key, note, history, stamps, download
 
     @staticmethod
@@ -468,7 +472,8 @@ class UI:
             return rv.malformed_markdown(str(exc)), empty
         panel = rr.panel_for(raw, erased=erased_seqs(report))
         where = f"\n\n{rb.imported_note(home)}" if home is not None else ""  # a session the visitor imported
-        return panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
+        first = rv.verdict_line(report, mode, rv.signer_of(raw)) + "\n\n"  # the verdict first, then what it says
+        return first + panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
 
     @edge
     def tamper(

@@ -63,7 +63,8 @@ FORGET_SEARCH_BUTTON = "forget-search-button"
 FORGET_LEDGER_SEQ = "forget-ledger-seq"
 FORGET_LEDGER_BUTTON = "forget-ledger-button"
 FORGET_SESSION_BUTTON = "forget-session-button"
-TURN_TOOLS = "turn-tools"  # the accordion under the stamps: withhold / forget a memory of this turn
+TURN_TOOLS = "turn-tools"  # the accordion under the stamps: forget, revoke, restore or correct a memory of this turn
+TURN_SHARE_TOOLS = "turn-share-tools"  # the accordion under the stamps: a copy of the receipt with memories withheld
 WITHHOLD_PICK = "withhold-pick"
 WITHHELD_DOWNLOAD = "withheld-download"
 

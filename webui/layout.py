@@ -67,6 +67,16 @@ CSS = f"""
 #{ids.SEARCH_RESULTS} [role=gridcell][data-col="4"] span, #{ids.LEDGER_EVENTS} [role=gridcell][data-col="3"] span {{
   white-space: normal !important; word-break: normal !important; overflow-wrap: anywhere !important;
 }}
+@media (max-width: 600px) {{
+  /* On a phone the Verify tab's grouped checks are stacked (issue 31): a four-column table squeezed its sentences to
+     a letter per line. Each row becomes a block: the result and what it is about on one line, the sentence below. */
+  #{ids.VERIFY_VERDICT} table, #{ids.VERIFY_VERDICT} tbody, #{ids.VERIFY_VERDICT} tr {{ display: block; width: 100%; }}
+  #{ids.VERIFY_VERDICT} thead {{ display: none; }}
+  #{ids.VERIFY_VERDICT} td {{ display: inline-block; border: none !important; padding: 2px 6px !important; }}
+  #{ids.VERIFY_VERDICT} td:nth-child(3) {{ display: block; }}
+  #{ids.VERIFY_VERDICT} td:nth-child(4)::before {{ content: "checks: "; }}
+  #{ids.VERIFY_VERDICT} tr {{ border-bottom: 1px solid var(--border-color-primary); padding: 4px 0; }}
+}}
 #{ids.CHAT_HISTORY} .top-panel button[aria-label="Clear"],
 #{ids.CHAT_HISTORY} .top-panel button:has(rect[x="12"][y="2"][width="8"][height="2"]) {{
   display: none !important;
@@ -155,7 +165,8 @@ def _components(service: Service) -> Page:
                     show_label=False,
                     elem_id=ids.CHAT_INPUT,
                     scale=6,
-                    autofocus=True,
+                    # no autofocus: on a phone, focusing the box scrolled the page 634 px down on load, past the
+                    # title and the tabs (issue 31); Verify must be one tap away
                 )
                 send = gr.Button("Send", variant="primary", elem_id=ids.CHAT_SEND, scale=1)
             # Ask me first (issue 11): off by default, stated plainly; when on, the proposal waits here.
@@ -185,14 +196,17 @@ def _components(service: Service) -> Page:
                 "⬇ Download receipt (after the first answer)", interactive=False, elem_id=ids.RECEIPT_DOWNLOAD
             )
             receipt_state = gr.State(None)  # the receipt id the turn tools below are about
-            with gr.Accordion(
-                "Withhold, forget, revoke or restore a memory of the latest answer", open=False, elem_id=ids.TURN_TOOLS
-            ):
+            # Two tools, each under its own heading (issue 31: one accordion held three at once): a copy of the receipt
+            # to share with memories withheld, and what to do about one memory of the answer.
+            with gr.Accordion("Share this receipt with memories withheld", open=False, elem_id=ids.TURN_SHARE_TOOLS):
                 withhold = gr.CheckboxGroup(
-                    label="Share the receipt with these memories withheld (the signature still verifies)",
+                    label="Memories to withhold from the copy (the signature still verifies)",
                     elem_id=ids.WITHHOLD_PICK,
                 )
                 withheld_dl = gr.DownloadButton(rf.WITHHELD_LABEL, interactive=False, elem_id=ids.WITHHELD_DOWNLOAD)
+            with gr.Accordion(
+                "A memory of this answer: forget, revoke or restore it; correct it", open=False, elem_id=ids.TURN_TOOLS
+            ):
                 turn = _memory_controls(
                     "turn",
                     lambda: gr.Dropdown(
@@ -204,7 +218,7 @@ def _components(service: Service) -> Page:
                     ids.CONTROL_TURN_STATUS,
                 )
 
-        with gr.Tab("Manual search", id="search", elem_id=ids.TAB_SEARCH):
+        with gr.Tab("Search", id="search", elem_id=ids.TAB_SEARCH):
             with gr.Row():
                 query = gr.Textbox(
                     label=f"Search this session's memories (any words, up to {MAX_QUERY_CHARS:,} characters)",
@@ -252,7 +266,7 @@ def _components(service: Service) -> Page:
                 ids.CONTROL_SEARCH_STATUS,
             )
 
-        with gr.Tab("Verify a receipt", id="verify", elem_id=ids.TAB_VERIFY):
+        with gr.Tab("Verify", id="verify", elem_id=ids.TAB_VERIFY):
             upload = gr.File(
                 label="Receipt (.json)", file_types=[".json"], type="filepath", elem_id=ids.VERIFY_UPLOAD
             )
@@ -324,7 +338,7 @@ def _components(service: Service) -> Page:
                 "⬇ Download signing.pub", value=service.public_key_path, elem_id=ids.LEDGER_KEY_DOWNLOAD
             )
 
-        with gr.Tab("Import a bundle", id="import", elem_id=ids.TAB_IMPORT) as import_tab:
+        with gr.Tab("Import", id="import", elem_id=ids.TAB_IMPORT) as import_tab:
             import_upload = gr.File(
                 label="Session bundle (.mre.zip)", file_types=[".zip"], type="filepath", elem_id=ids.IMPORT_UPLOAD
             )
@@ -364,6 +378,9 @@ def _components(service: Service) -> Page:
     return Page(**names, **controls)
 
 
+CORRECT_HEADING = "**Correct it** — a new statement supersedes this memory (nothing is deleted); **History** lists every statement of it."
+
+
 def _memory_controls(
     where: str, pick: Callable[[], gr.components.Component], forget: str, revoke: str, restore: str, status: str
 ) -> dict[str, gr.components.Component]:
@@ -379,6 +396,7 @@ def _memory_controls(
     gr.Markdown(rc.NOTE, elem_id=f"{ids.NOT_ERASURE_NOTE}-{where}")
     reason = gr.Textbox(label=rc.REASON_LABEL, max_length=rc.MAX_REASON, elem_id=f"{ids.CONTROL_REASON}-{where}")
     control_md = gr.Markdown(elem_id=status, latex_delimiters=[])
+    gr.Markdown(CORRECT_HEADING)  # a second tool on the same memory: its own heading, so each reads alone
     with gr.Row():
         correct_text = gr.Textbox(
             label=rs.CORRECT_TEXT_LABEL, max_length=MAX_MESSAGE_CHARS, elem_id=f"{ids.CORRECT_TEXT}-{where}", scale=4

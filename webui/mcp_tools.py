@@ -17,6 +17,7 @@ from chat.engine import InputError
 from control import mcp as cm
 from ledger.canonical import CanonicalError, loads_strict
 from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt
+from receipts.certificate import MalformedCertificate, is_certificate
 from webui import bundles as bd
 from webui import supersede as sp
 from webui.forget import forget_event
@@ -95,7 +96,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             include_superseded: also return superseded memories, statements a newer one replaced (each then names it in superseded_by); default false, as answers are not handed them as current.
 
         Returns:
-            JSON: the mode the search ran in ("lexical", or "hybrid" with the optional semantic extra) and the results best first, each with seq, role, text, bm25, collapse, score, event_id, digest, chain, revoked_by (null unless revoked) and superseded_by (the event id of the statement that replaced it, or null while it is live).
+            JSON: the mode the search ran in ("lexical", or "hybrid" with the optional semantic extra) and the results best first (the ranking's order: events matching in their own text before those matching only through their neighbours, then echoes; by score within each), each with seq, role, text, bm25, collapse, score (what the ranking used, to 4 significant digits), relative (score as a share of the best), match, event_id, digest, chain, revoked_by (null unless revoked) and superseded_by (the event id of the statement that replaced it, or null while it is live).
         """
         try:
             resp = service.search(
@@ -120,6 +121,8 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
                 "results": [
                     {
                         **h.to_dict(),
+                        **{name: cm.shown_score(getattr(h, name)) for name in ("bm25", "collapse", "score", "relative")},
+                        "match": h.match,
                         "revoked_by": revoked.get(h.seq),
                         "superseded_by": superseded[h.seq].new_id if h.seq in superseded else None,
                     }
@@ -169,41 +172,44 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             }
         )
 
-    def verify_receipt(receipt_json: str, session_key: str = "") -> str:
-        """Verify a receipt from this app: signature by the app's key, every Merkle proof, every digest, the prompt hash
-        and, when the receipt belongs to the caller's own session, the session's ledger itself.
+    def verify_receipt(receipt_json: Any, session_key: str = "") -> str:
+        """Verify a receipt or an erasure certificate from this app: signature by the app's key, every Merkle proof,
+        every digest, the prompt hash and, when it belongs to the caller's own session, the session's ledger itself.
 
         Args:
-            receipt_json: the receipt file's JSON text (or the whole JSON returned by ask).
+            receipt_json: the receipt as ask or answer_turn returned it (their "receipt" object, or their whole output), the certificate forget_memory returned (its "certificate" object, or its whole output), or either one's JSON text.
             session_key: the caller's secret session key; without it, or for another session's receipt, only the offline checks run.
 
         Returns:
-            JSON: verdict ("verified", "failed" or "unverified"), mode, and one entry per check with status "pass", "fail" or "not_verifiable".
+            JSON: kind ("receipt" or "erasure-certificate"), verdict ("verified", "failed" or "unverified"), checked (the mode), and one entry per check with status "pass", "fail" or "not_verifiable".
         """
         try:
             raw = _receipt_bytes(receipt_json)
+            if is_certificate(raw):  # an erasure certificate: dispatch on its payloadType, as the Verify tab does
+                _cert, creport, mode = service.verify_certificate(raw, session_key or None)
+                return _dumps({"kind": "erasure-certificate", **creport.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
             report, mode = service.verify(raw, session_key or None)
-        except MalformedReceipt as exc:
+        except (MalformedReceipt, MalformedCertificate) as exc:
             raise to_gr_error(BadInput(str(exc)), for_html=False) from None
         except Exception as exc:  # noqa: BLE001 - the edge
             raise to_gr_error(exc, for_html=False) from None
-        return _dumps({**report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
+        return _dumps({"kind": "receipt", **report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
 
-    def forget_memory(session_key: str, event_id: str, reason: str = "") -> str:
+    def forget_memory(session_key: str, event_id: str | int, reason: str = "") -> str:
         """Forget one event of the session for good, with proof: its words leave the ledger, the search index and every
         stored receipt, while the hash chain and every receipt still verify. Every answer whose receipt cited it is
         forgotten with it (its text may repeat it). Cannot be undone.
 
         Args:
             session_key: the caller's secret session key.
-            event_id: the id of the event to forget (evt_ and 32 hex digits, as remember, search_memories and ask return it).
+            event_id: the event to forget: its event_id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
             reason: optional, at most 2000 characters; kept in the ledger's erasure record for good, so it must not repeat what is forgotten.
 
         Returns:
             JSON: session_id, erased (seq and role of each event erased), cascaded (the answers erased with it), erasure_record_seq, receipts_redacted, receipts_withdrawn, and certificate: the signed erasure certificate (a DSSE envelope; save it as a file and check it with `python -m receipts verify CERT --trust signing.pub`).
         """
         try:
-            result = forget_event(service, session_key, event_id, reason)
+            result = forget_event(service, session_key, cm.event_ref(event_id), reason)
         except Exception as exc:  # noqa: BLE001 - the edge
             raise to_gr_error(exc, for_html=False) from None
         return _dumps(
@@ -229,7 +235,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             k: how many memories to propose at most, 1 to 50 (default 8).
 
         Returns:
-            JSON: token (single-use, for this session and this proposal only, expires after 10 minutes), expires_at, k, candidates best first (rank, seq, id, role, ts, text, score (raw), relative (the score as a share of the best candidate's, 1.0 = best), match ("own text", "context only": matched only through its neighbours' words, or "echo"), digest) and excluded_revoked (revoked seqs left out).
+            JSON: token (single-use, for this session and this proposal only, expires after 10 minutes), expires_at, k, session_id, candidates best first (rank, seq, event_id, role, ts, text, score (what the ranking used, to 4 significant digits), relative (the score as a share of the best candidate's, 1.0 = best), match ("own text", "context only": matched only through its neighbours' words, or "echo"), digest) and excluded_revoked (revoked seqs left out).
         """
         session, k_, text = _plain(lambda: service.check_turn(session_key, message, k, k_max=K_API_MAX))
         _plain(lambda: service.settle(session))  # the candidates come from the index: an erasure stopped half way is finished first
@@ -243,7 +249,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         Args:
             session_key: the caller's secret session key (the same session as propose_turn's).
             token: the turn token propose_turn returned.
-            approved_ids: the approved candidates' ids (evt_…), separated by commas or spaces; empty approves none.
+            approved_ids: the approved candidates' event_ids (evt_…) or seqs, separated by commas or spaces; empty approves none.
 
         Returns:
             JSON: answer, provider and model, the memories used, approved and withheld (seqs), excluded_revoked, receipt_id and receipt (pass it to verify_receipt).
@@ -264,14 +270,14 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         session = _plain(lambda: service.session(session_key))
         return _dumps(_plain(lambda: cm.cancel_turn(service.engine, session, token)))
 
-    def revoke_memory(session_key: str, event_id: str, reason: str = "") -> str:
+    def revoke_memory(session_key: str, event_id: str | int, reason: str = "") -> str:
         """Take one memory out of retrieval from now on, without destroying it: a control event is appended to the
         ledger and later receipts name the revocation that kept it out. Revoke is not erasure: the words stay on
         record, unused (forget_memory destroys them); restore_memory brings it back.
 
         Args:
             session_key: the caller's secret session key.
-            event_id: the memory's id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
+            event_id: the memory: its event_id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
             reason: optional, at most 1000 characters; kept in the ledger for good, so it must not repeat the memory's words.
 
         Returns:
@@ -280,12 +286,12 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         session = _plain(lambda: service.session(session_key))
         return _dumps(_plain(lambda: cm.revoke_memory(service.engine, session, event_id, reason)))
 
-    def restore_memory(session_key: str, event_id: str, reason: str = "") -> str:
+    def restore_memory(session_key: str, event_id: str | int, reason: str = "") -> str:
         """Bring a revoked memory back into retrieval (another control event in the ledger).
 
         Args:
             session_key: the caller's secret session key.
-            event_id: the revoked memory's id (evt_…) or its seq.
+            event_id: the revoked memory: its event_id (evt_…) or its seq.
             reason: optional, at most 1000 characters; kept in the ledger for good.
 
         Returns:
@@ -294,38 +300,39 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
         session = _plain(lambda: service.session(session_key))
         return _dumps(_plain(lambda: cm.restore_memory(service.engine, session, event_id, reason)))
 
-    def memory_history(session_key: str, event_id: str) -> str:
+    def memory_history(session_key: str, event_id: str | int) -> str:
         """The history of a fact: every statement of it in the session (the memory given and those it superseded or
         that superseded it), oldest first, each with its state now ("live" or "superseded"), when it was said, who
         decided its supersession (visitor, rule:<name> or model:<id>) and the reason shown.
 
         Args:
             session_key: the caller's secret session key.
-            event_id: the memory's id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
+            event_id: the memory: its event_id (evt_ and 32 hex digits, as remember, search_memories and ask return it) or its seq.
 
         Returns:
-            JSON: session_id and history, oldest first, each with seq, id, role, ts, text (null once forgotten), state, erased, revoked, superseded_by (seq), superseded_by_id, supersedes, decided_by, record_seq, reason, shown_reason and live_seq (the statement that holds now); and suggestions: supersessions a model proposed about these statements that the rules did not confirm, so nothing was recorded (new_seq, new_id, older_seq, older_id, suggested_by, at) — confirm one with correct_memory if it holds.
+            JSON: session_id and history, oldest first, each with seq, event_id, role, ts, text (null once forgotten), state, erased, revoked, superseded_by (seq), superseded_by_id, supersedes, decided_by, record_seq, reason, shown_reason and live_seq (the statement that holds now); and suggestions: supersessions a model proposed about these statements that the rules did not confirm, so nothing was recorded (new_seq, new_id, older_seq, older_id, suggested_by, at) — confirm one with correct_memory if it holds.
         """
         session = _plain(lambda: service.session(session_key))
-        entries = _plain(lambda: sp.history(service, session_key, event_id))
+        entries = _plain(lambda: sp.history(service, session_key, cm.event_ref(event_id)))
         suggested = _plain(lambda: sp.suggestions(service, session_key, entries))
-        return _dumps({"session_id": session, "history": [e.to_dict() for e in entries], "suggestions": [x.to_dict() for x in suggested]})
+        history = [{("event_id" if name == "id" else name): v for name, v in e.to_dict().items()} for e in entries]
+        return _dumps({"session_id": session, "history": history, "suggestions": [x.to_dict() for x in suggested]})
 
-    def correct_memory(session_key: str, event_id: str, new_text: str, reason: str = "") -> str:
+    def correct_memory(session_key: str, event_id: str | int, new_text: str, reason: str = "") -> str:
         """Correct a memory: new_text is stored as the person's new statement and supersedes the memory (decided by
         the visitor). Nothing is deleted: the old statement stays on record as superseded, is no longer handed to the
         model as current, and memory_history shows both.
 
         Args:
             session_key: the caller's secret session key.
-            event_id: the memory to correct: its id (evt_…) or its seq.
+            event_id: the memory to correct: its event_id (evt_…) or its seq.
             new_text: what holds now, at most 8000 characters.
             reason: optional, at most 1000 characters; kept in the ledger for good, so it must not repeat the statements' words.
 
         Returns:
             JSON: session_id, old_seq, old_id, new_seq, new_id (the new statement), record_seq, record_id (the supersession record), decided_by ("visitor") and reason.
         """
-        result = _plain(lambda: sp.correct(service, session_key, event_id, new_text, reason))
+        result = _plain(lambda: sp.correct(service, session_key, cm.event_ref(event_id), new_text, reason))
         return _dumps(
             {
                 "session_id": result.session,
@@ -378,12 +385,12 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             allow_untrusted: import a bundle not signed by this app's key, labelled unverified; default false.
 
         Returns:
-            JSON: imported (false when refused, with refused: why), local_session (the new local id), origin_session, events, signer, verdict ("verified" or "unverified"), duplicate, indexed, and checks: one entry per check with status "pass", "fail" or "not_verifiable".
+            JSON: imported (true), local_session (the new local id), origin_session, events, signer, verdict ("verified" or "unverified"), duplicate, indexed, and checks: one entry per check with status "pass", "fail" or "not_verifiable". A refused bundle is a tool error saying why (its first failing or unverifiable check), as every other refusal is; nothing is imported then.
         """
         outcome = _plain(lambda: bd.import_base64(service, session_key, bundle_base64, allow_untrusted=allow_untrusted is True))
         checks = [c.to_dict() for c in outcome.report.checks] if outcome.report is not None else []
         if outcome.imported is None:
-            return _dumps({"imported": False, "refused": outcome.refused, "checks": checks})
+            _plain(lambda: _refused(outcome.refused))
         done, o = outcome.imported, outcome.imported.origin
         return _dumps(
             {
@@ -418,10 +425,22 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
     ]
 
 
+def _refused(why: object) -> None:
+    raise BadInput(f"import_bundle: nothing was imported: {why}")
+
+
+RECEIPT_WANTED = "receipt_json: give the receipt (ask's \"receipt\" object), the certificate (forget_memory's \"certificate\"), or its JSON text"
+
+
 def _receipt_bytes(receipt_json: object) -> bytes:
-    """The receipt's bytes; the whole output of `ask` is accepted too (its "receipt" member is the receipt)."""
+    """The receipt's (or certificate's) bytes. A JSON object is taken as it is (the whole output of `ask`,
+    `answer_turn` or `forget_memory` too: its "receipt" or "certificate" member); text is parsed. A refusal never
+    repeats what was sent: a receipt holds memories' words."""
+    if isinstance(receipt_json, dict):
+        inner = next((receipt_json[m] for m in ("receipt", "certificate") if isinstance(receipt_json.get(m), dict)), None)
+        receipt_json = json.dumps(receipt_json if inner is None else inner, ensure_ascii=False)
     if not isinstance(receipt_json, str) or not receipt_json.strip():
-        raise BadInput("receipt_json: give the receipt file's JSON text")
+        raise BadInput(RECEIPT_WANTED)
     raw = receipt_json.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_RECEIPT_BYTES:
         raise BadInput(f"receipt_json: {len(raw)} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
@@ -431,4 +450,6 @@ def _receipt_bytes(receipt_json: object) -> bytes:
         return raw  # the receipt parser names what is wrong with it
     if isinstance(obj, dict) and "answer" in obj and isinstance(obj.get("receipt"), dict):
         return json.dumps(obj["receipt"]).encode("utf-8")
+    if isinstance(obj, dict) and "erased" in obj and isinstance(obj.get("certificate"), dict):
+        return json.dumps(obj["certificate"]).encode("utf-8")
     return raw

@@ -375,7 +375,13 @@ OLD_KEY_WARNING = (
 )
 
 
-def session_markdown(session: str, *, old_key: bool = False) -> str:
+UNKNOWN_KEY_NOTE = "new session: no history under this key — check it if you expected one"
+
+
+def session_markdown(session: str, *, old_key: bool = False, unknown: bool = False) -> str:
+    """The session note; `unknown`: a key pasted into the box that opens no history (a typo opens a new session)."""
+    if unknown:
+        return f"⚠️ **{UNKNOWN_KEY_NOTE[0].upper()}{UNKNOWN_KEY_NOTE[1:]}.**\n\n" + session_markdown(session, old_key=old_key)
     note = (
         f"**Session id:** `{session}` — public: it is written into every receipt of this session.  \n"
         "Your **session key** (in the box) is the secret that opens it: anyone holding the key can read "

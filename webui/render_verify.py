@@ -15,12 +15,12 @@ REPORT_HEADERS = ["check", "result", "what it checks", "expected", "found", "whe
 REPORT_WIDTHS = ["15%", "11%", "34%", "14%", "14%", "12%"]
 STATUS_LABEL = {
     PASS: "✅ pass",
-    FAIL: "❌\ufe0f fail",
+    FAIL: "❌\ufe0f FAIL",  # a word beside every mark: without a colour-emoji font each mark is an empty box
     NOT_VERIFIABLE: "⚪ not verifiable here",
     WITHHELD: "🔒 withheld from this copy",
     ERASED: "🗑️ erased",
 }
-GROUP_ICON = {PASS: "✅", FAIL: "❌\ufe0f", NOT_VERIFIABLE: "⚪", WITHHELD: "🔒", ERASED: "🗑️"}
+GROUP_ICON = {PASS: "✅ pass", FAIL: "❌\ufe0f FAIL", NOT_VERIFIABLE: "⚪ n/a", WITHHELD: "🔒 withheld", ERASED: "🗑️ erased"}
 RAW_ROWS_LABEL = "All checks, one row each (what the summary above groups)"
 
 # Why a receipt was checked the way it was (shown with the verdict).
@@ -78,7 +78,7 @@ def certificate_markdown(cert: Certificate, report: CertificateReport, mode: str
     else:
         head = f"## ⚠️ Unverified\nNothing failed, but not everything could be checked ({counts})."
     note = CERTIFICATE_NOTES[mode]
-    return "\n\n".join([f"### What this certificate says\n{says}", head, note])
+    return "\n\n".join([head, f"### What this certificate says\n{says}", note])  # the verdict first (issue 31)
 
 
 CERTIFICATE_NOTES = {
@@ -92,10 +92,46 @@ CERTIFICATE_NOTES = {
 
 def groups_markdown(report: Report) -> str:
     """The checks grouped by what they are about (receipts.groups), one plain sentence each, as a table."""
-    lines = ["| | about | what the checks show | checks |", "|---|---|---|---|"]
+    lines = ["| result | about | what the checks show | checks |", "|---|---|---|---|"]
     for g in group_report(report):
         lines.append(f"| {GROUP_ICON[g.status]} | **{md(g.title)}** | {md(g.sentence, 600)} | {len(g.checks)} |")
     return "\n".join(lines)
+
+
+def signer_of(raw: bytes) -> str | None:
+    """The key id the receipt's (first) signature names, or None when it cannot be read (the checks say why)."""
+    import json
+
+    try:
+        sig = json.loads(raw)["signatures"][0]["keyid"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return sig if isinstance(sig, str) else None
+
+
+def verdict_line(report: Report, mode: str, signer: str | None) -> str:
+    """The one line a person reads first (issue 31): verified or not, and what — before what the receipt says.
+
+    Verified: how many memories, the question and the answer are exactly what was signed, and by which key.
+    Failed: the first part that does not hold (a memory, the question, the answer, the signature, the ledger), in
+    the sentence of its group (receipts.groups), and how many other parts fail with it."""
+    groups = group_report(report)
+    if report.verdict == "verified":
+        n = sum(1 for g in groups if g.title.startswith("memory "))
+        memories = "no memories" if n == 0 else ("this memory" if n == 1 else f"these {n} memories")
+        held = "the signed ledger holds" if mode in (MODE_LEDGER, MODE_IMPORTED) else "was signed"
+        key = f", signed by key `{md(signer, 80)}`" if signer else ""
+        return f"### ✅ Verified: {memories}, this question and this answer are exactly what {held}{key}."
+    failing = [g for g in groups if g.status == FAIL]
+    if report.verdict == "failed":
+        specific = [g for g in failing if g.title != "the receipt as a whole"] or failing
+        if not specific:
+            names = ", ".join(c.name for c in report.failed[:3])
+            return f"### ❌ Failed: {md(names, 200)}"
+        more = len(specific) - 1
+        tail = f" (and {more} other part{'s' if more != 1 else ''}: {md(', '.join(g.title for g in specific[1:4]), 200)})" if more else ""
+        return f"### ❌ Failed: {md(specific[0].sentence, 300)}{tail}"
+    return "### ⚠️ Unverified: nothing failed, but not everything could be checked here (see the checks below)."
 
 
 def verdict_markdown(report: Report, mode: str) -> str:

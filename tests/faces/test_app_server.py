@@ -111,7 +111,7 @@ class TestGradioClient:
         _h, _s, _rid, path = say(client, key, "what tea do I drink?")
         verdict, table, _copy = call(client, handle_file(str(path)), "memory", key, api_name="/tamper")
         assert "Tampered copy: caught" in verdict
-        assert "memory#1.content" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}  # format 2
+        assert "memory#1.content" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f FAIL"}  # format 2
 
     def test_a_reload_resumes_and_the_ledger_tab_shows_the_chain(self, client: Client) -> None:
         key = new_session_key()
@@ -186,7 +186,7 @@ class TestEditedInPlace:
         edit_in_place(data, session, 0, b"green", b"grean")  # same length, mtime put back
         verdict, table = call(client, handle_file(str(receipt)), key, api_name="/verify")
         assert "❌ Failed" in verdict
-        assert "ledger.chain" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}
+        assert "ledger.chain" in {row[0] for row in table["data"] if row[1] == "❌\ufe0f FAIL"}
         receipts = sorted((data / "sessions" / session / "receipts").iterdir())
         lines = (data / "sessions" / session / "events.jsonl").read_bytes()
         with pytest.raises(AppError, match=r"line 1 \(seq 0\) changed after this writer verified it"):

@@ -376,7 +376,7 @@ def test_the_tamper_button_shows_which_check_catches_the_changed_byte(
     caught = re.search(r"Caught by \d+ checks?:\s*(.*)", verdict.inner_text())
     assert caught and "memory#1.content" in caught.group(1), verdict.inner_text()
     rows = rows_by_check(page)
-    assert rows["memory#1.content"][1] == "❌\ufe0f fail"
+    assert rows["memory#1.content"][1] == "❌\ufe0f FAIL"
     assert rows["memory#1.content"][3] and rows["memory#1.content"][4], (
         "expected and found are shown for the failed check"
     )
@@ -407,7 +407,7 @@ def test_an_uploaded_tampered_copy_fails_and_the_failing_check_is_shown(session:
     expect(verdict).to_contain_text("❌ Failed")
     expect(verdict).to_contain_text(f"memory#{number}.content")
     rows = rows_by_check(page)
-    failed = {name for name, row in rows.items() if row[1] == "❌\ufe0f fail"}
+    failed = {name for name, row in rows.items() if row[1] == "❌\ufe0f FAIL"}
     assert {f"memory#{number}.content", "prompt.hash"} <= failed  # the signature still holds: it never covered the text
     assert rows[f"memory#{number}.content"][3] != rows[f"memory#{number}.content"][4]  # expected vs found commitment
     session.visitor.check_clean()
@@ -524,7 +524,7 @@ def test_a_second_visitor_finds_nothing_of_the_first_visitors_session(
         rows = rows_by_check(page)
         not_here = {name for name, row in rows.items() if row[1] == "⚪ not verifiable here"}
         assert {"ledger.events", "ledger.chain"} <= not_here and all(name.startswith("ledger.") for name in not_here)
-        assert not [name for name, row in rows.items() if row[1] == "❌\ufe0f fail"]
+        assert not [name for name, row in rows.items() if row[1] == "❌\ufe0f FAIL"]
         other.check_clean()
         shot(page, "second-visitor-verify.png")
     finally:

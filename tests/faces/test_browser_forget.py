@@ -144,7 +144,7 @@ def test_withholding_a_memory_forgetting_from_the_turn_and_forgetting_the_whole_
         old_session = session_id_shown(page)
 
         # Withhold the memory from a shared copy: the Verify tab reads it [withheld].
-        page.locator(f"#{ids.TURN_TOOLS} button.label-wrap").click()
+        page.locator(f"#{ids.TURN_SHARE_TOOLS} button.label-wrap").click()
         page.locator(f"#{ids.WITHHOLD_PICK} label").filter(has_text=MARKER).click()
         expect(page.locator(f"#{ids.WITHHELD_DOWNLOAD}")).to_contain_text("without seq 0")
         with page.expect_download(timeout=WAIT_MS) as info:
@@ -160,6 +160,7 @@ def test_withholding_a_memory_forgetting_from_the_turn_and_forgetting_the_whole_
 
         # Forget the memory from the turn's list; Cancel first changes nothing.
         open_tab(page, ids.TAB_CHAT)
+        page.locator(f"#{ids.TURN_TOOLS} button.label-wrap").click()  # the memory tools: an accordion of their own
         page.locator(f"#{ids.FORGET_TURN_PICK} input").click()
         page.get_by_role("option").filter(has_text="memory#1 · seq 0").click()
         page.locator(f"#{ids.FORGET_TURN_BUTTON}").click()

@@ -235,7 +235,7 @@ def test_a_running_app_whose_ledger_is_edited_in_place_fails_verification_and_re
         edit_in_place(server.data, seen.session, 0, b"green", b"grean")  # same length, mtime put back
         page.locator(f"#{ids.VERIFY_BUTTON}").click()
         expect(verdict).to_contain_text("❌ Failed")
-        failed = {name for name, row in rows_by_check(page).items() if row[1] == "❌\ufe0f fail"}
+        failed = {name for name, row in rows_by_check(page).items() if row[1] == "❌\ufe0f FAIL"}
         assert "ledger.chain" in failed, failed
         # The next turn is refused with the line that changed: no answer, no new event, no new receipt.
         receipts = sorted((server.data / "sessions" / seen.session / "receipts").iterdir())

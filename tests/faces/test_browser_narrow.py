@@ -141,7 +141,7 @@ def test_every_header_and_short_cell_stays_on_one_line(browser: Browser, server:
                 page.screenshot(path=str(SCREENSHOT))
 
         # Manual search: text is column 4.
-        open_tab(page, "Manual search")
+        open_tab(page, "Search")
         page.locator(f"#{ids.SEARCH_QUERY} textarea").fill("Miso")
         page.locator(f"#{ids.SEARCH_BUTTON}").click()
         expect(markdown(page, ids.SEARCH_STATUS)).to_contain_text(re.compile(r"\d+ results? \(K=8\)"))

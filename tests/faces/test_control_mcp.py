@@ -30,7 +30,7 @@ def test_propose_then_answer_returns_json_and_a_receipt_that_verifies(eng: Engin
     p = propose_turn(eng, "alice", "my cat, Lisbon, my sister?", 3)
     json.dumps(p)
     assert p["token"].startswith("ct1.") and len(p["candidates"]) == 3
-    keep = p["candidates"][0]["id"]
+    keep = p["candidates"][0]["event_id"]
     out = answer_turn(eng, "alice", p["token"], f'["{keep}"]')  # a client may send the list as one string
     json.dumps(out)
     assert [m["event_id"] for m in out["memories"]] == [keep]

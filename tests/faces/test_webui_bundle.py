@@ -236,7 +236,7 @@ class TestImport:
         bad = rewrite(path, tmp_path / "changed.mre.zip", {"ledger/events.jsonl": ledger.replace(b"blue pot", b"red pot")})
         result, table, *_ = bui.import_bundle(str(bad), False, key)
         assert result.startswith("## ⛔ Not imported") and "check `members.hashes` failed" in result
-        assert rows(table)["members.hashes"][1] == "❌\ufe0f fail"
+        assert rows(table)["members.hashes"][1] == "❌\ufe0f FAIL"
         assert imported_root(service) == []
 
     def test_an_upload_over_the_cap_is_refused_unread(self, bui: BundleUI, tmp_path: Path) -> None:
@@ -335,8 +335,9 @@ class TestMCP:
         elsewhere = service_at(tmp_path / "elsewhere")
         data = json.loads(make_tools(elsewhere)[-2](talked(elsewhere, SECRET)))["bundle_base64"]
         key = new_session_key()
-        refused = json.loads(tools["import_bundle"](key, data))
-        assert refused["imported"] is False and "not signed by this app's key" in refused["refused"]
+        with pytest.raises(gr.Error) as refused:  # a refusal is a tool error, as every other tool's (issue 31)
+            tools["import_bundle"](key, data)
+        assert "not signed by this app's key" in str(refused.value.message) and "nothing was imported" in str(refused.value.message)
         allowed = json.loads(tools["import_bundle"](key, data, True))
         assert allowed["imported"] and allowed["verdict"] == "unverified"
 
@@ -347,8 +348,9 @@ class TestMCP:
         assert said in str(info.value.message) and "&#" not in str(info.value.message)
 
     def test_not_a_bundle_is_refused_with_a_reason(self, tools: dict[str, Any]) -> None:
-        out = json.loads(tools["import_bundle"](new_session_key(), base64.b64encode(b"not a zip").decode()))
-        assert out["imported"] is False and "not a readable zip" in out["refused"] and out["checks"] == []
+        with pytest.raises(gr.Error) as info:
+            tools["import_bundle"](new_session_key(), base64.b64encode(b"not a zip").decode())
+        assert "not a readable zip" in str(info.value.message) and "&#" not in str(info.value.message)
 
     def test_export_needs_a_session_key_and_events(self, tools: dict[str, Any]) -> None:
         for key, said in (("", "session key"), (new_session_key(), "no events yet")):

@@ -58,11 +58,11 @@ class TestConsent:
         before = events(service, key)
         proposal = json.loads(tools["propose_turn"](key, "what about my cat Miso?", 8))
         assert events(service, key) == before
-        ids = [c["id"] for c in proposal["candidates"]]
+        ids = [c["event_id"] for c in proposal["candidates"]]
         assert set(ids) == {m["event_id"] for m in mems}
         out = json.loads(tools["answer_turn"](key, proposal["token"], ids[0]))
         assert [m["event_id"] for m in out["memories"]] == [ids[0]]
-        seq_of = {c["id"]: c["seq"] for c in proposal["candidates"]}
+        seq_of = {c["event_id"]: c["seq"] for c in proposal["candidates"]}
         assert out["approved"] == [seq_of[ids[0]]] and sorted(out["withheld"]) == sorted(seq_of[i] for i in ids[1:])
         assert verified(service, out["receipt"]) == "verified"
         assert events(service, key) == before + 2  # the question and the answer
@@ -70,7 +70,7 @@ class TestConsent:
     def test_approved_ids_may_come_as_one_comma_separated_string(self, tools: dict, service: Service) -> None:
         key, _mems = session_with_memories(tools)
         proposal = json.loads(tools["propose_turn"](key, "my cat Miso", 8))
-        ids = [c["id"] for c in proposal["candidates"]]
+        ids = [c["event_id"] for c in proposal["candidates"]]
         out = json.loads(tools["answer_turn"](key, proposal["token"], ", ".join(ids[:2])))
         assert [m["event_id"] for m in out["memories"]] == ids[:2] and len(out["withheld"]) == 1
 

@@ -404,7 +404,7 @@ class TestVerifyTabCertificate:
         path.write_text(json.dumps(env))
         verdict, report = ui.verify(str(path), key)
         assert "## ❌ Failed" in verdict and "signature" in verdict
-        assert any(row[1].endswith("fail") for row in report["data"])
+        assert any(row[1].endswith("FAIL") for row in report["data"])
 
 
 def test_the_app_runs_recover_when_it_starts(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,10 +62,11 @@ def test_forget_memory_erases_it_and_the_answers_that_cited_it_and_returns_a_cer
     ("event_id", "words"),
     [
         ("evt_" + "0" * 32, "no event with id"),
-        ("seq-1", "not an event id"),
-        ("", "give the id of the event"),
+        ("seq-1", "neither an event id"),
+        ("99", "seq 99"),
+        ("", "give the event to forget"),
     ],
-    ids=["unknown-id", "malformed-id", "empty"],
+    ids=["unknown-id", "malformed-id", "unknown-seq", "empty"],
 )
 def test_a_bad_event_id_is_one_plain_line_and_nothing_is_erased(
     tools: dict, service: Service, event_id: str, words: str

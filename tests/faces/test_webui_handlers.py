@@ -202,7 +202,7 @@ class TestSearch:
     @pytest.mark.parametrize(
         ("query", "k", "match"),
         [
-            ("", 8, "search: type some words"),
+            ("", 8, "type some words"),
             ("ok", 0, "K 0"),
             ("ok", 99, "K 99"),
             ("x" * 1001, 8, "1001 characters is over the limit of 1000"),
@@ -257,11 +257,13 @@ class TestVerifyTab:
         ui.tamper(download_path(download), "signature", key, progress=lambda step, desc=None, **_kw: shown.append(desc))
         assert shown == ["changing one byte, then checking the copy against the ledger"]
 
-    def test_the_verdict_opens_with_what_the_receipt_says(self, ui: UI) -> None:
+    def test_the_verdict_comes_first_then_what_the_receipt_says(self, ui: UI) -> None:
         key = new_session_key()
         chat(ui, key, "I like green tea")
         download = chat(ui, key, "what tea do I like?")[-1][3]
         verdict, _table = ui.verify(download_path(download), key)
+        first, _, verdict = verdict.partition("\n\n")  # issue 31: one line a person reads in ten seconds
+        assert first.startswith("### ✅ Verified: these 2 memories, this question and this answer are exactly what the signed ledger holds, signed by key `ed25519:")
         assert verdict.startswith(f"### {rr.PANEL_TITLE}\n")
         panel, _, rest = verdict.partition("\n\n---\n\n")
         assert "**The question** (seq 2, user" in panel and "“what tea do I like?”" in panel
@@ -335,7 +337,7 @@ class TestVerifyTab:
         download = chat(ui, key, "what tea do I like?")[-1][3]
         verdict, table, copy = ui.tamper(download_path(download), "memory", key)
         assert "Tampered copy: caught" in verdict
-        failed = {row[0] for row in table["data"] if row[1] == "❌\ufe0f fail"}
+        failed = {row[0] for row in table["data"] if row[1] == "❌\ufe0f FAIL"}
         assert {"memory#1.content", "prompt.hash"} <= failed  # format 2: the text is a disclosure beside the signature
         tampered = Path(download_path(copy)).read_bytes()
         assert tampered != Path(download_path(download)).read_bytes()  # (in a disclosure: the signed payload is untouched)

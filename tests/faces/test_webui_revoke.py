@@ -226,7 +226,8 @@ class TestReason:
                 fn = next(f for f in demo.fns.values() if f.api_name == f"{action}_{where}")
                 assert [c.elem_id for c in fn.inputs][-1] == f"{ids.CONTROL_REASON}-{where}"
         titles = [b.label for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
-        assert "Withhold, forget, revoke or restore a memory of the latest answer" in titles
+        assert "A memory of this answer: forget, revoke or restore it; correct it" in titles  # issue 31: split from
+        assert "Share this receipt with memories withheld" in titles  # the withheld copy, each tool on its own
 
 
 class TestRefreshes:

@@ -123,7 +123,7 @@ class TestReportTable:
             assert row[0] == check.name and row[1] == rv.STATUS_LABEL[check.status]
             if check.status == "pass":
                 assert row[3] == "" and row[4] == ""
-        failed = [row for row in rows if row[1] == "❌\ufe0f fail" and row[0] == "response.hash"]
+        failed = [row for row in rows if row[1] == "❌\ufe0f FAIL" and row[0] == "response.hash"]
         assert failed and failed[0][3] and failed[0][4] and failed[0][3] != failed[0][4]
 
     def test_not_verifiable_is_its_own_label(self, service: Service) -> None:
