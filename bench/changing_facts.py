@@ -1,6 +1,10 @@
 """Changing facts (issue 12): is the live statement handed to the model, and a superseded one kept out?
 
     python bench/changing_facts.py [--sessions 40] [--seed 12] [--held-out] [--misses]
+    python bench/changing_facts.py --families held-out|tune [--sessions 60] [--seed 32] [--misses]
+
+`--families` runs issue 32's evaluation instead (bench/changing_facts_families.py): 18 attributes changed in
+phrasing families, reported on the held-out families only; the rest of this docstring is issue 12's.
 
 Generated, seeded sessions (templates: bench/changing_facts_data.py): each states 6-8 facts of different
 kinds (39 kinds), each changed 1-4 times in paraphrase, between chatter, questions, acknowledgements and
@@ -300,7 +304,13 @@ def main(argv: list[str] | None = None) -> int:
                         "+ topic words, K=8) and false supersessions")
     p.add_argument("--held-out", action="store_true",
                    help="change phrasings and distractors written after the detector (never tuned on)")
+    p.add_argument("--families", choices=("tune", "held-out"),
+                   help="issue 32's families (bench/changing_facts_families.py): report on one side of the fixed split")
     args = p.parse_args(argv)
+    if args.families:
+        from bench.changing_facts_families import run
+
+        return run(args.families, args.sessions if args.sessions != 40 else 60, args.seed if args.seed != 12 else 32, args.misses)
     rng = random.Random(args.seed)
     sessions = [make_session(rng, n, unseen=args.held_out) for n in range(args.sessions)]
     facts = sum(len(s.facts) for s in sessions)

@@ -585,3 +585,458 @@ HELD_OUT_COEXIST: tuple[str, ...] = (
     "My other phone is for work.",
     "I also have a work laptop running Windows.",
 )
+
+
+# ------------------------------------------------------------------------------------------------ issue 32: families
+# Written for this repository by hand (issue 32): no sentence comes from LoCoMo or any other data set (LoCoMo is read
+# by path from ../shared/data by bench/locomo.py only). Each attribute is said first one way, then changed in
+# several *families* of phrasing. THE SPLIT IS FIXED: a family is either in TUNE_FAMILIES (rules may be written
+# and checked against it) or in HELD_OUT_FAMILIES (reported on, never tuned on). Never move a family across it;
+# add a new family to one side instead. Placeholders as above, and {x} / {a_x}: another value of the same
+# attribute, for co-existing statements (another subject, an addition, a hypothetical, a while).
+#
+# explicit        the change said outright ("I moved to {v}")                              tune
+# time-anchored   the change with a date or a "from next week"                            tune
+# correction      a typo or slip put right ("sorry, I meant {v}")                          tune
+# coexist-a       facts beside the live one that must not touch it                        tune
+# implied         the change only implied ("we sold the flat in {old}, the new place…")   held out
+# third-person    told through someone else ("Priya moved teams, Daniel is my manager")  held out
+# negation-first  the old value denied first ("I don't follow {old} anymore, …")          held out
+# compound        the change inside a longer sentence, and first statements of two facts  held out
+#                 joined ("I live in Paris and I work as a nurse")
+# coexist-b       more facts beside the live one that must not touch it                   held out
+
+TUNE_FAMILIES: tuple[str, ...] = ("explicit", "time-anchored", "correction", "coexist-a")
+HELD_OUT_FAMILIES: tuple[str, ...] = ("implied", "third-person", "negation-first", "compound", "coexist-b")
+CHANGE_FAMILIES: tuple[str, ...] = ("explicit", "time-anchored", "correction", "implied", "third-person",
+                                    "negation-first", "compound")
+COEXIST_FAMILIES: tuple[str, ...] = ("coexist-a", "coexist-b")
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    """One attribute that changes: its values, its first statements, the questions about it, and per family the
+    sentences that change it (`changes`) or stand beside it (`coexist`, with {x} another value)."""
+
+    name: str
+    values: tuple[str, ...]
+    first: tuple[str, ...]
+    ask_now: tuple[str, ...]
+    ask_before: tuple[str, ...]
+    changes: dict[str, tuple[str, ...]]
+    coexist: dict[str, tuple[str, ...]]
+    clause: str = ""  # the first statement as a clause after "and" ("I work as {a} {v}"), for compound first statements
+
+
+GYMS = ("PureGym", "Third Space", "Gymbox", "Anytime Fitness", "Virgin Active", "Nuffield Health", "Better Leisure",
+        "The Gym Group")
+PHONES = ("iPhone 13", "iPhone 15", "Pixel 7", "Pixel 8", "Galaxy S22", "Galaxy S24", "Fairphone 5", "OnePlus 11")
+TEAMS = ("Arsenal", "Brentford", "Celtic", "Everton", "Wrexham", "Fulham", "Hibernian", "Sunderland")
+MEDS = ("sertraline", "citalopram", "fluoxetine", "metformin", "lisinopril", "amlodipine", "atorvastatin", "propranolol")
+LAPTOPS = ("MacBook Air", "ThinkPad X1", "Dell XPS 13", "Framework 13", "Surface Laptop", "HP Spectre")
+WORK_TEAMS = ("platform", "payments", "search", "mobile", "data", "growth", "billing", "security")
+SCHOOLS = ("Oakfield Primary", "St Brigid's", "Hillcrest Academy", "Riverside School", "Greenway Primary",
+           "Meadowbank School")
+CAT_FOODS = ("Royal Canin", "Purina One", "Lily's Kitchen", "Hill's Science Plan", "Whiskas", "Applaws")
+BANKS = ("Monzo", "Barclays", "Nationwide", "Starling", "HSBC", "Santander", "Lloyds")
+STANDUPS = ("9:00", "9:30", "10:00", "10:15", "10:45", "11:00", "8:45")
+JOBS = ("nurse", "teacher", "data analyst", "architect", "paramedic", "accountant", "chef", "electrician",
+        "translator", "pharmacist")
+DIETS = ("vegetarian", "vegan", "pescatarian", "keto", "gluten-free")
+NAMES = ("Daniel", "Priya", "Helen", "Marcus", "Deepa", "Graham", "Ingrid", "Tariq", "Beatrice", "Olu")
+
+ATTRIBUTES: tuple[Attribute, ...] = (
+    Attribute(
+        "home", CITIES,
+        first=("I live in {v}.", "Home is {v} these days, in a small flat.", "I'm based in {v}."),
+        clause="I live in {v}",
+        ask_now=("Where do I live?", "Which city do I live in now?"),
+        ask_before=("Where did I live before?",),
+        changes={
+            "explicit": ("I moved to {v} last month.", "We've moved to {v}."),
+            "time-anchored": ("Since March I've been living in {v}.", "From next week I live in {v}, the keys are ready."),
+            "correction": ("Sorry, I said {old} earlier, I actually live in {v}.", "Typo before: I live in {v}, not {old}."),
+            "implied": ("We sold the flat in {old}; the new place in {v} is smaller but brighter.",
+                        "The removal van finally reached {v} yesterday, so that's home sorted."),
+            "third-person": ("My wife found us a house in {v} and we've settled in.",
+                             "The letting agent handed us the keys in {v} on Friday, we live there now."),
+            "negation-first": ("I don't live in {old} anymore, it's {v} now.", "No more {old} for me: I'm in {v}."),
+            "compound": ("I moved to {v} and honestly the commute is much better.",
+                         "We packed up, drove for six hours and now live in {v}, which I love."),
+        },
+        coexist={
+            "coexist-a": ("My brother lives in {x}.", "I'd love to live in {x} one day."),
+            "coexist-b": ("I'm in {x} for a conference this week.", "My best friend just moved to {x}."),
+        },
+    ),
+    Attribute(
+        "employer", COMPANIES,
+        first=("I work at {v}.", "My employer is {v}.", "I've been at {v} for three years."),
+        clause="I work at {v}",
+        ask_now=("Where do I work?", "Which company do I work for now?"),
+        ask_before=("Where did I work before?",),
+        changes={
+            "explicit": ("I started a new job at {v}.", "I work for {v} now."),
+            "time-anchored": ("As of Monday I'm at {v}.", "Since January I've worked at {v}."),
+            "correction": ("Oops, I meant {v}, not {old}: that's where I work.", "Correction: my employer is {v}."),
+            "implied": ("Handed in my badge at {old}; first day at {v} went fine.",
+                        "My onboarding at {v} is this week and the laptop just arrived."),
+            "third-person": ("The recruiter from {v} called: they want me, and I've signed.",
+                             "My new boss at {v} says my desk is by the window."),
+            "negation-first": ("I'm not at {old} anymore, I joined {v}.", "No longer with {old}; {v} it is."),
+            "compound": ("I joined {v} and the pay is better, which helps with rent.",
+                         "After a long summer of interviews I took the offer from {v} and started there."),
+        },
+        coexist={
+            "coexist-a": ("My sister works at {x}.", "{x} is hiring, apparently."),
+            "coexist-b": ("I had coffee with someone from {x} today.", "I might apply to {x} someday."),
+        },
+    ),
+    Attribute(
+        "job", JOBS,
+        first=("I'm {a} {v}.", "I work as {a} {v}."),
+        clause="I work as {a} {v}",
+        ask_now=("What is my job?", "What do I do for a living?"),
+        ask_before=("What was my job before?",),
+        changes={
+            "explicit": ("I'm {a} {v} now.", "I retrained as {a} {v}."),
+            "time-anchored": ("Since the autumn I've worked as {a} {v}.", "From April I'm {a} {v}."),
+            "correction": ("Sorry, I mistyped: I'm {a} {v}.", "I meant {v}, not {old}: that's my job."),
+            "implied": ("Finished the {v} qualification and got my first shifts, goodbye {old} life.",
+                        "Hung up my {old} gear; the {v} course paid off and I start work on Monday."),
+            "third-person": ("My mentor signed me off, so I'm officially {a} {v}.",
+                             "The hospital took me on as {a} {v}."),
+            "negation-first": ("I'm not {a} {old} anymore, I'm {a} {v}.", "Not {a} {old} these days; I work as {a} {v}."),
+            "compound": ("I'm {a} {v} now and the hours are kinder.",
+                         "I changed careers, did a year of night classes, and I'm {a} {v} today."),
+        },
+        coexist={
+            "coexist-a": ("My mum was {a_x} {x}.", "I sometimes wish I'd become {a_x} {x}."),
+            "coexist-b": ("My flatmate is {a_x} {x}.", "My cousin is training to be {a_x} {x}."),
+        },
+    ),
+    Attribute(
+        "manager", NAMES,
+        first=("My manager is {v}.", "I report to {v}."),
+        clause="my manager is {v}",
+        ask_now=("Who is my manager?", "Who do I report to now?"),
+        ask_before=("Who was my manager before?",),
+        changes={
+            "explicit": ("My new manager is {v}.", "I report to {v} now."),
+            "time-anchored": ("From next week I report to {v}.", "Since the reorg in May my manager is {v}."),
+            "correction": ("Sorry, typo: my manager is {v}.", "I meant {v}, not {old}: {v} is my manager."),
+            "implied": ("{old} left the company, so {v} runs my one-to-ones now.",
+                        "My reviews go to {v} after the reshuffle."),
+            "third-person": ("{old} moved teams, {v} is my manager now.", "HR told me {v} is my line manager."),
+            "negation-first": ("{old} isn't my manager anymore; it's {v}.", "I don't report to {old} now, I report to {v}."),
+            "compound": ("{v} took over as my manager and the team seems happier.",
+                         "We had a reorg, lost two people, and my manager is {v} now."),
+        },
+        coexist={
+            "coexist-a": ("My sister's manager is {x}.", "I had lunch with {x} from marketing."),
+            "coexist-b": ("{x} is a manager on another team.", "My partner's boss is called {x}."),
+        },
+    ),
+    Attribute(
+        "car", CARS,
+        first=("I drive {a} {v}.", "My car is {a} {v}."),
+        clause="I drive {a} {v}",
+        ask_now=("What car do I drive?", "Which car do I have now?"),
+        ask_before=("What car did I have before?",),
+        changes={
+            "explicit": ("I drive {a} {v} now.", "I bought {a} {v}."),
+            "time-anchored": ("From Saturday my car is {a} {v}.", "Since last month I've been driving {a} {v}."),
+            "correction": ("Sorry, I said {old}: my car is {a} {v}.", "Typo earlier, I drive {a} {v}."),
+            "implied": ("I sold the {old} and bought {a} {v}.", "The {old} went to a dealer; the {v} is parked outside."),
+            "third-person": ("My dad gave me his {v} and I'm driving it everywhere.",
+                             "The garage handed over my {v} today and took the {old}."),
+            "negation-first": ("I don't drive the {old} anymore, I have {a} {v}.", "No {old} now: it's {a} {v}."),
+            "compound": ("I traded in the {old} for {a} {v} and the insurance went down.",
+                         "I drive {a} {v} now and parking is easier."),
+        },
+        coexist={
+            "coexist-a": ("My neighbour drives {a_x} {x}.", "I rented {a_x} {x} on holiday."),
+            "coexist-b": ("My partner also drives, {a_x} {x}.", "I test drove {a_x} {x} for fun."),
+        },
+    ),
+    Attribute(
+        "phone", PHONES,
+        first=("My phone is {a} {v}.", "I use {a} {v}."),
+        clause="my phone is {a} {v}",
+        ask_now=("What phone do I have?", "Which phone am I using now?"),
+        ask_before=("What phone did I have before?",),
+        changes={
+            "explicit": ("I got {a} {v}.", "My phone is {a} {v} now."),
+            "time-anchored": ("Since Christmas my phone is {a} {v}.", "As of today I'm on {a} {v}."),
+            "correction": ("Sorry, wrong model: my phone is {a} {v}.", "I meant {v}, not {old}, that's my phone."),
+            "implied": ("Dropped the {old} in a lake; the {v} arrived this morning.",
+                        "Transferred everything onto the {v} and wiped the {old}."),
+            "third-person": ("My son gave me his old {v} and I use it every day.",
+                             "The shop swapped my {old} for {a} {v} under warranty."),
+            "negation-first": ("I don't use the {old} anymore; it's {a} {v}.", "Not the {old} these days, {a} {v}."),
+            "compound": ("I switched to {a} {v} and the battery lasts two days.",
+                         "My phone is {a} {v} now and the camera is great."),
+        },
+        coexist={
+            "coexist-a": ("My work phone is {a_x} {x}.", "My daughter has {a_x} {x}."),
+            "coexist-b": ("I keep {a_x} {x} as a spare.", "I'm tempted by {a_x} {x}."),
+        },
+    ),
+    Attribute(
+        "gym", GYMS,
+        first=("I go to {v}.", "My gym is {v}."),
+        clause="my gym is {v}",
+        ask_now=("Which gym do I go to?", "What is my gym now?"),
+        ask_before=("Which gym did I go to before?",),
+        changes={
+            "explicit": ("I joined {v}.", "My gym is {v} now."),
+            "time-anchored": ("From next month my gym is {v}.", "Since February I train at {v}."),
+            "correction": ("Sorry, I meant {v}: that's my gym.", "Typo, my gym is {v}."),
+            "implied": ("Cancelled the {old} membership; the {v} pool is much nicer.",
+                        "Did my first class at {v} and binned the {old} card."),
+            "third-person": ("My physio got me a discount at {v}, so I train there now.",
+                             "Work pays for {v} now, so that's my gym."),
+            "negation-first": ("I don't go to {old} anymore, I go to {v}.", "Not {old} now: {v}."),
+            "compound": ("I signed up at {v} and I go three times a week.",
+                         "My gym is {v} now and it's on the way home."),
+        },
+        coexist={
+            "coexist-a": ("My partner goes to {x}.", "There's a new {x} opening nearby."),
+            "coexist-b": ("I did a trial class at {x} once.", "My friend swears by {x}."),
+        },
+    ),
+    Attribute(
+        "diet", DIETS,
+        first=("I'm {v}.", "My diet is {v}."),
+        clause="I'm {v}",
+        ask_now=("What is my diet?", "What diet am I on now?"),
+        ask_before=("What was my diet before?",),
+        changes={
+            "explicit": ("I'm {v} now.", "I went {v}."),
+            "time-anchored": ("Since January I've been {v}.", "From Monday I'm {v}."),
+            "correction": ("Sorry, I meant {v}: that's my diet.", "Correction: I'm {v}."),
+            "implied": ("Threw out everything that isn't {v} and restocked the fridge.",
+                        "My cookbooks are all {v} ones now."),
+            "third-person": ("My doctor put me on a {v} diet and I'm sticking to it.",
+                             "The dietitian says I'm {v} from now on."),
+            "negation-first": ("I'm not {old} anymore; I'm {v}.", "No longer {old}: {v} now."),
+            "compound": ("I'm {v} now and I feel much better.", "I went {v} and lost a bit of weight."),
+        },
+        coexist={
+            "coexist-a": ("My partner is {x}.", "I cook {x} meals for my sister."),
+            "coexist-b": ("I tried {x} for a week once.", "My flatmate went {x}."),
+        },
+    ),
+    Attribute(
+        "standup", STANDUPS,
+        first=("Standup is at {v}.", "Our daily standup is at {v}."),
+        clause="standup is at {v}",
+        ask_now=("What time is standup?", "When is our standup now?"),
+        ask_before=("What time was standup before?",),
+        changes={
+            "explicit": ("Standup moved to {v}.", "Standup is at {v} now."),
+            "time-anchored": ("From next week standup is at {v}.", "Since Monday standup has been at {v}."),
+            "correction": ("Sorry, standup is at {v}, not {old}.", "Typo: standup at {v}."),
+            "implied": ("The {old} slot clashed with school drop-off, so we meet at {v}.",
+                        "Calendar invite updated: daily sync {v}."),
+            "third-person": ("My lead pushed standup to {v}.", "The team voted and standup is at {v} now."),
+            "negation-first": ("Standup isn't at {old} anymore, it's at {v}.", "No more {old} standups: {v}."),
+            "compound": ("Standup moved to {v} and it's only ten minutes long.",
+                         "We shortened standup and it's at {v} now."),
+        },
+        coexist={
+            "coexist-a": ("The design review is at {x}.", "My partner's standup is at {x}."),
+            "coexist-b": ("Lunch is usually at {x}.", "The weekly retro is at {x} on Fridays."),
+        },
+    ),
+    Attribute(
+        "school", SCHOOLS,
+        first=("My daughter goes to {v}.", "My daughter's school is {v}."),
+        clause="my daughter goes to {v}",
+        ask_now=("Which school does my daughter go to?", "What is my daughter's school now?"),
+        ask_before=("Which school did my daughter go to before?",),
+        changes={
+            "explicit": ("My daughter moved to {v}.", "My daughter goes to {v} now."),
+            "time-anchored": ("From September my daughter goes to {v}.", "Since the spring term she's at {v}."),
+            "correction": ("Sorry, my daughter's school is {v}.", "I meant {v}, not {old}, for my daughter's school."),
+            "implied": ("My daughter's new uniform from {v} came today; no more {old} jumpers.",
+                        "We did the last {old} pickup; my daughter starts at {v} tomorrow."),
+            "third-person": ("The council gave my daughter a place at {v}, she started this week.",
+                             "Her teacher at {v} says my daughter settled in fast."),
+            "negation-first": ("My daughter isn't at {old} anymore, she goes to {v}.",
+                               "No more {old} for my daughter; {v} now."),
+            "compound": ("My daughter goes to {v} now and she walks there with friends.",
+                         "My daughter changed schools and loves {v}."),
+        },
+        coexist={
+            "coexist-a": ("My son goes to {x}.", "My niece goes to {x}."),
+            "coexist-b": ("We toured {x} for next year.", "My daughter's best friend goes to {x}."),
+        },
+    ),
+    Attribute(
+        "football team", TEAMS,
+        first=("I support {v}.", "My football team is {v}."),
+        clause="I support {v}",
+        ask_now=("Which football team do I support?", "What team do I follow now?"),
+        ask_before=("Which team did I support before?",),
+        changes={
+            "explicit": ("I support {v} now.", "I switched to supporting {v}."),
+            "time-anchored": ("Since last season I support {v}.", "From this season I follow {v}."),
+            "correction": ("Sorry, I meant {v}: that's my team.", "Typo, I support {v}."),
+            "implied": ("Got a {v} season ticket and gave my {old} scarf away.", "Every Saturday I'm at the {v} ground now."),
+            "third-person": ("My son converted me, we're both {v} fans now.", "My father-in-law got me into {v} and I follow them now."),
+            "negation-first": ("I don't follow {old} anymore, I support {v}.", "Not {old} these days: {v}."),
+            "compound": ("I support {v} now and go to most home games.", "I follow {v} now and the football is better."),
+        },
+        coexist={
+            "coexist-a": ("My brother supports {x}.", "I watched {x} play on holiday."),
+            "coexist-b": ("I also like watching {x}.", "My partner is a {x} fan."),
+        },
+    ),
+    Attribute(
+        "medication", MEDS,
+        first=("I take {v}.", "My medication is {v}."),
+        clause="I take {v}",
+        ask_now=("What medication do I take?", "Which medication am I on now?"),
+        ask_before=("What medication did I take before?",),
+        changes={
+            "explicit": ("I'm on {v} now.", "My medication is {v} now."),
+            "time-anchored": ("From tomorrow I take {v}.", "Since May I've taken {v}."),
+            "correction": ("Sorry, I take {v}, not {old}.", "Typo, my medication is {v}."),
+            "implied": ("Finished the last {old} box; the pharmacy gave me {v} instead.",
+                        "My prescription reads {v} since the review."),
+            "third-person": ("My GP switched me to {v}.", "The consultant put me on {v}."),
+            "negation-first": ("I don't take {old} anymore; I'm on {v}.", "No more {old}, it's {v}."),
+            "compound": ("I'm on {v} now and sleeping better.", "I take {v} now and the side effects are milder."),
+        },
+        coexist={
+            "coexist-a": ("My mum takes {x}.", "I also take vitamin D."),
+            "coexist-b": ("My partner is on {x}.", "I read about {x} online."),
+        },
+    ),
+    Attribute(
+        "laptop", LAPTOPS,
+        first=("My laptop is {a} {v}.", "I work on {a} {v}."),
+        clause="my laptop is {a} {v}",
+        ask_now=("What laptop do I have?", "Which laptop do I use now?"),
+        ask_before=("What laptop did I have before?",),
+        changes={
+            "explicit": ("I got {a} {v}.", "My laptop is {a} {v} now."),
+            "time-anchored": ("Since last week my laptop is {a} {v}.", "From Monday I'm on {a} {v}."),
+            "correction": ("Sorry, my laptop is {a} {v}.", "I meant {v}, not {old}, for my laptop."),
+            "implied": ("The {old} died, so IT sent a {v}.", "Migrated my dotfiles to the {v} and returned the {old}."),
+            "third-person": ("IT handed me {a} {v} for work.", "My brother gave me his {v} and I use it daily."),
+            "negation-first": ("I don't use the {old} anymore, I have {a} {v}.", "Not the {old} now: {a} {v}."),
+            "compound": ("I switched to {a} {v} and the keyboard is lovely.", "My laptop is {a} {v} now and it's silent."),
+        },
+        coexist={
+            "coexist-a": ("My partner has {a_x} {x}.", "I'm eyeing {a_x} {x}."),
+            "coexist-b": ("The office has a spare {x}.", "My son wants {a_x} {x}."),
+        },
+    ),
+    Attribute(
+        "partner", PEOPLE,
+        first=("My partner is {v}.", "I'm dating {v}."),
+        clause="my partner is {v}",
+        ask_now=("Who is my partner?", "Who am I dating now?"),
+        ask_before=("Who was my partner before?",),
+        changes={
+            "explicit": ("My new partner is {v}.", "I'm with {v} now."),
+            "time-anchored": ("Since the summer I've been dating {v}.", "As of last week I'm with {v}."),
+            "correction": ("Sorry, my partner is {v}, not {old}.", "Typo: I'm dating {v}."),
+            "implied": ("{old} moved out in March; {v} and I have been inseparable since.",
+                        "Spent the weekend with {v}'s family, first time meeting them as a couple."),
+            "third-person": ("My friends set me up with {v}, and we're together now.", "{old} ended things; I'm seeing {v}."),
+            "negation-first": ("I'm not with {old} anymore, I'm with {v}.", "No more {old}; I'm dating {v}."),
+            "compound": ("I'm dating {v} now and we're very happy.", "I'm with {v} these days and we cook together."),
+        },
+        coexist={
+            "coexist-a": ("My friend {x} is getting married.", "My colleague {x} has a new baby."),
+            "coexist-b": ("My brother's partner is {x}.", "I met {x} at a party."),
+        },
+    ),
+    Attribute(
+        "sister job", JOBS,
+        first=("My sister is {a} {v}.", "My sister works as {a} {v}."),
+        clause="my sister is {a} {v}",
+        ask_now=("What does my sister do?", "What is my sister's job?"),
+        ask_before=("What did my sister do before?",),
+        changes={
+            "explicit": ("My sister is {a} {v} now.", "My sister retrained as {a} {v}."),
+            "time-anchored": ("Since June my sister works as {a} {v}.", "From next month my sister is {a} {v}."),
+            "correction": ("Sorry, my sister is {a} {v}.", "I meant {v}, not {old}, for my sister's job."),
+            "implied": ("My sister passed her {v} exams and quit being {a} {old}.",
+                        "My sister's first week as {a} {v} was exhausting."),
+            "third-person": ("Mum says my sister got a job as {a} {v}.", "My sister's boss says she's the best {v} they have."),
+            "negation-first": ("My sister isn't {a} {old} anymore; she's {a} {v}.", "Not {a} {old} now, my sister is {a} {v}."),
+            "compound": ("My sister is {a} {v} now and she loves it.", "My sister works as {a} {v} and earns more."),
+        },
+        coexist={
+            "coexist-a": ("My brother is {a_x} {x}.", "My sister's husband is {a_x} {x}."),
+            "coexist-b": ("My sister once wanted to be {a_x} {x}.", "My friend is {a_x} {x}."),
+        },
+    ),
+    Attribute(
+        "cat food", CAT_FOODS,
+        first=("The cat eats {v}.", "Our cat's food is {v}."),
+        clause="the cat eats {v}",
+        ask_now=("What food does the cat eat?", "What is the cat's food now?"),
+        ask_before=("What did the cat eat before?",),
+        changes={
+            "explicit": ("The cat eats {v} now.", "We switched the cat to {v}."),
+            "time-anchored": ("From next week the cat eats {v}.", "Since her check-up the cat eats {v}."),
+            "correction": ("Sorry, the cat eats {v}.", "I meant {v}, not {old}, for the cat."),
+            "implied": ("Bought a big bag of {v} and gave the {old} to the shelter.",
+                        "The cat bowls are full of {v} these days."),
+            "third-person": ("The vet told us to change the cat to {v}.", "The breeder said to feed the cat {v}, so we do."),
+            "negation-first": ("The cat doesn't eat {old} anymore, she eats {v}.", "No more {old}: the cat has {v}."),
+            "compound": ("The cat eats {v} now and her coat is shinier.", "We moved the cat onto {v} and she loves it."),
+        },
+        coexist={
+            "coexist-a": ("The dog eats {x}.", "The neighbour's cat eats {x}."),
+            "coexist-b": ("The cat gets {x} treats sometimes.", "My sister's cat eats {x}."),
+        },
+    ),
+    Attribute(
+        "work team", WORK_TEAMS,
+        first=("I'm on the {v} team.", "I work in the {v} team."),
+        clause="I'm on the {v} team",
+        ask_now=("Which team am I on?", "What team do I work in now?"),
+        ask_before=("Which team was I on before?",),
+        changes={
+            "explicit": ("I moved to the {v} team.", "I'm on the {v} team now."),
+            "time-anchored": ("From next sprint I'm on the {v} team.", "Since the reorg I'm in the {v} team."),
+            "correction": ("Sorry, I'm on the {v} team.", "Typo: the {v} team, not {old}."),
+            "implied": ("Said goodbye to the {old} folks; the {v} crew took me for lunch.",
+                        "My tickets are all {v} ones now."),
+            "third-person": ("My manager moved me to the {v} team.", "The director put me on the {v} team."),
+            "negation-first": ("I'm not on the {old} team anymore, I'm on {v}.", "No longer {old}: the {v} team."),
+            "compound": ("I joined the {v} team and the work is more interesting.",
+                         "I'm on the {v} team now and we ship weekly."),
+        },
+        coexist={
+            "coexist-a": ("My friend is on the {x} team.", "The {x} team is hiring."),
+            "coexist-b": ("I help the {x} team sometimes.", "My partner leads a {x} team elsewhere."),
+        },
+    ),
+    Attribute(
+        "bank", BANKS,
+        first=("I bank with {v}.", "My bank is {v}."),
+        clause="my bank is {v}",
+        ask_now=("Which bank am I with?", "What is my bank now?"),
+        ask_before=("Which bank was I with before?",),
+        changes={
+            "explicit": ("I switched banks to {v}.", "My bank is {v} now."),
+            "time-anchored": ("Since April I bank with {v}.", "From next month my bank is {v}."),
+            "correction": ("Sorry, my bank is {v}.", "I meant {v}, not {old}, for my bank."),
+            "implied": ("Closed the {old} account and the {v} card came today.", "My salary lands in {v} now."),
+            "third-person": ("My accountant moved my accounts to {v}.", "My partner got us a joint {v} account and I use only that."),
+            "negation-first": ("I'm not with {old} anymore, I bank with {v}.", "No more {old}: {v}."),
+            "compound": ("I moved to {v} and the app is much better.", "My bank is {v} now and it has no fees."),
+        },
+        coexist={
+            "coexist-a": ("My mortgage is with {x}.", "My mum banks with {x}."),
+            "coexist-b": ("I have an old savings account at {x}.", "I saw an advert for {x}."),
+        },
+    ),
+)

@@ -47,25 +47,29 @@ def table(title: str, scores: dict[str, dict[tuple[str, int], list[float]]]) -> 
 def superseded_by_detector(ledger: Ledger, index: Index, session: str) -> tuple[set[int], int, int]:
     """The seqs the offline engine's supersession step (chat.supersede, issue 12) would have marked superseded,
     run over the session's user events in order (each sees only earlier statements), how many it proposed, and
-    how many user events it ran on."""
-    from chat.llm import LLM
-    from chat.supersede import _shortlist, decide
+    how many user events it ran on: the deterministic detector (facts.rules.detect) over the same lexical
+    shortlist a turn searches (chat.supersede.SHORTLIST_K), as bench/changing_facts.py runs it."""
+    from chat.supersede import SHORTLIST_K
+    from facts.rules import detect, shortlist_query
 
-    offline = LLM(api_key="")  # the offline path: the deterministic detector decides, as in a stand-in chat
     dead: set[int] = set()
     proposed = users = 0
     for ev in ledger.events(session):
         if ev.role != "user":
             continue
         users += 1
-        proposals, _by, _checked = decide(offline, ev, _shortlist(index, ev))
+        query = shortlist_query(ev.text)
+        if query is None:
+            continue
+        hits = index.search(session, query, k=SHORTLIST_K, exclude_seqs=[ev.seq]).results
+        proposals = detect(ev.text, [(h.seq, h.text) for h in hits if h.role == "user" and h.seq < ev.seq], new_seq=ev.seq)
         proposed += len(proposals)
         dead.update(p.older_seq for p in proposals)
     return dead, proposed, users
 
 
 def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict], *, supersede: bool = False) -> dict[str, dict]:
-    from chat.supersede import newest_statement, with_newest
+    from chat.supersede import newest_statement, resolved_for_now, with_newest
     from facts import asks_about_past
     from facts.rules import topic_query
 
@@ -78,6 +82,7 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
     if supersede:
         scores["project + supersession"] = defaultdict(list)
         scores["project + supersession + newest"] = defaultdict(list)  # chat.supersede.with_newest: what a turn is handed
+        scores["project + supersession + resolved"] = defaultdict(list)  # chat.supersede.resolved_for_now: a turn now (issue 32)
         scores["project + supersession + topic words"] = defaultdict(list)  # facts.rules.topic_query
     for i in convs:
         conv = data[i]
@@ -107,10 +112,14 @@ def evaluate(data_dir: Path, convs: list[int], cfg: IndexConfig, data: list[dict
                     if not asks_about_past(q.question):
                         kept_hits = with_newest(kept_hits, newest_statement(index, session, q.question, exclude), k)
                     newest = [seq_to_dia[h.seq] for h in kept_hits]
+                    if not asks_about_past(q.question):
+                        kept_hits = resolved_for_now(index, session, q.question, k, exclude)[0]
+                    resolved = [seq_to_dia[h.seq] for h in kept_hits]
                     topical = [seq_to_dia[h.seq] for h in index.search(session, topic_query(q.question) or q.question, k=k, exclude_seqs=exclude).results]
                     for label in labels:
                         scores["project + supersession"][(label, k)].append(recall(q.gold, kept))
                         scores["project + supersession + newest"][(label, k)].append(recall(q.gold, newest))
+                        scores["project + supersession + resolved"][(label, k)].append(recall(q.gold, resolved))
                         scores["project + supersession + topic words"][(label, k)].append(recall(q.gold, topical))
     index.close()
     return scores

@@ -32,8 +32,9 @@ from ledger.event import EventError, now_ts, validate_session_id
 from receipts.keys import PublicKey
 from receipts.stores import IMPORTED, ImportFailed
 from receipts.stores import Origin as Origin  # where both backends reach it; bundle's name for it still
-from storage.api_faces import imports_at
+from storage.api_faces import imports_at, reader_ledger
 from storage.local import private_dir
+from storage.offline import verify_imported_receipt as _verify_against_import
 
 if TYPE_CHECKING:
     from receipts.verify import Report
@@ -113,7 +114,7 @@ def verify_imported_receipt(
     same checks over the same bytes, at the cost of one copy of the ledger per call."""
     keys = trusted_keys(data_dir, local, stores=stores)
     with _said():
-        return _imports(data_dir, stores).verify_receipt(raw, validate_session_id(local), keys)
+        return _verify_against_import(_imports(data_dir, stores), raw, validate_session_id(local), keys)
 
 
 def open_imported(data_dir: str | os.PathLike[str], local: str, *, stores: Stores | None = None) -> AbstractContextManager[Stores]:
@@ -200,7 +201,11 @@ def import_bundle(
             else:
                 local = _free_local(m.session, m.chain_head, imports.taken)
             origin = Origin(local, m.session, m.signer, m.events, m.chain_head, _sha256_file(Path(path)), report.verdict, now_ts())
-            done, duplicate, count = imports.add(opened.data, origin, opened.keys)
+            staged_ledger = reader_ledger(opened.data)
+            try:
+                done, duplicate, count = imports.add(opened.data, origin, opened.keys, staged_ledger)
+            finally:
+                staged_ledger.close()
     return Imported(done.local, done, report, duplicate, count)
 
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
-from chat.supersede import newest_statement, record_supersessions, with_newest
+from chat.supersede import record_supersessions, resolved_for_now
 from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
@@ -247,6 +247,25 @@ class Engine:
             view = replace(view, ask_first=True)
         return len(record_supersessions(self.ledger, self.index, self.llm, ev, view, self._keep_suggestions))
 
+    def detect_imported(self, session: str, events: Sequence[Event]) -> int:
+        """`ledger import --detect-changes` (issue 32): the change detector over the imported user statements in
+        order, each against the statements before it (chat.supersede: the lexical shortlist only holds earlier
+        seqs), recording what it decides as a turn would, under the turn lock, and one checkpoint after. The local
+        rules decide (no model is asked about an import: a history of thousands of statements would be as many
+        requests). Returns how many supersession records were appended."""
+        self.settle(session)
+        self.index.index_session(session)
+        rules_only = LLM(api_key="")
+        done = 0
+        with self.backend.turn_lock(session):
+            view = model_view(self.stores, self.cites, session)  # what a model may be shown: no withheld statement
+            for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
+                done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
+            if done:
+                self.backend.issue_checkpoint(self.ledger, session, self.key)
+        self.index.index_session(session)
+        return done
+
     def _keep_suggestions(self, session: str, pairs: list[tuple[int, str, int, str]], suggested_by: str) -> None:
         """A model's proposals the rules did not confirm: kept for a person to confirm or not (control.suggestions)."""
         keep_suggestions(self.stores, session, pairs, suggested_by)
@@ -344,10 +363,12 @@ class Engine:
         return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode)
 
     def _with_newest(self, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool) -> list[Hit]:
-        """The last of the K slots for the newest statement of what a question about now asks (chat.supersede)."""
+        """A question about now, resolved by the question (chat.supersede.resolved_for_now): an earlier statement of
+        the slot it asks about gives its place to the next hit, and the newest has the last of the K slots. A question
+        about the past gets the search's K as it is."""
         if past:
             return hits
-        return with_newest(hits, newest_statement(self.index, session, message, left), k)
+        return resolved_for_now(self.index, session, message, k, left, hits)[0]
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])

@@ -51,8 +51,9 @@ from facts.model import (
     TIMEOUT,
     UNEXPECTED,
 )
+from facts.resolve import resolve
 from ledger import Event
-from retrieval.model import Hit
+from retrieval.model import MAX_K, Hit
 
 if TYPE_CHECKING:
     from storage.api import LedgerStore, SearchIndex
@@ -76,6 +77,33 @@ def newest_statement(index: SearchIndex, session: str, question: str, exclude: l
     hits = index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results
     found = [h for h in hits if h.role == "user" and answers(q, h.text)]
     return max(found, key=lambda h: h.seq, default=None)
+
+
+RESOLVE_DEPTH = 8  # hits below the K the question's own ranking lends, to take the place of earlier statements
+
+
+def resolved_for_now(
+    index: SearchIndex, session: str, question: str, k: int, exclude: list[int], hits: list[Hit] | None = None
+) -> tuple[list[Hit], dict[int, int]]:
+    """The K a question about now is handed, resolved by the question (facts.resolve, issue 32): among the
+    question's own best k + RESOLVE_DEPTH and the statements one search with its attributes' words finds, a
+    statement a newer one replaces for the slot it asks about is left out (the next hit takes its place), and
+    the newest statement of that slot has the last slot when it is not among the K already (`with_newest`).
+    Returns the K and what was left out as earlier (seq -> the newer statement's seq). A question that asks
+    about no tracked attribute of the speaker or theirs gets exactly the search's K (`hits`, when the caller
+    has searched already)."""
+    q = asked(question)
+    query = topic_query(question) if q is not None else None
+    if q is None or query is None:
+        return (list(hits) if hits is not None else list(index.search(session, question, k, exclude_seqs=exclude).results)), {}
+    pool = list(index.search(session, question, min(MAX_K, k + RESOLVE_DEPTH), exclude_seqs=exclude).results)
+    topic = [h for h in index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results if h.role == "user"]
+    statements = {h.seq: h for h in [*pool, *topic] if h.role == "user"}
+    got = resolve(question, [(s, h.text) for s, h in statements.items()])
+    kept = [replace(h, rank=i) for i, h in enumerate((h for h in pool if h.seq not in got.earlier), start=1)][:k]
+    newest = max(got.current, default=None)
+    left = {s: n for s, n in got.earlier.items() if s in {h.seq for h in pool[:k]}}
+    return with_newest(kept, statements[newest] if newest is not None else None, k), left
 
 
 def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:

@@ -45,6 +45,7 @@ def verify(**params: Any) -> int:
 @click.option("--as", "as_session", metavar="SESSION", help="the session id to import it as")
 @trust_option("a public key to trust (repeatable)")
 @click.option("--allow-untrusted", is_flag=True, help="import a bundle no --trust key signed (recorded as unverified)")
+@click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
 def import_(**params: Any) -> int:
     """Verify a bundle, then import it under a new session id."""
     return run_program(IMPL, "cmd_import", "import", params)

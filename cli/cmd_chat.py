@@ -21,7 +21,7 @@ def chat() -> None:
 @session_argument
 @click.argument("message", metavar="MESSAGE")
 @k_option("memories handed to the model (1-50)")
-@click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (by default only its last component)")
+@click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
 def turn(**params: Any) -> int:
     """Run one chat turn (`python -m chat DATA_DIR SESSION MESSAGE`); the last line names the receipt."""
     return run_chat("cmd_turn", params)

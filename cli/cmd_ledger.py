@@ -23,7 +23,8 @@ def ledger() -> None:
 @click.argument("file", metavar="FILE")
 @click.option("--allow-system", is_flag=True, help='import lines with role "system" (refused by default: the model reads them as instructions)')
 @click.option("--allow-duplicates", is_flag=True, help="import a file whose messages this session already holds from an earlier import")
-@click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (by default only its last component)")
+@click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
+@click.option("--detect-changes", is_flag=True, help="run the change detector over the imported user statements in order, recording its supersessions as chat turns do")
 def import_(**params: Any) -> int:
     """Import a JSONL file of messages into a session.
 

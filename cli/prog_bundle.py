@@ -1,5 +1,5 @@
 """`python -m bundle export DATA_DIR SESSION OUT`, `verify FILE [--trust PUBKEY]`, `import DATA_DIR FILE [--as SESSION]
-[--trust PUBKEY] [--allow-untrusted]`, `markdown DATA_DIR SESSION OUT.md`, `list DATA_DIR` (docs/FORMAT.md §21).
+[--trust PUBKEY] [--allow-untrusted] [--create]`, `markdown DATA_DIR SESSION OUT.md`, `list DATA_DIR` (docs/FORMAT.md §21).
 
 Exit status, as for receipts: 0 verified / done; 1 failed (a check failed: the bundle does not prove itself);
 3 unverified (nothing failed, but no --trust key was given, or some row could not be checked); 2 unusable input
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,19 @@ from bundle.importer import ImportRefused, import_bundle, list_imported
 from bundle.markdown import write_markdown
 from bundle.verify import VERDICT_EXIT, BundleReport, verify_file
 from cli.stores import database_for, opened_stores
-from cli.support import EXIT_OK, CliError, Parser, entry_point, existing_data_dir, given_path, run
+from cli.support import (
+    EXIT_OK,
+    CliError,
+    Parser,
+    count,
+    entry_point,
+    existing_data_dir,
+    given_path,
+    make_data_dir,
+    note,
+    run,
+    writable_data_dir,
+)
 from receipts.keys import KeyConfigError
 from receipts.report import FAIL, MARK
 from storage.offline import load_trust
@@ -42,7 +55,7 @@ def _trust(paths: list[str] | None) -> list:  # type: ignore[type-arg]
 
 
 def render(report: BundleReport) -> str:
-    lines = [f"bundle {report.path} (session {report.session}, {report.events:,} events): {report.verdict.upper()}" if report.events else f"bundle {report.path}: {report.verdict.upper()}"]
+    lines = [f"bundle {report.path} (session {report.session}, {count(report.events, 'event')}): {report.verdict.upper()}" if report.events else f"bundle {report.path}: {report.verdict.upper()}"]
     for c in report.checks:
         lines.append(f"  {MARK.get(c.status, c.status)}  {c.name}: {c.message}")
         if c.status == FAIL and (c.expected is not None or c.found is not None):
@@ -70,7 +83,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             done = export_session(data, args.session, out, stores=stores)
     except BundleError as exc:
         raise CliError(str(exc)) from None
-    print(f"exported session {done.session}: {done.events:,} events, {done.receipts} receipts, {done.certificates} certificates")
+    print(f"exported session {done.session}: {count(done.events, 'event')}, {count(done.receipts, 'receipt')}, {count(done.certificates, 'certificate')}")
     print(f"sha256 {done.sha256}  {done.bytes:,} bytes")
     print(f"bundle: {done.path}")
     return EXIT_OK
@@ -88,22 +101,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    data = existing_data_dir(args.data_dir)
+    data = writable_data_dir(args.data_dir, create=args.create)  # a missing one only with --create (or ./data)
     path = given_path(args.file, what="FILE", expected="a bundle file")
     trusted = _trust(args.trust)
+    made = _first_missing(data)
+    make_data_dir(data)
     try:
         with _stores(data) as stores:
             done = import_bundle(data, path, as_session=args.as_session, trusted=trusted, allow_untrusted=args.allow_untrusted, stores=stores)
-    except ImportRefused as exc:  # refused by its checks: 1 failed, 3 unverified, as `verify` says of the same bundle
-        raise CliError(str(exc), VERDICT_EXIT[exc.verdict]) from None
-    except BundleError as exc:
-        raise CliError(str(exc)) from None
+    except BaseException as exc:
+        if made is not None:  # a refused import leaves no data directory it made: nothing changed
+            shutil.rmtree(made, ignore_errors=True)
+            note(f"removed {made} again: nothing was imported")
+        if isinstance(exc, ImportRefused):  # refused by its checks: 1 failed, 3 unverified, as `verify` says
+            raise CliError(str(exc), VERDICT_EXIT[exc.verdict]) from None
+        if isinstance(exc, BundleError):
+            raise CliError(str(exc)) from None
+        raise
     print(render(done.report))
     if done.duplicate:
         print(f"already imported as {done.local} (same session, signer, events and chain head): nothing changed")
     else:
         label = "" if done.origin.verdict == "verified" else " — UNVERIFIED (no trusted key signed it)"
-        print(f"imported session {done.origin.session} as {done.local}: {done.indexed:,} events indexed{label}")
+        print(f"imported session {done.origin.session} as {done.local}: {count(done.indexed, 'event')} indexed{label}")
         if stores is not None:  # on PostgreSQL: in a schema of its own (storage/pg/imports.py)
             print(f"kept in the database, beside its sessions (bundle_imports row {done.local})")
             return EXIT_OK
@@ -119,7 +139,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
             n = write_markdown(data, args.session, out, stores=stores)
     except BundleError as exc:
         raise CliError(str(exc)) from None
-    print(f"wrote {n:,} events of session {args.session} to {out}")
+    print(f"wrote {count(n, 'event')} of session {args.session} to {out}")
     return EXIT_OK
 
 
@@ -128,8 +148,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     with _stores(data) as stores:
         origins = list_imported(data, stores=stores)
     for o in origins:
-        print(f"{o.local}\t{o.session}\t{o.events:,} events\t{o.verdict}\t{o.imported_at}")
+        print(f"{o.local}\t{o.session}\t{count(o.events, 'event')}\t{o.verdict}\t{o.imported_at}")
     return EXIT_OK
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (what `make_data_dir` will create), or None."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.is_dir():
+            break
+        missing = folder
+    return missing
 
 
 def build_parser() -> Parser:
@@ -152,6 +182,7 @@ def build_parser() -> Parser:
     i.add_argument("--as", dest="as_session", metavar="SESSION")
     i.add_argument("--trust", action="append", default=[], metavar="PUBKEY")
     i.add_argument("--allow-untrusted", action="store_true", help="import a bundle no --trust key signed (recorded as unverified)")
+    i.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
     i.set_defaults(func=cmd_import)
     m = sub.add_parser("markdown", help="the conversation as one readable Markdown file")
     m.add_argument("data_dir")

@@ -34,6 +34,10 @@ from cli.support import (
 )
 
 STEPS = ("propose", "answer")
+# The three forms, as `main` reads them: a first word `propose` or `answer` picks a step, anything else is DATA_DIR.
+USAGE = """python -m chat [-h] [-k K] [--create] DATA_DIR SESSION MESSAGE
+       python -m chat propose [-h] [-k K] DATA_DIR SESSION MESSAGE
+       python -m chat answer [-h] [--session SESSION] [--cancel] DATA_DIR TOKEN [ID ...]"""
 
 
 def _guarded(action: Any) -> int:
@@ -170,13 +174,16 @@ def build_parser() -> Parser:
     """The parser of the one-turn `python -m chat DATA_DIR SESSION MESSAGE` (`propose` / `answer` have their own)."""
     parser = Parser(
         prog="python -m chat",
-        description="Run one chat turn with a signed receipt. (`python -m chat propose …` / `answer …`: the same turn with a person approving the memories first.)",
+        usage=USAGE,
+        description="Run one chat turn with a signed receipt. The same turn in two steps, a person approving the "
+        "memories first: `python -m chat propose DATA_DIR SESSION MESSAGE`, then `python -m chat answer DATA_DIR "
+        "TOKEN [ID ...]` (each with its own --help).",
     )
-    parser.add_argument("data_dir")
-    parser.add_argument("session")
-    parser.add_argument("message")
+    parser.add_argument("data_dir", metavar="DATA_DIR")
+    parser.add_argument("session", metavar="SESSION")
+    parser.add_argument("message", metavar="MESSAGE")
     parser.add_argument("-k", type=int, default=8, help="memories handed to the model (1-50, default 8)")
-    parser.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
+    parser.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
     parser.set_defaults(func=cmd_turn)
     return parser
 

@@ -21,6 +21,7 @@ from cli.support import (
     EXIT_OK,
     CliError,
     Parser,
+    count,
     entry_point,
     existing_data_dir,
     fail,
@@ -82,6 +83,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             key, unsigned = _database_signer(args.data_dir)
         except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
             return fail(f"{exc}; nothing was imported")
+        if getattr(args, "detect_changes", False):
+            return fail("--detect-changes: not available on PostgreSQL yet; nothing was imported (import, then correct by hand)")
         return pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"), key=key, unsigned=unsigned)
     data = writable_data_dir(args.data_dir, create=args.create)
     try:
@@ -127,10 +130,32 @@ def cmd_import(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"{exc.filename or args.data_dir}: {exc.strerror or exc}")
+    index_imported(ledger, args.session, events)
     first, last = events[0].seq, events[-1].seq
     signed = unsigned if key is None else f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
     print(f"{_imported(events, args.session)} (seq {first}..{last}), head {events[-1].chain[:16]}; {signed}")
+    if getattr(args, "detect_changes", False):
+        return _detect_imported(data, args.session, events)
     return EXIT_OK
+
+
+def index_imported(ledger: LedgerStore, session: str, events: Sequence[Event], total: int | None = None) -> None:
+    """The imported (or migrated: no `events`, `total` of them) session indexed at once (a bar on a terminal), so
+    that no search has to index it. The import stands whatever happens here (the index is derived data): a failure
+    is a warning, and the first search indexes."""
+    from retrieval.model import IndexUnavailable
+
+    bar = _progress("indexing", " ev", total=len(events) if total is None else total)
+    try:
+        with _no_gc():
+            warnings = admin.index_imported(ledger, session, events, None if bar is None else bar.update)
+    except (IndexUnavailable, OSError) as exc:
+        warnings = [f"session {session}: not indexed ({exc}); the first search indexes it"]
+    finally:
+        if bar is not None:
+            bar.close()
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
 
 
 def _progress(desc: str, unit: str, total: int | None = None) -> Any:
@@ -151,6 +176,23 @@ def _bytes_progress(desc: str, ledger: LedgerStore, sessions: list[str]) -> Iter
     finally:
         if progress is not None:
             progress.close()
+
+
+def _detect_imported(data: Path, session: str, events: Sequence[Event]) -> int:
+    """--detect-changes, after the import is committed and signed: chat.engine.Engine.detect_imported."""
+    from chat.engine import Engine, InputError
+    from chat.llm import LLM
+
+    eng = Engine(data, llm=LLM(api_key=""))
+    try:
+        n = eng.detect_imported(session, events)
+    except InputError as exc:
+        return fail(f"--detect-changes: {exc}; the import stands, no supersession was recorded")
+    finally:
+        eng.index.close()
+        eng.ledger.close()
+    print(f"detected changes: {n} supersession record{'' if n == 1 else 's'} appended")
+    return 0
 
 
 def _imported(events: Sequence[Event], session: str) -> str:
@@ -275,6 +317,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         else:
             ledger = admin.file_ledger(data)
             names = args.sessions or ledger.sessions()
+            if not names:  # "0 of 0 sessions verified", exit 0, would pass a temp folder or a keys folder
+                return fail(f"{args.data_dir}: no sessions here: is this a data directory?")
             for name in names:
                 if not ledger.exists(name):
                     return fail(f"session {name}: no such session in {data}")
@@ -292,14 +336,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
             if r.ok:
                 note = f" ({len(r.quarantined)} quarantined torn tail file(s))" if r.quarantined else ""
                 erased = f"; {erased_words(r.erased)}" if r.erased else ""
-                print(f"ok      {r.session}: {r.events} events, head {r.head[:16]}{erased}{note}")
+                print(f"ok      {r.session}: {count(r.events, 'event')}, head {r.head[:16]}{erased}{note}")
             else:
                 b = r.brk
                 assert b is not None
                 print(f"BROKEN  {r.session}: line {b.line}, seq {b.seq}, {b.kind}: {b.message}")
                 if b.expected is not None or b.found is not None:
                     print(f"        expected {b.expected}\n        found    {b.found}")
-        print(f"{len(reports) - len(broken)} of {len(reports)} sessions verified")
+        print(f"{len(reports) - len(broken)} of {count(len(reports), 'session')} verified")
     return EXIT_BROKEN if broken else EXIT_OK
 
 
@@ -422,7 +466,7 @@ def _show_cut(cut: Cut, after: SessionReport, refreshed: list[str], args: argpar
             f"(seq {cut.cut_from_seq}) on, {cut.nbytes} bytes, sha256 {cut.sha256[:16]}…, to {kept or cut.path} (kept; never deleted)"
         )
         print(f"appended system event seq {cut.note_seq} recording the cut; " + ("; ".join(refreshed) or "nothing derived to refresh"))
-        print(f"{'ok' if after.ok else 'BROKEN'}  {args.session}: {after.events} events, head {after.head[:16]}")
+        print(f"{'ok' if after.ok else 'BROKEN'}  {args.session}: {count(after.events, 'event')}, head {after.head[:16]}")
     return EXIT_OK if after.ok else EXIT_BROKEN
 
 
@@ -433,7 +477,7 @@ def _show_repair(d: Diagnosis, data: str, args: argparse.Namespace, where: str) 
         return EXIT_OK if d.report.ok else EXIT_BROKEN
     b = d.report.brk
     if b is None or d.suggest_seq is None:
-        print(f"session {args.session} verifies ({d.report.events} events): nothing to repair")
+        print(f"session {args.session} verifies ({count(d.report.events, 'event')}): nothing to repair")
         return EXIT_OK
     seq = d.suggest_seq
     print(f"session {args.session}: BROKEN at line {b.line}, seq {b.seq}, {b.kind}: {b.message}")
@@ -528,7 +572,11 @@ def build_parser() -> Parser:
     p.add_argument(
         "--allow-duplicates", action="store_true", help="import a file whose messages this session already holds from an earlier import"
     )
-    p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (by default only its last component)")
+    p.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
+    p.add_argument(
+        "--detect-changes", action="store_true",
+        help="run the change detector over the imported user statements in order, recording its supersessions as chat turns do",
+    )
     p.set_defaults(func=cmd_import)
     ls = sub.add_parser("list", help="one row per session: events, last activity, verified or its first break")
     ls.add_argument("data_dir")

@@ -113,6 +113,9 @@ def cmd_import(
                     print(f"{_imported(events, args.session)}, head {events[-1].chain[:16]}")
                     return fail(f"session {args.session}: the checkpoint could not be signed ({exc})", EXIT_FAILED)
                 unsigned = f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
+        from cli.prog_ledger import index_imported  # the same bar and warnings as on files
+
+        index_imported(led, args.session, events)
     print(f"{_imported(events, args.session)} (seq {events[0].seq}..{events[-1].seq}), head {events[-1].chain[:16]}; {unsigned}")
     return EXIT_OK
 
@@ -188,6 +191,11 @@ def cmd_migrate(args: argparse.Namespace, progress: Callable[[int], Any]) -> int
             if bar is not None:
                 bar.close()
         refused = [m for m in done if m.status == "refused"]
+        from cli.prog_ledger import index_imported  # the migrated sessions searchable at once, as after an import
+
+        for m in done:
+            if m.status in ("copied", "resumed", "already"):
+                index_imported(led, m.session, (), total=m.events)
         _print_migrated(done)
         extra = admin.migrate_extras(data, led)
     failed = [line for ok, line in extra if not ok]

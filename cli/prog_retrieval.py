@@ -317,10 +317,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     scratch: tempfile.TemporaryDirectory[str] | None = None
     if admin.has_file_index(data_dir):
         index = admin.file_index(data_dir, ledger)
-    else:  # searching only reads: with no index yet, use a throwaway one rather than create DATA_DIR/index.sqlite
+    elif admin.can_keep_file_index(data_dir):  # no index yet (a data directory from before imports indexed): made once, kept
+        print(f"note: {data_dir} had no {INDEX_FILE}; indexing the session into one, kept for the searches after", file=sys.stderr)
+        index = admin.file_index(data_dir, ledger)
+    else:  # a data directory this process cannot write: the one place a throwaway index is used
         scratch = tempfile.TemporaryDirectory(prefix="mre-search-")
         index = admin.file_index(scratch.name, ledger)
-        print(f"note: {data_dir} has no {INDEX_FILE}; searched a temporary index (`python -m retrieval rebuild {data_dir}` builds one)", file=sys.stderr)
+        print(f"note: {data_dir} is read-only and has no {INDEX_FILE}; searched a temporary index, not kept", file=sys.stderr)
     try:
         return _search(args, index, queries, k)
     finally:

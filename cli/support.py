@@ -4,9 +4,11 @@ the data-directory rules, and a quiet end when the reader of stdout goes away (`
 Used by `mre` and by `python -m ledger|receipts|retrieval|control|chat|bundle` (cli/prog_*.py).
 
 Data directories (the rules are storage/datadir.py's, which the web app applies too; here a refusal is a CliError):
-a command that only reads (verify, list, search, show, pubkey, checkpoint) needs the directory to exist and creates nothing in it or beside it. A command that writes (import, chat) creates
-at most the last component of the path — the whole path only with `--create` — and says so on stderr,
-so a typo cannot silently start a second, empty history.
+a command that only reads (verify, list, search, show, pubkey, checkpoint) needs the directory to exist and creates nothing
+in it or beside it. A command that writes (ledger import, bundle import, chat) creates a missing data directory only when
+told (`--create`, the whole path) or when it is the default one (`./data`, or $DATA_DIR: the app's), and says so on
+stderr; any other missing path is one line naming it and the flag (exit 2), so a typo (`./dta`) never silently starts
+a second, empty history with a new signing key.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in message)
 
 
+def count(n: int, word: str, words: str | None = None) -> str:
+    """`1 receipt`, `2 receipts`, `1,024 events`: a number and its noun, plural when it is not one."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> int:
     print(f"error: {one_line(message)}", file=sys.stderr)
     return code
@@ -81,11 +88,20 @@ def existing_data_dir(raw: str) -> Path:
 def writable_data_dir(raw: str, *, create: bool) -> Path:
     """Check the data directory a writing command will write into; creates nothing (see `make_data_dir`).
 
-    A missing directory is fine when the folder it would go in exists (it will be created, and the
-    command says so); a missing parent is refused unless `create` (`--create`: the whole path).
+    A missing directory is refused unless `create` (`--create`: the whole path) or it is the default one
+    (`is_default_data_dir`, whose folder must exist): one line naming the path and the flag.
     """
     with _usage():
-        return datadir.writable_data_dir(raw, create=create)
+        path = datadir.writable_data_dir(raw, create=create)
+    if not create and not path.is_dir() and not is_default_data_dir(path):
+        raise CliError(f"{raw}: no such data directory; nothing was created (pass --create to start a new one there)")
+    return path
+
+
+def is_default_data_dir(path: Path) -> bool:
+    """`path` is the data directory the app uses when given none: $DATA_DIR when set, else ./data."""
+    default = os.environ.get("DATA_DIR") or "data"
+    return os.path.abspath(path) == os.path.abspath(default)
 
 
 def make_data_dir(path: Path) -> Path:
@@ -173,11 +189,13 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "Parser",
+    "count",
     "describe_os_error",
     "entry_point",
     "existing_data_dir",
     "fail",
     "given_path",
+    "is_default_data_dir",
     "make_data_dir",
     "note",
     "refuse_url",

@@ -11,6 +11,7 @@ chat.llm.LLM), and code decides what the model proposed. Recording a supersessio
     shortlist_query(text) / topic_query(question)           what to search for: earlier statements of a fact
     asked(question) -> Asked | None; answers(asked, text)   what a question asks about (facts.asked)
     asks_about_past(question)                               whether it asks what held before
+    resolve(question, statements) -> Resolution             which answering statements are newest, which earlier
     propose(ask, new, shortlist) -> ModelVerdict            the model proposes, code decides (facts.model)
     attribute_name(label)                                   a label of the detector's fixed vocabulary
 
@@ -37,6 +38,7 @@ from facts.model import (
     candidates,
     propose,
 )
+from facts.resolve import Resolution, resolve
 from facts.rules import MAX_READ_CHARS, Proposal, detect, readable, same_fact, shortlist_query, topic_query
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "ModelVerdict",
     "Proposal",
     "Refusal",
+    "Resolution",
     "Statement",
     "accept",
     "answers",
@@ -63,6 +66,7 @@ __all__ = [
     "detect",
     "propose",
     "readable",
+    "resolve",
     "same_fact",
     "shortlist_query",
     "topic_query",

@@ -26,6 +26,7 @@ from facts.rules import _TOPICS, MAX_READ_CHARS
 from retrieval.text import content_terms, fold
 
 _SELF_WORDS = frozenset({"i", "me", "my", "mine", "myself", "am", "we", "our", "ours", "i'm", "im"})
+_THING_ATTRIBUTES = frozenset({"time", "port"})  # of a thing the question names (facts.claims THING_PATTERNS)
 _RELATIONS = lex.RELATIONS | {"mum", "dad", "partner", "neighbour", "flatmate", "colleague", "grandma", "grandpa"}
 
 
@@ -36,6 +37,7 @@ class Asked:
     attributes: frozenset[str]
     relations: frozenset[str]  # relation keys named after "my" ("brother", "partner"), if any
     words: frozenset[str]  # the question's words, folded (a thing's name must be among them)
+    speaker: bool = True  # it asks about the speaker or theirs ("my"); False: only about a thing it names
 
 
 def asked(question: str) -> Asked | None:
@@ -47,21 +49,22 @@ def asked(question: str) -> Asked | None:
         return None
     words = [w.strip(".,!?;:'\"()") for w in fold(question).replace("’", "'").split()]
     # "Who is my manager?" asks the speaker's manager: a relation word that names an asked attribute is that attribute
+    owners = [w.removesuffix("'s") for w in words]  # "my daughter's school" asks the daughter's
     relations = frozenset(
         relation_key(w, None)
-        for before, w in zip(["", *words], words, strict=False)
+        for before, w in zip(["", *owners], owners, strict=False)
         if w in _RELATIONS and w not in attributes and before in ("my", "our")
     )
-    if not relations and not _SELF_WORDS & set(words):
-        return None
-    return Asked(attributes, relations, frozenset(words))
+    if not relations and not _SELF_WORDS & set(words) and not attributes & _THING_ATTRIBUTES:
+        return None  # a thing's time or port may be asked without "my" ("What time is standup?")
+    return Asked(attributes, relations, frozenset(words), speaker=bool(relations or _SELF_WORDS & set(words)))
 
 
 def _subject_fits(q: Asked, subject: str) -> bool:
     if q.relations:
         return subject.split()[0] in q.relations
     if subject == SELF or subject in _OWN_THING.values():
-        return True
+        return q.speaker
     return set(subject.split()) <= q.words  # a thing of theirs the question names ("my dev server")
 
 

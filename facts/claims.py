@@ -282,7 +282,8 @@ def _read_heads(s: _Sentence) -> None:
     for attribute, rx in pat.HEADS:
         for m in rx.finditer(s.text):
             parsed = val.value_for(attribute)(s.text[m.end():])
-            if parsed is None or (attribute == "residence" and any(p.match(parsed[0]) for p in val.LEXICONS.values())):
+            if parsed is None or (attribute == "residence" and (any(p.match(parsed[0]) for p in val.LEXICONS.values())
+                                                                or val.school(parsed[0]) is not None)):
                 continue
             head = s.text[m.start():m.end()].strip()
             subject = SELF if re.search(r"(?i)\bme\b", head) else s.subject(m.start(), head)  # "you can reach me at"
@@ -346,7 +347,8 @@ def _read_slots(s: _Sentence) -> None:
             if len(found) != 1:
                 continue  # nothing, or two attributes could be meant: say nothing
             ((attribute, parsed),) = found.items()
-            s.add(attribute, s.subject(m.start()), parsed, m.start(), m.end(), strong=False, how=f"'{name}'")
+            at = m.end() if name == "is a" else m.start()  # "my sister is a …": the subject is inside the match
+            s.add(attribute, s.subject(at), parsed, m.start(), m.end(), strong=False, how=f"'{name}'")
 
 
 def _chunk(text: str | None) -> tuple[str, str] | None:

@@ -47,7 +47,9 @@ HYPOTHETICAL = (
     r"\b(?:[Ii]f|would|[Ww]ould|'d|could|might|[Mm]aybe|[Pp]erhaps|should|[Ss]hould|shall|wanna|"
     r"want(?:s|ed)? to|hop(?:e|es|ing) to|wish|(?<!phone )(?<!mobile )(?<!data )plan(?:s|ned|ning)? (?:to|on) (?-i:[a-z])|"
     r"thinking (?:of|about)|considering|"
-    r"[Ss]omeday|one day|will|'ll|going to|gonna|tomorrow|next (?:week|month|year)|dream|imagine|unless|"
+    r"[Ss]omeday|one day|will|'ll|going to|gonna|dream|imagine|unless|"
+    # a change on a date is scheduled, not hypothetical: "from next week standup is at 10:15"
+    r"(?<![Ff]rom )(?<![Aa]s of )(?<![Ss]tarting )(?:tomorrow|next (?:week|month|year))|"
     r"pretend|suppose|supposing|what if)\b"
 )
 
@@ -101,6 +103,13 @@ TIMEZONES = ("gmt", "bst", "utc", "cet", "cest", "eet", "est", "edt", "cst", "cd
 GYMS = ("puregym", "the gym group", "gym group", "anytime fitness", "virgin active", "nuffield health",
         "david lloyd", "better leisure", "fitness first", "third space", "equinox", "planet fitness",
         "24 hour fitness", "gold's gym", "snap fitness", "everyone active", "jd gyms", "bannatyne")
+# Common prescription medicines (generic names): "I take X" / "I'm on X" names a medication only with one of these.
+MEDICATIONS = tuple(
+    """sertraline citalopram escitalopram fluoxetine paroxetine venlafaxine mirtazapine amitriptyline bupropion
+    metformin insulin gliclazide lisinopril ramipril amlodipine losartan bisoprolol atenolol propranolol
+    atorvastatin simvastatin rosuvastatin levothyroxine omeprazole lansoprazole warfarin apixaban rivaroxaban
+    salbutamol prednisolone gabapentin pregabalin lamotrigine lithium quetiapine methotrexate""".split()
+)
 COLOURS = ("red orange yellow green blue teal turquoise purple violet pink black white grey gray brown blonde "
            "blond silver gold navy maroon lilac auburn ginger platinum beige cream mint lavender magenta cyan "
            "indigo").split()
@@ -183,6 +192,11 @@ SHORTLIST: dict[str, tuple[str, ...]] = {
     "username": ("username", "handle"),
     "name": ("name", "call"),
     "address": ("address",),
+    "medication": tuple("medication medicine meds prescription prescribed take taking pills tablets".split()) + MEDICATIONS,
+    "football team": tuple("support supporter follow football club team fan season".split()),
+    "work team": tuple("team squad reorg".split()),
+    "school": tuple("school schools primary academy goes".split()),
+    "laptop": tuple("laptop notebook computer".split()),
 }
 
 

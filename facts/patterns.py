@@ -47,21 +47,26 @@ SENTENCE_RE = re.compile(r"(?<=[!?])\s+|(?<=\.)(?<!Dr\.)(?<!Mr\.)(?<!Ms\.)(?<!St
 CLAUSE_RE = re.compile(r"\s*[,;:()]\s*|\s+[-–—]\s+|\s+(?:and|but|because|so|though|although|whereas|while)\s+", re.I)
 
 # -- closed phrases: (attribute, value or None for group 1, pattern, negatable) -------------------------------
+# a diet word before a dish names the dish, not the speaker's diet ("I cook vegan meals for my sister")
+_DISH = r"(?!\s+(?:meals?|food|dish(?:es)?|recipes?|restaurants?|options?|dinners?|lunch(?:es)?|menus?|cafés?|cafes?))"
 _COMMUTE = {"cycl": "bike", "bik": "bike", "walk": "foot", "driv": "car", "scoot": "scooter", "run": "foot"}
 CLOSED: list[tuple[str, str | None, re.Pattern[str], bool]] = [
     (a, v, re.compile("(?i)" + p), neg)
     for a, v, p, neg in [
-        ("diet", "pescatarian", r"\b(?:pescatarian|pescetarian)\b", True),
+        ("diet", "pescatarian", r"\b(?:pescatarian|pescetarian)\b" + _DISH, True),
         ("diet", "pescatarian", r"\beat(?:s|ing)?\s+fish\s+but\s+no(?:t)?\s+(?:other\s+)?meat\b", False),
         ("diet", "pescatarian", r"\beating\s+fish\s+again\b", False),
-        ("diet", "vegan", r"\bvegan\b", True),
-        ("diet", "vegetarian", r"\b(?:vegetarian|veggie)\b", True),
+        ("diet", "vegan", r"\bvegan\b" + _DISH, True),
+        ("diet", "keto", r"\bketo(?:genic)?\b" + _DISH, True),
+        ("diet", "gluten-free", r"\bgluten[- ]free\b" + _DISH, True),
+        ("diet", "vegetarian", r"\b(?:vegetarian|veggie)\b" + _DISH, True),
         ("diet", "vegetarian",
          r"\b(?:don't|do\s+not|no\s+longer|never|stopped|quit|gave\s+up|given\s+up|cut\s+out)\s+(?:eating\s+|eat\s+)?meat\b",
          False),
         ("diet", "omnivore",
          r"\b(?:eat|eats|eating|ate)\s+(?:(?!no\b|not\b|never\b)\w+\s+){0,3}?meat\b|\bmeat\s+(?:again|included)\b|\bback\s+(?:to|on)\s+(?:eating\s+)?meat\b",
          True),
+        ("work team", None, r"\b(?:on|in|to|joined)\s+the\s+([a-z]+)\s+team\b", True),
         ("relationship status", None,
          r"\b(?:I'm|I\s+am|we're|we\s+are|I\s+got|we\s+got|I've\s+got|got)\s+(?:now\s+|just\s+|recently\s+|newly\s+|"
          r"officially\s+|not\s+|no\s+longer\s+)?(single|engaged|married|divorced|separated|widowed)\b", True),
@@ -120,6 +125,11 @@ NOUN_ATTRS: list[tuple[str, tuple[str, ...]]] = [
      ("work language",)),
     (r"time\s*zone|clock", ("timezone",)),
     (r"gym", ("gym",)),
+    (r"medication|medicine|meds|prescription", ("medication",)),
+    (r"diet", ("diet",)),
+    (r"laptop|notebook", ("laptop",)),
+    (r"football\s+team|football\s+club|club", ("football team",)),
+    (r"school", ("school",)),
     (r"bank|banking|current\s+account|bank\s+account", ("bank",)),
     (r"mobile\s+network|network|(?:mobile|phone)\s+(?:contract|plan|provider|network|carrier)|carrier|sim", ("mobile network",)),
     (r"broadband\s+provider|broadband|internet\s+provider|internet|isp|wi-?fi\s+provider|wi-?fi", ("broadband",)),
@@ -223,6 +233,9 @@ HEADS: list[tuple[str, re.Pattern[str]]] = [
         ("hair colour", r"dyed\s+(?:my\s+)?hair(?:\s+(?:back\s+)?to)?"),
         ("university", r"(?:study|studies|studying)\s+at|(?:a\s+)?(?:student|undergrad|postgrad)\s+at"),
         ("manager", r"(?:report|reports|reporting)\s+(?:directly\s+)?to"),
+        ("medication", r"(?:take|takes|taking|(?:'ve|have|has)\s+taken|prescribed)"),
+        ("football team", r"(?:support|supports|supporting|follow|follows|following)|(?:a|an)\s+fan\s+of"),
+        ("school", r"(?:go|goes|going)\s+to|(?:started|starts)\s+at|(?:moved|changed|switched|transferred)\s+(?:schools?\s+)?to"),
         ("wake-up time", r"(?:wake|wakes|woke|waking|get|gets|getting)\s+up\s+at|(?:waking|wake)\s+at"),
         ("wake-up time", r"alarm\s+(?:goes\s+off|goes|is\s+set|'s\s+set|rings|is|set)\s+(?:at|for)|(?:I'm|I\s+am)\s+up\s+at"),
         ("browser", r"browse\s+(?:the\s+web\s+)?(?:with|in|on|using)"),
@@ -269,7 +282,7 @@ SLOTS: list[tuple[str, re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         ("I'm at", r"\b(?:I'm|I\s+am|I've\s+been|I\s+have\s+been)\s+(?:now\s+|currently\s+|still\s+)?(?:working\s+)?at\s+",
          (("employer", "cue"), ("university", "cue"))),
         ("I'm on", r"\b(?:I'm|I\s+am|we're|we\s+are)\s+(?:now\s+|currently\s+|still\s+)?on\s+",
-         (("os", "lex"), ("timezone", "lex"), ("browser", "lex"), ("phone", "lex"), ("shell", "lex"),
+         (("os", "lex"), ("timezone", "lex"), ("browser", "lex"), ("phone", "lex"), ("shell", "lex"), ("medication", "lex"),
           ("mobile network", "cue"))),
         ("on TZ time", r"\bon\s+(?=\S+\s+(?:time|hours)\b)", (("timezone", "lex"),)),
         ("switched to", r"\b(?:switched|switching|changed|upgraded|migrated|converted|went|gone|moved|swapped|downgraded)\s+"
@@ -294,6 +307,9 @@ SLOTS: list[tuple[str, re.Pattern[str], tuple[tuple[str, str], ...]]] = [
         ("rewrote in", r"\b(?:rewrote|rewritten|rewriting|ported)\s+(?:\w+\s+){0,3}?in\s+", (("work language", "lex"),)),
         ("I'm a", r"\b(?:I'm|I\s+am|I've\s+been|I\s+have\s+been|I\s+was)\s+(?:now\s+|still\s+|no\s+longer\s+|not\s+|actually\s+)?"
          r"(?=(?:a|an)\s)", (("job", "lex"),)),
+        # a relation's job: "my sister is a nurse" (the subject is whoever the clause names)
+        ("is a", rf"\b(?:my|our)\s+(?:\w+\s+)?(?:{_REL})\s+(?:is|'s)\s+(?:now\s+|still\s+|no\s+longer\s+|not\s+)?(?=(?:a|an)\s)",
+         (("job", "lex"),)),
         ("seeing", r"\b(?:seeing|(?:I'm|I\s+am|we're)\s+(?:now\s+)?with)\s+", (("partner", "cue"),)),
         ("went colour", rf"\b(?:went|gone|going)\s+(?=(?:(?:dark|light|bright)\s+)?(?:{_alts(lex.COLOURS)})\b)",
          (("hair colour", "cue"),)),

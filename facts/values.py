@@ -188,6 +188,8 @@ LEXICONS: dict[str, re.Pattern[str]] = {
     "coffee": _lexicon(lex.COFFEES),
     "timezone": _lexicon(lex.TIMEZONES),
     "gym": _lexicon(lex.GYMS),
+    "medication": _lexicon(lex.MEDICATIONS),
+    "diet": _lexicon(("vegetarian", "vegan", "pescatarian", "keto", "gluten-free", "omnivore", "flexitarian")),
     "job": _lexicon(lex.PROFESSIONS),
 }
 
@@ -213,6 +215,18 @@ def place(text: str) -> Parsed | None:
     """A place: a proper noun that starts with a letter ('9am' is a time, not a town)."""
     got = cap(text)
     return got if got is not None and got[0][:1].isalpha() else None
+
+
+_SCHOOL_WORDS = frozenset("school primary academy college high grammar nursery".split())
+
+
+def school(text: str) -> Parsed | None:
+    """A school's name: capitalised words ending in a school word ('Oakfield Primary'), or a saint's ('St Brigid's')."""
+    m = re.match(r"\s*(?:the\s+)?(St\.?\s+[A-Z][a-z]+'s(?:\s+[A-Z][a-z]+)?)", text)
+    if m is not None:
+        return m.group(1), normalise(m.group(1)), m.end(1)
+    got = cap(text)
+    return got if got is not None and fold(got[0].split()[-1]) in _SCHOOL_WORDS else None
 
 
 VALUE: dict[str, Callable[[str], Parsed | None]] = {
@@ -247,6 +261,11 @@ VALUE: dict[str, Callable[[str], Parsed | None]] = {
     "hair colour": colour,
     "username": token,
     "address": free,
+    "medication": TYPED["medication"],
+    "diet": TYPED["diet"],
+    "football team": place,
+    "school": school,
+    "laptop": cap,
 }
 
 

@@ -190,11 +190,16 @@ def encode_lines(
 
 
 def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[Message, bytes]:
-    """Line `n`'s message and its meta's canonical bytes: the plain case here, anything else by import_message."""
+    """Line `n`'s message and its meta's canonical bytes: the plain case here, anything else by import_message.
+
+    The line is parsed once: by orjson when it is compact (loads_plain), else by the strict parser, whose value has
+    the same guarantees (no float, no integer out of range, no lone surrogate, no duplicate key)."""
     obj = loads_plain(stripped)
+    if obj is None:
+        obj = parse_import_line(stripped, n, plain_tried=True)
     if type(obj) is dict and obj.keys() <= _IMPORT_KEYS and "ts" not in obj:
         role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
-        if (role in _PLAIN_ROLES or (allow_system and role == "system" and type(meta) is dict and "erasure" not in meta)) and (
+        if type(role) is str and (role in _PLAIN_ROLES or (allow_system and role == "system" and type(meta) is dict and "erasure" not in meta)) and (
             type(text) is str and type(meta) is dict and record_problem(role, text, meta) is None
         ):
             meta_bytes = _dumps(meta, option=_SORT)
@@ -207,8 +212,6 @@ def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[
                     pass
                 else:
                     return Message(role, text, meta), meta_bytes
-    if obj is None:
-        obj = parse_import_line(stripped, n)
     m = import_message(obj, n, allow_system=allow_system, latest=latest)
     return m, _dumps(m.meta, option=_SORT)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from typing import Any
 
 import orjson
@@ -160,6 +161,21 @@ class _Careful:
         return self._bad(f"{name} is not valid JSON")
 
 
+_decoders = threading.local()  # one _Careful per thread and allow_floats: a JSONDecoder costs more to build than to run on a line
+
+
+def _careful(allow_floats: bool) -> _Careful:
+    """This thread's careful parser for `allow_floats`, its flag cleared (its hooks keep no other state)."""
+    mine: dict[bool, _Careful] | None = getattr(_decoders, "by_floats", None)
+    if mine is None:
+        mine = _decoders.by_floats = {}
+    careful = mine.get(allow_floats)
+    if careful is None:
+        careful = mine[allow_floats] = _Careful(allow_floats)
+    careful.flagged = False
+    return careful
+
+
 def _short(key: str) -> str:
     return repr(key[:40] + ("…" if len(key) > 40 else ""))
 
@@ -244,18 +260,34 @@ def loads_strict(
 
 
 def loads_plain(raw: bytes) -> Any:
-    """`raw` parsed when loads_strict's fast path alone accepts it (no max_depth, no floats); else None.
+    """`raw` parsed when orjson's parse is provably the value loads_strict would return (no max_depth, no floats);
+    else None.
 
-    For a hot loop that parses plain lines and hands anything else to loads_strict
-    (JSON `null` also gives None: loads_strict then decides).
+    For a hot loop that parses plain lines and hands anything else to loads_strict or loads_careful
+    (JSON `null` also gives None: the careful parser then decides). Compact lines are decided as by
+    loads_strict's fast path. Lines with whitespace (Python's json.dumps writes ", " and ": ") are accepted
+    when the colons add up: orjson refuses everything the careful parser refuses but a duplicate key (it keeps
+    one member) and the walk's refusals (floats, integers out of range: _plain). Every colon outside a string
+    is a member's, and a colon byte never occurs inside a multi-byte UTF-8 character, so the input's colons
+    are its members plus the colons written in its strings; orjson's compact output of the parse holds its
+    members plus the colons of its strings (orjson never escapes one). A dropped duplicate removes at least
+    one member (and the colons of its strings), so, with no `\\u003` in the input (no colon written as an
+    escape, which the output would count and the input would not), equal counts mean none was dropped.
     """
     try:
         obj = orjson.loads(raw)
-        if orjson.dumps(obj) == raw and _plain(obj, None):
-            return obj
+        out = orjson.dumps(obj)
     except (orjson.JSONDecodeError, TypeError):
-        pass
-    return None
+        return None
+    if out != raw and (b"\\u003" in raw or out.count(b":") != raw.count(b":")):
+        return None
+    return obj if _plain(obj, None) else None
+
+
+def loads_careful(raw: bytes, where: str = "input") -> Any:
+    """loads_strict(raw, where) for bytes loads_plain has already turned down (its fast path would only fail
+    again): the careful parser alone, with loads_strict's defaults (no floats, no max_depth)."""
+    return _loads_careful(raw, where, False, None)
 
 
 def _plain(value: Any, max_depth: int | None) -> bool:
@@ -293,7 +325,7 @@ def _loads_careful(raw: bytes, where: str, allow_floats: bool, max_depth: int | 
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JSONSyntaxError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    careful = _Careful(allow_floats)
+    careful = _careful(allow_floats)
     try:
         obj = careful.decoder.decode(text)
     except json.JSONDecodeError as exc:

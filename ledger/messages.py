@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from ledger.canonical import CanonicalError, loads_strict
+from ledger.canonical import CanonicalError, loads_careful, loads_strict
 from ledger.event import ROLES, EventError, check_content, format_ts, normalize_ts
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -85,10 +85,11 @@ def latest_ts(now: datetime | None = None) -> str:
     return format_ts((now or datetime.now(UTC)) + IMPORT_FUTURE_LIMIT)
 
 
-def parse_import_line(stripped: bytes, n: int) -> Any:
-    """Line `n` (stripped, not blank) parsed by the strict parser; ImportError_ naming the line."""
+def parse_import_line(stripped: bytes, n: int, *, plain_tried: bool = False) -> Any:
+    """Line `n` (stripped, not blank) parsed by the strict parser; ImportError_ naming the line. `plain_tried`:
+    loads_plain has already turned the line down (the careful parser alone decides)."""
     try:
-        return loads_strict(stripped, f"line {n}")
+        return loads_careful(stripped, f"line {n}") if plain_tried else loads_strict(stripped, f"line {n}")
     except CanonicalError as exc:
         raise ImportError_(n, str(exc).removeprefix(f"line {n}: ")) from None
 

@@ -73,6 +73,18 @@ def has_file_index(data_dir: str | os.PathLike[str]) -> bool:
     return os.path.lexists(Path(data_dir) / INDEX_FILE)
 
 
+def can_keep_file_index(data_dir: str | os.PathLike[str]) -> bool:
+    """Whether a search may make DATA_DIR's index and keep it: this process can write the directory (and the index
+    file, when one is there). Only a data directory it cannot write is searched through a temporary index."""
+    data = Path(data_dir)
+    index = data / INDEX_FILE
+    return _writable(data) and (not os.path.lexists(index) or _writable(index))
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK)
+
+
 def index_totals(index: Index) -> tuple[int, int]:
     """(sessions, events) the file index has indexed (its watermarks)."""
     with index.read() as conn:
@@ -235,6 +247,31 @@ def _repair_files(ledger: Ledger, session: str, seq: int, key: SigningKey | None
     return cut, refreshed
 
 
+def index_imported(
+    ledger: LedgerStore, session: str, events: Sequence[Event], progress: Callable[[int], object] | None = None
+) -> list[str]:
+    """Bring `session`'s search index up to its ledger right after an import, so that no search has to: on files
+    DATA_DIR's index.sqlite (made when missing), on PostgreSQL the database's. `events` (what importer.commit
+    returned) are indexed as they are when they end the ledger, without reading it again; `progress(n)` after each
+    chunk of n events. The index's warnings (as index_session's)."""
+    tick: Callable[[str, int], None] | None = None
+    if progress is not None:
+        step = progress
+
+        def tick(_session: str, n: int) -> None:
+            step(n)
+
+    if isinstance(ledger, Ledger):
+        index = file_index(ledger.data_dir, ledger)
+        try:
+            return index.index_session(session, events, progress=tick)
+        finally:
+            index.close()
+    from storage.pg.index import PgIndex
+
+    return PgIndex(ledger.db, ledger).index_session(session, events, progress=tick)
+
+
 def events_to_index(index: SearchIndex, session: str) -> int | None:
     """How many of the session's events the index has still to index before a search (for a progress bar); None
     when the index does not say (PostgreSQL's)."""
@@ -296,7 +333,9 @@ __all__ = [
     "file_index",
     "file_index_bytes",
     "file_ledger",
+    "can_keep_file_index",
     "has_file_index",
+    "index_imported",
     "index_totals",
     "list_sessions",
     "prove_since",

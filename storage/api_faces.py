@@ -41,8 +41,8 @@ def ledger_and_receipts_at(data_dir: str | os.PathLike[str]) -> tuple[Ledger, Fi
 
 
 def reader_ledger(folder: str | os.PathLike[str]) -> Ledger:
-    """A reader's file ledger over `folder` (it writes no tail record): how another backend reads a staged bundle's
-    ledger, through the contract rather than by importing the file backend (storage.pg.imports). Close it after."""
+    """A reader's file ledger over `folder` (it writes no tail record): a staged bundle's ledger, which bundle.importer
+    hands to BundleImports.add (PostgreSQL copies it through the contract: storage.pg.copy_in). Close it after."""
     from storage.files.ledger.store import Ledger
 
     return Ledger(folder, record_tails=False)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from ledger.verify import SessionReport
     from receipts.keys import PublicKey, SigningKey
     from receipts.stores import MerkleTree, Origin, PendingCites, ProposalStore, TreeSource
-    from receipts.verify import Report
     from retrieval.model import SearchResponse
     from retrieval.semantic import TextEmbedder
     from storage.pg.connect import Database
@@ -132,9 +131,10 @@ class BundleImportsFaces(Protocol):
         """(file name, bytes) of the erasure certificates its bundle carried."""
         ...
 
-    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
-        """A receipt checked against the imported session `local` under `keys` (files: its folder; PostgreSQL: the
-        schema's stored lines)."""
+    def audited(self, local: str) -> AbstractContextManager[tuple[Path, LedgerStore | None]]:
+        """Where a receipt of the imported session `local` is checked (storage.offline.verify_imported_receipt):
+        (the folder the verifier reads, None) on files — the import's own folder —; (DATA_DIR/imported, the import's
+        ledger, whose stored lines the auditor copies) on PostgreSQL. Held open while the check runs."""
         ...
 
     def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
@@ -149,10 +149,11 @@ class BundleImportsFaces(Protocol):
         """Remove what crashed imports left (PostgreSQL: their schemas, once stale); what was removed."""
         ...
 
-    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey], staged: LedgerStore) -> tuple[Origin, bool, int]:
         """The verified bundle extracted in `folder` (a staging folder under DATA_DIR/imported/) becomes the import
         `origin` (local id checked free): (the origin recorded, duplicate — another import of the same ledger won a
-        race —, events indexed)."""
+        race —, events indexed). `staged`: a reader's ledger over `folder` (storage.api_faces.reader_ledger), which
+        a backend that copies the ledger reads through the contract; the caller closes it."""
         ...
 
 

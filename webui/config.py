@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -53,6 +54,9 @@ class Config:
     concurrency: int
     mcp: bool
     create: bool = False  # --create: make every missing folder of data_dir, not only its last
+    # --data named a folder other than the default ($DATA_DIR or ./data): when it is missing, it is made only with
+    # --create, so a typo never starts a second history (issue 31)
+    not_default: bool = False
     semantic: bool = False  # --semantic: hybrid search with the optional semantic extra (requirements-semantic.txt)
 
 
@@ -98,7 +102,7 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument(
         "--create",
         action="store_true",
-        help="create the data directory and any missing folders above it (by default only its last folder)",
+        help="create the data directory and any missing folders above it (without it only the default is made)",
     )
     return p
 
@@ -120,17 +124,23 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config
         hours = parse_hours(args.retention_hours)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, args.semantic)
+    default = environ.get("DATA_DIR") or "./data"
+    not_default = os.path.abspath(args.data) != os.path.abspath(default)
+    return Config(
+        Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default, args.semantic
+    )
 
 
 def open_engine(cfg: Config) -> Engine:
-    """The engine over --data, the data directory made as `python -m chat` makes it: only its last folder is
-    created (all of it with --create), and that, like a new receipt signing key, is said on stderr. A --data
-    whose parent folder is missing (a typo) is a ConfigError, and nothing is created."""
+    """The engine over --data, the data directory made as `python -m chat` makes it: a missing one only when it is
+    the default ($DATA_DIR or ./data, its parent folder existing) or with --create (all of it), and that, like a new
+    receipt signing key, is said on stderr. Any other missing --data (a typo) is a ConfigError, and nothing is created."""
     try:
         data = writable_data_dir(str(cfg.data_dir), create=cfg.create)
     except DataDirError as exc:
         raise ConfigError(f"--data {exc}") from None
+    if cfg.not_default and not cfg.create and not data.is_dir():
+        raise ConfigError(f"--data {cfg.data_dir}: no such data directory; nothing was created (pass --create to start a new one there)")
     had_key = load_existing(data) is not None  # reads only: a new key is announced, never made silently
     if make_data_dir(data):
         _note(f"created data directory {data}")

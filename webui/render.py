@@ -293,7 +293,7 @@ def search_explanation(
 
 def search_refused(message: str) -> str:
     """The status of a query that was refused or failed: it replaces the last query's status (Markdown)."""
-    return f"⛔ **No search:** {md(message, 300)}"
+    return f"⛔ **No search:** {md(message.removeprefix('search: '), 300)}"  # the label says it once
 
 
 # -- ledger ------------------------------------------------------------------------

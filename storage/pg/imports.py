@@ -7,7 +7,7 @@ a data directory of its own (`DATA_DIR/imported/<LOCAL>/`), each import here is 
 backend's tables (storage.pg.sql.SCHEMA), created by storage.pg.connect.Database over a search_path naming only
 that schema, so PgLedger, PgIndex and PgReceipts work on it unchanged (`import_stores`). The main schema's
 `bundle_imports` row is origin.json, and the import's commit point: the ledger's exact lines (copied as
-`ledger migrate` copies them, storage.migrate.migrate_session: its chain verified again on the way), the
+`ledger migrate` copies them, storage.pg.copy_in.copy_session: its chain verified again on the way), the
 receipts (their exact bytes), the checkpoint, the certificates and keys (`bundle_members`) and the search index
 are all written first; a schema with no row (a crash) is dropped by a later import once STALE_SECONDS old. The
 same ledger imported twice (same session, signer, events, chain head) is a duplicate — also when two imports
@@ -38,16 +38,16 @@ from receipts.body import parse_receipt
 from receipts.checkpoints import parse_checkpoint
 from receipts.keys import PublicKey, format_public_key, parse_public_key
 from receipts.stores import IMPORTED, ImportFailed, Origin
-from storage import BackendError, migrate
+from storage import BackendError
 from storage.pg import sql
 from storage.pg.connect import Database
+from storage.pg.copy_in import MigrationRefused, copy_session
 from storage.pg.index import PgIndex
 from storage.pg.ledger import PgLedger
 from storage.pg.receipts import PgReceipts
 
 if TYPE_CHECKING:
-    from receipts.verify import Report
-    from storage.contract import Stores
+    from storage.contract import LedgerStore, Stores
 
 log = logging.getLogger("bundle")
 STALE_SECONDS = 3600  # a schema with no bundle_imports row this old is a crashed import (storage.files.receipts.ledger_copy.UNOWNED_GRACE_S, for a staging folder)
@@ -147,13 +147,12 @@ def _drop(db: Database, schema: str) -> None:
 
 
 def import_staged(
-    db: Database, data_dir: Path, folder: Path, origin: Origin, keys: Sequence[PublicKey]
+    db: Database, data_dir: Path, folder: Path, origin: Origin, keys: Sequence[PublicKey], staged: LedgerStore
 ) -> tuple[Origin, bool, int]:
     """Write the verified bundle extracted in `folder` as the import `origin` (local id checked free by the caller):
-    (the origin recorded, duplicate, events indexed). A duplicate found only at the commit (another import of the
-    same ledger won the race) leaves nothing of this one. ImportFailed when the local id was taken meanwhile."""
-    from storage.api_faces import reader_ledger  # the staged ledger's files, read through the contract
-
+    (the origin recorded, duplicate, events indexed). `staged`: the ledger in `folder`, opened by the caller and read
+    through the contract (copy_in). A duplicate found only at the commit (another import of the same ledger won the
+    race) leaves nothing of this one. ImportFailed when the local id was taken meanwhile."""
     session = origin.session
     schema = f"{sql.BUNDLE_SCHEMA_PREFIX}{int(time.time()):010d}_{secrets.token_hex(4)}"
     try:
@@ -169,13 +168,10 @@ def import_staged(
     try:
         with _schema_stores(db, data_dir, schema) as target:
             assert isinstance(target.ledger, PgLedger)  # _schema_stores' own
-            staged = reader_ledger(folder)
             try:
-                done = migrate.migrate_session(staged, target.ledger, session)
-            except migrate.MigrationRefused as exc:  # cannot be after ledger.chain passed; said, never hidden
+                done = copy_session(staged, target.ledger, session)
+            except MigrationRefused as exc:  # cannot be after ledger.chain passed; said, never hidden
                 raise ImportFailed(f"{exc}") from None
-            finally:
-                staged.close()
             if (done.events, target.ledger.head(session)[1]) != (origin.events, origin.chain_head):
                 raise ImportFailed(
                     f"session {session}: the database holds {done.events} events after the copy, the manifest {origin.events}"
@@ -286,15 +282,14 @@ class PgImports:
         with self.open(local) as opened:
             return [(name.removeprefix("certificates/"), data) for name, data in _members(opened, "certificates/")]
 
-    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
-        """From the import schema's stored lines, as any check against the database's rows is (storage.files.receipts.ledger_copy:
-        a copy with no name on disk, its audit cache in a private folder removed after): the same checks over the
-        same bytes, at the cost of one copy of the ledger per call."""
-        from storage.files.receipts.api import verify_bytes
-
+    @contextmanager
+    def audited(self, local: str) -> Iterator[tuple[Path, PgLedger]]:
+        """The import schema's ledger, whose stored lines a check copies (storage.files.receipts.ledger_copy: a copy with
+        no name on disk, its audit cache in a private folder removed after): the same checks over the same bytes, at
+        the cost of one copy of the ledger per check."""
         with self.open(local) as opened:
             assert isinstance(opened.ledger, PgLedger)  # _schema_stores' own
-            return verify_bytes(raw, trusted=keys, data_dir=self._data_dir() / IMPORTED, source=opened.ledger)
+            yield self._data_dir() / IMPORTED, opened.ledger
 
     def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
         return same_ledger(self.db, session, signer, events, chain_head)
@@ -306,8 +301,8 @@ class PgImports:
         """Drop the schemas of crashed imports (see `sweep`); their names."""
         return sweep(self.db)
 
-    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
-        return import_staged(self.db, self._data_dir(), folder, origin, keys)
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey], staged: LedgerStore) -> tuple[Origin, bool, int]:
+        return import_staged(self.db, self._data_dir(), folder, origin, keys, staged)
 
 
 __all__ = [

@@ -181,11 +181,11 @@ class TestEveryAppendIsSigned:
         key = load_or_create(tmp_path)
         src = tmp_path / "in.jsonl"
         src.write_text("".join(json.dumps({"role": "user", "text": f"fact {i}"}) + "\n" for i in range(5)))
-        assert ledger_cli.main(["import", str(tmp_path), "bob", str(src)]) == 0
+        assert ledger_cli.main(["import", "--create", str(tmp_path), "bob", str(src)]) == 0
         out = capsys.readouterr().out
         assert f"signed checkpoint of 5 events by {key.key_id}" in out
         assert_latest_covers_everything(tmp_path, "bob", key)
-        assert ledger_cli.main(["import", str(tmp_path), "bob", str(src), "--allow-duplicates"]) == 0
+        assert ledger_cli.main(["import", "--create", str(tmp_path), "bob", str(src), "--allow-duplicates"]) == 0
         assert assert_latest_covers_everything(tmp_path, "bob", key)["body"]["tree_size"] == 10
 
     def test_an_import_without_a_signing_key_signs_nothing_creates_no_key_and_says_so(
@@ -194,7 +194,7 @@ class TestEveryAppendIsSigned:
         data = tmp_path / "data"
         src = tmp_path / "in.jsonl"
         src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
-        assert ledger_cli.main(["import", str(data), "bob", str(src)]) == 0
+        assert ledger_cli.main(["import", "--create", str(data), "bob", str(src)]) == 0
         assert "no checkpoint signed" in capsys.readouterr().out
         assert C_files.latest(data, "bob") is None
         assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "in.jsonl"], "a key was created"
@@ -209,7 +209,7 @@ class TestEveryAppendIsSigned:
         keys_dir(data).chmod(0o755)  # loose: refused, naming the chmod
         src = tmp_path / "in.jsonl"
         src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
-        assert ledger_cli.main(["import", str(data), "bob", str(src)]) == 2
+        assert ledger_cli.main(["import", "--create", str(data), "bob", str(src)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "nothing was imported" in err and "chmod" in err
         assert not Ledger(data).exists("bob")

@@ -116,7 +116,7 @@ class TestImport:
 
     def test_one_bad_line_rejects_the_whole_import_naming_it(self, tmp_path: Path) -> None:
         src = self._write(tmp_path / "in.jsonl", [b'{"role":"user","text":"a"}', b'{"role":"user"}', b'{"role":"user","text":"c"}'])
-        proc = run_cli("import", str(tmp_path / "d"), "s1", str(src))
+        proc = run_cli("import", "--create", str(tmp_path / "d"), "s1", str(src))
         assert proc.returncode == 2 and "line 2" in proc.stderr and "nothing was imported" in proc.stderr
         assert not Ledger(tmp_path / "d").exists("s1")
 
@@ -129,7 +129,7 @@ class TestImport:
     def test_empty_import_file_is_refused(self, tmp_path: Path) -> None:
         src = tmp_path / "empty.jsonl"
         src.write_bytes(b"")
-        proc = run_cli("import", str(tmp_path / "d"), "s1", str(src))
+        proc = run_cli("import", "--create", str(tmp_path / "d"), "s1", str(src))
         assert proc.returncode == 2 and "no messages" in proc.stderr
 
     def test_duplicate_keys_and_unknown_fields_are_refused(self, tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ class TestImport:
     def test_import_cli_appends_all_and_prints_a_summary(self, tmp_path: Path) -> None:
         lines = [json.dumps({"role": "user", "text": f"t{i}", "ts": "2023-05-08T13:56:00Z"}).encode() for i in range(50)]
         src = self._write(tmp_path / "in.jsonl", lines)
-        proc = run_cli("import", str(tmp_path / "d"), "s1", str(src))
+        proc = run_cli("import", "--create", str(tmp_path / "d"), "s1", str(src))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("imported 50 events into session s1")
         events = list(Ledger(tmp_path / "d").events("s1"))

@@ -403,7 +403,7 @@ class TestEndToEnd:
         env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("GROQ_")}
         paths = []
         for msg in ("I adopted a cat named Miso", "I live in Lisbon", "What is my cat called?"):
-            proc = subprocess.run([sys.executable, "-m", "chat", str(data), "alice", msg], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+            proc = subprocess.run([sys.executable, "-m", "chat", str(data), "alice", msg, "--create"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
             assert proc.returncode == 0, proc.stderr
             last = proc.stdout.strip().splitlines()[-1]
             assert last.startswith("receipt: ")

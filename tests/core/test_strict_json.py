@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.prog_ledger import main as ledger_main
-from ledger.canonical import MAX_SAFE_INT, CanonicalError, JSONSyntaxError, _loads_careful, loads_strict
+from ledger.canonical import MAX_SAFE_INT, CanonicalError, JSONSyntaxError, _loads_careful, loads_plain, loads_strict
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.keys import parse_public_key
 from storage.files.ledger.store import Ledger
@@ -134,6 +134,47 @@ class TestFastPathIsSound:
             pass
 
 
+spaced_text = st.recursive(
+    st.sampled_from(
+        [b"0", b"7", b"1.0", b"9007199254740992", b"null", b"true", b'"a"', b'":"', b'"x:y"', b'"\\u003a"', b'"\\u003A"',
+         b'"\\u0041"', b'"\xc3\xa9:"', b'"\\ud800"']
+    ),
+    lambda kids: st.tuples(st.lists(kids, max_size=4), st.sampled_from([b",", b", ", b" ,\t"])).map(lambda t: b"[" + t[1].join(t[0]) + b"]")
+    | st.tuples(
+        st.lists(st.tuples(st.sampled_from([b'"a"', b'"b"', b'"a:"', b'":"', b'"\\u003a"']), kids), max_size=4),
+        st.sampled_from([b":", b": ", b" : "]),
+        st.sampled_from([b",", b", "]),
+    ).map(lambda t: b"{" + t[2].join(k + t[1] + v for k, v in t[0]) + b"}"),
+    max_leaves=12,
+)
+
+
+class TestPlainParseIsSound:
+    """loads_plain (the import's hot loop) answers only with the careful parser's value, spaced lines included."""
+
+    @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(spaced_text)
+    def test_whenever_the_plain_parse_answers_the_careful_parser_gives_the_same_value(self, data: bytes) -> None:
+        fast = loads_plain(data)
+        if fast is not None:
+            assert verdict(lambda d: _loads_careful(d, "doc", False, None), data) == ("ok", repr(fast))
+
+    @pytest.mark.parametrize(
+        "data",
+        [b'{"a": 1, "a": 2}', b'{"a": "x", "a": "::"}', b'{"a:": 1, "a:": 1}', b'[{"b": {"c": 1, "c": 1}}]',
+         b'{"a": 1, "a": "\\u003a"}', b'{"a": 1, "a": "\\u003A"}', b'{"a": 1.5}', b'{"a": 9007199254740992}'],
+    )
+    def test_a_duplicate_key_a_float_or_an_unsafe_integer_is_left_to_the_careful_parser(self, data: bytes) -> None:
+        assert loads_plain(data) is None
+        with pytest.raises(CanonicalError):
+            loads_strict(data, "doc")
+
+    def test_a_line_as_json_dumps_writes_it_is_parsed_plainly(self) -> None:
+        obj = {"role": "user", "text": "at 10:30: the cat", "meta": {"dia_id": "D1:3", "n": [1, {"k": "v"}]}}
+        assert loads_plain(json.dumps(obj).encode()) == obj
+        assert loads_plain(json.dumps(obj, indent=1).encode()) == obj
+
+
 # -- the envelope attack -------------------------------------------------------
 def envelope_with_two_payloads(raw: bytes, forged_body: bytes) -> bytes:
     """The signed envelope with a forged `payload` member first and the real one last.
@@ -233,7 +274,7 @@ class TestCommandLines:
         src = tmp_path / "in.jsonl"
         src.write_bytes(b'{"role": "user", "text": "fine"}\n' + line + b"\n")
         data = tmp_path / "data"
-        assert ledger_main(["import", str(data), "s1", str(src)]) == 2
+        assert ledger_main(["import", str(data), "s1", str(src), "--create"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "line 2" in err[0] and what in err[0] and "nothing was imported" in err[0], err
         assert not Ledger(data).exists("s1") or Ledger(data).head("s1")[0] == 0

@@ -105,9 +105,24 @@ def test_the_default_data_directory_starts_on_a_fresh_machine_and_says_what_it_m
     assert (tmp_path / "data").is_dir() and (tmp_path / "data.keys" / "signing.key").is_file()
 
 
+def test_a_missing_data_directory_other_than_the_default_needs_create(
+    tmp_path: Path, offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python app.py --data ./dta` (meant ./data): one line naming it and --create; nothing made, no key."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        open_engine(parse_args(["--data", "./dta"], {}))
+    assert str(caught.value) == "--data dta: no such data directory; nothing was created (pass --create to start a new one there)"
+    assert everything_under(tmp_path) == []
+    open_engine(parse_args(["--data", "./mine"], {"DATA_DIR": "mine"})).index.close()  # $DATA_DIR is the default
+    open_engine(parse_args(["--data", "./dta", "--create"], {})).index.close()
+    assert (tmp_path / "mine").is_dir() and (tmp_path / "dta").is_dir()
+
+
 def test_an_existing_data_directory_and_key_open_without_a_word(
     tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    (tmp_path / "data").mkdir()
     cfg = parse_args(["--data", str(tmp_path / "data")], {})
     first = open_engine(cfg)
     first.index.close()

@@ -197,6 +197,21 @@ class TestTurnAndReceipt:
         assert broken.returncode == 1 and "verdict: FAILED" in broken.stdout, broken.stdout + broken.stderr
 
 
+    def test_the_checkpoint_the_database_keeps_prints_as_a_signed_note_the_vkey_verifies(self, pg_url: str, data: Path, tmp_path: Path) -> None:
+        from receipts.note import parse_checkpoint_text, parse_note, parse_vkey, signed_by
+
+        env = env_for(pg_url, tmp_path)
+        chat_turn(env, data, "erin", "first")
+        as_json = run(env, "receipts", "checkpoint", str(data), "erin")
+        as_note = run(env, "receipts", "checkpoint", str(data), "erin", "--note")
+        vkey = run(env, "receipts", "pubkey", str(data), "--vkey")
+        assert as_json.returncode == as_note.returncode == vkey.returncode == 0, as_note.stderr
+        note = parse_note(as_note.stdout)
+        assert signed_by(note, parse_vkey(vkey.stdout)) is True
+        body = json.loads(as_json.stdout)["body"]
+        cp = parse_checkpoint_text(note.text)
+        assert (cp.size, cp.root.hex(), cp.chain_head) == (body["tree_size"], body["root"], body["chain_head"])
+
 class TestRefusals:
     def test_repair_of_a_session_the_database_does_not_hold_is_one_line_naming_it(self, pg_url: str, data: Path, tmp_path: Path) -> None:
         err = one_error_line(run(env_for(pg_url, tmp_path), "ledger", "repair", str(data), "s1"))
@@ -218,7 +233,7 @@ class TestRefusals:
         commands = [
             ("retrieval", "search", str(data), "s1", "x"),
             ("retrieval", "rebuild", str(data)),
-            ("chat", str(tmp_path / "new-data"), "s1", "hello"),
+            ("chat", str(tmp_path / "new-data"), "s1", "hello", "--create"),  # the server is what fails
             ("receipts", "verify", str(receipt), "--data", str(data)),
             ("receipts", "checkpoint", str(data), "s1"),
             ("ledger", "verify", str(data), "s1", "--since", str(kept)),
@@ -280,7 +295,7 @@ class TestImport:
         env = env_for(pg_url, tmp_path)
         src = tmp_path / "in.jsonl"
         src.write_text("".join(json.dumps({"role": "user", "text": f"fact {i}"}) + "\n" for i in range(3)))
-        proc = run(env, "ledger", "import", str(data), "gina", str(src))
+        proc = run(env, "ledger", "import", "--create", str(data), "gina", str(src))
         assert proc.returncode == 0, proc.stderr
         assert f"signed checkpoint of 3 events by {key.key_id}" in proc.stdout
         cp = run(env, "receipts", "checkpoint", str(data), "gina")
@@ -293,7 +308,7 @@ class TestImport:
     def test_an_import_into_the_database_without_a_key_says_no_checkpoint_was_signed(self, pg_url: str, data: Path, tmp_path: Path) -> None:
         src = tmp_path / "in.jsonl"
         src.write_text(json.dumps({"role": "user", "text": "hello"}) + "\n")
-        proc = run(env_for(pg_url, tmp_path), "ledger", "import", str(data), "hank", str(src))
+        proc = run(env_for(pg_url, tmp_path), "ledger", "import", "--create", str(data), "hank", str(src))
         assert proc.returncode == 0, proc.stderr
         assert "imported 1 event into session hank" in proc.stdout and "no checkpoint signed (no signing key" in proc.stdout
         assert not list(data.iterdir())  # no key was made

@@ -136,7 +136,7 @@ def test_a_turn_that_fails_unexpectedly_is_a_fixed_sentence_without_the_class_or
         monkeypatch.setattr(LLM, "complete", boom)
     else:
         monkeypatch.setattr(receipt_files, "write_receipt", boom)
-    assert chat_main([str(tmp_path / "data"), "alice", "what boat do I have?"]) == 1
+    assert chat_main([str(tmp_path / "data"), "alice", "what boat do I have?", "--create"]) == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert errors == [f"error: {says}"]
 
@@ -148,7 +148,7 @@ from chat.llm import LLM
 def boom(*_a, **_k):
     raise ValueError("bad thing: my red kayak")
 LLM.complete = boom
-raise SystemExit(main([sys.argv[1], "alice", "what boat do I have?"]))
+raise SystemExit(main([sys.argv[1], "alice", "what boat do I have?", "--create"]))
 """
 
 

@@ -54,6 +54,10 @@ TWINS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("receipts", "show"): ("receipt", "show"),
     ("receipts", "pubkey"): ("receipt", "pubkey"),
     ("receipts", "checkpoint"): ("receipt", "checkpoint"),
+    ("receipts", "tlog-proof"): ("receipt", "tlog-proof"),
+    ("receipts", "verify-proof"): ("receipt", "verify-proof"),
+    ("receipts", "cosign"): ("receipt", "cosign"),
+    ("receipts", "verify-note"): ("receipt", "verify-note"),
     ("retrieval", "search"): ("search", "query"),
     ("retrieval", "rebuild"): ("search", "rebuild"),
     ("control", "forget"): ("control", "forget"),
@@ -176,18 +180,17 @@ def _sample_argv(parser: argparse.ArgumentParser, *, everything: bool, abbreviat
             argv += [f"p{i}"] if everything else []
         else:
             argv.append(f"p{i}")
-    if everything:
-        for a in parser._actions:
-            if not a.option_strings or isinstance(a, argparse._HelpAction):
-                continue
-            opt = a.option_strings[-1]
-            if abbreviate and opt.startswith("--"):
-                opt = _shortest_prefix(opt, parser)
-            if a.nargs == 0:
-                argv.append(opt)
-            else:
-                value = "7" if a.type is int else f"v-{a.dest}"
-                argv += [opt, value] * (2 if isinstance(a, argparse._AppendAction) else 1)
+    for a in parser._actions:  # every option with `everything`, else the required ones (cosign --policy)
+        if not a.option_strings or isinstance(a, argparse._HelpAction) or not (everything or a.required):
+            continue
+        opt = a.option_strings[-1]
+        if abbreviate and opt.startswith("--"):
+            opt = _shortest_prefix(opt, parser)
+        if a.nargs == 0:
+            argv.append(opt)
+        else:
+            value = "7" if a.type in (int, float) else f"v-{a.dest}"
+            argv += [opt, value] * (2 if isinstance(a, argparse._AppendAction) else 1)
     return argv
 
 
@@ -285,6 +288,9 @@ READING = [
     ["receipts", "show", "{receipt}", "--json"],
     ["receipts", "pubkey", "{data}"],
     ["receipts", "checkpoint", "{data}", "alice"],
+    ["receipts", "pubkey", "{data}", "--vkey"],
+    ["receipts", "checkpoint", "{data}", "alice", "--note"],
+    ["receipts", "tlog-proof", "{receipt}", "3"],  # the answer: seq 3 after two remembered facts and the question
     ["retrieval", "search", "{data}", "alice", "kayak"],
     ["retrieval", "search", "{data}", "alice", "sister", "--json", "-k", "2", "--explain"],
     ["retrieval", "search", "{data}", "alice", "--queries", "{root}/queries.txt", "--history", "--include-revoked"],
@@ -414,6 +420,11 @@ BAD = [
     ["receipts", "verify", "{receipt}", "--trust", "{root}/missing.json"],
     ["receipts", "show", "{root}/queries.txt"],
     ["receipts", "checkpoint", "{data}", "nobody"],
+    ["receipts", "checkpoint", "{data}", "nobody", "--note"],
+    ["receipts", "tlog-proof", "{receipt}", "x"],
+    ["receipts", "tlog-proof", "{root}", "0"],
+    ["receipts", "tlog-proof", "{root}/queries.txt", "0"],
+    ["receipts", "verify-proof", "{root}/queries.txt", "{receipt}"],
     ["retrieval", "search", "{data}", "alice", "x", "-k", "99"],
     ["retrieval", "search", "{data}", "alice"],
     ["retrieval", "rebuild", ""],

@@ -159,6 +159,14 @@ class TestTables:
         status = r.search_refused("search: <b>x</b> is [bad](http://e)")
         assert status.startswith("⛔ **No search:**") and "<b>" not in status and "](" not in status
 
+    def test_a_refused_search_names_search_once(self) -> None:
+        from webui.inputs import BadInput, check_query
+
+        with pytest.raises(BadInput) as caught:
+            check_query("x" * 1600)
+        status = r.search_refused(str(caught.value))
+        assert status.startswith("⛔ **No search:** 1600 characters") and "search: " not in status
+
     def test_search_status_gives_the_reason_for_nothing(self) -> None:
         assert "no event matches" in r.search_status(0, 8, "session s: no event matches")
         assert r.search_status(3, 8, None).startswith("3 results")

@@ -39,7 +39,7 @@ TURNER = r"""
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/tests")
+sys.path.append(sys.argv[1] + "/tests")  # after the root: tests/storage/ must not shadow the storage package
 from forget_support import engine
 data = Path(sys.argv[2])
 eng = engine(data)

@@ -39,7 +39,7 @@ OTHER = [{"role": "user", "text": "I play the cello"}, {"role": "user", "text": 
 @pytest.fixture
 def imported(tmp_path: Path) -> Path:
     data = tmp_path / "data"
-    assert ledger_main(["import", str(data), "s1", str(_write(tmp_path / "marked.jsonl", MARKED))]) == 0
+    assert ledger_main(["import", str(data), "s1", str(_write(tmp_path / "marked.jsonl", MARKED)), "--create"]) == 0
     assert ledger_main(["import", str(data), "s1", str(_write(tmp_path / "other.jsonl", OTHER))]) == 0
     return data
 

@@ -102,7 +102,7 @@ def test_import_refuses_a_line_that_is_or_looks_like_a_control_or_erasure_record
 ) -> None:
     data, env = target
     row = EXACT.get(name) or LOOKALIKE[name]
-    done = run_cli("import", data, S, str(_file(tmp_path, row)), *(["--allow-system"] if allow_system else []), env=env)
+    done = run_cli("import", "--create", data, S, str(_file(tmp_path, row)), *(["--allow-system"] if allow_system else []), env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "line 3" in lines[0] and "nothing was imported" in lines[0], done.stderr
@@ -124,7 +124,7 @@ def test_the_library_import_refuses_them_too(tmp_path: Path) -> None:
 
 def test_an_ordinary_system_line_still_imports_with_allow_system(tmp_path: Path) -> None:
     src = _file(tmp_path, {"role": "system", "text": "the person prefers short answers", "meta": {"note": 1}})
-    done = run_cli("import", str(tmp_path / "data"), S, str(src), "--allow-system")
+    done = run_cli("import", "--create", str(tmp_path / "data"), S, str(src), "--allow-system")
     assert done.returncode == 0, done.stderr
     assert [e.role for e in Ledger(tmp_path / "data").events(S)] == ["user", "user", "system"]
 

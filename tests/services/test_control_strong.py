@@ -227,7 +227,7 @@ def test_retention_deletes_only_a_session_idle_since_before_the_cutoff(tmp_path:
 TURNS = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/tests")
+sys.path.append(sys.argv[1] + "/tests")  # after the root: tests/storage/ must not shadow the storage package
 from forget_support import engine
 eng = engine(sys.argv[2])
 for i in range(int(sys.argv[3])):
@@ -478,7 +478,7 @@ def test_a_receipt_temp_file_a_killed_turn_left_is_overwritten_and_removed_by_th
 KILLED_AT_RECEIPT = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/tests")
+sys.path.append(sys.argv[1] + "/tests")  # after the root: tests/storage/ must not shadow the storage package
 from forget_support import MARKER, engine
 eng = engine(sys.argv[2])
 eng.remember("alice", f"My locker code word is {MARKER}")

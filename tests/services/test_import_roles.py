@@ -30,7 +30,7 @@ def write(path: Path, roles: list[str]) -> Path:
 
 def test_the_cli_refuses_a_system_line_naming_it_and_appends_nothing(tmp_path: Path) -> None:
     src = write(tmp_path / "in.jsonl", ["user", "assistant", "system", "user"])
-    proc = run_cli("import", str(tmp_path / "d"), "s1", str(src))
+    proc = run_cli("import", "--create", str(tmp_path / "d"), "s1", str(src))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "line 3" in proc.stderr and '"system"' in proc.stderr
     assert "--allow-system" in proc.stderr and "nothing was imported" in proc.stderr
@@ -39,7 +39,7 @@ def test_the_cli_refuses_a_system_line_naming_it_and_appends_nothing(tmp_path: P
 
 def test_the_cli_imports_system_lines_with_allow_system(tmp_path: Path) -> None:
     src = write(tmp_path / "in.jsonl", ["user", "system"])
-    proc = run_cli("import", str(tmp_path / "d"), "s1", str(src), "--allow-system")
+    proc = run_cli("import", "--create", str(tmp_path / "d"), "s1", str(src), "--allow-system")
     assert proc.returncode == 0, proc.stderr
     assert [e.role for e in Ledger(tmp_path / "d").events("s1")] == ["user", "system"]
 
@@ -56,4 +56,4 @@ def test_the_library_refuses_by_default_too(tmp_path: Path) -> None:
 
 def test_other_roles_import_as_before(tmp_path: Path) -> None:
     src = write(tmp_path / "in.jsonl", ["user", "assistant", "user"])
-    assert run_cli("import", str(tmp_path / "d"), "s1", str(src)).returncode == 0
+    assert run_cli("import", "--create", str(tmp_path / "d"), "s1", str(src)).returncode == 0

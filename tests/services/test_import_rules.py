@@ -43,9 +43,9 @@ class TestDuplicates:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         src = write(tmp_path / "chat.jsonl", ROWS)
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 0
         capsys.readouterr()
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 2
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "already imported into session s1 (seq 0..2, from chat.jsonl" in err
         assert "--allow-duplicates" in err and "nothing was imported" in err
@@ -55,14 +55,14 @@ class TestDuplicates:
         write(tmp_path / "a.jsonl", ROWS)
         reordered = [{"text": r["text"], "role": r["role"], "meta": {}} for r in ROWS]
         write(tmp_path / "b.jsonl", reordered, prefix=b"\xef\xbb\xbf", suffix=b"\r\n\n", eol=b"\r\n")
-        assert main(["import", str(tmp_path / "d"), "s1", str(tmp_path / "a.jsonl")]) == 0
-        assert main(["import", str(tmp_path / "d"), "s1", str(tmp_path / "b.jsonl")]) == 2
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(tmp_path / "a.jsonl")]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(tmp_path / "b.jsonl")]) == 2
         assert "already imported" in capsys.readouterr().err
 
     def test_allow_duplicates_imports_again_and_records_it(self, tmp_path: Path) -> None:
         src = write(tmp_path / "chat.jsonl", ROWS)
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 0
-        assert main(["import", str(tmp_path / "d"), "s1", str(src), "--allow-duplicates"]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src), "--allow-duplicates"]) == 0
         assert len(imported(tmp_path / "d")) == 6
         records = read_records(Ledger(tmp_path / "d"), "s1")
         assert [(r.first_seq, r.last_seq) for r in records] == [(0, 2), (3, 5)]
@@ -71,27 +71,27 @@ class TestDuplicates:
     def test_other_content_or_another_session_is_not_a_duplicate(self, tmp_path: Path) -> None:
         src = write(tmp_path / "chat.jsonl", ROWS)
         other = write(tmp_path / "more.jsonl", [*ROWS, {"role": "user", "text": "one more"}])
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 0
-        assert main(["import", str(tmp_path / "d"), "s1", str(other)]) == 0
-        assert main(["import", str(tmp_path / "d"), "s2", str(src)]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(other)]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s2", str(src)]) == 0
 
     def test_a_record_whose_events_the_ledger_no_longer_holds_does_not_block_a_reimport(self, tmp_path: Path) -> None:
         data = tmp_path / "d"
         Ledger(data).append("s1", "user", "before")
         src = write(tmp_path / "chat.jsonl", ROWS)
-        assert main(["import", str(data), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(data), "s1", str(src)]) == 0
         log = Ledger(data).log_path("s1")
         log.write_bytes(log.read_bytes().split(b"\n", 1)[0] + b"\n")  # the import's lines cut away (as a repair does)
-        assert main(["import", str(data), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(data), "s1", str(src)]) == 0
         assert imported(data) == ["before", *[r["text"] for r in ROWS]]
 
     def test_an_unreadable_import_record_is_named_and_nothing_is_imported(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         data = tmp_path / "d"
         src = write(tmp_path / "chat.jsonl", ROWS)
-        assert main(["import", str(data), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(data), "s1", str(src)]) == 0
         (data / "sessions" / "s1" / IMPORTS_FILE).write_bytes(b'{"v":1,"sha256":"x"}\n')
         capsys.readouterr()
-        assert main(["import", str(data), "s1", str(src)]) == 2
+        assert main(["import", "--create", str(data), "s1", str(src)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and IMPORTS_FILE in err and "line 1: not an import record" in err
         assert len(imported(data)) == 3
@@ -100,7 +100,7 @@ class TestDuplicates:
 class TestLines:
     def test_a_utf8_bom_and_trailing_blank_lines_are_accepted(self, tmp_path: Path) -> None:
         src = write(tmp_path / "in.jsonl", ROWS, prefix=b"\xef\xbb\xbf", suffix=b"\n  \n\r\n")
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 0
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 0
         assert imported(tmp_path / "d") == [r["text"] for r in ROWS]
 
     def test_a_blank_line_in_the_middle_is_refused_with_its_line_number(self) -> None:
@@ -118,7 +118,7 @@ class TestLines:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
     ) -> None:
         src = write(tmp_path / "in.jsonl", [ROWS[0], {"role": "user", "text": text}])
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 2
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "line 2: text is empty or only whitespace" in err
         assert not (tmp_path / "d").exists()
@@ -147,12 +147,12 @@ class TestFutureTimes:
     def test_the_cli_refuses_a_year_ahead(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         ts = format_ts(datetime.now(UTC) + timedelta(days=365))
         src = write(tmp_path / "in.jsonl", [{"role": "user", "text": "from the future", "ts": ts}])
-        assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 2
+        assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 2
         assert "line 1: ts" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("n", "says"), [(1, "imported 1 event into session s1"), (3, "imported 3 events into session s1")])
 def test_the_summary_counts_events_in_words(tmp_path: Path, capsys: pytest.CaptureFixture[str], n: int, says: str) -> None:
     src = write(tmp_path / "in.jsonl", ROWS[:n])
-    assert main(["import", str(tmp_path / "d"), "s1", str(src)]) == 0
+    assert main(["import", "--create", str(tmp_path / "d"), "s1", str(src)]) == 0
     assert capsys.readouterr().out.startswith(says + " (seq 0..")

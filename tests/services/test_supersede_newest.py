@@ -12,6 +12,7 @@ import pytest
 from chat.engine import Engine
 from chat.llm import LLM
 from chat.supersede import newest_statement, with_newest
+from control.revocation import current as current_controls
 from facts.asked import answers, asked
 from retrieval.model import Hit
 from storage.files.receipts.api import verify_bytes
@@ -125,3 +126,32 @@ class TestInTheTurn:
             eng.remember("alice", text)
         assert newest_statement(eng.index, "alice", "How old am I?", []) is not None
         assert newest_statement(eng.index, "alice", "How old am I?", [0]) is None
+
+
+COMPOUND = "I live in Paris and I work as a nurse."
+MOVED = "I moved to Berlin last month."
+
+
+class TestResolvedInTheTurn:
+    """Resolve by the question (issue 32): a question about now hands the newest statement of the slot it asks,
+    not an older one of another value; each clause is its own fact, and nothing is recorded."""
+
+    def test_a_compound_statement_is_left_out_only_for_the_clause_that_changed(self, eng: Engine) -> None:
+        for text in (COMPOUND, *CHATTER[:3], MOVED, *CHATTER[3:]):
+            eng.remember("bob", text)
+        assert current_controls(eng.ledger, "bob").supersessions.superseded == {}  # a compound is kept whole: no record
+        where = [h.seq for h in eng._retrieve_all("bob", "Where do I live?", 3, []).hits]
+        assert 4 in where and 0 not in where
+        job = [h.seq for h in eng._retrieve_all("bob", "What is my job?", 3, []).hits]
+        assert 0 in job
+
+    def test_a_question_about_the_past_still_gets_the_earlier_statement(self, eng: Engine) -> None:
+        for text in (COMPOUND, MOVED):
+            eng.remember("bob", text)
+        assert 0 in [h.seq for h in eng._retrieve_all("bob", "Where did I live before?", 3, []).hits]
+
+    def test_what_holds_beside_it_is_not_left_out(self, eng: Engine) -> None:
+        for text in ("I live in Leeds.", "My brother lives in Rome.", "I'd love to live in Oslo one day."):
+            eng.remember("bob", text)
+        got = [h.seq for h in eng._retrieve_all("bob", "Where do I live?", 3, []).hits]
+        assert 0 in got

@@ -125,6 +125,18 @@ class TestEncoder:
         assert hashlib.sha256(importer.TAG_IMPORT + bytes(block.content)).hexdigest() == content_hash(parse_import(rows, allow_system=True))
 
 
+class TestRefusals:
+    @pytest.mark.parametrize("line", [b'{"role":[],"text":"x"}\n', b'{"role": {"a": 1}, "text": "x"}\n'], ids=["compact", "spaced"])
+    def test_a_role_that_is_not_a_string_is_refused_naming_the_line(self, tmp_path: Path, line: bytes) -> None:
+        with pytest.raises(ImportError_, match="line 2: role .*must be one of"):
+            Ledger(tmp_path / "d").import_jsonl("s1", [b'{"role": "user", "text": "hi"}\n', line])
+        assert not Ledger(tmp_path / "d").exists("s1")
+
+    def test_a_duplicate_key_in_a_spaced_line_is_refused_naming_it(self, tmp_path: Path) -> None:
+        with pytest.raises(ImportError_, match="line 1: .*duplicate key 'text'"):
+            Ledger(tmp_path / "d").import_jsonl("s1", [b'{"role": "user", "text": "a", "text": "b: c"}\n'])
+
+
 @pytest.fixture
 def fixed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Salts from a seeded stream and a fixed clock: two imports of the same file write the same bytes."""
@@ -152,10 +164,11 @@ class TestWorkers:
         monkeypatch.setattr(importer, "BLOCK_LINES", 7)
 
     def test_workers_write_the_bytes_one_process_writes(self, tmp_path: Path) -> None:
-        rows = many(60) + lines(ROWS[:6])
+        rows = many(60) + lines(ROWS[:6]) + lines(ROWS[:6], spaced=True)
         serial = import_file(tmp_path / "a", rows, 0)
         assert import_file(tmp_path / "b", rows, 2) == serial
         assert import_file(tmp_path / "c", rows, 3) == serial
+        assert import_file(tmp_path / "e", rows, 1) == serial
         report = Ledger(tmp_path / "b").verify("s1")
         assert report.ok and report.events == len(rows)
 

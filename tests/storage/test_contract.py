@@ -646,3 +646,42 @@ class TestSessionIds:
         with pytest.raises(ValueError, match="session nobody: no events"), st.receipts.turn_lock("nobody"):
             st.receipts.issue_checkpoint(st.ledger, "nobody", key)
         assert st.ledger.sessions() == ["other"]
+
+
+class TestImportIndexes:
+    """An import leaves its session indexed (issue 30): `storage.admin.index_imported`, what `ledger import` runs
+    right after the commit, on either backend's index."""
+
+    @staticmethod
+    def planned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+        """Events handed to the row planner from now on, by any index of either backend (a spy on plan_rows)."""
+        import storage.files.retrieval.db as files_db
+        import storage.pg.index as pg_index
+
+        seen: list[int] = []
+        for module in (files_db, pg_index):
+            real = module.plan_rows
+
+            def spy(*, real: Any = real, **kw: Any) -> Any:
+                seen.append(len(kw["events"]))
+                return real(**kw)
+
+            monkeypatch.setattr(module, "plan_rows", spy)
+        return seen
+
+    def test_an_imported_session_is_searched_without_indexing_it_again(self, stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+        from ledger import importer
+        from storage import admin
+
+        stores.ledger.append("s1", "user", "before the import")
+        ledger = admin.ledger_of(stores)
+        lines = [b'{"role":"user","text":"the wombat number %d"}\n' % i for i in range(50)]
+        events = importer.commit(ledger, admin.stage_import(ledger, "s1", lines, None, content=True))
+        planned = self.planned(monkeypatch)
+        assert admin.index_imported(ledger, "s1", events) == []
+        assert sum(planned) >= 50  # the import indexed (the one event before it too, when none had)
+        planned.clear()
+        hits = stores.index.search("s1", "wombat number 7", k=3).results
+        assert planned == [] and hits and hits[0].seq == 8
+        with second(stores) as other:  # another process: the index it opens is already up to date
+            assert other.index.search("s1", "wombat").results and planned == []

@@ -27,6 +27,7 @@ from ledger.messages import ImportError_, Message
 from storage import migrate as pg_migrate
 from storage import redact
 from storage.files.ledger.store import Ledger
+from storage.pg import copy_in
 from storage.pg import ledger as pg_ledger
 from storage.pg.ledger import PgLedger
 from storage.stores import open_ledger
@@ -416,7 +417,7 @@ class TestMigrate:
     def test_a_stopped_migration_resumes_where_it_stood(self, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         data = _data_dir(tmp_path / "data")
         pg = PgLedger(pg_url)
-        monkeypatch.setattr(pg_migrate, "BATCH_LINES", 10)
+        monkeypatch.setattr(copy_in, "BATCH_LINES", 10)  # storage.pg.copy_in copies for migrate
         real = PgLedger.copy_lines
         calls = [0]
 

@@ -134,7 +134,7 @@ class TestDepthBoundary:
     ) -> None:
         data = tmp_path / "data"
         src = import_file(tmp_path, {"role": "user", "text": "ok"}, {"role": "user", "text": "deep", "meta": nested(40)})
-        assert ledger_main(["import", str(data), SESSION, str(src)]) == 2
+        assert ledger_main(["import", str(data), SESSION, str(src), "--create"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "line 2" in err[0] and f"nesting deeper than {MAX_META_DEPTH}" in err[0], err
         led = Ledger(data)
@@ -177,7 +177,7 @@ class TestDepthBoundary:
             {"role": "user", "text": "my llama is called Pablo", "meta": nested(MAX_META_DEPTH)},
             {"role": "assistant", "text": "noted"},
         )
-        assert ledger_main(["import", str(data), SESSION, str(src)]) == 0
+        assert ledger_main(["import", str(data), SESSION, str(src), "--create"]) == 0
         assert Ledger(data).verify(SESSION).ok
         engine = Engine(data, llm=LLM(api_key=""))
         turn = engine.turn(SESSION, "what is my llama called?", k=5)
@@ -204,7 +204,7 @@ class TestSizeBoundary:
     ) -> None:
         data = tmp_path / "data"
         src = import_file(tmp_path, {"role": "user", "text": text, "meta": meta})
-        assert ledger_main(["import", str(data), SESSION, str(src)]) == 2
+        assert ledger_main(["import", str(data), SESSION, str(src), "--create"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and what in err[0], err
         led = Ledger(data)
@@ -221,7 +221,7 @@ class TestSizeBoundary:
             {"role": "user", "text": worst_text(word=f"zebra{i} zebra"), "meta": largest_meta()} for i in range(rbody.MAX_MEMORIES)
         ]
         src = import_file(tmp_path, *rows)
-        assert ledger_main(["import", str(data), SESSION, str(src)]) == 0
+        assert ledger_main(["import", str(data), SESSION, str(src), "--create"]) == 0
         assert Ledger(data).verify(SESSION).ok
         engine = Engine(data, llm=LLM(api_key=""))
         turn = engine.turn(SESSION, "zebra", k=rbody.MAX_MEMORIES)

@@ -35,8 +35,7 @@ from storage.files.receipts import checkpoint_files as checkpoints_files
 from storage.files.receipts import files
 
 if TYPE_CHECKING:
-    from receipts.verify import Report
-    from storage.contract import Stores
+    from storage.contract import LedgerStore, Stores
 
 log = logging.getLogger("chat")  # the engine's: these lines were the engine's before the rows were the store's
 
@@ -349,11 +348,10 @@ class FileImports:
         erasures = self.folder(local) / "erasures"
         return [(p.name, p.read_bytes()) for p in sorted(erasures.glob("*.json"))] if erasures.is_dir() else []
 
-    def verify_receipt(self, raw: bytes, local: str, keys: Sequence[PublicKey]) -> Report:
-        """As `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does."""
-        from storage.files.receipts.api import verify_bytes
-
-        return verify_bytes(raw, trusted=keys, data_dir=self.folder(local))
+    @contextmanager
+    def audited(self, local: str) -> Iterator[tuple[Path, None]]:
+        """The import's folder, checked as `python -m receipts verify R --data DATA_DIR/imported/<LOCAL>` does."""
+        yield self.folder(local), None
 
     def same_ledger(self, session: str, signer: str, events: int, chain_head: str) -> Origin | None:
         return next((o for o in self.origins() if (o.session, o.signer, o.events, o.chain_head) == (session, signer, events, chain_head)), None)
@@ -366,9 +364,9 @@ class FileImports:
         """Nothing: a dead import's staging folder is removed by the next staging (bundle.verify.staged)."""
         return []
 
-    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey]) -> tuple[Origin, bool, int]:
+    def add(self, folder: Path, origin: Origin, keys: Sequence[PublicKey], staged: LedgerStore) -> tuple[Origin, bool, int]:
         """The verified bundle extracted in `folder` (a staging folder under DATA_DIR/imported/) becomes the import
-        `origin`: origin.json and the keys it carried written in, then renamed into place in one step (a crash leaves
+        `origin` (`staged`, the caller's ledger over `folder`, is not needed: the folder itself moves): origin.json and the keys it carried written in, then renamed into place in one step (a crash leaves
         either nothing or the whole import), then indexed. (origin, False, events indexed)."""
         from storage.files.ledger.store import Ledger
         from storage.files.retrieval.db import Index

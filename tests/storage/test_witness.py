@@ -1,0 +1,203 @@
+"""Asking witnesses to cosign (storage/witness.py) and `receipts cosign` / `receipts verify-note`, against a witness written
+from c2sp.org/tlog-witness (tests/witness_support.py) on 127.0.0.1: the first cosignature, the next one after the
+ledger grew (the 409 round trip and a consistency proof the witness checks), a rewritten history the witness refuses,
+and every way a witness can fail the caller, each one line and never a stop."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from chat.engine import Engine
+from cli import prog_receipts as receipts_cli
+from receipts.cosignature import check_cosigned, parse_policy, witness_key
+from receipts.keys import SigningKey
+from receipts.merkle import consistency_proof, leaf_hash, root_from_leaf_hashes
+from receipts.note import CheckpointText, parse_note, sign_note, verifier
+from storage.witness import ask, request_body
+
+from ..witness_support import Witness, serving
+
+LOG = SigningKey.from_seed(bytes([7]) * 32)
+LEAVES = [leaf_hash(bytes([i]) * 32) for i in range(40)]
+ORIGIN = f"{verifier(LOG.public_key).name}/s"
+
+
+def note_of(size: int, leaves: list[bytes] = LEAVES) -> tuple[CheckpointText, str]:
+    cp = CheckpointText(ORIGIN, size, root_from_leaf_hashes(leaves[:size]))
+    return cp, sign_note(cp.encode(), LOG)
+
+
+def witness(mode: str = "honest") -> Witness:
+    return Witness("w1.example/w", SigningKey.from_seed(bytes([8]) * 32), {ORIGIN: verifier(LOG.public_key)}, mode=mode)
+
+
+def proof_to(size: int, leaves: list[bytes] = LEAVES) -> object:
+    return lambda m: consistency_proof(leaves[:size], m, size)
+
+
+class TestTheProtocol:
+    def test_the_request_body_is_old_size_proof_lines_blank_line_note(self) -> None:
+        _, n = note_of(3)
+        body = request_body(parse_note(n), 2, [bytes(32)])
+        assert body == b"old 2\n" + b"A" * 43 + b"=\n\n" + n.encode()
+
+    def test_a_first_checkpoint_is_cosigned_from_the_empty_tree(self) -> None:
+        with serving(witness()) as w:
+            _, n = note_of(10)
+            got = ask(parse_note(n), 10, w.public, proof_to(10))  # type: ignore[arg-type]
+        assert got.ok and got.sizes == (0,), got.problem
+        assert w.state[ORIGIN][0] == 10
+
+    def test_a_grown_ledger_is_cosigned_after_the_witness_says_its_size(self) -> None:
+        with serving(witness()) as w:
+            _, first = note_of(10)
+            assert ask(parse_note(first), 10, w.public, proof_to(10)).ok  # type: ignore[arg-type]
+            _, n = note_of(33)
+            got = ask(parse_note(n), 33, w.public, proof_to(33))  # type: ignore[arg-type]
+        assert got.ok and got.sizes == (0, 10), got.problem  # 409 with its size 10, then a proof from 10
+        assert w.state[ORIGIN][0] == 33
+
+    def test_a_rewritten_history_is_refused_by_the_witness(self) -> None:
+        """The log re-signs a tree whose early leaves differ: no consistency proof from what the witness cosigned
+        leads to it, so the witness answers 422 and nothing is cosigned."""
+        other = [leaf_hash(b"\xff" * 32), *LEAVES[1:]]
+        with serving(witness()) as w:
+            _, first = note_of(10)
+            assert ask(parse_note(first), 10, w.public, proof_to(10)).ok  # type: ignore[arg-type]
+            _, n = note_of(20, other)
+            got = ask(parse_note(n), 20, w.public, proof_to(20, other))  # type: ignore[arg-type]
+        assert not got.ok and got.problem is not None and got.problem.startswith("HTTP 422")
+
+    def test_a_smaller_tree_than_the_witness_cosigned_is_named_a_rollback(self) -> None:
+        with serving(witness()) as w:
+            _, big = note_of(30)
+            assert ask(parse_note(big), 30, w.public, proof_to(30)).ok  # type: ignore[arg-type]
+            _, small = note_of(12)
+            got = ask(parse_note(small), 12, w.public, proof_to(12))  # type: ignore[arg-type]
+        assert not got.ok and "rollback or a fork" in (got.problem or "")
+
+
+class TestAWitnessNeverStopsTheCaller:
+    def test_a_witness_that_is_down_is_one_line(self) -> None:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        down = witness_key(SigningKey.generate().public_key, "down.example", url=f"http://127.0.0.1:{port}/w")
+        _, n = note_of(5)
+        got = ask(parse_note(n), 5, down, proof_to(5), timeout=2)  # type: ignore[arg-type]
+        assert not got.ok and got.problem is not None and got.problem.startswith("unreachable")
+
+    def test_a_slow_witness_times_out(self) -> None:
+        with serving(witness("slow")) as w:
+            _, n = note_of(5)
+            got = ask(parse_note(n), 5, w.public, proof_to(5), timeout=0.5)  # type: ignore[arg-type]
+        assert not got.ok and "unreachable" in (got.problem or "")
+
+    @pytest.mark.parametrize(("mode", "said"), [("garbage", "not signature lines"), ("wrong-key", "no cosignature by this witness's key"), ("bad-sig", "does not verify")])
+    def test_an_answer_that_is_not_its_cosignature_is_not_kept(self, mode: str, said: str) -> None:
+        with serving(witness(mode)) as w:
+            _, n = note_of(5)
+            got = ask(parse_note(n), 5, w.public, proof_to(5))  # type: ignore[arg-type]
+        assert not got.ok and got.cosignatures == () and said in (got.problem or "")
+
+    def test_an_unknown_log_is_the_witness_404(self) -> None:
+        w0 = witness()
+        w0.logs = {}
+        with serving(w0) as w:
+            _, n = note_of(5)
+            got = ask(parse_note(n), 5, w.public, proof_to(5))  # type: ignore[arg-type]
+        assert not got.ok and (got.problem or "").startswith("HTTP 404")
+
+    def test_no_url_is_said_not_tried(self) -> None:
+        _, n = note_of(5)
+        got = ask(parse_note(n), 5, witness_key(SigningKey.generate().public_key, "x.example"), proof_to(5))  # type: ignore[arg-type]
+        assert got.problem == "no http(s) submission URL in the policy"
+
+
+# --- the commands, on a data directory the engine wrote --------------------------------------------------------------
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    saved = {k: os.environ.pop(k, None) for k in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL")}
+    try:
+        engine = Engine(tmp_path / "data")
+        engine.remember("alice", "a red kayak for Sunday")
+        engine.turn("alice", "which kayak do I have?", k=2)
+        engine.index.close()
+    finally:
+        os.environ.update({k: v for k, v in saved.items() if v is not None})
+    return tmp_path / "data"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = receipts_cli.main([str(a) for a in argv])
+    return (code, *capsys.readouterr())
+
+
+def _policy(tmp_path: Path, data: Path, w: Witness, capsys: pytest.CaptureFixture[str], quorum: str = "w1") -> Path:
+    code, vkey, _ = _run(capsys, "pubkey", data, "--vkey")
+    assert code == 0
+    p = tmp_path / "policy"
+    p.write_text(f"log {vkey.strip()}\nwitness w1 {w.public.vkey()} {w.url}\nquorum {quorum}\n")
+    return p
+
+
+def test_cosign_prints_a_note_that_verify_note_accepts_under_the_policy(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w0 = witness()
+    with serving(w0) as w:
+        _, vkey, _ = _run(capsys, "pubkey", data, "--vkey")
+        w.logs = {f"{vkey.split('+')[0]}/alice": parse_vkey_line(vkey)}
+        policy = _policy(tmp_path, data, w, capsys)
+        code, out, err = _run(capsys, "cosign", data, "alice", "--policy", policy)
+        assert code == 0, err
+        assert "witness w1: cosigned" in err
+        (tmp_path / "cp.note").write_text(out)
+        code, text, _ = _run(capsys, "verify-note", tmp_path / "cp.note", "--policy", policy)
+        assert code == 0 and "VERIFIED" in text
+        report = check_cosigned(out, parse_policy(policy.read_bytes()))
+        assert report.status_of("witness.w1") == "pass" and report.status_of("checkpoint.origin") == "pass"
+        # the same note without its cosignature: the quorum fails, exit 1
+        bare = out[: out.index("\u2014 w1.example")]
+        (tmp_path / "bare.note").write_text(bare)
+        code, text, _ = _run(capsys, "verify-note", tmp_path / "bare.note", "--policy", policy)
+        assert code == 1 and "quorum does not hold" in text
+
+
+def test_cosign_with_the_witness_down_still_prints_the_note_and_exits_1(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with serving(witness()) as w:
+        policy = _policy(tmp_path, data, w, capsys)
+    code, out, err = _run(capsys, "cosign", data, "alice", "--policy", policy, "--timeout", "2")
+    assert code == 1 and out.count("\u2014 ") == 1  # the log's own signature only
+    assert "witness w1: no cosignature (unreachable" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("cosign", "{data}", "alice", "--policy", "{missing}"),
+        ("cosign", "{data}", "../x", "--policy", "{policy}"),
+        ("cosign", "{data}", "nobody", "--policy", "{policy}"),
+        ("verify-note", "{missing}", "--policy", "{policy}"),
+        ("verify-note", "{policy}", "--policy", "{policy}"),
+        ("verify-note", "{policy}", "--policy", "{bad}"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    policy = tmp_path / "ok.policy"
+    policy.write_text("quorum none\n")
+    bad = tmp_path / "bad.policy"
+    bad.write_text("quorum\n")
+    paths = {"data": data, "missing": tmp_path / "nope", "policy": policy, "bad": bad}
+    code, out, err = _run(capsys, *(a.format(**paths) for a in argv))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def parse_vkey_line(line: str):  # type: ignore[no-untyped-def]
+    from receipts.note import parse_vkey
+
+    return parse_vkey(line.strip())
