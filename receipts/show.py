@@ -84,7 +84,10 @@ def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[
             "key_id": cp["key_id"],
         },
     }
-    # format 2's additions (FORMAT.md §17, §18), only when the receipt carries them
+    # format 2's additions (FORMAT.md §17, §18, §25), only when the receipt carries them
+    if "semantic" in body:
+        sm = body["semantic"]
+        out["semantic"] = {"method": sm["method"], "model": sm["model"], "model_sha256": sm["model_sha256"]}
     if "consent" in body:
         c = body["consent"]
         approved = set(c["approved"])
@@ -194,6 +197,9 @@ def render_text(summary: Mapping[str, Any]) -> str:
         "",
         f"memories handed to the model: {len(mems)} (asked for up to {summary['k']}, retrieval {n(summary['retrieval'])})",
     ]
+    if "semantic" in summary:  # FORMAT.md §25: the search was hybrid
+        sm = summary["semantic"]
+        lines.append(f"searched by words and by meaning: {n(sm['method'])}, model {n(sm['model'])} (sha256 {n(sm['model_sha256'])})")
     if not mems:
         lines.append("  (none)")
     for m in mems:

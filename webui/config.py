@@ -126,7 +126,9 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config
         raise ConfigError(str(exc)) from None
     default = environ.get("DATA_DIR") or "./data"
     not_default = os.path.abspath(args.data) != os.path.abspath(default)
-    return Config(Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default, args.semantic)
+    return Config(
+        Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default, args.semantic
+    )
 
 
 def open_engine(cfg: Config) -> Engine:

@@ -33,3 +33,19 @@ def test_a_hybrid_turn_names_the_method_model_and_sha256_in_its_signed_body(tmp_
     assert 0 in [h.seq for h in turn.hits]  # "hound" and "puppy" share only their meaning
     signed = parse_receipt(turn.receipt_path.read_bytes()).signed_body
     assert signed["semantic"] == {"v": 1, "method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
+
+
+def test_forgetting_a_memory_and_the_answers_that_cited_it_leaves_none_of_their_vectors(tmp_path: Path) -> None:
+    from control.forget import forget
+
+    eng = _engine(tmp_path)
+    eng.index.use_semantic(WordEmbedder())
+    turn = eng.turn("alice", "How is my hound doing?")  # cites seq 0; its question and answer are seqs 2 and 3
+    eng.index.embed_pending("alice")
+    assert eng.index.vector_seqs("alice") == [0, 1, 2, 3]
+    result = forget(eng.data_dir, "alice", [0], ledger=eng.ledger, index=eng.index, key=eng.key)
+    assert {0, turn.assistant_event.seq} <= set(result.erased)  # the memory, and the answer that cited it (cascade)
+    left = eng.index.vector_seqs("alice")
+    assert left and not set(result.erased) & set(left)
+    hits = eng.index.search("alice", "hound", k=10).results
+    assert not any("puppy" in h.text for h in hits)

@@ -106,3 +106,11 @@ def test_a_member_altered_without_the_key_fails_the_signature() -> None:
     envelope["payload"] = base64.b64encode(json.dumps(body, separators=(",", ":"), sort_keys=True).encode()).decode()
     report = verify_bytes(json.dumps(envelope).encode(), trusted=[PUB])
     assert report.verdict != "verified"
+
+
+def test_receipts_show_says_the_search_was_hybrid_and_names_the_model() -> None:
+    from receipts.show import render_text, summarize
+
+    summary = summarize(parse_receipt(RAW).body)
+    assert summary["semantic"] == {"method": "linear-fusion-v1", "model": semantic.MODEL_ID, "model_sha256": semantic.MODEL_SHA256}
+    assert f"searched by words and by meaning: linear-fusion-v1, model {semantic.MODEL_ID} (sha256 {semantic.MODEL_SHA256})" in render_text(summary)
