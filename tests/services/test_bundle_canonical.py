@@ -10,7 +10,6 @@ is extracted. The byte-by-byte flip of a whole small bundle is in tests/services
 from __future__ import annotations
 
 import base64
-import json
 import os
 import struct
 import tempfile
@@ -18,6 +17,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import gradio as gr
 import pytest
 
 import bundle.export
@@ -247,8 +247,9 @@ class TestEveryImportPath:
         assert result.startswith("## ⛔ Not imported") and "1,000 bytes before the first entry" in plain(result), result
         assert table["data"] == [] and str(tmp_path) not in result
         tools = {fn.__name__: fn for fn in make_tools(service)}
-        out = json.loads(tools["import_bundle"](new_session_key(), base64.b64encode(path.read_bytes()).decode(), True))
-        assert out["imported"] is False and "1,000 bytes before the first entry" in out["refused"] and out["checks"] == []
+        with pytest.raises(gr.Error) as refused:  # a refusal is a tool error, as every MCP refusal (issue 31)
+            tools["import_bundle"](new_session_key(), base64.b64encode(path.read_bytes()).decode(), True)
+        assert "1,000 bytes before the first entry" in str(refused.value.message)
         assert imported_root(service) == []
 
 
