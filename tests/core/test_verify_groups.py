@@ -115,7 +115,7 @@ class TestVerifyTab:
         text = verdict_markdown(report, "ledger")
         table = groups_markdown(report)
         assert table in text and table.count("\n") == len(group_report(report)) + 1
-        assert "| ✅ | **memory 1 \\(seq" in table  # md() escapes the parenthesis
+        assert "| ✅ pass | **memory 1 \\(seq" in table  # md() escapes the parenthesis
 
     def test_a_report_with_a_markdown_breaking_message_stays_one_table_row_per_group(self, world: World) -> None:
         report = verify_bytes(world.raw(0), trusted=world.trusted)
