@@ -170,6 +170,7 @@ def start_server(data_dir: Path, port: int, concurrency: int, log: Path) -> subp
         str(ROOT / "app.py"),
         "--data",
         str(data_dir),
+        "--create",  # a fresh folder for each run (the app makes a non-default DATA_DIR only when told: issue 31)
         "--port",
         str(port),
         "--concurrency",

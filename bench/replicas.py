@@ -97,7 +97,7 @@ def start_replicas(
     try:
         for i in range(n):
             data, log, port = root / f"replica-{i}", root / f"replica-{i}.log", free_port()
-            cmd = [sys.executable, str(ROOT / "app.py"), "--data", str(data), "--port", str(port), "--concurrency", str(concurrency)]
+            cmd = [sys.executable, str(ROOT / "app.py"), "--data", str(data), "--create", "--port", str(port), "--concurrency", str(concurrency)]
             with open(log, "wb") as out:  # a pipe nobody reads would fill and stall the app
                 proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
             started.append(Replica(proc, f"http://127.0.0.1:{port}/", data, log))
