@@ -96,6 +96,7 @@ def cosign(**params: Any) -> int:
 @receipt.command("verify-note", epilog=VERIFY_EPILOG, short_help="Check a checkpoint note's cosignatures.")
 @click.argument("note", metavar="NOTE")
 @click.option("--policy", required=True, metavar="FILE", help="a tlog-policy file: the log keys, the witnesses, the quorum")
+@click.option("--receipt", metavar="RECEIPT", help="also check that the note is this receipt's signed checkpoint")
 @json_option("the report as JSON: verdict and every check row")
 def verify_note(**params: Any) -> int:
     """Check a checkpoint as a signed note with its witness cosignatures under a tlog-policy: a policy log signed it,

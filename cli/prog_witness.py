@@ -100,8 +100,16 @@ def cmd_verify_note(args: argparse.Namespace) -> int:
     """Check a checkpoint note and its cosignatures under a policy."""
     policy = _policy(args.policy)
     raw = _read(args.note, "checkpoint note")
+    checkpoint = None
+    if args.receipt is not None:
+        from receipts.body import MalformedReceipt, parse_receipt
+
+        try:
+            checkpoint = parse_receipt(_read(args.receipt, "receipt")).signed_body["checkpoint"]
+        except MalformedReceipt as exc:
+            return fail(f"{args.receipt}: {exc}")
     try:
-        report = check_cosigned(raw, policy)
+        report = check_cosigned(raw, policy, checkpoint=checkpoint)
     except MalformedNote as exc:
         return fail(f"{args.note}: {exc}")
     from cli.prog_receipts import EXIT_BY_VERDICT
@@ -121,6 +129,7 @@ def add_parsers(sub: Any) -> None:
     v = sub.add_parser("verify-note", help="check a checkpoint note and its witness cosignatures under a tlog-policy")
     v.add_argument("note")
     v.add_argument("--policy", required=True, metavar="FILE", help="a tlog-policy file: the log keys, the witnesses, the quorum")
+    v.add_argument("--receipt", metavar="RECEIPT", help="also check that the note is this receipt's signed checkpoint")
     v.add_argument("--json", action="store_true", help="the report as JSON: verdict and every check row")
     v.set_defaults(func=cmd_verify_note)
 

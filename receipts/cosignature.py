@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from receipts.keys import PublicKey, SigningKey
 from receipts.note import (
@@ -31,6 +31,7 @@ from receipts.note import (
     NoteVerifier,
     b64,
     b64decode,
+    checkpoint_text,
     note_signature_rows,
     parse_checkpoint_text,
     parse_note,
@@ -303,11 +304,27 @@ class CosignedReport(Report):
         return {"verdict": self.verdict, "origin": self.origin, "tree_size": self.tree_size, "checks": [c.to_dict() for c in self.checks]}
 
 
-def check_cosigned(raw: bytes | str, policy: Policy) -> CosignedReport:
-    """A checkpoint as a signed note (with any cosignatures) under `policy`. MalformedNote when it is not one."""
+def check_cosigned(raw: bytes | str, policy: Policy, *, checkpoint: Mapping[str, Any] | None = None) -> CosignedReport:
+    """A checkpoint as a signed note (with any cosignatures) under `policy`. MalformedNote when it is not one.
+
+    `checkpoint`: a receipt's signed JSON checkpoint (§11 `{"body", "key_id", "sig"}`, from `receipts verify`'s receipt):
+    a first row says whether the note is exactly that checkpoint (origin, size, root, chain head), so the witnesses'
+    rows are about the tree head that receipt's proofs lead to."""
     note = parse_note(raw)
     cp = parse_checkpoint_text(note.text)
     r = Rows()
+    if checkpoint is not None:
+        want = checkpoint_text(checkpoint)
+        same = want.encode() == note.text
+        b = checkpoint["body"]
+        r.add(
+            "checkpoint.receipt",
+            same,
+            f"the note is the receipt's checkpoint: {b['tree_size']} events, root {str(b['root'])[:16]}…" if same else "the note is not the receipt's checkpoint",
+            f"{want.origin} size {want.size}",
+            f"{cp.origin[:120]} size {cp.size}",
+            "checkpoint",
+        )
     if policy.logs:
         signer = note_signature_rows(r, note, policy.logs)
         if signer is not None:  # a log's key name names the log: the origin is it, or one of its sessions under it

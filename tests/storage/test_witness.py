@@ -201,3 +201,35 @@ def parse_vkey_line(line: str):  # type: ignore[no-untyped-def]
     from receipts.note import parse_vkey
 
     return parse_vkey(line.strip())
+
+
+def test_verify_note_with_a_receipt_says_whether_the_witnessed_tree_head_is_that_receipts(
+    tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cosigned checkpoint of the session as the turn left it is the receipt's own checkpoint (its tree size is the
+    answer's seq + 1): `--receipt` passes. After another turn the session's latest checkpoint is a later one: the
+    same receipt's row fails, naming both sizes."""
+    receipt = sorted((data / "sessions" / "alice" / "receipts").glob("rcpt_*.json"))[0]
+    with serving(witness()) as w:
+        _, vkey, _ = _run(capsys, "pubkey", data, "--vkey")
+        w.logs = {f"{vkey.split('+')[0]}/alice": parse_vkey_line(vkey)}
+        policy = _policy(tmp_path, data, w, capsys)
+        code, out, err = _run(capsys, "cosign", data, "alice", "--policy", policy)
+        assert code == 0, err
+        (tmp_path / "cp.note").write_text(out)
+        code, text, _ = _run(capsys, "verify-note", tmp_path / "cp.note", "--policy", policy, "--receipt", receipt)
+        assert code == 0 and "the note is the receipt's checkpoint" in text, text
+        saved = {k: os.environ.pop(k, None) for k in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL")}
+        try:
+            engine = Engine(data)
+            engine.turn("alice", "and my sister?", k=2)
+            engine.index.close()
+        finally:
+            os.environ.update({k: v for k, v in saved.items() if v is not None})
+        code, out, err = _run(capsys, "cosign", data, "alice", "--policy", policy)
+        assert code == 0, err
+        (tmp_path / "later.note").write_text(out)
+        code, text, _ = _run(capsys, "verify-note", tmp_path / "later.note", "--policy", policy, "--receipt", receipt)
+        assert code == 1 and "the note is not the receipt's checkpoint" in text, text
+    code, out, err = _run(capsys, "verify-note", tmp_path / "cp.note", "--policy", policy, "--receipt", tmp_path / "cp.note")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
