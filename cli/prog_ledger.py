@@ -83,9 +83,24 @@ def cmd_import(args: argparse.Namespace) -> int:
             key, unsigned = _database_signer(args.data_dir)
         except ValueError as exc:  # a key that exists but cannot be used: import nothing unsigned
             return fail(f"{exc}; nothing was imported")
-        if getattr(args, "detect_changes", False):
-            return fail("--detect-changes: not available on PostgreSQL yet; nothing was imported (import, then correct by hand)")
-        return pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"), key=key, unsigned=unsigned)
+        detect = getattr(args, "detect_changes", False)
+        before = 0
+        if detect:  # the records are signed into a checkpoint with the key the import signs with
+            if _is_url(args.data_dir) or key is None:
+                return fail(
+                    "--detect-changes on PostgreSQL: give the DATA_DIR whose signing key signs the session (with "
+                    "$DATABASE_URL set); nothing was imported"
+                )
+            try:
+                validate_session_id(args.session)
+            except EventError as exc:
+                return fail(str(exc))
+            with pg_cli.opened(url) as led:
+                before = led.head(args.session)[0]
+        code = pg_cli.cmd_import(url, args, src, _lines(src), _progress("importing", " lines"), key=key, unsigned=unsigned)
+        if code != EXIT_OK or not detect:
+            return code
+        return _detect_imported_database(Path(args.data_dir), url, args.session, before, key)
     data = writable_data_dir(args.data_dir, create=args.create)
     try:
         validate_session_id(args.session)
@@ -187,6 +202,28 @@ def _detect_imported(data: Path, session: str, events: Sequence[Event]) -> int:
     finally:
         eng.index.close()
         eng.ledger.close()
+    print(f"detected changes: {n} supersession record{'' if n == 1 else 's'} appended")
+    return 0
+
+
+def _detect_imported_database(data: Path, url: str, session: str, before: int, key: Any) -> int:
+    """--detect-changes after an import into PostgreSQL: the events from seq `before` on, through the database's stores
+    (chat.engine.Engine.detect_imported, as on files), their checkpoint signed with the import's key."""
+    from chat.engine import Engine, InputError
+    from chat.llm import LLM
+    from storage.stores import open_stores
+
+    stores = open_stores(data, url)
+    try:
+        count = stores.ledger.head(session)[0]
+        events = stores.ledger.read_events(session, range(before, count))
+        eng = Engine(data, llm=LLM(api_key=""), key=key, stores=stores)
+        try:
+            n = eng.detect_imported(session, events)
+        except InputError as exc:
+            return fail(f"--detect-changes: {exc}; the import stands, no supersession was recorded")
+    finally:
+        stores.close()
     print(f"detected changes: {n} supersession record{'' if n == 1 else 's'} appended")
     return 0
 

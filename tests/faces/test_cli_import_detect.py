@@ -63,3 +63,31 @@ def test_mre_takes_the_same_flag(tmp_path: Path, history: Path) -> None:
     data = tmp_path / "data"
     assert mre_main(["ledger", "import", str(data), "s", str(history), "--detect-changes", "--create"]) == 0
     assert superseded(data, "s") == {0: 4}
+
+
+@pytest.mark.pg
+def test_an_import_into_postgresql_with_detect_changes_records_the_same(
+    tmp_path: Path, history: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With $DATABASE_URL set and a DATA_DIR holding the signing key, the detector runs over the rows just imported
+    and appends the same record as on files; its checkpoint verifies. A postgresql:// DATA (no folder, no key of its
+    own to sign the records with) is refused before anything is imported."""
+    from storage.local import load_or_create
+    from storage.stores import open_stores
+
+    data = tmp_path / "data"
+    data.mkdir()
+    load_or_create(data)
+    assert ledger_main(["import", pg_url, "u", str(history), "--detect-changes"]) == 2
+    assert "nothing was imported" in capsys.readouterr().err
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    assert ledger_main(["import", str(data), "s", str(history), "--detect-changes"]) == 0
+    assert "1 supersession record appended" in capsys.readouterr().out
+    stores = open_stores(data, pg_url)
+    try:
+        assert not stores.ledger.exists("u")
+        state = current_controls(stores.ledger, "s")
+        assert {old: link.new_seq for old, link in state.supersessions.superseded.items()} == {0: 4}
+    finally:
+        stores.close()
+    assert ledger_main(["verify", str(data), "s"]) == 0
