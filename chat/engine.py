@@ -51,6 +51,7 @@ from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores
 
 if TYPE_CHECKING:
+    from receipts.cosignature import Policy
     from storage.api import SearchIndex
 
 log = logging.getLogger("chat")
@@ -153,6 +154,11 @@ class Engine:
         self.llm = llm if llm is not None else LLM()
         self.write_receipt: Callable[[Path, str, str, dict[str, Any]], Path] = self._store_receipt
         self.clock: Callable[[], float] = time.time  # consent tokens' expiry (tests move it)
+        # §22: witnesses asked to cosign each turn's checkpoint before its receipt is signed (a face sets the policy:
+        # WITNESS_POLICY); each one bounded by witness_timeout, a witness down or refusing never stops a turn
+        self.witnesses: Policy | None = None
+        self.witness_timeout = 3.0
+        self._witnessed_sizes: dict[tuple[str, int, str], int] = {}  # (witness, key hash, session) -> size it cosigned
 
     def _store_receipt(self, _data_dir: Path, session: str, receipt_id: str, envelope: dict[str, Any]) -> Path:
         """The receipt stored durably (complete or not at all); the file a visitor can keep (on PostgreSQL a copy
@@ -492,6 +498,9 @@ class Engine:
             # the checkpoint after this append: the one the receipt carries, kept as the latest
             checkpoint = checkpoints.sign_tree(session, store, asst_ev.chain, self.key)
             self.backend.keep_checkpoint(session, checkpoint)
+            cosigned = None
+            if self.witnesses is not None and self.receipt_format == rbody.RECEIPT_VERSION_2:
+                cosigned = self._witnessed(session, checkpoint, store, tree_size)
             cited_states, left_states = states if states is not None else ([], [])
             proof = store.inclusion_proofs(  # every event the receipt proves, in one read of the tree
                 [user_ev.seq, *(ev.seq for ev in memories), asst_ev.seq,
@@ -535,6 +544,7 @@ class Engine:
                 consent=part,
                 states=states_member,
                 semantic=semantic if self.receipt_format == rbody.RECEIPT_VERSION_2 else None,
+                witnesses=cosigned,
             )
         finally:
             store.close()
@@ -543,6 +553,30 @@ class Engine:
         disclosures = rbody.disclosures_for([user_ev, *memories, asst_ev])
         view = rbody.receipt_view(body, {d["seq"]: d for d in disclosures})
         return rbody.sign_receipt(body, self.key, disclosures), view
+
+    def _witnessed(self, session: str, checkpoint: dict[str, Any], store: Any, size: int) -> list[tuple[str, str]]:
+        """§22: each witness of the policy asked to cosign the turn's checkpoint as a C2SP note (storage.witness, one
+        after another, each bounded by witness_timeout); (key name, base64 signature) of the cosignatures that verify.
+        A witness that is down, slow or refuses is a warning in the log, and the receipt names only those that
+        cosigned."""
+        from receipts.note import b64, parse_note, sign_checkpoint_note
+        from storage.witness import ask
+
+        assert self.witnesses is not None
+        note = parse_note(sign_checkpoint_note(checkpoint, self.key))
+        out: list[tuple[str, str]] = []
+        for w in self.witnesses.witnesses.values():
+            known = (w.name, w.key_hash, session)
+            got = ask(
+                note, size, w, lambda m: store.consistency_proof(m, size),
+                known_size=self._witnessed_sizes.get(known, 0), timeout=self.witness_timeout,
+            )
+            if got.ok:
+                self._witnessed_sizes[known] = size
+                out += [(c.name, b64(c.key_hash.to_bytes(4, "big") + c.sig)) for c in got.cosignatures]
+            else:
+                log.warning("session %s: witness %s did not cosign the checkpoint of %d events (%s)", session, w.label or w.name, size, got.problem)
+        return out[: rbody.MAX_COSIGNATURES]
 
     def _record(self, session: str, receipt_id: str, path: Path, body: dict[str, Any]) -> None:
         try:

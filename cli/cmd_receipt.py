@@ -32,6 +32,7 @@ def receipt() -> None:
 @json_option("the report as JSON: verdict, groups (one sentence each) and every check row")
 @click.option("--rows", "--verbose", "rows", is_flag=True, help="also list every raw check row (the table the groups summarise)")
 @click.option("--full", is_flag=True, help="re-walk the ledger from genesis, ignoring the audit cache")
+@click.option("--policy", metavar="FILE", help="check the witness cosignatures the receipt carries under this tlog-policy (logs, witnesses, quorum)")
 def verify(**params: Any) -> int:
     """Verify a receipt (or an erasure certificate) offline, or with its ledger."""
     return run_program(IMPL, "cmd_verify", "verify", params)

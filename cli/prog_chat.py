@@ -15,6 +15,7 @@ reached is one error line naming it (never its password), exit 2.
 from __future__ import annotations
 
 import argparse
+import os
 from contextlib import closing
 from typing import Any
 
@@ -83,6 +84,11 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
     from storage.local import load_existing, new_key_note
     pass
 
+    witnesses = None
+    if os.environ.get("WITNESS_POLICY", "").strip():  # §22: witnesses cosign each turn's checkpoint; read first,
+        from cli.prog_witness import _policy  # so a bad policy creates nothing
+
+        witnesses = _policy(os.environ["WITNESS_POLICY"].strip())
     data = writable_data_dir(data_raw, create=create) if write else existing_data_dir(data_raw)
     stores = None
     if database_for() is not None:  # the database first: a bad URL or no server leaves no new DATA_DIR or key
@@ -101,6 +107,7 @@ def _engine(data_raw: str, *, create: bool, write: bool, token: str | None = Non
         had_key = load_existing(data) is not None  # reads only: a new key is announced below, never made silently
         make_data_dir(data)
         engine = Engine(data, stores=stores)
+        engine.witnesses = witnesses
     except BaseException:
         if stores is not None:
             stores.close()

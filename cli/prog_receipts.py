@@ -179,12 +179,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return fail(f"{path}: {other}")
     if is_certificate(raw):  # an erasure certificate (docs/FORMAT.md §16): dispatch on payloadType
         return _verify_certificate(path, raw, args, url)
+    policy = None
+    if getattr(args, "policy", None) is not None:  # witness cosignatures (§22): checked under a tlog-policy
+        from cli.prog_witness import _policy
+
+        policy = _policy(args.policy)
     try:
         trusted = load_trust(args.trust)
         parse_receipt(raw)  # a receipt first: nothing is asked of the database for input that is not one
         with _database_stores(args.data, url) as stores:
             source = None if stores is None else stores.ledger
-            report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full, source=source)
+            report = verify_bytes(raw, trusted=trusted, data_dir=args.data, full=args.full, source=source, policy=policy)
     except MalformedReceipt as exc:
         return fail(f"{path}: {exc}")
     except KeyConfigError as exc:
@@ -417,6 +422,7 @@ def build_parser() -> Parser:
     v.add_argument("--json", action="store_true", help="the report as JSON: verdict, groups (one sentence each) and every check row")
     v.add_argument("--rows", "--verbose", action="store_true", help="also list every raw check row (the table the groups summarise)")
     v.add_argument("--full", action="store_true", help="re-walk the ledger from genesis, ignoring the audit cache")
+    v.add_argument("--policy", metavar="FILE", help="check the witness cosignatures the receipt carries under this tlog-policy (logs, witnesses, quorum)")
     v.set_defaults(func=cmd_verify)
     s = sub.add_parser("show", help="print what a receipt says: the question, the memories, the answer (verifies nothing)")
     s.add_argument("receipt")

@@ -217,6 +217,7 @@ def build_body(
     consent: Mapping[str, Any] | None = None,
     states: Mapping[str, Any] | None = None,
     semantic: Mapping[str, str] | None = None,
+    witnesses: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The signed body. `receipt_format` 2 cites every event in erased form (its disclosures
     come from :func:`disclosures_for`); 1 cites every event whole.
@@ -227,8 +228,8 @@ def build_body(
     absent, so such a body is exactly as before."""
     if receipt_format not in PAYLOAD_TYPES:
         raise ValueError(f"receipt format {receipt_format!r} is unknown (known: 1, 2)")
-    if (exclusions or consent is not None or states is not None or semantic is not None) and receipt_format != RECEIPT_VERSION_2:
-        raise ValueError("exclusions, consent, states and semantic are format-2 additions; a format 1 receipt cannot carry them")
+    if (exclusions or consent is not None or states is not None or semantic is not None or witnesses) and receipt_format != RECEIPT_VERSION_2:
+        raise ValueError("exclusions, consent, states, semantic and witnesses are format-2 additions; a format 1 receipt cannot carry them")
     event_record_ = event_record if receipt_format == RECEIPT_VERSION else erased_record
     body = _base_body(receipt_id, issued_at, session, k, retrieval, event_record_, query, query_proof, memories, response, response_proof,
                       provider, model, fallback_reason, template, prompt_sha256, checkpoint, receipt_format)
@@ -246,7 +247,24 @@ def build_body(
         body["states"] = dict(states)
     if semantic is not None:  # §25: the turn's search was hybrid (the semantic extra)
         body["semantic"] = semantic_part(**semantic)
+    if witnesses:  # §22: witnesses cosigned the receipt's checkpoint (as a C2SP note) before the receipt was signed
+        body["witnesses"] = witnesses_part(witnesses)
     return body
+
+
+WITNESSES_VERSION = 1
+WITNESSES_FIELDS = ("v", "cosignatures")
+COSIGNATURE_FIELDS = ("name", "sig")
+MAX_COSIGNATURES = 16
+COSIGNATURE_B64_LEN = 104  # base64 of 4 + 8 + 64 bytes (key hash, timestamp, Ed25519 signature)
+_NAME_RE = re.compile(r"[^\s+]{1,200}")
+_B64_RE = re.compile(r"[A-Za-z0-9+/]{102}==")
+
+
+def witnesses_part(cosignatures: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The body's `witnesses` member (§22): each cosignature line's key name and base64 (key hash ‖ timestamp ‖
+    signature), in the order the witnesses answered."""
+    return {"v": WITNESSES_VERSION, "cosignatures": [{"name": n, "sig": sig} for n, sig in cosignatures]}
 
 
 SEMANTIC_VERSION = 1
@@ -550,6 +568,8 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
         _check_states_shape(body["states"])
     if "semantic" in keys:
         _check_semantic_shape(body["semantic"])
+    if "witnesses" in keys:
+        _check_witnesses_shape(body["witnesses"])
     _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
     _str(body["session"], "session", SESSION_ID_RE)
@@ -590,7 +610,7 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _str(cb["issued_at"], "checkpoint.body.issued_at", TS_RE)
 
 
-OPTIONAL_2 = ("exclusions", "consent", "states", "semantic")
+OPTIONAL_2 = ("exclusions", "consent", "states", "semantic", "witnesses")
 
 
 def _check_exclusions_shape(ex: Any) -> None:
@@ -628,6 +648,19 @@ def _check_states_shape(st: Any) -> None:
             b = _obj(e["by"], f"{where}.by", BY_FIELDS, 2)
             _event(b["event"], f"{where}.by.event")
             _hex_list(b["proof"], f"{where}.by.proof")
+
+
+def _check_witnesses_shape(w: Any) -> None:
+    w = _obj(w, "witnesses", WITNESSES_FIELDS, 2)
+    if w["v"] != WITNESSES_VERSION or type(w["v"]) is not int:
+        raise _fail("witnesses.v", f"witnesses version {json_shown(w['v'])} is unknown (this verifier knows {WITNESSES_VERSION})")
+    items = w["cosignatures"]
+    if type(items) is not list or not 1 <= len(items) <= MAX_COSIGNATURES:
+        raise _fail("witnesses.cosignatures", f"expected an array of 1 to {MAX_COSIGNATURES} cosignatures")
+    for i, c in enumerate(items):
+        c = _obj(c, f"witnesses.cosignatures[{i}]", COSIGNATURE_FIELDS, 2)
+        _str(c["name"], f"witnesses.cosignatures[{i}].name", _NAME_RE)
+        _str(c["sig"], f"witnesses.cosignatures[{i}].sig", _B64_RE)
 
 
 def _check_semantic_shape(sm: Any) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.event import EventError, chain_link, recompute_digest
 from ledger.verify import Break
@@ -44,6 +44,9 @@ from receipts.report import Check as Check
 from receipts.report import Report as _Report
 from receipts.report import Rows
 from receipts.states import check_ledger_states, check_states, prompt_marks
+
+if TYPE_CHECKING:
+    from receipts.cosignature import Policy
 
 REQUIRED = ("envelope.signature", "checkpoint.signature")
 LEDGER_ROWS = ("ledger.events", "ledger.chain", "ledger.root", "ledger.consistency", "ledger.response")
@@ -179,9 +182,14 @@ def verify_receipt(
     ledger: LedgerFacts | None = None,
     *,
     untrusted: PublicKey | None = None,
+    policy: Policy | None = None,
 ) -> ReceiptReport:
     """`untrusted`: a key that came with the data (never trusted): with no `trusted` key the
-    signatures are checked against it for self-consistency, and those rows stay not_verifiable."""
+    signatures are checked against it for self-consistency, and those rows stay not_verifiable.
+
+    `policy` (a c2sp.org/tlog-policy, receipts.cosignature): the witness cosignatures the receipt carries (§22,
+    format 2 `witnesses`) are checked against the receipt's checkpoint as a note: a row per witness and the quorum,
+    and the checkpoint's signer must be one of the policy's logs (when it names any)."""
     body = receipt.signed_body
     v2 = receipt.format == RECEIPT_VERSION_2
     r = Rows()
@@ -227,6 +235,8 @@ def verify_receipt(
             r.add(*row)
     if "states" in body:
         r.add(*check_states(body))
+    if policy is not None or "witnesses" in body:
+        _check_witnesses(r, body, policy)
     in_ledger: dict[str, str] = {}
     if ledger is None:
         for name in LEDGER_ROWS:
@@ -243,6 +253,30 @@ def verify_receipt(
     cited = tuple(Cited(prefix, ev["seq"], in_ledger.get(prefix), state.get(prefix)) for prefix, _path, ev, _proof in events)
     mode = "offline" if ledger is None else "ledger"
     return ReceiptReport(receipt.receipt_id, receipt.session, mode, tuple(r.rows), cited)
+
+
+def _check_witnesses(r: Rows, body: dict[str, Any], policy: Policy | None) -> None:
+    """§22: the cosignatures in `witnesses` over the receipt's checkpoint as a C2SP note, under `policy`."""
+    from receipts.cosignature import policy_rows
+    from receipts.note import Note, NoteSignature, b64decode, checkpoint_text
+
+    carried = body.get("witnesses", {}).get("cosignatures", [])
+    if policy is None:
+        r.na("witness.quorum", f"{len(carried)} witness cosignature(s) carried; give --policy FILE to check them", "witnesses")
+        return
+    cp = body["checkpoint"]
+    if policy.logs:
+        ok = any(v.key.key_id == cp["key_id"] for v in policy.logs)
+        names = ", ".join(v.key.key_id for v in policy.logs)
+        r.add("witness.log", ok, "the checkpoint is signed by a log the policy names" if ok else "the checkpoint's signer is not a log of the policy", names, cp["key_id"], "checkpoint.key_id")
+    sigs = []
+    for i, c in enumerate(carried):
+        raw = b64decode(c["sig"])
+        if raw is None or len(raw) != 4 + 8 + 64:
+            r.add("witness.cosignatures", False, f"cosignature {i + 1} is not base64 of a key hash, a time and a signature", "76 bytes", "other", f"witnesses.cosignatures[{i}].sig")
+            continue
+        sigs.append(NoteSignature(c["name"], int.from_bytes(raw[:4], "big"), raw[4:]))
+    policy_rows(r, Note(checkpoint_text(cp).encode(), tuple(sigs)), policy)
 
 
 def _text(receipt: Receipt, ev: dict[str, Any]) -> str | None:

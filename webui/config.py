@@ -15,7 +15,9 @@ from typing import Any
 
 from chat.engine import Engine
 from receipts.body import MAX_RECEIPT_BYTES
+from receipts.cosignature import MAX_POLICY_BYTES, Policy, parse_policy
 from receipts.keys import KeyConfigError
+from receipts.note import MalformedNote
 from storage.datadir import EXPECTED_DATA_DIR, DataDirError, make_data_dir, writable_data_dir
 from storage.local import keys_dir, load_existing, looser_than_private, new_key_note
 from webui.retention import parse_hours
@@ -58,6 +60,7 @@ class Config:
     # --create, so a typo never starts a second history (issue 31)
     not_default: bool = False
     semantic: bool = False  # --semantic: hybrid search with the optional semantic extra (requirements-semantic.txt)
+    witnesses: Policy | None = None  # $WITNESS_POLICY: a tlog-policy whose witnesses cosign each turn's checkpoint (§22)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,8 +130,29 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Config
     default = environ.get("DATA_DIR") or "./data"
     not_default = os.path.abspath(args.data) != os.path.abspath(default)
     return Config(
-        Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default, args.semantic
+        Path(args.data), args.host, port, hours, args.concurrency, not args.no_mcp, args.create, not_default, args.semantic,
+        witness_policy(environ),
     )
+
+
+WITNESS_POLICY_ENV = "WITNESS_POLICY"
+
+
+def witness_policy(environ: Mapping[str, str]) -> Policy | None:
+    """The tlog-policy file $WITNESS_POLICY names (docs/guides/witnesses.md), or None when unset. ConfigError (one
+    line) for a file that cannot be read or is not a policy: the app does not start half-witnessed."""
+    raw = environ.get(WITNESS_POLICY_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        with open(raw, "rb") as f:
+            data = f.read(MAX_POLICY_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{WITNESS_POLICY_ENV}={raw}: {exc.strerror or exc}") from None
+    try:
+        return parse_policy(data)
+    except MalformedNote as exc:
+        raise ConfigError(f"{WITNESS_POLICY_ENV}={raw}: {exc}") from None
 
 
 def open_engine(cfg: Config) -> Engine:
@@ -145,6 +169,7 @@ def open_engine(cfg: Config) -> Engine:
     if make_data_dir(data):
         _note(f"created data directory {data}")
     engine = Engine(data)  # moves a key left in DATA_DIR/keys/ out first
+    engine.witnesses = cfg.witnesses
     if not had_key:
         _note(new_key_note(data, engine.key.key_id))
     return engine

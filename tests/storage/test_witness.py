@@ -5,6 +5,7 @@ and every way a witness can fail the caller, each one line and never a stop."""
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 from pathlib import Path
@@ -233,3 +234,149 @@ def test_verify_note_with_a_receipt_says_whether_the_witnessed_tree_head_is_that
         assert code == 1 and "the note is not the receipt's checkpoint" in text, text
     code, out, err = _run(capsys, "verify-note", tmp_path / "cp.note", "--policy", policy, "--receipt", tmp_path / "cp.note")
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+
+
+# --- witnessed turns: the receipt carries the cosignatures (docs/FORMAT.md §22, format 2 `witnesses`) ----------------
+import copy  # noqa: E402
+
+from receipts import body as rbody  # noqa: E402
+from receipts.body import MalformedReceipt, parse_receipt  # noqa: E402
+from receipts.cosignature import Policy  # noqa: E402
+from receipts.verify import verify_receipt  # noqa: E402
+from storage.local import load_existing  # noqa: E402
+
+
+def _witnessed_engine(data: Path, policy: Policy) -> Engine:
+    saved = {k: os.environ.pop(k, None) for k in ("GROQ_API_KEY", "RECEIPT_SIGNING_KEY", "RECEIPT_KEYS_DIR", "DATABASE_URL")}
+    try:
+        engine = Engine(data)
+    finally:
+        os.environ.update({k: v for k, v in saved.items() if v is not None})
+    engine.witnesses = policy
+    engine.witness_timeout = 2.0
+    return engine
+
+
+def _resigned(raw: bytes, key: SigningKey, edit: object) -> bytes:
+    """The receipt re-signed by its own key after `edit(body)`: a producer's receipt whose member is what we say."""
+    r = parse_receipt(raw)
+    body = copy.deepcopy(r.signed_body)
+    edit(body)  # type: ignore[operator]
+    return rbody.dump_file(rbody.sign_receipt(body, key, list(r.disclosures.values())))
+
+
+def test_a_witnessed_turn_carries_the_cosignature_and_verify_checks_it_under_the_policy(
+    tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a policy, each turn's checkpoint is cosigned before its receipt is signed; `receipts verify --policy`
+    passes the witness and the quorum; without --policy the carried cosignature is said, not judged; the second turn
+    sends the size the witness cosigned last (one request, no 409)."""
+    with serving(witness()) as w:
+        _, vkey, _ = _run(capsys, "pubkey", data, "--vkey")
+        w.logs = {f"{vkey.split('+')[0]}/alice": parse_vkey_line(vkey)}
+        policy_file = _policy(tmp_path, data, w, capsys)
+        engine = _witnessed_engine(data, parse_policy(policy_file.read_bytes()))
+        first = engine.turn("alice", "which kayak do I have?", k=2)
+        sent = len(w.requests)
+        second = engine.turn("alice", "and on Sunday?", k=2)
+        assert len(w.requests) == sent + 1  # the size it cosigned last was sent: no 409 round trip
+        engine.index.close()
+    for turn in (first, second):
+        body = parse_receipt(Path(turn.receipt_path).read_bytes()).signed_body
+        assert [c["name"] for c in body["witnesses"]["cosignatures"]] == ["w1.example/w"]
+    pub = tmp_path / "pub"
+    code, text, _ = _run(capsys, "pubkey", data)
+    pub.write_text(text)
+    code, text, _ = _run(capsys, "verify", second.receipt_path, "--trust", pub, "--policy", policy_file, "--rows")
+    assert code == 0 and "witness.w1" in text and "witness.quorum" in text and "FAIL" not in text, text
+    code, text, _ = _run(capsys, "verify", second.receipt_path, "--trust", pub, "--rows")
+    assert code == 0 and "give --policy FILE" in text
+
+
+def test_a_witness_down_never_stops_a_turn_and_the_receipt_names_no_cosignature(
+    tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with serving(witness()) as w:
+        policy_file = _policy(tmp_path, data, w, capsys)
+    engine = _witnessed_engine(data, parse_policy(policy_file.read_bytes()))  # its URL answers nothing now
+    turn = engine.turn("alice", "which kayak do I have?", k=2)
+    engine.index.close()
+    assert "witnesses" not in parse_receipt(Path(turn.receipt_path).read_bytes()).signed_body
+    code, text, _ = _run(capsys, "verify", turn.receipt_path, "--policy", policy_file, "--rows")
+    assert code == 1 and "quorum does not hold" in text
+
+
+def test_a_forged_or_misplaced_cosignature_fails_its_row(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Re-signed by the log's own key (a producer lying): a cosignature with one bit flipped fails `witness.w1`; the
+    same cosignature moved onto another receipt's checkpoint fails too (it signed another tree head)."""
+    with serving(witness()) as w:
+        _, vkey, _ = _run(capsys, "pubkey", data, "--vkey")
+        w.logs = {f"{vkey.split('+')[0]}/alice": parse_vkey_line(vkey)}
+        policy = parse_policy(_policy(tmp_path, data, w, capsys).read_bytes())
+        engine = _witnessed_engine(data, policy)
+        one = Path(engine.turn("alice", "which kayak do I have?", k=2).receipt_path).read_bytes()
+        engine.witnesses = None
+        two = Path(engine.turn("alice", "and on Sunday?", k=2).receipt_path).read_bytes()
+        engine.index.close()
+    key = load_existing(data)
+    assert key is not None
+    trusted = [key.public_key]
+    assert verify_receipt(parse_receipt(one), trusted, policy=policy).status_of("witness.w1") == "pass"
+
+    def flip(body: dict) -> None:  # type: ignore[type-arg]
+        c = body["witnesses"]["cosignatures"][0]
+        raw = bytearray(base64.b64decode(c["sig"]))
+        raw[-1] ^= 1
+        c["sig"] = base64.b64encode(bytes(raw)).decode()
+
+    forged = verify_receipt(parse_receipt(_resigned(one, key, flip)), trusted, policy=policy)
+    assert forged.status_of("witness.w1") == "fail" and forged.verdict == "failed"
+    carried = parse_receipt(one).signed_body["witnesses"]
+    moved = verify_receipt(parse_receipt(_resigned(two, key, lambda b: b.update(witnesses=carried))), trusted, policy=policy)
+    assert moved.status_of("witness.w1") == "fail" and moved.verdict == "failed"
+
+
+@pytest.mark.parametrize(
+    ("member", "said"),
+    [
+        ({"v": 2, "cosignatures": [{"name": "w", "sig": "A" * 102 + "=="}]}, "witnesses version"),
+        ({"v": 1, "cosignatures": []}, "1 to 16"),
+        ({"v": 1, "cosignatures": [{"name": "w", "sig": "short"}]}, "does not match"),
+        ({"v": 1, "cosignatures": [{"name": "w x", "sig": "A" * 102 + "=="}]}, "does not match"),
+        ({"v": 1, "cosignatures": [{"name": "w", "sig": "A" * 102 + "==", "extra": 1}]}, "unexpected"),
+        ({"v": 1}, "witnesses"),
+        ([], "witnesses"),
+    ],
+)
+def test_a_malformed_witnesses_member_is_refused_at_parse_time(data: Path, member: object, said: str) -> None:
+    raw = next((data / "sessions" / "alice" / "receipts").glob("rcpt_*.json")).read_bytes()
+    key = load_existing(data)
+    assert key is not None
+    with pytest.raises(MalformedReceipt, match=said):
+        parse_receipt(_resigned(raw, key, lambda b: b.update(witnesses=member)))
+
+
+def test_a_bad_witness_policy_stops_the_app_and_chat_with_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli.prog_chat import main as chat_main
+    from webui.config import ConfigError, witness_policy
+
+    assert witness_policy({}) is None
+    with pytest.raises(ConfigError, match="WITNESS_POLICY=.*nope"):
+        witness_policy({"WITNESS_POLICY": str(tmp_path / "nope")})
+    bad = tmp_path / "bad.policy"
+    bad.write_text("quorum nobody\n")
+    with pytest.raises(ConfigError, match="line 1"):
+        witness_policy({"WITNESS_POLICY": str(bad)})
+    good = tmp_path / "good.policy"
+    good.write_text("quorum none\n")
+    assert witness_policy({"WITNESS_POLICY": str(good)}) is not None
+    os.environ["WITNESS_POLICY"] = str(bad)
+    try:
+        code = chat_main([str(tmp_path / "fresh"), "alice", "hello", "--create"])
+    finally:
+        del os.environ["WITNESS_POLICY"]
+    err = capsys.readouterr().err
+    assert code == 2 and "bad.policy" in err and "line 1" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "fresh").exists()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from receipts.body import parse_receipt
+from receipts.cosignature import Policy
 from receipts.keys import PUBLIC_FILENAME, KeyConfigError, PublicKey, parse_public_key
 from receipts.verify import Report, verify_receipt
 from storage.common.keyfiles import keys_dir, legacy_keys_dir
@@ -53,6 +54,7 @@ def verify_bytes(
     data_dir: str | os.PathLike[str] | None = None,
     full: bool = False,
     source: LineSource | None = None,
+    policy: Policy | None = None,
 ) -> Report:
     """Parse and verify a receipt. Raises MalformedReceipt for input that is not a receipt.
 
@@ -68,7 +70,7 @@ def verify_bytes(
     receipt = parse_receipt(raw)
     keys = list(trusted)
     if data_dir is None:
-        return verify_receipt(receipt, keys, None)
+        return verify_receipt(receipt, keys, None, policy=policy)
     own = None
     if not keys:
         try:
@@ -76,4 +78,4 @@ def verify_bytes(
         except (KeyConfigError, OSError, UnicodeDecodeError):
             own = None  # unreadable: the rows say no key was found
     with ledger_dir(data_dir, receipt.session, source) as where, Auditor.of(where, full=full).facts(receipt.session) as facts:
-        return verify_receipt(receipt, keys, facts, untrusted=own)
+        return verify_receipt(receipt, keys, facts, untrusted=own, policy=policy)
