@@ -17,7 +17,6 @@ only the quorum row judges; a fail: a line of its key that does not verify) and 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,15 +29,16 @@ from receipts.note import (
     NoteSignature,
     NoteVerifier,
     b64,
-    b64decode,
     checkpoint_text,
     note_signature_rows,
     parse_checkpoint_text,
     parse_note,
     parse_vkey,
+    read_vkey,
     signed_by,
     valid_name,
 )
+from receipts.note import key_hash as note_key_hash
 from receipts.report import Check, Report, Rows
 
 SIG_COSIGNATURE_V1 = 0x04
@@ -77,7 +77,7 @@ class Cosigned:
 
 def key_hash(name: str, public_raw: bytes) -> int:
     """The cosigner key hash: SHA-256(name ‖ "\\n" ‖ 0x04 ‖ public key)[:4], big-endian."""
-    return int.from_bytes(hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([SIG_COSIGNATURE_V1]) + public_raw).digest()[:4], "big")
+    return note_key_hash(name, public_raw, SIG_COSIGNATURE_V1)
 
 
 def witness_key(public: PublicKey, name: str, *, label: str = "", url: str | None = None) -> WitnessKey:
@@ -88,23 +88,8 @@ def witness_key(public: PublicKey, name: str, *, label: str = "", url: str | Non
 
 def parse_witness_vkey(text: str, *, label: str = "", url: str | None = None) -> WitnessKey:
     """A cosigner verifier key `name+hash+base64(0x04 ‖ key)`; MalformedNote for anything else (a log's 0x01 key too)."""
-    what = "witness key"
-    parts = text.strip().split("+", 2)
-    if len(parts) != 3:
-        raise MalformedNote(what, "expected <name>+<8 hex digits>+<base64 key>")
-    name, hash_hex, encoded = parts
-    raw = b64decode(encoded)
-    if not valid_name(name) or len(hash_hex) != 8 or any(c not in "0123456789abcdef" for c in hash_hex) or raw is None:
-        raise MalformedNote(what, "expected <name>+<8 lowercase hex digits>+<base64 key>")
-    if len(raw) != 33 or raw[0] != SIG_COSIGNATURE_V1:
-        raise MalformedNote(what, "not an Ed25519 cosignature/v1 key (type 0x04 and 32 bytes)")
-    try:
-        public = PublicKey(raw[1:])
-    except ValueError as exc:
-        raise MalformedNote(what, f"not an Ed25519 public key ({exc})") from None
-    if int(hash_hex, 16) != key_hash(name, raw[1:]):
-        raise MalformedNote(what, f"key hash {hash_hex} is not the hash of this name and key")
-    return WitnessKey(name, int(hash_hex, 16), public, label, url)
+    name, hash_, public = read_vkey(text, SIG_COSIGNATURE_V1, "witness key")
+    return WitnessKey(name, hash_, public, label, url)
 
 
 def message(text: str, timestamp: int) -> bytes:

@@ -130,9 +130,10 @@ def valid_name(name: str) -> bool:
     return bool(name) and "+" not in name and not any(ch.isspace() for ch in name)
 
 
-def key_hash(name: str, public_raw: bytes) -> int:
-    """SHA-256(name ‖ "\\n" ‖ 0x01 ‖ public key)[:4] as a big-endian integer."""
-    digest = hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([SIG_ED25519]) + public_raw).digest()
+def key_hash(name: str, public_raw: bytes, sig_type: int = SIG_ED25519) -> int:
+    """SHA-256(name ‖ "\\n" ‖ type ‖ public key)[:4] as a big-endian integer (type 0x01: a note signer; 0x04: a
+    cosignature/v1 witness, receipts.cosignature)."""
+    digest = hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([sig_type]) + public_raw).digest()
     return int.from_bytes(digest[:4], "big")
 
 
@@ -156,7 +157,13 @@ def verifier(public: PublicKey, name: str | None = None) -> NoteVerifier:
 
 def parse_vkey(text: str) -> NoteVerifier:
     """Read `name+hash+base64(0x01 ‖ key)`; MalformedNote when it is not an Ed25519 verifier key whose hash matches."""
-    what = "verifier key"
+    name, hash_, public = read_vkey(text, SIG_ED25519, "verifier key")
+    return NoteVerifier(name, hash_, public)
+
+
+def read_vkey(text: str, sig_type: int, what: str) -> tuple[str, int, PublicKey]:
+    """(name, key hash, public key) of a vkey `name+hash+base64(type ‖ 32-byte Ed25519 key)` of `sig_type`;
+    MalformedNote (naming `what`) for anything else, a key of another type or a hash that does not match."""
     if type(text) is not str:
         raise MalformedNote(what, f"expected text, found {type(text).__name__}")
     text = text.strip()
@@ -169,16 +176,16 @@ def parse_vkey(text: str) -> NoteVerifier:
     if not _HEX8_RE.fullmatch(hash_hex):
         raise MalformedNote(what, "the key hash is not 8 lowercase hex digits")
     raw = b64decode(key_b64)
-    if raw is None or len(raw) != 33 or raw[0] != SIG_ED25519:
-        raise MalformedNote(what, "the key is not base64 of 0x01 and a 32-byte Ed25519 public key")
+    if raw is None or len(raw) != 33 or raw[0] != sig_type:
+        raise MalformedNote(what, f"the key is not base64 of 0x{sig_type:02x} and a 32-byte Ed25519 public key")
     try:
         public = PublicKey(raw[1:])
     except ValueError as exc:
         raise MalformedNote(what, f"not an Ed25519 public key ({exc})") from None
-    expected = key_hash(name, public.raw)
+    expected = key_hash(name, public.raw, sig_type)
     if int(hash_hex, 16) != expected:
         raise MalformedNote(what, f"key hash {hash_hex} does not match the name and key (expected {expected:08x})")
-    return NoteVerifier(name, expected, public)
+    return name, expected, public
 
 
 # -- notes ------------------------------------------------------------------------------
@@ -320,6 +327,7 @@ __all__ = [
     "parse_checkpoint_text",
     "parse_note",
     "parse_vkey",
+    "read_vkey",
     "sign_checkpoint_note",
     "sign_note",
     "signed_by",
