@@ -13,29 +13,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
-from retrieval.semantic import TextEmbedder, from_blobs, to_blob
-from storage.common.retrieval.vectors import BATCH
+from storage.common.retrieval.vectors import VectorMode
 from storage.pg import sql
 
 if TYPE_CHECKING:
     from storage.pg.connect import Database
 
 
-class PgVectoring:
+class PgVectoring(VectorMode):
     """use_semantic, embed_pending, vector_seqs, and a session's vectors for the hybrid search (PgIndex)."""
 
     db: Database
-    _embedder: TextEmbedder | None = None
-
-    def use_semantic(self, embedder: TextEmbedder | None) -> None:
-        """Search in hybrid mode with `embedder` (None: lexical, as without the extra)."""
-        self._embedder = embedder
-        self.__dict__["_vec_cache"] = {}
-
-    @property
-    def semantic(self) -> dict[str, str] | None:
-        """The method, model and model sha256 searches run with; None when lexical."""
-        return None if self._embedder is None else self._embedder.describe()
 
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
@@ -49,24 +37,17 @@ class PgVectoring:
         if row is None:
             return 0
         num = int(row[0])
-        done = 0
-        while limit is None or done < limit:
-            want = BATCH if limit is None else min(BATCH, limit - done)
+
+        def pending(want: int) -> list[tuple[int, str]]:
             with self.db.connection() as conn:
-                pending = conn.execute(sql.SEARCH_VECTORS_PENDING, (num, want)).fetchall()
-            if not pending:
-                break
-            vecs = embedder.embed([bytes(r[1]).decode("utf-8", "surrogatepass") for r in pending])
+                rows = conn.execute(sql.SEARCH_VECTORS_PENDING, (num, want)).fetchall()
+            return [(int(r[0]), bytes(r[1]).decode("utf-8", "surrogatepass")) for r in rows]
+
+        def put(seqs: list[int], blobs: list[bytes]) -> None:
             with self.db.transaction() as conn:
-                conn.execute(
-                    sql.SEARCH_VECTORS_PUT, (num, [int(r[0]) for r in pending], [to_blob(v) for v in vecs], num)
-                )
-            done += len(pending)
-            if progress is not None:
-                progress(len(pending))
-            if len(pending) < want:
-                break
-        return done
+                conn.execute(sql.SEARCH_VECTORS_PUT, (num, seqs, blobs, num))
+
+        return self._embed_batches(embedder, pending, put, limit, progress)
 
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""
@@ -76,16 +57,7 @@ class PgVectoring:
     def _session_vectors(self, conn: psycopg.Connection[Any], num: int) -> tuple[np.ndarray, np.ndarray]:
         """The session's (seqs, unit vectors), read once per state of its vectors (count and sum of seqs)."""
         count, total = conn.execute(sql.SEARCH_VECTORS_STATE, (num,)).fetchone() or (0, 0)
-        cache: dict[int, tuple[tuple[int, int], np.ndarray, np.ndarray]] = self.__dict__.setdefault("_vec_cache", {})
-        key = (int(count), int(total))
-        found = cache.get(num)
-        if found is not None and found[0] == key:
-            return found[1], found[2]
-        rows = conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall()
-        seqs = np.array([int(r[0]) for r in rows], dtype=np.int64)
-        matrix = from_blobs([bytes(r[1]) for r in rows])
-        cache[num] = (key, seqs, matrix)
-        return seqs, matrix
+        return self._cached_vectors(num, (int(count), int(total)), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall())
 
     @staticmethod
     def _dense_rows(conn: psycopg.Connection[Any], num: int, seqs: list[int]) -> list[Any]:

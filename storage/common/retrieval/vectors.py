@@ -24,8 +24,10 @@ AT_SEARCH = 64  # pending events a hybrid search embeds before it runs (newest f
 BATCH = 256
 
 
-class Vectoring(Indexing):
-    """use_semantic, embed_pending, vector_seqs, and the session's vectors for the hybrid search."""
+class VectorMode:
+    """What both backends' vector stores share: the mode (use_semantic, semantic), the embedding loop over a session's
+    pending events, and a session's (seqs, unit vectors) cached per state of its vectors. Each backend supplies the
+    reads and writes (this module's Vectoring: index.sqlite; storage.pg.vectors.PgVectoring: search_vectors)."""
 
     _embedder: TextEmbedder | None = None
 
@@ -39,6 +41,48 @@ class Vectoring(Indexing):
         """The method, model and model sha256 searches run with; None when lexical."""
         return None if self._embedder is None else self._embedder.describe()
 
+    @staticmethod
+    def _embed_batches(
+        embedder: TextEmbedder,
+        pending: Callable[[int], list[tuple[int, str]]],
+        put: Callable[[list[int], list[bytes]], None],
+        limit: int | None,
+        progress: Callable[[int], None] | None,
+    ) -> int:
+        """Embed `pending(want)`'s (seq, text), newest first, in batches of BATCH until none is left or `limit` are
+        done, storing each batch with `put(seqs, blobs)`; how many."""
+        done = 0
+        while limit is None or done < limit:
+            want = BATCH if limit is None else min(BATCH, limit - done)
+            batch = pending(want)
+            if not batch:
+                break
+            vecs = embedder.embed([text for _seq, text in batch])
+            put([seq for seq, _text in batch], [to_blob(v) for v in vecs])
+            done += len(batch)
+            if progress is not None:
+                progress(len(batch))
+            if len(batch) < want:
+                break
+        return done
+
+    def _cached_vectors(self, num: int, state: tuple[int, int], rows: Callable[[], list[Any]]) -> tuple[np.ndarray, np.ndarray]:
+        """Session `num`'s (seqs, unit vectors) from `rows()` ((seq, blob) each), read again only when `state`
+        (count and sum of seqs of its vectors) differs from the one cached."""
+        cache: dict[int, tuple[tuple[int, int], np.ndarray, np.ndarray]] = self.__dict__.setdefault("_vec_cache", {})
+        found = cache.get(num)
+        if found is not None and found[0] == state:
+            return found[1], found[2]
+        got = rows()
+        seqs = np.array([int(r[0]) for r in got], dtype=np.int64)
+        matrix = from_blobs([bytes(r[1]) for r in got])
+        cache[num] = (state, seqs, matrix)
+        return seqs, matrix
+
+
+class Vectoring(Indexing, VectorMode):
+    """use_semantic, embed_pending, vector_seqs, and the session's vectors for the hybrid search."""
+
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int:
@@ -49,24 +93,16 @@ class Vectoring(Indexing):
         row = self._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
         if row is None:
             return 0
-        num = int(row[0])
-        lo, hi = sql.session_range(num)
-        done = 0
-        while limit is None or done < limit:
-            want = BATCH if limit is None else min(BATCH, limit - done)
-            pending = self._reader().execute(sql.VECTORS_PENDING, (lo, hi, want)).fetchall()
-            if not pending:
-                break
-            vecs = embedder.embed([str(r[2]) for r in pending])
-            rows = [(int(r[0]), to_blob(v), int(r[0])) for r, v in zip(pending, vecs, strict=True)]
+        lo, hi = sql.session_range(int(row[0]))
+
+        def pending(want: int) -> list[tuple[int, str]]:
+            return [(int(r[0]), str(r[2])) for r in self._reader().execute(sql.VECTORS_PENDING, (lo, hi, want)).fetchall()]
+
+        def put(ids: list[int], blobs: list[bytes]) -> None:
             with self._lock, self._tx() as conn:
-                conn.executemany(sql.VECTORS_PUT, rows)
-            done += len(pending)
-            if progress is not None:
-                progress(len(pending))
-            if len(pending) < want:
-                break
-        return done
+                conn.executemany(sql.VECTORS_PUT, [(i, b, i) for i, b in zip(ids, blobs, strict=True)])
+
+        return self._embed_batches(embedder, pending, put, limit, progress)
 
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""
@@ -81,16 +117,7 @@ class Vectoring(Indexing):
         lo, hi = sql.session_range(num)
         conn = self._reader()
         count, total = conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()
-        cache: dict[int, tuple[tuple[int, int], np.ndarray, np.ndarray]] = self.__dict__.setdefault("_vec_cache", {})
-        key = (int(count), int(total))
-        found = cache.get(num)
-        if found is not None and found[0] == key:
-            return found[1], found[2]
-        rows = conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall()
-        seqs = np.array([int(r[0]) for r in rows], dtype=np.int64)
-        matrix = from_blobs([bytes(r[1]) for r in rows])
-        cache[num] = (key, seqs, matrix)
-        return seqs, matrix
+        return self._cached_vectors(num, (int(count), int(total)), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall())
 
     def _dense_rows(self, num: int, seqs: list[int]) -> list[Any]:
         if not seqs:
