@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
+from chat.stand_ins import StandIns
 from chat.supersede import record_supersessions, resolved_for_now
 from chat.withheld import check_handed, model_view, withheld
 from control.revocation import current as current_controls
@@ -141,6 +142,7 @@ class Engine:
         self.backend = stores.receipts  # receipts, the producer's trees, .cites records, checkpoints; the turn lock
         self.rows = stores.rows  # the derived receipts / receipt_cites rows
         self.cites = Cites(self.stores)  # which answers may quote a revoked memory
+        self.stand_ins = StandIns(self.ledger)  # the offline stand-in's replies: never handed back as memories
         try:
             # index.sqlite's rows are derived from the receipt files (refilled if it was rebuilt); on PostgreSQL they
             # are the record: None, nothing to refill
@@ -210,6 +212,7 @@ class Engine:
                     return False
             delete_session(w, session)
             self.cites.forget(session)  # this process's note that the session's cites were read whole
+            self.stand_ins.forget(session)
         return True
 
     def last_written(self, session: str) -> float | None:
@@ -339,6 +342,11 @@ class Engine:
         return got.hits, got.excluded
 
     def _retrieve_all(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+        """`_retrieve_among`, never handing back one of the offline stand-in's replies (chat.stand_ins: boilerplate
+        and quotes, not a memory; left out before the search's limit like the events in `also`)."""
+        return self.stand_ins.left_out(session, lambda skip: self._retrieve_among(session, message, k, [*also, *skip]), lambda got: got.hits)
+
+    def _retrieve_among(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
         """The top K, and the revocations and supersessions that kept an event out of it.
 
         Superseded events are left out like revoked ones, unless the question asks about the past
