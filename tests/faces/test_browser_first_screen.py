@@ -33,6 +33,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
+ERROR_OVERLAY = "[data-testid=status-tracker] span.error"  # Gradio's "Error" overlay on an output of a failed event
 MESSAGES = ("My sister is called Ines and she lives in Porto", "What is my sister called?")
 
 
@@ -129,6 +130,21 @@ def test_revoking_twice_replaces_the_status_line_with_the_refusal(browser: Brows
         expect(status).to_contain_text("Not revoked")
         expect(status).to_contain_text("already revoked")
         expect(status).not_to_contain_text("✅")
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)  # no red "Error" pill across the line
+        # the issue's own steps: Ledger, revoke seq 2 twice
+        click_tab(page, "Ledger")
+        status = markdown(page, ids.CONTROL_LEDGER_STATUS)
+        seq = page.locator(f"#{ids.FORGET_LEDGER_SEQ} textarea, #{ids.FORGET_LEDGER_SEQ} input").first
+        seq.fill("2")
+        page.locator(f"#{ids.REVOKE_LEDGER_BUTTON}").click()
+        expect(status).to_contain_text("Revoked")
+        expect(status).to_contain_text("seq 2")
+        page.locator(f"#{ids.REVOKE_LEDGER_BUTTON}").click()
+        expect(status).to_contain_text("Not revoked")
+        expect(status).to_contain_text("already revoked")
+        expect(status).not_to_contain_text("✅")
+        expect(status).not_to_contain_text("Control event at seq")
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)
     finally:
         context.close()
 
