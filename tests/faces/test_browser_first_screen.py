@@ -83,7 +83,7 @@ def test_the_first_screen_shows_the_tabs_and_verify_opens_with_its_verdict(
         upload(page, receipt)
         expect(verdict).to_contain_text("What this receipt says")
         first = verdict.locator("h3").first
-        expect(first).to_contain_text(re.compile(r"^✅ Verified: these \d+ memories, this question and this answer are exactly what the signed ledger holds, signed by key ed25519:"))
+        expect(first).to_contain_text(re.compile(r"^✅ Verified: (?:this memory|these \d+ memories), this question and this answer are exactly what the signed ledger holds, signed by key ed25519:"))
         fb = first.bounding_box()
         assert fb is not None and fb["y"] + fb["height"] <= viewport["height"], "the verdict line is below the fold"
         # A word beside every mark of the grouped checks.
