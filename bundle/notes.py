@@ -16,13 +16,14 @@ cosignatures are there, unjudged (as `receipts verify` says a receipt's: the ver
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from receipts.body import RECEIPT_VERSION_2, MalformedReceipt, parse_receipt
 from receipts.cosignature import NONE, Policy, policy_rows
 from receipts.keys import PublicKey, SigningKey
 from receipts.note import (
+    CheckpointText,
     MalformedNote,
     Note,
     NoteSignature,
@@ -97,8 +98,8 @@ def check_notes(
     *,
     session: str,
     verified: int,
-    root_at: Any,
-    chain_at: Any,
+    root_at: Callable[[int], bytes],
+    chain_at: Callable[[int], str | None],
     trusted: Sequence[PublicKey],
     own: Sequence[PublicKey],
     policy: Policy | None,
@@ -142,7 +143,8 @@ def check_notes(
 
 
 def _tree_head(
-    r: Rows, row: str, name: str, cp: Any, size: int, session: str, verified: int, root_at: Any, chain_at: Any,
+    r: Rows, row: str, name: str, cp: CheckpointText, size: int, session: str, verified: int,
+    root_at: Callable[[int], bytes], chain_at: Callable[[int], str | None],
     trusted: Sequence[PublicKey], own: Sequence[PublicKey], cosignatures: str,
 ) -> None:
     wanted = {origin(k.key_id, session) for k in [*trusted, *own]}
