@@ -9,8 +9,8 @@ of a session no witness cosigned has no such member, so its bytes are what they 
 chain head are the bundle ledger's first <size> events, recomputed), `note <size>.signature` (a trusted key, or the
 bundle's own for self-consistency, signed it), then under a policy one row per witness and the quorum
 (`note <size>.witness.<name>`, `note <size>.witness.quorum`); without a policy the tree_head row says how many
-cosignatures are there, unjudged (as `receipts verify` says a receipt's: the verdict is the same as without them). Under a policy whose quorum is not `none`, a bundle with no witnessed note fails
-`witness.quorum`.
+cosignatures are there, unjudged (as `receipts verify` says a receipt's: the verdict is the same as without them).
+Under a policy whose quorum is not `none`, a bundle with no witnessed note fails `witness.quorum`.
 """
 
 from __future__ import annotations
@@ -122,10 +122,11 @@ def check_notes(
         except MalformedNote as exc:
             r.add(f"{row}.tree_head", False, f"{name}: {exc}", "a checkpoint as a signed note", "malformed", name)
             continue
-        lines = len(note.signatures) - 1
+        keys = list(trusted) or list(own)
+        logs = {verifier(k).name for k in keys}
+        lines = sum(1 for s in note.signatures if s.name not in logs)
         said = f"; {lines} cosignature line(s), checked below" if policy is not None else f"; {lines} cosignature line(s), not checked: give --policy FILE"
         _tree_head(r, row, name, cp, size, session, verified, root_at, chain_at, trusted, own, said)
-        keys = list(trusted) or list(own)
         signer = note_signature_rows(r, note, [verifier(k) for k in keys], name=f"{row}.signature")
         if signer is not None and not trusted:  # self-consistent only: the key the bundle carries signed it
             r.rows.pop()  # its pass row says "trusted": replaced by what it is
