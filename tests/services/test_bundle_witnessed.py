@@ -44,7 +44,12 @@ def _policy_text(data: Path, w: Witness, quorum: str = "w1") -> str:
 
 @pytest.fixture
 def witnessed(tmp_path: Path, env: None) -> dict[str, Path]:
-    """A session with two witnessed turns (a memory remembered after the last one), exported, and its policy."""
+    return build_witnessed(tmp_path)
+
+
+def build_witnessed(tmp_path: Path, *, remember_after: bool = True) -> dict[str, Path]:
+    """A session with two witnessed turns (and, with `remember_after`, a memory remembered after the last one, so the
+    latest checkpoint is one no witness saw), exported, and its policy."""
     data = tmp_path / "data"
     engine = Engine(data)
     engine.remember("alice", "a red kayak for Sunday")
@@ -58,7 +63,8 @@ def witnessed(tmp_path: Path, env: None) -> dict[str, Path]:
         engine.witness_timeout = 2.0
         engine.turn("alice", "which kayak do I have?", k=2)
         engine.turn("alice", "and on Sunday?", k=2)
-    engine.remember("alice", "my sister lives in Lyon")  # the latest checkpoint is then one no witness saw
+    if remember_after:
+        engine.remember("alice", "my sister lives in Lyon")  # the latest checkpoint is then one no witness saw
     engine.index.close()
     out = tmp_path / "alice.mre.zip"
     export_session(data, "alice", out)
