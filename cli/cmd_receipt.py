@@ -78,6 +78,7 @@ def tlog_proof(**params: Any) -> int:
 @click.argument("event", metavar="EVENTLINE")
 @click.option("--vkey", "vkey", metavar="KEYLINE", multiple=True, help="a trusted note verifier key line (`mre receipt pubkey DATA_DIR --vkey`; repeatable); needed for VERIFIED")
 @json_option("the report as JSON: verdict and every check row")
+@click.option("--policy", metavar="FILE", help="also check the note's witness cosignatures under this tlog-policy (its log keys are trusted as --vkey keys)")
 def verify_proof(**params: Any) -> int:
     """Check a .tlog-proof with the file holding the event's ledger line, under note verifier keys."""
     return run_program(IMPL, "cmd_verify_proof", "verify-proof", params)

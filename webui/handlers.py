@@ -41,11 +41,12 @@ from webui import render_bundle as rb
 from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
+from webui import render_proofs as rp
 from webui import render_receipt as rr
 from webui import render_supersede as rs
 from webui import render_verify as rv
 from webui import supersede as sp
-from webui.inputs import BadInput, read_upload
+from webui.inputs import BadInput, read_policy, read_upload
 from webui.places import scrub
 from webui.service import Service
 from webui.sessions import SessionKeyError, is_old_format, is_session_key, new_session_key
@@ -454,18 +455,20 @@ class UI:
     # -- verify ----------------------------------------------------------------------------
     @edge
     def verify(
-        self, path: object, key: object, progress: gr.Progress = gr.Progress()  # noqa: B008 - Gradio's progress bar
+        self, path: object, key: object, policy: object = None, progress: gr.Progress = gr.Progress()  # noqa: B008 - Gradio's progress bar
     ) -> tuple[Any, ...]:
         """Outputs: (verdict, report table). The verdict opens with what the receipt says (render_receipt). The
-        progress bar shows while the receipt is checked against the ledger (a walk of the chain: long on a big one)."""
+        progress bar shows while the receipt is checked against the ledger (a walk of the chain: long on a big one).
+        `policy`: a witness policy pasted on the tab (issue 33); empty, the app's own (WITNESS_POLICY) is used."""
         empty = table(rv.REPORT_HEADERS, [])
         try:
             raw = read_upload(path)
+            pasted = read_policy(policy)
             progress((0, 1), desc="checking the receipt against the ledger", unit="steps")
             if is_certificate(raw):  # an erasure certificate (from Forget…): dispatch on its payloadType
                 cert, creport, cmode = self.service.verify_certificate(raw, key)
                 return rv.certificate_markdown(cert, creport, cmode), table(rv.REPORT_HEADERS, rv.report_rows(creport))
-            report, mode, home = self.service.verify_where(raw, key)
+            report, mode, home = self.service.verify_where(raw, key, policy=pasted)
         except BadInput as exc:
             return rv.refused_markdown(str(exc)), empty
         except (MalformedReceipt, MalformedCertificate) as exc:
@@ -473,7 +476,9 @@ class UI:
         panel = rr.panel_for(raw, erased=erased_seqs(report))
         where = f"\n\n{rb.imported_note(home)}" if home is not None else ""  # a session the visitor imported
         first = rv.verdict_line(report, mode, rv.signer_of(raw)) + "\n\n"  # the verdict first, then what it says
-        return first + panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
+        witnessed = rp.witness_markdown(report)  # the cosignature rows, when a policy or the receipt brought any
+        witnessed = f"\n\n{witnessed}" if witnessed else ""
+        return first + panel + rv.verdict_markdown(report, mode) + witnessed + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
 
     @edge
     def tamper(

@@ -32,6 +32,13 @@ TAMPER_DOWNLOAD = "tamper-download"
 VERIFY_VERDICT = "verify-verdict"
 VERIFY_REPORT = "verify-report"
 VERIFY_RAW = "verify-raw"  # the accordion holding the raw check rows
+VERIFY_POLICY_BOX = "verify-policy-box"  # the accordion holding the witness policy (issue 33)
+VERIFY_POLICY = "verify-policy"
+VERIFY_PROOFS = "verify-proofs"  # the accordion holding each memory's tlog-proof (issue 33)
+PROOF_PICK = "proof-pick"
+PROOF_TEXT = "proof-text"
+PROOF_DOWNLOAD = "proof-download"
+PROOF_STATUS = "proof-status"
 
 LEDGER_REFRESH = "ledger-refresh"
 LEDGER_STATUS = "ledger-status"

@@ -30,6 +30,7 @@ from receipts import checkpoints, redact
 from receipts.body import parse_receipt
 from receipts.certificate import Certificate, parse_certificate
 from receipts.certificate_check import CertificateReport
+from receipts.cosignature import Policy
 from receipts.keys import KeyConfigError, format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
@@ -302,9 +303,10 @@ class Service:
         report, mode, _home = self.verify_where(raw, key)
         return report, mode
 
-    def verify_where(self, raw: bytes, key: object = None) -> tuple[Report, str, Origin | None]:
+    def verify_where(self, raw: bytes, key: object = None, *, policy: Policy | None = None) -> tuple[Report, str, Origin | None]:
         """(report, mode, the imported session it was checked against). A receipt of a session the caller imported
-        (issue 13) is checked against that import's own folder with the key its bundle carried (bundle.trusted_keys)."""
+        (issue 13) is checked against that import's own folder with the key its bundle carried (bundle.trusted_keys).
+        The witness cosignatures it carries (§22.1) are checked under `policy`, else the app's (WITNESS_POLICY)."""
         receipt = parse_receipt(raw)
         own = session_id(key) if is_session_key(key) else None
         data_dir = None
@@ -318,7 +320,8 @@ class Service:
         else:
             mode, data_dir = MODE_LEDGER, self.data_dir
         source, _receipts, _latest = self._database()
-        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir, source=source), mode, None
+        policy = policy if policy is not None else self.engine.witnesses
+        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir, source=source, policy=policy), mode, None
 
     def _database(self) -> tuple[Any, Any, Any]:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited
