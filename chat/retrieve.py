@@ -23,6 +23,8 @@ from facts.asked import asks_about_past
 from receipts.ranking import Ranked
 from retrieval.model import Hit
 
+RESOLVED = "an earlier statement of what the question asks about, or its place given to the newest one (resolved for now)"
+
 if TYPE_CHECKING:
     from chat.citing import Cites
     from storage.api import SearchIndex
@@ -37,6 +39,9 @@ class Retrieved:
     left_out: list[Supersession]  # the supersessions that kept an event out of the top K (FORMAT.md §20)
     mode: str = "lexical"  # how the search that chose them ran: "hybrid" with the semantic extra (FORMAT.md §25)
     rules: tuple[str, ...] = field(default=())  # the rules that left an event out of the K or gave one a place (§24)
+    # seq -> (its rank in the search without the rules, why it is not in `hits`), for each event that search ranked
+    # in its top K and the rules left out
+    why_out: dict[int, tuple[int, str]] = field(default_factory=dict)
 
     def ranked(self) -> list[Ranked]:
         """The list as a receipt commits it (§24): seq, the score the ranking used, how it matched."""
@@ -59,7 +64,9 @@ def retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: str
     if not state.revoked and not superseded:
         first = index.search(session, message, k, exclude_seqs=also)
         hits = _with_newest(index, session, message, k, list(first.results), list(also), past, rules)
-        return Retrieved(hits, [], [], first.mode, tuple(sorted(rules)))
+        kept = {h.seq for h in hits}
+        gone = {h.seq: (i, RESOLVED) for i, h in enumerate(first.results, start=1) if h.seq not in kept}
+        return Retrieved(hits, [], [], first.mode, tuple(sorted(rules)), gone)
     why = withheld(cites, session, state)  # the one rule every model call takes its texts through
     echoes = cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
     left = [*also, *why, *dead, *echoes]
@@ -76,7 +83,23 @@ def retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: str
             rules.add("quotes-superseded")
     excluded = {why[s].seq: why[s] for s in top if s in why}
     left_out = {s: dead[s] for s in top if s in dead}
-    return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode, tuple(sorted(rules)))
+    kept = {h.seq for h in hits}
+    out: dict[int, tuple[int, str]] = {}
+    for i, s in enumerate(top, start=1):
+        if s in kept:
+            continue
+        if s in why:
+            r = why[s]
+            out[s] = (i, f"revoked (control record at seq {r.control_seq})" if s in state.revoked else f"may quote revoked seq {r.seq}")
+        elif s in dead:
+            out[s] = (i, f"superseded by seq {dead[s].new_seq}")
+        elif s in echoes:
+            out[s] = (i, f"may quote superseded seq {echoes[s].old_seq}")
+        else:
+            out[s] = (i, RESOLVED)
+    return Retrieved(
+        hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode, tuple(sorted(rules)), out
+    )
 
 
 def _with_newest(index: SearchIndex, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool, rules: set[str]) -> list[Hit]:

@@ -157,6 +157,9 @@ class Difference:
     what: str
 
     def line(self) -> str:
+        if self.rank == 0:  # not a rank: the list's rules
+            return self.what
+
         def shown(r: Ranked | None) -> str:
             return "nothing" if r is None else f"seq {r.seq} (score {score_text(r.score)}, {r.match})"
 
