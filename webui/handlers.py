@@ -42,6 +42,7 @@ from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
 from webui import render_receipt as rr
+from webui import render_replay as rp
 from webui import render_supersede as rs
 from webui import render_verify as rv
 from webui import supersede as sp
@@ -473,7 +474,14 @@ class UI:
         panel = rr.panel_for(raw, erased=erased_seqs(report))
         where = f"\n\n{rb.imported_note(home)}" if home is not None else ""  # a session the visitor imported
         first = rv.verdict_line(report, mode, rv.signer_of(raw)) + "\n\n"  # the verdict first, then what it says
-        return first + panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
+        why = self._why_these(raw, report, mode)
+        return first + panel + rv.verdict_markdown(report, mode) + where + why, table(rv.REPORT_HEADERS, rv.report_rows(report))
+
+    def _why_these(self, raw: bytes, report: Any, mode: str) -> str:
+        """"Why these memories" under a verified receipt of the visitor's own session: the replay of its ranking
+        (issue 34). A replay that cannot run says why in the section, never in place of the verdict."""
+        got = self.service.replay(raw, report, mode)
+        return "\n\n" + (rp.skipped_markdown(got) if isinstance(got, str) else rp.replay_markdown(got))
 
     @edge
     def tamper(
