@@ -170,3 +170,14 @@ def test_search_as_of_a_questions_seq_gives_its_receipts_memories(scripted: Scri
         (question,) = scripted.stores.ledger.read_events(S, [q])
         got = search_as_of(scripted.stores, Cites(scripted.stores), S, question.text, body["k"], q)
         assert [h.seq for h in got.hits] == [m["event"]["seq"] for m in body["memories"]], name
+
+
+def test_a_copy_with_a_memory_withheld_still_replays(scripted: Scripted) -> None:
+    from receipts import redact
+
+    raw = scripted.receipts["plain"]
+    first = parse_receipt(raw).signed_body["memories"][0]["event"]["seq"]
+    copy_ = redact(raw, [first])
+    assert first not in parse_receipt(copy_).disclosures  # its text is gone from the copy; its seq and score are signed
+    got = scripted.replay(copy_)
+    assert got.verdict == REPLAYED and got.committed[0].seq == first, got.lines()
