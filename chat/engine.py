@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
-from chat.retrieve import Retrieved, retrieve
+from chat.retrieve import RETRIEVAL, Retrieved, ranking_config_of, retrieve
 from chat.supersede import record_supersessions
 from chat.withheld import check_handed, model_view
 from control.revocation import current as current_controls
@@ -47,9 +47,7 @@ from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
 from receipts.ranking import ranking_part
 from receipts.states import states_part
-from retrieval.config import ranking_config
 from retrieval.model import Hit, SearchError, check_k
-from retrieval.sql import TOKENIZER
 from storage.local import load_or_create
 from storage.stores import Stores, file_stores, open_stores
 
@@ -59,7 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
-RETRIEVAL = "fts5-bm25+collapse/v1"
 
 
 class TurnError(RuntimeError):
@@ -344,7 +341,7 @@ class Engine:
 
     def ranking_config(self) -> dict[str, object]:
         """The configuration this engine's searches rank with (docs/FORMAT.md §24)."""
-        return ranking_config(self.index.config, method=RETRIEVAL, tokenizer=TOKENIZER)
+        return ranking_config_of(self.index)
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])

@@ -21,21 +21,18 @@ from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING, Any
 
-from chat.retrieve import Retrieved, retrieve
+from chat.retrieve import Retrieved, ranking_config_of, retrieve
 from control.revocation import current as current_controls
 from control.state import ControlState, derive
 from ledger.event import is_erasure_record
 from receipts.body import RECEIPT_VERSION_2, Receipt
 from receipts.ranking import Difference, Ranked, committed, compare, config_hash, score_text
-from retrieval.config import ranking_config
-from retrieval.sql import TOKENIZER
 from storage.asof import PrefixUnavailable, prefix_index
 
 if TYPE_CHECKING:
     from chat.citing import Cites
     from storage.api import SearchIndex, Stores
 
-RETRIEVAL = "fts5-bm25+collapse/v1"  # chat.engine.RETRIEVAL (the method name every receipt's `retrieval` holds)
 REPLAYED, DIFFERS, NOT_REPLAYABLE = "replayed", "differs", "not_replayable"
 EXIT = {REPLAYED: 0, DIFFERS: 1, NOT_REPLAYABLE: 3}
 
@@ -173,7 +170,7 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
     rk = body["ranking"]
     want = committed(rk)
     cited = len(body["consent"]["proposed"]) if "consent" in body else len(body["memories"])
-    mine = ranking_config(stores.index.config, method=RETRIEVAL, tokenizer=TOKENIZER)
+    mine = ranking_config_of(stores.index)
     if config_hash(mine) != rk["config_sha256"]:
         return cannot(f"ranked under configuration {rk['config']} sha256 {rk['config_sha256'][:16]}…; this deployment ranks under "
                       f"{mine['name']} sha256 {config_hash(mine)[:16]}…")

@@ -21,7 +21,17 @@ from control.state import ControlState, Revocation
 from control.supersession_state import Supersession
 from facts.asked import asks_about_past
 from receipts.ranking import Ranked
+from retrieval.config import ranking_config
 from retrieval.model import Hit
+from retrieval.sql import TOKENIZER
+
+RETRIEVAL = "fts5-bm25+collapse/v1"  # the method's name: every receipt's `retrieval`, and its ranking config's `method`
+
+
+def ranking_config_of(index: SearchIndex) -> dict[str, object]:
+    """The configuration `index` ranks with, as a receipt's `ranking` commits to its hash (docs/FORMAT.md §24)."""
+    return ranking_config(index.config, method=RETRIEVAL, tokenizer=TOKENIZER)
+
 
 RESOLVED = "an earlier statement of what the question asks about, or its place given to the newest one (resolved for now)"
 
@@ -114,4 +124,4 @@ def _with_newest(index: SearchIndex, session: str, message: str, k: int, hits: l
     return got
 
 
-__all__ = ["Retrieved", "retrieve"]
+__all__ = ["RETRIEVAL", "Retrieved", "ranking_config_of", "retrieve"]
