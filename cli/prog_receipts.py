@@ -458,6 +458,9 @@ def build_parser() -> Parser:
     from cli.prog_witness import add_parsers  # cosign, verify-note (witnesses: c2sp.org/tlog-witness)
 
     add_parsers(sub)
+    from cli.prog_replay import add_parsers as add_replay  # replay (docs/FORMAT.md §24)
+
+    add_replay(sub)
     return parser
 
 

@@ -43,6 +43,7 @@ from webui import render_forget as rf
 from webui import render_history as rh
 from webui import render_proofs as rp
 from webui import render_receipt as rr
+from webui import render_replay as ry
 from webui import render_supersede as rs
 from webui import render_verify as rv
 from webui import supersede as sp
@@ -478,7 +479,14 @@ class UI:
         first = rv.verdict_line(report, mode, rv.signer_of(raw)) + "\n\n"  # the verdict first, then what it says
         witnessed = rp.witness_markdown(report)  # the cosignature rows, when a policy or the receipt brought any
         witnessed = f"\n\n{witnessed}" if witnessed else ""
-        return first + panel + rv.verdict_markdown(report, mode) + witnessed + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
+        why = self._why_these(raw, report, mode)
+        return first + panel + rv.verdict_markdown(report, mode) + witnessed + where + why, table(rv.REPORT_HEADERS, rv.report_rows(report))
+
+    def _why_these(self, raw: bytes, report: Any, mode: str) -> str:
+        """"Why these memories" under a verified receipt of the visitor's own session: the replay of its ranking
+        (issue 34). A replay that cannot run says why in the section, never in place of the verdict."""
+        got = self.service.replay(raw, report, mode)
+        return "\n\n" + (ry.skipped_markdown(got) if isinstance(got, str) else ry.replay_markdown(got))
 
     @edge
     def tamper(

@@ -19,6 +19,7 @@ from typing import Any
 from bundle import Origin
 from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
+from chat.replay import Replay, replay
 from chat.withheld import withheld
 from control.revocation import current as current_controls
 from control.settle import ErasureUnfinished, settle, settled
@@ -47,6 +48,7 @@ from webui.render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE
 from webui.sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from webui.tamper import Tampered, tamper
 
+REPLAY_MAX_EVENTS = 200_000  # the Verify tab replays a receipt whose search saw at most this many events (seconds)
 log = logging.getLogger("webui")
 RESTORE_EVENTS = 200  # how much of a session a reload puts back on screen
 HISTORY_UNCHECKED = "the history could not be checked just now; the details are in the server log"
@@ -322,6 +324,21 @@ class Service:
         source, _receipts, _latest = self._database()
         policy = policy if policy is not None else self.engine.witnesses
         return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir, source=source, policy=policy), mode, None
+
+    def replay(self, raw: bytes, report: Report, mode: str) -> Replay | str:
+        """Why these memories (issue 34): the replay of a receipt's ranking (chat.replay) — only for a receipt of the
+        visitor's own session that verified against its ledger here; else why it is not replayed here (a sentence)."""
+        if mode != MODE_LEDGER:
+            return "Replayed only for a receipt of your own session, checked against its ledger here."
+        if report.verdict != "verified":
+            return "Not replayed: the receipt did not verify (a ranking nobody signed would be compared)."
+        receipt = parse_receipt(raw)
+        indexed = receipt.signed_body.get("ranking", {}).get("indexed", 0)
+        if indexed > REPLAY_MAX_EVENTS:
+            return (f"Not replayed here: the search saw {indexed:,} events, over this app's {REPLAY_MAX_EVENTS:,}; "
+                    "`python -m receipts replay RECEIPT --data DATA_DIR --trust PUBKEY` replays it.")
+        with self.settled(receipt.session):
+            return replay(self.engine.stores, self.engine.cites, receipt)
 
     def _database(self) -> tuple[Any, Any, Any]:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited
