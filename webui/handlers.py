@@ -399,11 +399,16 @@ class UI:
         include_revoked: object = False,
         explain: object = False,
         include_superseded: object = False,
+        as_of: object = "",
     ) -> tuple[Any, ...]:
         """Outputs: (status, results, explanation). A refused or failed query empties all three: the last query's
         results never stay on screen under a status that is not theirs. Revoked memories only when asked, labelled;
         superseded ones (issue 12) likewise, struck through and naming the seq that replaced them.
-        `explain` ("explain each hit"): why each hit ranked where it did, under the table; empty otherwise."""
+        `explain` ("explain each hit"): why each hit ranked where it did, under the table; empty otherwise.
+        `as_of` (issue 34): a ledger size — what a turn asked when the session held that many events would have been
+        handed, under that time's revocations and supersessions, and what a rule left out; empty: now."""
+        if isinstance(as_of, str) and as_of.strip():
+            return self._search_as_of(query, k, key, as_of)
         try:
             resp = self.service.search(
                 key,
@@ -437,6 +442,17 @@ class UI:
             r.search_explanation(resp.results, revoked, superseded),
         )
 
+    def _search_as_of(self, query: object, k: object, key: object, as_of: str) -> tuple[Any, ...]:
+        try:
+            size, got = self.service.search_as_of(key, query, k, as_of)
+        except KNOWN as exc:
+            return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, []), ""
+        except Exception as exc:  # noqa: BLE001 - the edge
+            log.error("search as of failed (%s at %s)", type(exc).__name__, raised_at(exc))  # no message: it may quote the query
+            return r.search_refused("the search failed on the server; the details are in the server log"), table(r.SEARCH_HEADERS, []), ""
+        rows = r.search_rows(got.hits)
+        return r.as_of_status(size, len(got.hits), got.rules), table(r.SEARCH_HEADERS, rows), r.as_of_left_out(got.why_out)
+
     @edge
     def search_again(
         self,
@@ -446,12 +462,13 @@ class UI:
         include_revoked: object = False,
         explain: object = False,
         include_superseded: object = False,
+        as_of: object = "",
     ) -> tuple[Any, ...]:
         """After a revoke, restore or correction from the Manual search tab: the same search again (its labels
         changed); nothing when no query was typed."""
         if not isinstance(query, str) or not query.strip():
             return gr.skip(), gr.skip(), gr.skip()
-        return self.search(query, k, key, include_revoked, explain, include_superseded)
+        return self.search(query, k, key, include_revoked, explain, include_superseded, as_of)
 
     # -- verify ----------------------------------------------------------------------------
     @edge

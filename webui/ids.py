@@ -84,6 +84,7 @@ RESTORE_SEARCH_BUTTON = "restore-search-button"
 CONTROL_SEARCH_STATUS = "control-search-status"
 SEARCH_INCLUDE_REVOKED = "search-include-revoked"
 SEARCH_EXPLAIN = "search-explain"  # the "explain each hit" checkbox
+SEARCH_AS_OF = "search-as-of"  # the "as of" box: search the memory as it stood at a ledger size (issue 34)
 SEARCH_EXPLANATION = "search-explanation"  # why each hit ranked where it did (under the results)
 REVOKE_LEDGER_BUTTON = "revoke-ledger-button"
 RESTORE_LEDGER_BUTTON = "restore-ledger-button"

@@ -245,6 +245,10 @@ def _components(service: Service) -> Page:
                     False, label=rs.INCLUDE_SUPERSEDED_LABEL, elem_id=ids.SEARCH_INCLUDE_SUPERSEDED, scale=1
                 )
                 explain_hits = gr.Checkbox(False, label="explain each hit", elem_id=ids.SEARCH_EXPLAIN, scale=1)
+                as_of = gr.Textbox(
+                    label="as of (events; empty: now)", placeholder="now", max_length=20, elem_id=ids.SEARCH_AS_OF, scale=1
+                )
+                as_of_state = gr.State("")  # what the box holds: /search keeps its six inputs for API clients
             search_status = gr.Markdown(elem_id=ids.SEARCH_STATUS, latex_delimiters=[])
             results = gr.Dataframe(
                 headers=r.SEARCH_HEADERS,

@@ -19,7 +19,8 @@ from typing import Any
 from bundle import Origin
 from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
-from chat.replay import Replay, replay
+from chat.replay import AsOfError, Replay, replay, search_as_of
+from chat.retrieve import Retrieved
 from chat.withheld import withheld
 from control.revocation import current as current_controls
 from control.settle import ErasureUnfinished, settle, settled
@@ -214,6 +215,31 @@ class Service:
             exclude |= set(state.supersessions.superseded)
         try:
             return self.engine.index.search(session, q, k_, exclude_seqs=sorted(exclude), explain=explain)
+        except SearchError as exc:
+            raise BadInput(str(exc)) from None
+
+    def search_as_of(self, key: object, query: object, k: object, as_of: str) -> tuple[int, Retrieved]:
+        """Manual search's "as of" (issue 34): (the size, the turn's retrieval over the session as it stood when its
+        ledger held `as_of` events — chat.replay.search_as_of). BadInput, one line, for a size that is not a whole
+        number within the session, or over REPLAY_MAX_EVENTS when it is not the session's size now (an index of that
+        many events is built for the answer)."""
+        session = self.session(key)
+        k_, q = parse_k(k, K_MAX), check_query(query)
+        text = as_of.strip()
+        led = self.engine.ledger
+        now = led.head(session)[0] if led.exists(session) else 0
+        if not (text.isascii() and text.isdigit()) or int(text) > now:
+            raise BadInput(f"as of: expected a number of events from 0 to {now} (this session's size now), or empty for now")
+        size = int(text)
+        if size != now and size > REPLAY_MAX_EVENTS:
+            raise BadInput(f"as of: {size:,} events is over this app's {REPLAY_MAX_EVENTS:,} for a past size; "
+                           "`python -m retrieval search DATA SESSION QUERY --as-of SIZE` answers it")
+        self.settle(session)
+        try:
+            with self.settled(session):
+                return size, search_as_of(self.engine.stores, self.engine.cites, session, q, k_, size)
+        except AsOfError as exc:
+            raise BadInput(f"as of: {exc}") from None
         except SearchError as exc:
             raise BadInput(str(exc)) from None
 

@@ -190,13 +190,14 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
         chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
     turn.then(ui.turn_tools, [p.key_state], turn_tool_outputs, api_name="chat_tools", api_visibility="private")
     gr.on(
-        [p.query.submit, p.search_btn.click, p.include_revoked.input, p.explain_hits.input, p.include_superseded.input],
+        [p.query.submit, p.search_btn.click, p.include_revoked.input, p.explain_hits.input, p.include_superseded.input, p.as_of.submit],
         ui.search,
-        [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded],
+        [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded, p.as_of_state],
         [p.search_status, p.results, p.search_explain],
         api_name="search",
         api_visibility=UNDOCUMENTED,
     )
+    p.as_of.change(lambda text: text, p.as_of, p.as_of_state, queue=False, api_visibility="private")
     p.verify_policy.change(lambda text: text, p.verify_policy, p.policy_state, queue=False, api_visibility="private")
     verified = gr.on(
         [p.upload.upload, p.verify_btn.click],
@@ -290,7 +291,7 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
             None, None, None, js=SHOW_FORGET_BOX
         )
     # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
-    search_inputs = [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded]
+    search_inputs = [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded, p.as_of_state]
     # A refusal is the status line (and a toast), not an error (issue 28 §6): each control's own State says whether it
     # changed anything, and the refreshes after it run only then (if_changed). One State per control: a revoke refused
     # while a correction of the same row is still running reads its own outcome.

@@ -80,3 +80,44 @@ def test_a_verify_of_garbage_has_no_replay_section(ui: UI, tmp_path: Path) -> No
     assert TITLE not in verdict
 
 
+
+
+def search(ui: UI, key: str, query: str, as_of: str) -> tuple[str, list[list[object]], str]:
+    status, table, explanation = ui.search(query, 8, key, False, False, False, as_of)
+    return status, table["data"], explanation
+
+
+def test_manual_search_as_of_a_questions_size_gives_its_receipts_memories(ui: UI) -> None:
+    import json
+
+    key = new_session_key()
+    turn(ui, key, "My locker code is 4711")
+    revoke(ui.service.data_dir, session_id(key), 0, stores=ui.service.engine.stores, key=ui.service.engine.key)
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = json.loads(Path(turn(ui, key, "Where does my sister live?")).read_text())
+    import base64
+
+    body = json.loads(base64.b64decode(receipt["payload"]))
+    q = body["query"]["event"]["seq"]
+    status, rows, left = search(ui, key, "Where does my sister live?", str(q))
+    assert status.startswith(f"**As of {q} events**")
+    assert [row[2] for row in rows] == [m["event"]["seq"] for m in body["memories"]]
+    turn(ui, key, "My sister moved to Porto")  # later history: the answer as of that size does not change
+    again = search(ui, key, "Where does my sister live?", str(q))[1]
+    assert [row[2] for row in again] == [row[2] for row in rows]
+
+
+@pytest.mark.parametrize("as_of", ["-1", "abc", "1e3", "99999", " 12 34 ", "../etc"])
+def test_a_bad_as_of_is_one_line_and_empties_the_results(ui: UI, as_of: str) -> None:
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    status, rows, left = search(ui, key, "sister", as_of)
+    assert "as of: expected a number of events from 0 to" in status and rows == [] and left == ""
+    assert "/" not in status.split("as of:", 1)[1]  # no path of the server
+
+
+def test_empty_as_of_is_a_search_of_now(ui: UI) -> None:
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    status, rows, _ = search(ui, key, "sister", "  ")
+    assert "As of" not in status and rows
