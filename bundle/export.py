@@ -35,6 +35,7 @@ from bundle.format import (
     key_member,
     zip_date_time,
 )
+from bundle.notes import NoteCollector
 from control.settle import ErasureUnfinished, settled
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
@@ -182,14 +183,19 @@ def export_session(
                         zipfile.ZipFile(raw_out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
                     members.append(_write_stream(z, _entry(LEDGER_NAME, date_time), chunks, progress, total))
                     members.append(_write_bytes(z, _entry(CHECKPOINT_NAME, date_time), checkpoints.checkpoint_file_bytes(cp)))
+                    witnessed = NoteCollector(signer)  # §21.1: the cosignatures the receipts carry, per tree head
                     for i, (name, read) in enumerate(receipts, start=1):
-                        members.append(_write_bytes(z, _entry(f"receipts/{name}", date_time), read()))
+                        raw = read()
+                        witnessed.add(raw)
+                        members.append(_write_bytes(z, _entry(f"receipts/{name}", date_time), raw))
                         if progress is not None:
                             progress(size + i, total, "receipts")
                     for i, (name, body) in enumerate(certs, start=1):
                         members.append(_write_bytes(z, _entry(f"certificates/{name}", date_time), body))
                         if progress is not None:
                             progress(size + len(receipts) + i, total, "certificates")
+                    for name, note in witnessed.members():  # none for a session no witness cosigned: its bytes are as before
+                        members.append(_write_bytes(z, _entry(name, date_time), note))
                     pub = signer.public_key
                     members.append(_write_bytes(z, _entry(key_member(pub.key_id), date_time), format_public_key(pub).encode()))
                     payload = build_manifest(

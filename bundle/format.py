@@ -8,6 +8,7 @@ A bundle is one zip file holding one session:
     receipts/<receipt_id>.json        every receipt of the session (§10, §15)
     certificates/<name>.json          every erasure certificate of the session (§16)
     keys/ed25519-<16 hex>.pub         the public key that signed them (the trust-format JSON line of §9)
+    notes/<size>.note                 each witnessed checkpoint as a signed note with its cosignatures (§21.1, optional)
 
 The manifest (the envelope's payload, canonical JSON):
 
@@ -50,7 +51,8 @@ MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # 200,000 members at ~150 bytes each, bas
 
 MEMBER_RE = re.compile(
     r"(?:ledger/events\.jsonl|checkpoint\.json|receipts/rcpt_[0-9a-f]{32}\.json"
-    r"|certificates/erasure-[A-Za-z0-9_-]{1,64}-[0-9A-Za-z_-]{1,80}\.json|keys/ed25519-[0-9a-f]{16}\.pub)"
+    r"|certificates/erasure-[A-Za-z0-9_-]{1,64}-[0-9A-Za-z_-]{1,80}\.json|keys/ed25519-[0-9a-f]{16}\.pub"
+    r"|notes/(?:0|[1-9][0-9]{0,19})\.note)"  # §21.1: a witnessed checkpoint as a signed note (bundle.notes)
 )
 MANIFEST_FIELDS = ("format", "session", "exported_at", "events", "chain_head", "signer", "members")
 MEMBER_FIELDS = ("name", "size", "sha256")

@@ -145,7 +145,7 @@ def _target(data: Path, session: str, name: str) -> Path:
     if name == CHECKPOINT_NAME:
         return sdir / "checkpoint.json"
     folder, base = name.split("/", 1)
-    return {"receipts": sdir / "receipts", "certificates": data / "erasures", "keys": data / "bundle-keys"}[folder] / base
+    return {"receipts": sdir / "receipts", "certificates": data / "erasures", "keys": data / "bundle-keys", "notes": sdir / "notes"}[folder] / base
 
 
 WORDS = ("receipts/", "certificates/")  # with LEDGER_NAME: the members that quote what a session said

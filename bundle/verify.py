@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundle.format import CHECKPOINT_NAME, MANIFEST_PAYLOAD_TYPE
+from bundle.notes import FOLDER as NOTES
+from bundle.notes import NOTE_RE, check_notes
 from bundle.read import Opened, check_zip, open_bundle
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.certificate import MalformedCertificate, parse_certificate
 from receipts.certificate_check import verify_certificate
 from receipts.checkpoints import MalformedCheckpoint, check_since, parse_checkpoint
+from receipts.cosignature import Policy
 from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.report import Check, Report, Rows
@@ -124,7 +127,7 @@ def _checkpoint(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[P
             r.take(names[c.name], c)
 
 
-def _receipts(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey]) -> None:
+def _receipts(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey], policy: Policy | None = None) -> None:
     for file_name, read in opened.words("receipts", "rcpt_*.json"):
         stem = file_name.removesuffix(".json")
         name = f"receipt {stem}"
@@ -137,7 +140,7 @@ def _receipts(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[Pub
             r.add(name, False, "the file's name or session is not the receipt's own", f"{stem} of {opened.manifest.session}", f"{receipt.receipt_id} of {receipt.session}")
             continue
         own = None if trusted else next((k for k in opened.keys), None)
-        report = verify_receipt(receipt, list(trusted), facts, untrusted=own)
+        report = verify_receipt(receipt, list(trusted), facts, untrusted=own, policy=policy)
         verdict = report.verdict
         if verdict == "failed":
             first = report.failed[0]
@@ -176,9 +179,22 @@ def _certificates(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence
             r.na(name, "nothing failed against the bundle's ledger; some rows not verifiable (no --trust key?)")
 
 
-def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleReport:
+def _notes(r: Rows, opened: Opened, facts: LedgerFacts, trusted: Sequence[PublicKey], policy: Policy | None) -> None:
+    """§21.1: each witnessed checkpoint the bundle carries (notes/<size>.note), against its ledger, under `policy`."""
+    folder = opened.data / "sessions" / opened.manifest.session / NOTES
+    names = sorted((m.name for m in opened.manifest.members if NOTE_RE.fullmatch(m.name)), key=lambda n: int(n[len(NOTES) + 1 : -5]))
+    notes = [(n, (folder / n.split("/", 1)[1]).read_bytes()) for n in names]
+    check_notes(
+        r, notes, session=opened.manifest.session, verified=facts.verified, root_at=facts.root_at,
+        chain_at=lambda n: facts.event_at(n - 1).get("chain"), trusted=trusted, own=[] if trusted else opened.keys, policy=policy,
+    )
+
+
+def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = (), *, policy: Policy | None = None) -> BundleReport:
     """The checks over a bundle `bundle.read.open_bundle` accepted (over its staging folder and, when opened
-    `unnamed`, its nameless files); nothing of the walk is kept after (its audit cache is in a folder of its own)."""
+    `unnamed`, its nameless files); nothing of the walk is kept after (its audit cache is in a folder of its own).
+    `policy` (a c2sp.org/tlog-policy): the witness cosignatures the bundle's receipts and notes carry are checked
+    under it (§21.1), and a bundle with no witnessed note fails its quorum unless the policy needs none."""
     r = Rows()
     m = opened.manifest
     r.add("bundle.structure", True, f"one canonical zip of {len(m.members) + 1} members from byte 0 to its end record: names, types, sizes, ratios and totals within the caps, no member twice or sharing bytes")
@@ -200,8 +216,9 @@ def verify_opened(opened: Opened, trusted: Sequence[PublicKey] = ()) -> BundleRe
     with owned_folder() as scratch, Auditor.of(LedgerAt(opened.data, ledger=opened.ledger, cache=scratch / CACHE), full=True).facts(m.session) as facts:
         if _ledger(r, facts, opened):
             _checkpoint(r, opened, facts, trusted)
-            _receipts(r, opened, facts, trusted)
+            _receipts(r, opened, facts, trusted, policy)
             _certificates(r, opened, facts, trusted)
+            _notes(r, opened, facts, trusted, policy)
     return BundleReport(str(opened.path), m.session, m.events, tuple(r.rows))
 
 
@@ -241,7 +258,8 @@ def staged(
         z.close()
 
 
-def verify_file(path: str | os.PathLike[str], trusted: Sequence[PublicKey] = ()) -> BundleReport:
-    """Check the bundle at `path` (BundleError if its structure is refused), its words never named on disk."""
+def verify_file(path: str | os.PathLike[str], trusted: Sequence[PublicKey] = (), *, policy: Policy | None = None) -> BundleReport:
+    """Check the bundle at `path` (BundleError if its structure is refused), its words never named on disk; the
+    witnesses' cosignatures under `policy` when given."""
     with staged(path, unnamed=True) as opened:
-        return verify_opened(opened, trusted)
+        return verify_opened(opened, trusted, policy=policy)

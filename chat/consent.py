@@ -37,6 +37,7 @@ from chat.engine import Consent, InputError, Turn, TurnError, check_message, log
 from control.revocation import current as current_controls
 from ledger.canonical import canonical_json
 from ledger.event import EventError, now_ts, validate_session_id
+from receipts.ranking import ranking_part
 from retrieval.model import Hit, SearchError, check_k
 
 if TYPE_CHECKING:
@@ -140,9 +141,13 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
     now = engine.clock()
     store.sweep(now)
     with engine.backend.turn_lock(session):
-        hits, excluded = engine._retrieve(session, message, k, [])
+        engine.index.index_session(session)  # the search sees the whole ledger as it stands (FORMAT.md §24)
+        size = engine.ledger.head(session)[0]
+        got = engine._retrieve_all(session, message, k, [])
+        hits, excluded = got.hits, got.excluded
         if hits:
             engine._memories(session, hits)  # the index agrees with the ledger, or the proposal is refused
+        ranking = ranking_part(config=engine.ranking_config(), indexed=size, controls=size, rules=got.rules, ranked=got.ranked())
     nonce = os.urandom(16).hex()
     expires = int(now) + TOKEN_TTL
     pending: dict[str, Any] = {
@@ -159,6 +164,7 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
              "context_only": h.context_only, "echo": h.echo}  # not in the MAC's digest: shown in the stamps, never signed
             for i, h in enumerate(hits, start=1)
         ],
+        "ranking": ranking,  # how they were ranked, for the receipt (FORMAT.md §24); not in the MAC's digest either
     }
     mac = token_mac(_secret(store), session, nonce, proposal_digest(pending), expires)
     store.save(session, nonce, pending)
@@ -272,7 +278,9 @@ def answer(engine: Engine, token: object, approved_ids: Iterable[object], *, ses
                 hits = [_hit(sess, c, ev) for c, ev in zip(chosen, memories, strict=True)]
                 excluded = [state.revoked[s] for s in pending["excluded"] if s in state.revoked]
                 consent = Consent(proposed, pending["proposed_at"], frozenset(c["seq"] for c in chosen))
-                return engine._complete(sess, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, consent)
+                return engine._complete(
+                    sess, message, k, receipt_id, on_delta, user_ev, hits, memories, excluded, consent, ranking=pending.get("ranking")
+                )
             except TurnError:
                 raise
             except Exception as exc:

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from chat.citing import Cites
 from chat.llm import LLM, Completion
+from chat.retrieve import RETRIEVAL, Retrieved, ranking_config_of, retrieve
 from chat.stand_ins import StandIns
-from chat.supersede import record_supersessions, resolved_for_now
-from chat.withheld import check_handed, model_view, withheld
+from chat.supersede import record_supersessions
+from chat.withheld import check_handed, model_view
 from control.revocation import current as current_controls
 from control.settings import SettingsError, refuse_direct_turn
 from control.settle import ErasureUnfinished, settle
@@ -38,7 +39,6 @@ from control.steps import delete_session
 from control.suggestions import keep_suggestions
 from control.supersession_state import Supersession
 from control.where import where
-from facts.asked import asks_about_past
 from ledger import Event
 from ledger.canonical import dumps_unchecked
 from ledger.event import EventError, now_ts, validate_session_id
@@ -46,6 +46,7 @@ from receipts import body as rbody
 from receipts import checkpoints
 from receipts.keys import SigningKey
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
+from receipts.ranking import ranking_part
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
 from storage.local import load_or_create
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chat")
 MAX_MESSAGE_CHARS = 8000
-RETRIEVAL = "fts5-bm25+collapse/v1"
 
 
 class TurnError(RuntimeError):
@@ -76,16 +76,6 @@ class Consent:
     proposed: list[Event]
     proposed_at: str
     approved: frozenset[int] = frozenset()
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """What retrieval chose for a turn, and why it left events out."""
-
-    hits: list[Hit]
-    excluded: list[Revocation]  # the revocations that kept an event out of the top K (FORMAT.md §17)
-    left_out: list[Supersession]  # the supersessions that kept an event out of the top K (FORMAT.md §20)
-    mode: str = "lexical"  # how the search that chose them ran: "hybrid" with the semantic extra (FORMAT.md §25)
 
 
 @dataclass(frozen=True)
@@ -299,6 +289,9 @@ class Engine:
             raise InputError(str(exc)) from None
 
     def _turn(self, session: str, message: str, k: int, receipt_id: str, on_delta: Callable[[str], None] | None) -> Turn:
+        # the index holds every event before the question (a failure note, say, is appended unindexed): the search
+        # sees exactly the ledger's events below the question's seq, as its receipt says (FORMAT.md §24)
+        self.index.index_session(session)
         # 1. the user's message
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
         try:
@@ -329,11 +322,14 @@ class Engine:
         # nor an answer that may quote a superseded statement (control events are not in the index).
         # Search before indexing it: the index gives each event its neighbours' words as context, so
         # once the new message is indexed, the turns just before it would match its own words.
+        controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
         got = self._retrieve_all(session, message, k, [user_ev.seq])
         self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
         memories = self._memories(session, got.hits)
+        ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(
-            session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode
+            session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode,
+            ranking=ranking,
         )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
@@ -342,47 +338,13 @@ class Engine:
         return got.hits, got.excluded
 
     def _retrieve_all(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
-        """`_retrieve_among`, never handing back one of the offline stand-in's replies (chat.stand_ins: boilerplate
-        and quotes, not a memory; left out before the search's limit like the events in `also`)."""
-        return self.stand_ins.left_out(session, lambda skip: self._retrieve_among(session, message, k, [*also, *skip]), lambda got: got.hits)
+        """The top K, and the revocations and supersessions that kept an event out of it (chat.retrieve, under the
+        control state now), never one of the offline stand-in's replies (chat.stand_ins)."""
+        return retrieve(self.index, self.cites, current_controls(self.ledger, session), session, message, k, also, stand_ins=self.stand_ins)
 
-    def _retrieve_among(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
-        """The top K, and the revocations and supersessions that kept an event out of it.
-
-        Superseded events are left out like revoked ones, unless the question asks about the past
-        (facts.asks_about_past): then they may rank, and the prompt marks each (FORMAT.md §20). Every answer
-        that cited a superseded event (or such an answer) is left out always, past question or not: it may repeat
-        the dead fact with no mark, and the marked statement itself says it better. The receipt does not list those
-        answers (`states.excluded` names superseded events only), nor their supersession unless the event ranked.
-
-        Left out: each revoked event, and each answer whose turn cited one (or cited such an answer: its words may
-        repeat the revoked ones; chat.citing). The revocations returned are those in force for what the same search
-        without them would have returned in its top K — a revoked event, or an answer that may quote it (then the
-        revocation of the event it may quote) — once each, by revoked seq; the receipt lists them (FORMAT.md §17)."""
-        state = current_controls(self.ledger, session)
-        superseded = state.supersessions.superseded
-        past = asks_about_past(message)
-        dead = {} if past else superseded
-        if not state.revoked and not superseded:
-            first = self.index.search(session, message, k, exclude_seqs=also)
-            return Retrieved(self._with_newest(session, message, k, list(first.results), also, past), [], [], first.mode)
-        why = withheld(self.cites, session, state)  # the one rule every model call takes its texts through
-        echoes = self.cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
-        left = [*also, *why, *dead, *echoes]
-        resp = self.index.search(session, message, k, exclude_seqs=left)
-        hits = self._with_newest(session, message, k, list(resp.results), left, past)
-        unrestricted = self.index.search(session, message, k, exclude_seqs=also)
-        excluded = {why[h.seq].seq: why[h.seq] for h in unrestricted.results if h.seq in why}
-        left_out = {h.seq: dead[h.seq] for h in unrestricted.results if h.seq in dead}
-        return Retrieved(hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode)
-
-    def _with_newest(self, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool) -> list[Hit]:
-        """A question about now, resolved by the question (chat.supersede.resolved_for_now): an earlier statement of
-        the slot it asks about gives its place to the next hit, and the newest has the last of the K slots. A question
-        about the past gets the search's K as it is."""
-        if past:
-            return hits
-        return resolved_for_now(self.index, session, message, k, left, hits)[0]
+    def ranking_config(self) -> dict[str, object]:
+        """The configuration this engine's searches rank with (docs/FORMAT.md §24)."""
+        return ranking_config_of(self.index)
 
     def _memories(self, session: str, hits: list[Hit]) -> list[Event]:
         memories = self.ledger.read_events(session, [h.seq for h in hits])
@@ -406,6 +368,7 @@ class Engine:
         left_out: list[Supersession] | None = None,
         *,
         mode: str = "lexical",
+        ranking: Mapping[str, Any] | None = None,
     ) -> Turn:
         """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
 
@@ -466,7 +429,7 @@ class Engine:
             )
             envelope, body = self._sign(
                 session, k, receipt_id, user_ev, memories, asst_ev, completion, p_hash, list(zip(excluded, controls, strict=True)), consent, template, states,
-                semantic=self.index.semantic if mode == "hybrid" else None,
+                semantic=self.index.semantic if mode == "hybrid" else None, ranking=ranking,
             )
             path = self.write_receipt(self.data_dir, session, receipt_id, envelope)
         except Exception as exc:
@@ -497,6 +460,7 @@ class Engine:
         states: tuple[list[tuple[int, int, str, Event]], list[tuple[int, str, Event]]] | None = None,
         *,
         semantic: Mapping[str, str] | None = None,
+        ranking: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         store = self.backend.synced_tree(self.ledger, session)
         try:
@@ -553,6 +517,7 @@ class Engine:
                 states=states_member,
                 semantic=semantic if self.receipt_format == rbody.RECEIPT_VERSION_2 else None,
                 witnesses=cosigned,
+                ranking=ranking if self.receipt_format == rbody.RECEIPT_VERSION_2 else None,
             )
         finally:
             store.close()

@@ -34,6 +34,7 @@ def export(**params: Any) -> int:
 @click.argument("file", metavar="FILE")
 @trust_option("a public key to trust (repeatable)")
 @json_option("print the report as JSON")
+@click.option("--policy", metavar="FILE", help="check the witness cosignatures the bundle carries under this tlog-policy (logs, witnesses, quorum)")
 def verify(**params: Any) -> int:
     """Check a bundle: signature, members, ledger, checkpoint, every receipt and certificate."""
     return run_program(IMPL, "cmd_verify", "verify", params)

@@ -78,6 +78,7 @@ def tlog_proof(**params: Any) -> int:
 @click.argument("event", metavar="EVENTLINE")
 @click.option("--vkey", "vkey", metavar="KEYLINE", multiple=True, help="a trusted note verifier key line (`mre receipt pubkey DATA_DIR --vkey`; repeatable); needed for VERIFIED")
 @json_option("the report as JSON: verdict and every check row")
+@click.option("--policy", metavar="FILE", help="also check the note's witness cosignatures under this tlog-policy (its log keys are trusted as --vkey keys)")
 def verify_proof(**params: Any) -> int:
     """Check a .tlog-proof with the file holding the event's ledger line, under note verifier keys."""
     return run_program(IMPL, "cmd_verify_proof", "verify-proof", params)
@@ -103,3 +104,15 @@ def verify_note(**params: Any) -> int:
     """Check a checkpoint as a signed note with its witness cosignatures under a tlog-policy: a policy log signed it,
     one row per witness, the quorum."""
     return run_program("cli.prog_witness", "cmd_verify_note", "verify-note", params)
+
+
+@receipt.command(epilog="exit status: 0 replayed, 1 the ranking differs or the receipt does not verify, 2 unusable input, 3 cannot be replayed",
+                 short_help="Re-run the search a receipt's ranking commits to.")
+@click.argument("receipt", metavar="RECEIPT")
+@click.option("--data", required=True, metavar="DATA_DIR", help="the data directory whose ledger the receipt cites")
+@click.option("--trust", multiple=True, metavar="PUBKEY", help="a trusted public key file (repeatable); the receipt must verify under one")
+@json_option("the replay as JSON: verdict, reasons, differences, both lists, the events left out and why")
+def replay(**params: Any) -> int:
+    """Rebuild the search as the session stood when the receipt's turn ran (its events below the size the receipt
+    names, that time's revocations, supersessions and erasures), re-run the question and compare rank by rank."""
+    return run_program("cli.prog_replay", "cmd_replay", "replay", params)

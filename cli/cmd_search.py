@@ -26,6 +26,7 @@ def search() -> None:
 @click.option("--history", is_flag=True, help="also show statements a newer one superseded, each labelled with the seq that replaced it")
 @click.option("--explain", is_flag=True, help="per hit: the matched terms and their weights, the raw BM25 and collapse figures, the rules that fired")
 @click.option("--semantic", is_flag=True, help="hybrid search with the optional semantic extra (requirements-semantic.txt): lexical and dense, fused")
+@click.option("--as-of", metavar="SIZE|CHECKPOINT", help="search the memory as it stood when the ledger held SIZE events (or at a kept checkpoint), with a turn's rules")
 def query(**params: Any) -> int:
     """Search one session (`python -m retrieval search`): QUERY, or --queries FILE."""
     return run_search("cmd_search", "search", params)

@@ -92,8 +92,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     path = given_path(args.file, what="FILE", expected="a bundle file")
     trusted = _trust(args.trust)
+    policy = None
+    if args.policy is not None:  # §21.1: the witnesses' cosignatures the bundle carries, checked under a tlog-policy
+        from cli.prog_witness import _policy
+
+        policy = _policy(args.policy)
     try:
-        report = verify_file(path, trusted)
+        report = verify_file(path, trusted, policy=policy)
     except BundleError as exc:
         raise CliError(f"refused: {exc}") from None
     print(json.dumps(report.to_dict(), indent=1) if args.json else render(report))
@@ -175,6 +180,7 @@ def build_parser() -> Parser:
     v.add_argument("file")
     v.add_argument("--trust", action="append", default=[], metavar="PUBKEY", help="a public key to trust (repeatable)")
     v.add_argument("--json", action="store_true")
+    v.add_argument("--policy", metavar="FILE", help="check the witness cosignatures the bundle carries under this tlog-policy (logs, witnesses, quorum)")
     v.set_defaults(func=cmd_verify)
     i = sub.add_parser("import", help="verify a bundle, then import it under a new session id", epilog=EPILOG)
     i.add_argument("data_dir")

@@ -66,6 +66,7 @@ VERIFY_PROOF_EPILOG = (
     "exit status: 0 VERIFIED (the note is signed by a --vkey key, its origin names the event's session, the event's digest "
     "recomputes, and the inclusion path leads to the signed root); 1 FAILED; 3 UNVERIFIED (no --vkey given); 2 unusable input."
 )
+POLICY_PROOF_HELP = "also check the note's witness cosignatures under this tlog-policy (its log keys are trusted as --vkey keys)"
 
 
 def _row_lines(c: Check, indent: str) -> list[str]:
@@ -404,7 +405,12 @@ def cmd_verify_proof(args: argparse.Namespace) -> int:
         event = parse_event_line(event_raw)
     except MalformedTlogProof as exc:
         return fail(f"{epath}: {exc}")
-    report = check_tlog_proof(proof, event, trusted)
+    policy = None
+    if args.policy is not None:  # §22.1: the note's witness cosignatures under a tlog-policy (its logs trusted too)
+        from cli.prog_witness import _policy
+
+        policy = _policy(args.policy)
+    report = check_tlog_proof(proof, event, trusted, policy=policy)
     print(json.dumps(report.to_dict(), indent=2) if args.json else render_proof_text(report))
     return EXIT_BY_VERDICT[report.verdict]
 
@@ -447,10 +453,14 @@ def build_parser() -> Parser:
     vp.add_argument("event")
     vp.add_argument("--vkey", metavar="KEYLINE", action="append", default=[], help="a trusted note verifier key line (`receipts pubkey DATA_DIR --vkey`; repeatable); needed for VERIFIED")
     vp.add_argument("--json", action="store_true", help="the report as JSON: verdict and every check row")
+    vp.add_argument("--policy", metavar="FILE", help=POLICY_PROOF_HELP)
     vp.set_defaults(func=cmd_verify_proof)
     from cli.prog_witness import add_parsers  # cosign, verify-note (witnesses: c2sp.org/tlog-witness)
 
     add_parsers(sub)
+    from cli.prog_replay import add_parsers as add_replay  # replay (docs/FORMAT.md §24)
+
+    add_replay(sub)
     return parser
 
 

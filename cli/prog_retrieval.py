@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show statements a newer one superseded, each labelled with the seq that replaced it",
     )
     s.add_argument(
+        "--as-of",
+        metavar="SIZE|CHECKPOINT",
+        help="search the memory as it stood when the ledger held SIZE events (or at a kept checkpoint file: JSON or a "
+        "signed note), under that time's revocations and supersessions, with a turn's rules; a receipt's question seq "
+        "gives that receipt's memories",
+    )
+    s.add_argument(
         "--explain",
         action="store_true",
         help="per hit: the matched terms and their weights, the raw BM25 and collapse figures, the rules that fired",
@@ -296,6 +303,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     except EventError as exc:
         raise UsageError(str(exc)) from None
     data_dir = _data_dir(args.data_dir)
+    if getattr(args, "as_of", None) is not None:
+        return _search_as_of(args, data_dir, k)
     url = _database()
     ledger = None
     if url is None:
@@ -364,6 +373,82 @@ def _results(resp: SearchResponse, revoked: Mapping[int, int], superseded: Mappi
         by = superseded.get(h.seq)
         out.append({**h.to_dict(), "revoked_by": revoked.get(h.seq), "superseded_by": None if by is None else by[1], "superseded_by_seq": None if by is None else by[0]})
     return out
+
+
+def _as_of_size(raw: str, session: str, ledger: Any) -> int:
+    """--as-of: a ledger size, or a kept checkpoint of this session (JSON, or a C2SP signed note) whose chain head is
+    the ledger's at its size (else it is another history's: refused)."""
+    from ledger.event import GENESIS
+    from receipts.checkpoints import MalformedCheckpoint, parse_checkpoint
+    from receipts.note import CHAIN_HEAD_EXTENSION, MalformedNote, parse_checkpoint_text, parse_note
+
+    if raw.isascii() and raw.isdigit():
+        return int(raw)
+    path = given_path(raw, what="--as-of", expected="expected a ledger size or a kept checkpoint file")
+    try:
+        data = path.read_bytes()[: 1 << 20]
+    except OSError as exc:
+        raise UsageError(f"--as-of: {describe_os_error(exc)}") from None
+    try:
+        body = parse_checkpoint(data, source=path.name)["body"]
+        size, head, cp_session = body["tree_size"], body["chain_head"], body["session"]
+    except MalformedCheckpoint as exc:
+        try:
+            text = parse_checkpoint_text(parse_note(data).text)
+        except (MalformedNote, UnicodeDecodeError):
+            raise UsageError(f"--as-of {path.name}: neither a ledger size nor a checkpoint ({exc})") from None
+        heads = [e[len(CHAIN_HEAD_EXTENSION):] for e in text.extensions if e.startswith(CHAIN_HEAD_EXTENSION)]
+        size, head, cp_session = text.size, heads[0] if heads else None, text.origin.rsplit("/", 1)[-1]
+    if cp_session != session:
+        raise UsageError(f"--as-of {path.name}: a checkpoint of session {cp_session!r}, not {session}")
+    now = ledger.head(session)[0]
+    if size > now:
+        raise UsageError(f"--as-of {path.name}: a checkpoint of {size} events; the session holds {now}")
+    have = ledger.read_events(session, [size - 1])[0].chain if size else GENESIS.hex()
+    if head is not None and head != have:
+        raise UsageError(f"--as-of {path.name}: its chain head at {size} events is not this ledger's: another history")
+    return int(size)
+
+
+def _search_as_of(args: argparse.Namespace, data_dir: Path, k: int) -> int:
+    """`search --as-of`: the turn's retrieval (chat.retrieve) over the session as it stood (chat.replay.search_as_of)."""
+    from chat.citing import Cites
+    from chat.replay import AsOfError, search_as_of
+    from cli.prog_replay import data_stores
+    from receipts.ranking import score_text
+
+    if args.queries is not None or args.semantic:
+        raise UsageError("--as-of searches one QUERY, lexically (not with --queries or --semantic)")
+    if args.include_revoked or args.history or args.explain:
+        raise UsageError("--as-of shows what a turn would have been handed then: not with --include-revoked, --history or --explain")
+    with data_stores(str(data_dir)) as stores:
+        if not stores.ledger.exists(args.session):
+            raise UsageError(f"session {args.session}: no such session in {data_dir}")
+        size = _as_of_size(args.as_of, args.session, stores.ledger)
+        try:
+            got = search_as_of(stores, Cites(stores), args.session, args.query, k, size)
+        except AsOfError as exc:
+            raise UsageError(str(exc)) from None
+    if args.json:
+        sys.stdout.write(_dumps({
+            "session": args.session, "query": args.query, "k": k, "as_of": size, "mode": got.mode, "rules": list(got.rules),
+            "results": [{"rank": i, "seq": h.seq, "event_id": h.event_id, "role": h.role, "ts": h.ts, "score": score_text(h.score),
+                         "match": h.match, "text": h.text} for i, h in enumerate(got.hits, start=1)],
+            "left_out": [{"seq": s, "rank": r, "why": why} for s, (r, why) in got.why_out.items()],
+        }) + "\n")
+        return 0
+    print(f"as of {size} events (what a turn asked then would have been handed)")
+    if not got.hits:
+        print("no results")
+    else:
+        print(f"{'rank':>4}  {'seq':>6}  {'role':<9}  {'score':>10}  {'match':<16}  text")
+        for i, h in enumerate(got.hits, start=1):
+            text = " ".join(h.text.split())
+            text = text if len(text) <= 90 else text[:89] + "\u2026"
+            print(f"{i:>4}  {h.seq:>6}  {h.role:<9}  {h.score:>10.3g}  {h.match:<16}  {text}")
+    for s, (r, why) in got.why_out.items():
+        print(f"left out: seq {s} (rank {r} without the rules): {why}")
+    return 0
 
 
 def _search(args: argparse.Namespace, index: Any, queries: list[str] | None, k: int) -> int:

@@ -31,6 +31,7 @@ TWINS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("receipt", "verify-proof"): ("cli.prog_receipts", "verify-proof"),
     ("receipt", "cosign"): ("cli.prog_receipts", "cosign"),
     ("receipt", "verify-note"): ("cli.prog_receipts", "verify-note"),
+    ("receipt", "replay"): ("cli.prog_receipts", "replay"),
     ("search", "query"): ("cli.prog_retrieval", "search"),
     ("search", "rebuild"): ("cli.prog_retrieval", "rebuild"),
     ("control", "forget"): ("cli.prog_control", "forget"),

@@ -47,6 +47,7 @@ from receipts.decisions import (
 )
 from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
 from receipts.keys import SigningKey
+from receipts.ranking import RankingShapeError, check_ranking_shape
 from receipts.states import BY_FIELDS, EXCLUDED_FIELDS, MAX_STATES, STATES_FIELDS, STATES_VERSION, SUPERSEDED_FIELDS
 
 RECEIPT_TYPE = "mre/receipt"
@@ -218,6 +219,7 @@ def build_body(
     states: Mapping[str, Any] | None = None,
     semantic: Mapping[str, str] | None = None,
     witnesses: Sequence[tuple[str, str]] | None = None,
+    ranking: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The signed body. `receipt_format` 2 cites every event in erased form (its disclosures
     come from :func:`disclosures_for`); 1 cites every event whole.
@@ -228,8 +230,8 @@ def build_body(
     absent, so such a body is exactly as before."""
     if receipt_format not in PAYLOAD_TYPES:
         raise ValueError(f"receipt format {receipt_format!r} is unknown (known: 1, 2)")
-    if (exclusions or consent is not None or states is not None or semantic is not None or witnesses) and receipt_format != RECEIPT_VERSION_2:
-        raise ValueError("exclusions, consent, states, semantic and witnesses are format-2 additions; a format 1 receipt cannot carry them")
+    if (exclusions or consent is not None or states is not None or semantic is not None or witnesses or ranking is not None) and receipt_format != RECEIPT_VERSION_2:
+        raise ValueError("exclusions, consent, states, semantic, witnesses and ranking are format-2 additions; a format 1 receipt cannot carry them")
     event_record_ = event_record if receipt_format == RECEIPT_VERSION else erased_record
     body = _base_body(receipt_id, issued_at, session, k, retrieval, event_record_, query, query_proof, memories, response, response_proof,
                       provider, model, fallback_reason, template, prompt_sha256, checkpoint, receipt_format)
@@ -249,6 +251,8 @@ def build_body(
         body["semantic"] = semantic_part(**semantic)
     if witnesses:  # §22: witnesses cosigned the receipt's checkpoint (as a C2SP note) before the receipt was signed
         body["witnesses"] = witnesses_part(witnesses)
+    if ranking is not None:  # §24: how the memories were ranked (receipts.ranking.ranking_part)
+        body["ranking"] = dict(ranking)
     return body
 
 
@@ -570,6 +574,11 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
         _check_semantic_shape(body["semantic"])
     if "witnesses" in keys:
         _check_witnesses_shape(body["witnesses"])
+    if "ranking" in keys:
+        try:
+            check_ranking_shape(body["ranking"])
+        except RankingShapeError as exc:
+            raise _fail(exc.where, str(exc).split(": ", 1)[1]) from None
     _str(body["receipt_id"], "receipt_id", RECEIPT_ID_RE)
     _str(body["issued_at"], "issued_at", TS_RE)
     _str(body["session"], "session", SESSION_ID_RE)
@@ -610,7 +619,7 @@ def check_body_shape(body: Any, version: int = RECEIPT_VERSION) -> None:
     _str(cb["issued_at"], "checkpoint.body.issued_at", TS_RE)
 
 
-OPTIONAL_2 = ("exclusions", "consent", "states", "semantic", "witnesses")
+OPTIONAL_2 = ("exclusions", "consent", "states", "semantic", "witnesses", "ranking")
 
 
 def _check_exclusions_shape(ex: Any) -> None:

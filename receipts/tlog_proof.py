@@ -23,14 +23,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.canonical import loads_strict
-from ledger.event import ERASED_KEYS, FORMAT_VERSION, HEX64_RE, LINE_KEYS, SESSION_ID_RE, EventError, recompute_digest
+from ledger.event import (
+    ERASED_KEYS,
+    FORMAT_VERSION,
+    GENESIS,
+    HEX64_RE,
+    LINE_KEYS,
+    SESSION_ID_RE,
+    EventError,
+    chain_link,
+    recompute_digest,
+)
 from receipts.body import Receipt, cited_events
+from receipts.cosignature import Policy, policy_rows
 from receipts.keys import SigningKey
 from receipts.merkle import ProofError, leaf_hash, verify_inclusion
 from receipts.note import (
     CheckpointText,
     MalformedNote,
     Note,
+    NoteSignature,
     NoteVerifier,
     b64,
     b64decode,
@@ -47,7 +59,7 @@ MAX_PROOF_BYTES = 128 * 1024
 MAX_HASHES = 64
 MAX_EVENT_LINE_BYTES = 1024 * 1024
 _INDEX_RE = re.compile(r"index (0|[1-9][0-9]{0,19})")
-REQUIRED = ("note.signature", "checkpoint.origin", "event.digest", "event.index", "proof.inclusion")
+REQUIRED = ("note.signature", "checkpoint.origin", "event.digest", "event.chain", "event.index", "proof.inclusion")
 
 
 class MalformedTlogProof(ValueError):
@@ -139,11 +151,44 @@ def tlog_proof_for(receipt: Receipt, seq: int, key: SigningKey) -> str:
         verify_inclusion(seq, cp["body"]["tree_size"], leaf_hash(digest), proof, bytes.fromhex(cp["body"]["root"]))
     except ProofError as exc:
         raise NoProof(f"{name} (seq {seq}): its inclusion path does not lead to the signed root: {exc}") from None
-    return TlogProof(seq, proof, sign_checkpoint_note(cp, key)).encode()
+    return TlogProof(seq, proof, _with_cosignatures(sign_checkpoint_note(cp, key), body)).encode()
+
+
+def _with_cosignatures(note: str, body: dict[str, Any]) -> str:
+    """The note with the cosignature lines the receipt carries (§22.1), after the log's own: the checkpoint "as a
+    signed note with any cosignatures" (c2sp.org/tlog-proof). A receipt without `witnesses` gives the note as it was."""
+    carried = body.get("witnesses", {}).get("cosignatures", [])
+    if not carried:
+        return note
+    lines = []
+    for c in carried:
+        raw = b64decode(c["sig"])
+        if raw is not None and len(raw) == 4 + 8 + 64:  # the body's shape check already holds them to this
+            lines.append(NoteSignature(c["name"], int.from_bytes(raw[:4], "big"), raw[4:]))
+    signed = parse_note(note)
+    return Note(signed.text, signed.signatures + tuple(s for s in dict.fromkeys(lines) if s not in signed.signatures)).encode()
 
 
 def _shown(value: bytes | int | None) -> str | None:
     return b64(value) if isinstance(value, bytes) else None if value is None else str(value)
+
+
+def _chain_row(r: Rows, event: dict[str, Any], digest: bytes | None, cp: CheckpointText | None) -> None:
+    """`event.chain`: the line's chain hash links its prev and its recomputed digest (§4.3); at seq 0 its prev is
+    genesis; for the last event of the checkpoint's tree it is the note's chain head. The leaf does not hold them, but
+    a line given as evidence is the ledger's line, all of it."""
+    if digest is None:
+        r.na("event.chain", "no digest to link the chain hash with")
+        return
+    linked = chain_link(bytes.fromhex(event["prev"]), digest).hex()
+    if linked != event["chain"]:
+        r.add("event.chain", False, "the line's chain hash does not link its prev and its digest (docs/FORMAT.md §4.3)", linked, event["chain"], "chain")
+    elif event["seq"] == 0 and event["prev"] != GENESIS.hex():
+        r.add("event.chain", False, "the first event's prev is not genesis", GENESIS.hex(), event["prev"], "prev")
+    elif cp is not None and cp.size == event["seq"] + 1 and cp.chain_head is not None and cp.chain_head != event["chain"]:
+        r.add("event.chain", False, "the last event of the checkpoint's tree does not end at the note's chain head", cp.chain_head, event["chain"], "chain")
+    else:
+        r.add("event.chain", True, "the line's chain hash links its prev and its digest")
 
 
 # -- checking one, with the event line as evidence -------------------------------------------
@@ -196,10 +241,14 @@ def parse_event_line(raw: bytes | str) -> dict[str, Any]:
     return obj
 
 
-def check_tlog_proof(proof: TlogProof, event: dict[str, Any], trusted: Sequence[NoteVerifier]) -> TlogProofReport:
+def check_tlog_proof(proof: TlogProof, event: dict[str, Any], trusted: Sequence[NoteVerifier], *, policy: Policy | None = None) -> TlogProofReport:
     """Check `proof` (parsed) for the ledger line `event` (parsed by parse_event_line) under the trusted
     verifier keys: the note's signature, its origin (`<key name>/<event's session>`), the event's digest
-    recomputed from its fields, its seq as the proof's index, and the inclusion path to the signed root."""
+    recomputed from its fields, its seq as the proof's index, and the inclusion path to the signed root.
+    `policy` (a c2sp.org/tlog-policy): its logs are trusted too, and the note's cosignatures get a row per witness
+    and the quorum (receipts.cosignature.policy_rows; §22.1)."""
+    if policy is not None:
+        trusted = [*trusted, *(v for v in policy.logs if v not in trusted)]
     r = Rows()
     cp: CheckpointText | None = None
     note: Note | None = None
@@ -223,6 +272,7 @@ def check_tlog_proof(proof: TlogProof, event: dict[str, Any], trusted: Sequence[
     except EventError as exc:
         digest = None
         r.add("event.digest", False, f"the event's digest cannot be recomputed: {exc}", "a well-formed ledger line", "refused", "digest")
+    _chain_row(r, event, digest, cp)
     r.add("event.index", event["seq"] == proof.index, "the proof's index is the event's seq", event["seq"], proof.index, "index")
     if cp is None or digest is None:
         r.na("proof.inclusion", "no checkpoint or no digest to check the path against")
@@ -232,6 +282,11 @@ def check_tlog_proof(proof: TlogProof, event: dict[str, Any], trusted: Sequence[
             r.add("proof.inclusion", True, f"the RFC 9162 inclusion path ({len(proof.hashes)} hashes) leads from the event's leaf to the signed root of {cp.size} events")
         except ProofError as exc:
             r.add("proof.inclusion", False, f"the inclusion path does not lead to the signed root: {exc}", b64(cp.root), _shown(exc.found), "hashes")
+    if policy is not None:
+        if note is None:
+            r.add("witness.quorum", False, "no checkpoint note was read: no cosignature can be checked", "a signed tlog checkpoint", "malformed")
+        else:
+            policy_rows(r, note, policy)
     return TlogProofReport(proof.index, None if cp is None else cp.origin, None if cp is None else cp.size, tuple(r.rows))
 
 

@@ -30,6 +30,7 @@ from receipts.dsse import verify_envelope
 from receipts.keys import PublicKey
 from receipts.merkle import ProofError, leaf_hash, verify_consistency, verify_inclusion
 from receipts.prompt import TemplateError, build_messages, prompt_hash
+from receipts.ranking import check_ranking
 
 # The outcomes and the row live in receipts.report; re-exported here, where callers have always imported them.
 from receipts.report import ERASED as ERASED
@@ -235,6 +236,8 @@ def verify_receipt(
             r.add(*row)
     if "states" in body:
         r.add(*check_states(body))
+    if "ranking" in body:
+        r.add(*check_ranking(body))
     if policy is not None or "witnesses" in body:
         _check_witnesses(r, body, policy)
     in_ledger: dict[str, str] = {}

@@ -62,3 +62,23 @@ class IndexConfig:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+RANKING_CONFIG = "mre-ranking/v1"  # the name of ranking_config's shape (docs/FORMAT.md §24); a new shape is a new name
+
+
+def ranking_config(cfg: IndexConfig, *, method: str, tokenizer: str) -> dict[str, object]:
+    """What decides a ranking besides the ledger, the control state and the question (docs/FORMAT.md §24), as a
+    value in the canonical domain (no floats: each number as its shortest repr): the method, the FTS5 tokenizer and
+    every setting of `cfg`. A receipt commits to its hash; a replay ranks only under the same one."""
+
+    def value(v: object) -> object:
+        if isinstance(v, bool) or isinstance(v, int) or isinstance(v, str):
+            return v
+        if isinstance(v, float):
+            return repr(v)
+        if isinstance(v, tuple):
+            return [value(x) for x in v]
+        raise TypeError(f"ranking config: {type(v).__name__} is not a config value")
+
+    return {"name": RANKING_CONFIG, "method": method, "tokenizer": tokenizer, "index": {k: value(v) for k, v in cfg.as_dict().items()}}

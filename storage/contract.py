@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ledger.verify import SessionReport
     from receipts.keys import PublicKey, SigningKey
     from receipts.stores import MerkleTree, Origin, PendingCites, ProposalStore, TreeSource
+    from retrieval.config import IndexConfig
     from retrieval.model import SearchResponse
     from retrieval.semantic import TextEmbedder
     from storage.pg.connect import Database
@@ -253,6 +254,8 @@ class SearchIndex(Protocol):
 
     # warnings from opening (an unreadable index moved aside and rebuilt, ...)
     warnings: list[str]
+    # the settings it indexes and ranks with (a receipt commits to their hash, docs/FORMAT.md §24)
+    config: IndexConfig
 
     # the top min(k, matches) events of one session for a free-text query, best first
     def search(

@@ -67,9 +67,12 @@ def launched_browser() -> Iterator[Browser]:
 
 
 @contextlib.contextmanager
-def offline_app(data: Path, *, mcp: bool = True, port: int | None = None, env: Mapping[str, str] | None = None) -> Iterator[app.Running]:
+def offline_app(
+    data: Path, *, mcp: bool = True, port: int | None = None, env: Mapping[str, str] | None = None, witnesses: Any = None
+) -> Iterator[app.Running]:
     """The app on a free loopback port with the offline stand-in (no GROQ_API_KEY: never the network) and a key
-    of the data directory's own; `env` stays set for the server's lifetime (Gradio reads GRADIO_TEMP_DIR late)."""
+    of the data directory's own; `env` stays set for the server's lifetime (Gradio reads GRADIO_TEMP_DIR late);
+    `witnesses` the tlog-policy its turns are cosigned under (what WITNESS_POLICY names)."""
     import app as app_module
     from webui.config import Config
 
@@ -79,7 +82,9 @@ def offline_app(data: Path, *, mcp: bool = True, port: int | None = None, env: M
         mp.setenv("GRADIO_ANALYTICS_ENABLED", "False")
         for name, value in (env or {}).items():
             mp.setenv(name, value)
-        running = app_module.start(Config(data, "127.0.0.1", free_port() if port is None else port, None, 16, mcp), quiet=True)
+        running = app_module.start(
+            Config(data, "127.0.0.1", free_port() if port is None else port, None, 16, mcp, witnesses=witnesses), quiet=True
+        )
         try:
             yield running
         finally:

@@ -41,11 +41,13 @@ from webui import render_bundle as rb
 from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
+from webui import render_proofs as rp
 from webui import render_receipt as rr
+from webui import render_replay as ry
 from webui import render_supersede as rs
 from webui import render_verify as rv
 from webui import supersede as sp
-from webui.inputs import BadInput, read_upload
+from webui.inputs import BadInput, read_policy, read_upload
 from webui.places import scrub
 from webui.service import Service
 from webui.sessions import SessionKeyError, is_old_format, is_session_key, new_session_key
@@ -397,11 +399,16 @@ class UI:
         include_revoked: object = False,
         explain: object = False,
         include_superseded: object = False,
+        as_of: object = "",
     ) -> tuple[Any, ...]:
         """Outputs: (status, results, explanation). A refused or failed query empties all three: the last query's
         results never stay on screen under a status that is not theirs. Revoked memories only when asked, labelled;
         superseded ones (issue 12) likewise, struck through and naming the seq that replaced them.
-        `explain` ("explain each hit"): why each hit ranked where it did, under the table; empty otherwise."""
+        `explain` ("explain each hit"): why each hit ranked where it did, under the table; empty otherwise.
+        `as_of` (issue 34): a ledger size — what a turn asked when the session held that many events would have been
+        handed, under that time's revocations and supersessions, and what a rule left out; empty: now."""
+        if isinstance(as_of, str) and as_of.strip():
+            return self._search_as_of(query, k, key, as_of)
         try:
             resp = self.service.search(
                 key,
@@ -435,6 +442,17 @@ class UI:
             r.search_explanation(resp.results, revoked, superseded),
         )
 
+    def _search_as_of(self, query: object, k: object, key: object, as_of: str) -> tuple[Any, ...]:
+        try:
+            size, got = self.service.search_as_of(key, query, k, as_of)
+        except KNOWN as exc:
+            return r.search_refused(str(exc)), table(r.SEARCH_HEADERS, []), ""
+        except Exception as exc:  # noqa: BLE001 - the edge
+            log.error("search as of failed (%s at %s)", type(exc).__name__, raised_at(exc))  # no message: it may quote the query
+            return r.search_refused("the search failed on the server; the details are in the server log"), table(r.SEARCH_HEADERS, []), ""
+        rows = r.search_rows(got.hits)
+        return r.as_of_status(size, len(got.hits), got.rules), table(r.SEARCH_HEADERS, rows), r.as_of_left_out(got.why_out)
+
     @edge
     def search_again(
         self,
@@ -444,28 +462,31 @@ class UI:
         include_revoked: object = False,
         explain: object = False,
         include_superseded: object = False,
+        as_of: object = "",
     ) -> tuple[Any, ...]:
         """After a revoke, restore or correction from the Manual search tab: the same search again (its labels
         changed); nothing when no query was typed."""
         if not isinstance(query, str) or not query.strip():
             return gr.skip(), gr.skip(), gr.skip()
-        return self.search(query, k, key, include_revoked, explain, include_superseded)
+        return self.search(query, k, key, include_revoked, explain, include_superseded, as_of)
 
     # -- verify ----------------------------------------------------------------------------
     @edge
     def verify(
-        self, path: object, key: object, progress: gr.Progress = gr.Progress()  # noqa: B008 - Gradio's progress bar
+        self, path: object, key: object, policy: object = None, progress: gr.Progress = gr.Progress()  # noqa: B008 - Gradio's progress bar
     ) -> tuple[Any, ...]:
         """Outputs: (verdict, report table). The verdict opens with what the receipt says (render_receipt). The
-        progress bar shows while the receipt is checked against the ledger (a walk of the chain: long on a big one)."""
+        progress bar shows while the receipt is checked against the ledger (a walk of the chain: long on a big one).
+        `policy`: a witness policy pasted on the tab (issue 33); empty, the app's own (WITNESS_POLICY) is used."""
         empty = table(rv.REPORT_HEADERS, [])
         try:
             raw = read_upload(path)
+            pasted = read_policy(policy)
             progress((0, 1), desc="checking the receipt against the ledger", unit="steps")
             if is_certificate(raw):  # an erasure certificate (from Forget…): dispatch on its payloadType
                 cert, creport, cmode = self.service.verify_certificate(raw, key)
                 return rv.certificate_markdown(cert, creport, cmode), table(rv.REPORT_HEADERS, rv.report_rows(creport))
-            report, mode, home = self.service.verify_where(raw, key)
+            report, mode, home = self.service.verify_where(raw, key, policy=pasted)
         except BadInput as exc:
             return rv.refused_markdown(str(exc)), empty
         except (MalformedReceipt, MalformedCertificate) as exc:
@@ -473,7 +494,16 @@ class UI:
         panel = rr.panel_for(raw, erased=erased_seqs(report))
         where = f"\n\n{rb.imported_note(home)}" if home is not None else ""  # a session the visitor imported
         first = rv.verdict_line(report, mode, rv.signer_of(raw)) + "\n\n"  # the verdict first, then what it says
-        return first + panel + rv.verdict_markdown(report, mode) + where, table(rv.REPORT_HEADERS, rv.report_rows(report))
+        witnessed = rp.witness_markdown(report)  # the cosignature rows, when a policy or the receipt brought any
+        witnessed = f"\n\n{witnessed}" if witnessed else ""
+        why = self._why_these(raw, report, mode)
+        return first + panel + rv.verdict_markdown(report, mode) + witnessed + where + why, table(rv.REPORT_HEADERS, rv.report_rows(report))
+
+    def _why_these(self, raw: bytes, report: Any, mode: str) -> str:
+        """"Why these memories" under a verified receipt of the visitor's own session: the replay of its ranking
+        (issue 34). A replay that cannot run says why in the section, never in place of the verdict."""
+        got = self.service.replay(raw, report, mode)
+        return "\n\n" + (ry.skipped_markdown(got) if isinstance(got, str) else ry.replay_markdown(got))
 
     @edge
     def tamper(

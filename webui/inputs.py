@@ -11,6 +11,8 @@ from pathlib import Path
 
 from chat.engine import MAX_MESSAGE_CHARS, InputError, check_message
 from receipts.body import MAX_RECEIPT_BYTES
+from receipts.cosignature import Policy, parse_policy
+from receipts.note import MalformedNote
 from retrieval.model import MAX_K as K_API_MAX
 
 # The page's slider stops at K_MAX; the MCP tools (and their API endpoints) take what retrieval takes, K_API_MAX.
@@ -82,3 +84,19 @@ def read_upload(path: object) -> bytes:
     if size == 0:
         raise BadInput("upload: the file is empty")
     return p.read_bytes()
+
+
+MAX_POLICY_CHARS = 64 * 1024
+
+
+def read_policy(text: object) -> Policy | None:
+    """A witness policy pasted on the Verify tab (c2sp.org/tlog-policy), or None when the box is empty; BadInput
+    (one line naming the policy's line) when it is not one."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    if len(text) > MAX_POLICY_CHARS:
+        raise BadInput(f"witness policy: {len(text):,} characters is over the limit of {MAX_POLICY_CHARS:,}")
+    try:
+        return parse_policy(text)
+    except MalformedNote as exc:
+        raise BadInput(f"witness policy: {exc}") from None

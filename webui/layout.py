@@ -19,10 +19,11 @@ from webui import render_bundle as rb
 from webui import render_controls as rc
 from webui import render_forget as rf
 from webui import render_history as rh
+from webui import render_proofs as rp
 from webui import render_supersede as rs
 from webui import render_verify as rv
 from webui.config import delete_cache
-from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_QUERY_CHARS
+from webui.inputs import K_DEFAULT, K_MAX, K_MIN, MAX_MESSAGE_CHARS, MAX_POLICY_CHARS, MAX_QUERY_CHARS
 from webui.service import Service
 from webui.tamper import DEFAULT_TARGET, TARGETS
 from webui.wiring import wire
@@ -246,6 +247,10 @@ def _components(service: Service) -> Page:
                     False, label=rs.INCLUDE_SUPERSEDED_LABEL, elem_id=ids.SEARCH_INCLUDE_SUPERSEDED, scale=1
                 )
                 explain_hits = gr.Checkbox(False, label="explain each hit", elem_id=ids.SEARCH_EXPLAIN, scale=1)
+                as_of = gr.Textbox(
+                    label="as of (events; empty: now)", placeholder="now", max_length=20, elem_id=ids.SEARCH_AS_OF, scale=1
+                )
+                as_of_state = gr.State("")  # what the box holds: /search keeps its six inputs for API clients
             search_status = gr.Markdown(elem_id=ids.SEARCH_STATUS, latex_delimiters=[])
             results = gr.Dataframe(
                 headers=r.SEARCH_HEADERS,
@@ -272,6 +277,13 @@ def _components(service: Service) -> Page:
             upload = gr.File(
                 label="Receipt (.json)", file_types=[".json"], type="filepath", elem_id=ids.VERIFY_UPLOAD
             )
+            with gr.Accordion(rp.POLICY_ACCORDION, open=False, elem_id=ids.VERIFY_POLICY_BOX):  # issue 33: witnesses
+                gr.Markdown(rp.policy_note(service.engine.witnesses is not None))
+                verify_policy = gr.Textbox(
+                    label=rp.POLICY_LABEL, placeholder=rp.POLICY_PLACEHOLDER, lines=3, max_length=MAX_POLICY_CHARS, elem_id=ids.VERIFY_POLICY
+                )
+                # what Verify reads: a State, so `/verify` keeps its two inputs for API clients (theirs is left empty)
+                policy_state = gr.State(None)
             with gr.Row():
                 verify_btn = gr.Button("Verify", variant="primary", elem_id=ids.VERIFY_BUTTON)
                 target = gr.Dropdown(
@@ -293,6 +305,13 @@ def _components(service: Service) -> Page:
             tamper_dl = gr.DownloadButton(
                 "⬇ Download the tampered copy", interactive=False, elem_id=ids.TAMPER_DOWNLOAD
             )
+            with gr.Accordion(rp.PROOFS_LABEL, open=False, elem_id=ids.VERIFY_PROOFS):  # issue 33: one per memory
+                proof_pick = gr.Dropdown(label=rp.PICK_LABEL, choices=[], elem_id=ids.PROOF_PICK)
+                proof_status = gr.Markdown(rp.PROOFS_HELP, elem_id=ids.PROOF_STATUS, latex_delimiters=[])
+                proof_text = gr.Code(
+                    label=rp.CODE_LABEL, interactive=False, show_line_numbers=False, buttons=["copy"], elem_id=ids.PROOF_TEXT
+                )
+                proof_dl = gr.DownloadButton(rp.DOWNLOAD_LABEL, interactive=False, elem_id=ids.PROOF_DOWNLOAD)
 
         with gr.Tab("Ledger", id="ledger", elem_id=ids.TAB_LEDGER) as ledger_tab:
             refresh = gr.Button("Refresh", elem_id=ids.LEDGER_REFRESH)

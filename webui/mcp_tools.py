@@ -181,7 +181,7 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
             session_key: the caller's secret session key; without it, or for another session's receipt, only the offline checks run.
 
         Returns:
-            JSON: kind ("receipt" or "erasure-certificate"), verdict ("verified", "failed" or "unverified"), checked (the mode), and one entry per check with status "pass", "fail" or "not_verifiable".
+            JSON: kind ("receipt" or "erasure-certificate"), verdict ("verified", "failed" or "unverified"), checked (the mode), and one entry per check with status "pass", "fail" or "not_verifiable"; for a receipt, why_these: the replay of its ranking against the ledger (verdict "replayed", "differs" or "not_replayable" with reasons, the ranked list with scores, events a rule left out and why) when it is of the caller's own session and verified, else {"replayed": false, "why": ...}.
         """
         try:
             raw = _receipt_bytes(receipt_json)
@@ -189,11 +189,13 @@ def make_tools(service: Service) -> list[Callable[..., str]]:
                 _cert, creport, mode = service.verify_certificate(raw, session_key or None)
                 return _dumps({"kind": "erasure-certificate", **creport.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
             report, mode = service.verify(raw, session_key or None)
+            replayed = service.replay(raw, report, mode)  # why these memories (issue 34)
         except (MalformedReceipt, MalformedCertificate) as exc:
             raise to_gr_error(BadInput(str(exc)), for_html=False) from None
         except Exception as exc:  # noqa: BLE001 - the edge
             raise to_gr_error(exc, for_html=False) from None
-        return _dumps({"kind": "receipt", **report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", "")})
+        why = {"replayed": False, "why": replayed} if isinstance(replayed, str) else replayed.to_dict()
+        return _dumps({"kind": "receipt", **report.to_dict(), "checked": mode, "note": MODE_NOTES[mode].replace("**", ""), "why_these": why})
 
     def forget_memory(session_key: str, event_id: str | int, reason: str = "") -> str:
         """Forget one event of the session for good, with proof: its words leave the ledger, the search index and every

@@ -286,6 +286,20 @@ def search_rows(
     ]
 
 
+def as_of_status(size: int, n: int, rules: Sequence[str]) -> str:
+    """The status line of a Manual search "as of" a ledger size (issue 34)."""
+    fired = f" Rules that fired: {', '.join(rules)}." if rules else ""
+    return (f"**As of {size:,} events**: the {n} memor{'y' if n == 1 else 'ies'} a turn asked then would have been handed, "
+            f"under that time's revocations and supersessions (the include and explain boxes apply to searches of now).{fired}")
+
+
+def as_of_left_out(why_out: Mapping[int, tuple[int, str]]) -> str:
+    """Each event the search without the rules ranked in its top K, and the rule that left it out."""
+    if not why_out:
+        return ""
+    return "Left out by a rule:\n\n" + "\n".join(f"- seq {s} (rank {rank} without the rules): {md(why, 200)}" for s, (rank, why) in why_out.items())
+
+
 def match_note(h: Hit) -> str:
     """What the text column says first when a hit did not match in its own words."""
     return match_label(h.match)

@@ -19,6 +19,8 @@ from typing import Any
 from bundle import Origin
 from bundle.importer import verify_imported_receipt
 from chat.engine import Engine, InputError, Turn
+from chat.replay import AsOfError, Replay, replay, search_as_of
+from chat.retrieve import Retrieved
 from chat.withheld import withheld
 from control.revocation import current as current_controls
 from control.settle import ErasureUnfinished, settle, settled
@@ -30,6 +32,7 @@ from receipts import checkpoints, redact
 from receipts.body import parse_receipt
 from receipts.certificate import Certificate, parse_certificate
 from receipts.certificate_check import CertificateReport
+from receipts.cosignature import Policy
 from receipts.keys import KeyConfigError, format_public_key
 from receipts.verify import Report
 from retrieval.model import SearchError, SearchResponse
@@ -46,6 +49,7 @@ from webui.render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE
 from webui.sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from webui.tamper import Tampered, tamper
 
+REPLAY_MAX_EVENTS = 200_000  # the Verify tab replays a receipt whose search saw at most this many events (seconds)
 log = logging.getLogger("webui")
 RESTORE_EVENTS = 200  # how much of a session a reload puts back on screen
 HISTORY_UNCHECKED = "the history could not be checked just now; the details are in the server log"
@@ -218,6 +222,31 @@ class Service:
         except SearchError as exc:
             raise BadInput(str(exc)) from None
 
+    def search_as_of(self, key: object, query: object, k: object, as_of: str) -> tuple[int, Retrieved]:
+        """Manual search's "as of" (issue 34): (the size, the turn's retrieval over the session as it stood when its
+        ledger held `as_of` events — chat.replay.search_as_of). BadInput, one line, for a size that is not a whole
+        number within the session, or over REPLAY_MAX_EVENTS when it is not the session's size now (an index of that
+        many events is built for the answer)."""
+        session = self.session(key)
+        k_, q = parse_k(k, K_MAX), check_query(query)
+        text = as_of.strip()
+        led = self.engine.ledger
+        now = led.head(session)[0] if led.exists(session) else 0
+        if not (text.isascii() and text.isdigit()) or int(text) > now:
+            raise BadInput(f"as of: expected a number of events from 0 to {now} (this session's size now), or empty for now")
+        size = int(text)
+        if size != now and size > REPLAY_MAX_EVENTS:
+            raise BadInput(f"as of: {size:,} events is over this app's {REPLAY_MAX_EVENTS:,} for a past size; "
+                           "`python -m retrieval search DATA SESSION QUERY --as-of SIZE` answers it")
+        self.settle(session)
+        try:
+            with self.settled(session):
+                return size, search_as_of(self.engine.stores, self.engine.cites, session, q, k_, size)
+        except AsOfError as exc:
+            raise BadInput(f"as of: {exc}") from None
+        except SearchError as exc:
+            raise BadInput(str(exc)) from None
+
     def restored_receipt(self, key: object, receipt_id: str) -> str | None:
         """A download copy of one of the key's receipts, or None if the file is gone or may not be copied now. Read
         and written under `settled`: a forget that starts meanwhile waits for the copy, then redacts or removes it."""
@@ -306,9 +335,10 @@ class Service:
         report, mode, _home = self.verify_where(raw, key)
         return report, mode
 
-    def verify_where(self, raw: bytes, key: object = None) -> tuple[Report, str, Origin | None]:
+    def verify_where(self, raw: bytes, key: object = None, *, policy: Policy | None = None) -> tuple[Report, str, Origin | None]:
         """(report, mode, the imported session it was checked against). A receipt of a session the caller imported
-        (issue 13) is checked against that import's own folder with the key its bundle carried (bundle.trusted_keys)."""
+        (issue 13) is checked against that import's own folder with the key its bundle carried (bundle.trusted_keys).
+        The witness cosignatures it carries (§22.1) are checked under `policy`, else the app's (WITNESS_POLICY)."""
         receipt = parse_receipt(raw)
         own = session_id(key) if is_session_key(key) else None
         data_dir = None
@@ -322,7 +352,23 @@ class Service:
         else:
             mode, data_dir = MODE_LEDGER, self.data_dir
         source, _receipts, _latest = self._database()
-        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir, source=source), mode, None
+        policy = policy if policy is not None else self.engine.witnesses
+        return verify_bytes(raw, trusted=[self.engine.key.public_key], data_dir=data_dir, source=source, policy=policy), mode, None
+
+    def replay(self, raw: bytes, report: Report, mode: str) -> Replay | str:
+        """Why these memories (issue 34): the replay of a receipt's ranking (chat.replay) — only for a receipt of the
+        visitor's own session that verified against its ledger here; else why it is not replayed here (a sentence)."""
+        if mode != MODE_LEDGER:
+            return "Replayed only for a receipt of your own session, checked against its ledger here."
+        if report.verdict != "verified":
+            return "Not replayed: the receipt did not verify (a ranking nobody signed would be compared)."
+        receipt = parse_receipt(raw)
+        indexed = receipt.signed_body.get("ranking", {}).get("indexed", 0)
+        if indexed > REPLAY_MAX_EVENTS:
+            return (f"Not replayed here: the search saw {indexed:,} events, over this app's {REPLAY_MAX_EVENTS:,}; "
+                    "`python -m receipts replay RECEIPT --data DATA_DIR --trust PUBKEY` replays it.")
+        with self.settled(receipt.session):
+            return replay(self.engine.stores, self.engine.cites, receipt)
 
     def _database(self) -> tuple[Any, Any, Any]:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited

@@ -17,6 +17,7 @@ from webui import ids
 from webui.bundle_ui import BundleUI
 from webui.handlers import UI
 from webui.mcp_tools import make_tools
+from webui.proofs_ui import ProofsUI
 from webui.service import Service
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
     """Attach every event of the page `p` (called inside `demo`'s Blocks context)."""
     ui = UI(service)
     bui = BundleUI(service)
+    pui = ProofsUI(service)
     session_outputs = [p.key_state, p.key_box, p.session_md, p.chatbot, p.stamps, p.download]
     ledger_outputs = [p.ledger_status, p.events, p.checkpoint]
     cleared = [p.search_status, p.results, p.verdict, p.report, p.search_explain]
@@ -199,24 +201,30 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
         chained(ui.check_history, history_inputs, history_outputs, api_name=name, api_visibility="private")
     turn.then(ui.turn_tools, [p.key_state], turn_tool_outputs, api_name="chat_tools", api_visibility="private")
     gr.on(
-        [p.query.submit, p.search_btn.click, p.include_revoked.input, p.explain_hits.input, p.include_superseded.input],
+        [p.query.submit, p.search_btn.click, p.include_revoked.input, p.explain_hits.input, p.include_superseded.input, p.as_of.submit],
         ui.search,
-        [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded],
+        [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded, p.as_of_state],
         [p.search_status, p.results, p.search_explain],
         api_name="search",
         api_visibility=UNDOCUMENTED,
     )
-    gr.on(
+    p.as_of.change(lambda text: text, p.as_of, p.as_of_state, queue=False, api_visibility="private")
+    p.verify_policy.change(lambda text: text, p.verify_policy, p.policy_state, queue=False, api_visibility="private")
+    verified = gr.on(
         [p.upload.upload, p.verify_btn.click],
         ui.verify,
-        [p.upload, p.key_state],
+        [p.upload, p.key_state, p.policy_state],
         [p.verdict, p.report],
         api_name="verify",
         api_visibility=UNDOCUMENTED,
     )
+    # issue 33: each cited event's tlog-proof, offered once the receipt is checked (the same bytes as the CLI's)
+    proof_outputs = [p.proof_pick, p.proof_text, p.proof_dl, p.proof_status]
+    verified.then(pui.offer, [p.upload], proof_outputs, api_name="verify_proofs", api_visibility="private")
+    p.proof_pick.input(pui.show, [p.upload, p.proof_pick], proof_outputs[1:], api_name="tlog_proof", api_visibility=UNDOCUMENTED)
     p.upload.clear(
         lambda: ui.cleared()[2:4], None, [p.verdict, p.report], api_name="verify_clear", api_visibility="private"
-    )
+    ).then(pui.cleared, None, proof_outputs, api_name="verify_proofs_clear", api_visibility="private")
     p.tamper_btn.click(
         ui.tamper,
         [p.upload, p.target, p.key_state],
@@ -294,7 +302,7 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
             None, None, None, js=SHOW_FORGET_BOX
         )
     # Revoke / Restore beside each Forget…: the status line there, then the ledger and the search (their labels).
-    search_inputs = [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded]
+    search_inputs = [p.query, p.k_search, p.key_state, p.include_revoked, p.explain_hits, p.include_superseded, p.as_of_state]
     # A refusal is the status line (and a toast), not an error (issue 28 §6): each control's own State says whether it
     # changed anything, and the refreshes after it run only then (if_changed). One State per control: a revoke refused
     # while a correction of the same row is still running reads its own outcome.

@@ -155,3 +155,20 @@ def test_go_reads_what_the_commands_print_for_a_session_the_engine_wrote(tlogche
     for args in (["note", printed["vkey"], printed["note"]], ["proof", printed["vkey"], printed["proof"], digest]):
         done = _go(tlogcheck, *args)
         assert done.returncode == 0, done.stderr
+
+
+def test_go_reads_a_witnessed_tlog_proof_and_a_bundles_witnessed_note(tlogcheck: Path, tmp_path: Path) -> None:
+    """Issue 33: the cosignature line a witnessed receipt's tlog-proof (and a bundle's note) carries is a signature
+    of a key Go's note.Open does not know: it opens the note all the same, and the inclusion still checks."""
+    from receipts.body import parse_receipt
+    from receipts.tlog_proof import tlog_proof_for
+
+    witnessed = parse_receipt((VECTORS / "receipt_v2_witnessed.json").read_bytes())
+    proof = tmp_path / "w.tlog-proof"
+    proof.write_text(tlog_proof_for(witnessed, 0, KEY))
+    assert "\u2014 witness.example/w1 " in proof.read_text()
+    digest = json.loads((VECTORS / "receipt_v2_witnessed_ledger.jsonl").read_text().splitlines()[0])["digest"]
+    done = _go(tlogcheck, "proof", VECTORS / "note_v1_vkey.txt", proof, digest)
+    assert done.returncode == 0, done.stderr
+    done = _go(tlogcheck, "note", VECTORS / "note_v1_vkey.txt", VECTORS / "bundle_v1_witnessed.note")
+    assert done.returncode == 0 and done.stdout == "ok: 3ba5875cba953c72/mre/vector-witnessed size 5\n", done.stderr

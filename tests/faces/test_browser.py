@@ -535,3 +535,21 @@ def test_a_second_visitor_finds_nothing_of_the_first_visitors_session(
         shot(page, "second-visitor-verify.png")
     finally:
         other.context.close()
+
+
+def test_manual_search_as_of_searches_the_memory_as_it_stood(session: Session) -> None:
+    """Issue 34: the "as of" box, in a real browser: as of 1 event, only the first message existed."""
+    from playwright.sync_api import expect
+
+    page = session.page
+    open_tab(page, ids.TAB_SEARCH)
+    page.locator(f"#{ids.SEARCH_QUERY} textarea").fill(WORD)
+    page.locator(f"#{ids.SEARCH_AS_OF} textarea").fill("1")
+    page.locator(f"#{ids.SEARCH_BUTTON}").click()
+    expect(markdown(page, ids.SEARCH_STATUS)).to_contain_text("As of 1 events")
+    rows = read_grid(page, ids.SEARCH_RESULTS)
+    assert [r[2] for r in rows] == ["0"] and rows[0][4] == FIRST, rows
+    page.locator(f"#{ids.SEARCH_AS_OF} textarea").fill("")
+    page.locator(f"#{ids.SEARCH_BUTTON}").click()
+    expect(markdown(page, ids.SEARCH_STATUS)).not_to_contain_text("As of")
+    session.visitor.check_clean()

@@ -58,6 +58,7 @@ TWINS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("receipts", "verify-proof"): ("receipt", "verify-proof"),
     ("receipts", "cosign"): ("receipt", "cosign"),
     ("receipts", "verify-note"): ("receipt", "verify-note"),
+    ("receipts", "replay"): ("receipt", "replay"),
     ("retrieval", "search"): ("search", "query"),
     ("retrieval", "rebuild"): ("search", "rebuild"),
     ("control", "forget"): ("control", "forget"),
@@ -290,7 +291,9 @@ READING = [
     ["receipts", "checkpoint", "{data}", "alice"],
     ["receipts", "pubkey", "{data}", "--vkey"],
     ["receipts", "checkpoint", "{data}", "alice", "--note"],
-    ["receipts", "tlog-proof", "{receipt}", "3"],  # the answer: seq 3 after two remembered facts and the question
+    ["receipts", "tlog-proof", "{receipt}", "3"],
+    ["receipts", "replay", "{receipt}", "--data", "{data}", "--trust", "{pub}"],
+    ["receipts", "replay", "{receipt}", "--data", "{data}", "--trust", "{pub}", "--json"],  # the answer: seq 3 after two remembered facts and the question
     ["retrieval", "search", "{data}", "alice", "kayak"],
     ["retrieval", "search", "{data}", "alice", "sister", "--json", "-k", "2", "--explain"],
     ["retrieval", "search", "{data}", "alice", "--queries", "{root}/queries.txt", "--history", "--include-revoked"],
@@ -298,6 +301,8 @@ READING = [
     ["retrieval", "search", "{data}", "alice", "-3 kayaks"],  # so is an argument with a space inside
     ["retrieval", "search", "{data}", "alice", "kayak", "-k=2"],  # argparse reads -k=2 as -k 2
     ["retrieval", "search", "{data}", "alice", "kayak", "--js"],  # a unique prefix of --json
+    ["retrieval", "search", "{data}", "alice", "kayak", "--as-of", "2"],
+    ["retrieval", "search", "{data}", "alice", "sister", "--as-of", "{root}/kept.json", "--json"],
     ["control", "history", "{data}", "alice", "0"],
     ["control", "history", "{data}", "alice", "0", "--json"],
     ["control", "suggestions", "{data}", "alice", "--json"],

@@ -54,6 +54,16 @@ class TestVerifyTakesWhatTheToolsReturned:
             out = json.loads(tools["verify_receipt"](given, key))
             assert (out["kind"], out["verdict"], out["checked"]) == ("receipt", "verified", "ledger")
 
+    def test_verify_receipt_says_why_these_memories_for_the_callers_own_receipt_only(self, tools: dict[str, Any]) -> None:
+        key, _mem, asked = session(tools)
+        out = json.loads(tools["verify_receipt"](asked["receipt"], key))
+        why = out["why_these"]
+        assert why["verdict"] == "replayed" and [r["seq"] for r in why["committed"]][: len(asked["memories"])] == [
+            m["seq"] for m in asked["memories"]
+        ]
+        other = json.loads(tools["verify_receipt"](asked["receipt"], json.loads(tools["new_session_key"]())["session_key"]))
+        assert other["why_these"]["replayed"] is False and "your own session" in other["why_these"]["why"]
+
     def test_the_certificate_forget_memory_returned_verifies_as_it_is(self, tools: dict[str, Any]) -> None:
         key, mem, _asked = session(tools)
         gone = json.loads(tools["forget_memory"](key, mem["event_id"]))

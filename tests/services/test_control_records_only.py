@@ -236,7 +236,9 @@ def test_a_turn_over_such_a_record_hands_the_memory_on_and_its_receipt_verifies_
     answer = eng.ledger.append(S, "assistant", "your dev server port is 8080")
     eng.ledger.append(S, "system", SUPERSEDE_TEXT, supersession_meta(new_seq=answer.seq, new_id=answer.id, old_seq=old.seq, old_id=old.id, decided_by=VISITOR))
     turn = eng.turn(S, "what is my dev server port?")
-    assert [h.seq for h in turn.hits] == [old.seq]
+    # served live, first; the answer appended without the engine is indexed before the turn searches (issue 34: a
+    # turn's search sees every event before its question) and ranks too
+    assert [h.seq for h in turn.hits] == [old.seq, answer.seq]
     report = verify_bytes(turn.receipt_path.read_bytes(), trusted=[eng.key.public_key], data_dir=data)
     assert report.verdict == "verified", [(c.name, c.message) for c in report.failed]
 

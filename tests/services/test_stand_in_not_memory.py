@@ -173,3 +173,35 @@ class TestWhatIsKnown:
         count = eng.ledger.head("alice")[0]
         eng.turn("alice", "What is my sister called?")
         assert starts and min(starts) >= count - 1
+
+
+class TestReplay:
+    """A receipt commits to its ranking (FORMAT.md §24) and a replay re-runs the turn's retrieval (chat.retrieve): the
+    stand-in rule is inside it, so a turn it shaped replays; a turn ranked before the rule (its list holds a stand-in
+    reply) replays as it ran."""
+
+    def test_a_turn_the_rule_shaped_replays(self, eng: Engine) -> None:
+        from chat.citing import Cites
+        from chat.replay import REPLAYED, replay
+        from receipts.body import parse_receipt
+
+        nine_events(eng)
+        replies = stand_in_seqs(eng, "alice")
+        assert {h.seq for h in eng.index.search("alice", "What is my sister called?", 8).results} & replies
+        turn = eng.turn("alice", "What is my sister called?")
+        assert not {r["seq"] for r in turn.body["ranking"]["ranked"]} & replies
+        got = replay(eng.stores, Cites(eng.stores), parse_receipt(turn.receipt_path.read_bytes()))
+        assert got.verdict == REPLAYED, got.lines()
+
+    def test_a_turn_ranked_before_the_rule_replays_as_it_ran(self, eng: Engine) -> None:
+        from chat.citing import Cites
+        from chat.replay import REPLAYED, replay
+        from receipts.body import parse_receipt
+
+        nine_events(eng)
+        replies = stand_in_seqs(eng, "alice")
+        eng.stand_ins = None  # type: ignore[assignment]  # the engine before the rule
+        turn = eng.turn("alice", "What is my sister called?")
+        assert {r["seq"] for r in turn.body["ranking"]["ranked"]} & replies
+        got = replay(eng.stores, Cites(eng.stores), parse_receipt(turn.receipt_path.read_bytes()))
+        assert got.verdict == REPLAYED, got.lines()

@@ -10,8 +10,16 @@ receipt vectors' Ed25519 key (receipt_v1_pubkey.json), a fixed export time, and 
 - `bundle_v1.mre.zip`: the whole bundle (`python -m bundle verify tests/vectors/bundle_v1.mre.zip --trust
   tests/vectors/receipt_v1_pubkey.json` says VERIFIED).
 
+And the witnessed bundle (§21.1), of the witnessed receipt vector (receipt_v2_witnessed_*, generate_witnessed.py):
+
+- `bundle_v1_witnessed.note` (its member notes/5.note): its witnessed tree head as a signed note with the witness's cosignature (bundle.notes);
+- `bundle_v1_witnessed_manifest.json`, `bundle_v1_witnessed_manifest.dsse.json`: its manifest and envelope;
+- `bundle_v1_witnessed.mre.zip`: the whole bundle (`python -m bundle verify tests/vectors/bundle_v1_witnessed.mre.zip
+  --trust tests/vectors/receipt_v1_pubkey.json --policy tests/vectors/witness_v1.policy` says VERIFIED).
+
 tests/vectors/test_vectors_bundle.py checks the code reproduces the manifest and envelope byte for byte, and that the
-committed bundle still verifies (old bundles keep verifying).
+committed bundle still verifies (old bundles keep verifying); tests/vectors/test_vectors_bundle_witnessed.py the same
+for the witnessed one, and its note.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bundle.format import MANIFEST_NAME, MANIFEST_PAYLOAD_TYPE, Member, build_manifest, key_member  # noqa: E402
+from bundle.notes import NoteCollector  # noqa: E402
 from ledger.canonical import canonical_json  # noqa: E402
 from receipts.dsse import sign_envelope  # noqa: E402
 from receipts.keys import SigningKey, format_public_key  # noqa: E402
@@ -37,37 +46,45 @@ EXPORTED_AT = "2026-01-02T03:05:00.000000Z"
 ZIP_TIME = (2026, 1, 2, 3, 5, 0)
 
 
-def members() -> dict[str, bytes]:
+def members(vector: str = "receipt_v2_states") -> dict[str, bytes]:
     key = SigningKey.from_seed(SEED)
-    receipt = (OUT / "receipt_v2_states.json").read_bytes()
-    body = json.loads((OUT / "receipt_v2_states_body.json").read_text("utf-8"))
+    receipt = (OUT / f"{vector}.json").read_bytes()
+    body = json.loads((OUT / f"{vector}_body.json").read_text("utf-8"))
     rid = body["receipt_id"]
-    return {
-        "ledger/events.jsonl": (OUT / "receipt_v2_states_ledger.jsonl").read_bytes(),
+    files = {
+        "ledger/events.jsonl": (OUT / f"{vector}_ledger.jsonl").read_bytes(),
         "checkpoint.json": canonical_json(body["checkpoint"]),
         f"receipts/{rid}.json": receipt,
         key_member(key.key_id): format_public_key(key.public_key).encode("utf-8"),
     }
+    notes = NoteCollector(key)  # §21.1: none for a receipt no witness cosigned
+    notes.add(receipt)
+    return {**files, **dict(notes.members())}
 
 
-def build() -> dict[str, bytes]:
+def build(vector: str = "receipt_v2_states", session: str = SESSION, prefix: str = "bundle_v1") -> dict[str, bytes]:
     key = SigningKey.from_seed(SEED)
-    files = members()
+    files = members(vector)
     ledger = files["ledger/events.jsonl"]
     last = json.loads(ledger.splitlines()[-1])
     payload = build_manifest(
-        session=SESSION, exported_at=EXPORTED_AT, events=len(ledger.splitlines()), chain_head=last["chain"], signer=key.key_id,
+        session=session, exported_at=EXPORTED_AT, events=len(ledger.splitlines()), chain_head=last["chain"], signer=key.key_id,
         members=[Member(name, len(data), hashlib.sha256(data).hexdigest()) for name, data in files.items()],
     )
     envelope = canonical_json(sign_envelope(payload, MANIFEST_PAYLOAD_TYPE, key))
-    return {"bundle_v1_manifest.json": payload, "bundle_v1_manifest.dsse.json": envelope, **{f"member:{n}": d for n, d in files.items()}}
+    return {f"{prefix}_manifest.json": payload, f"{prefix}_manifest.dsse.json": envelope, **{f"member:{n}": d for n, d in files.items()}}
 
 
-def write_zip(path: Path, built: dict[str, bytes]) -> None:
+def build_witnessed() -> dict[str, bytes]:
+    """The bundle of the witnessed receipt vector: its note (notes/5.note) and its manifest and envelope."""
+    return build("receipt_v2_witnessed", "vector-witnessed", "bundle_v1_witnessed")
+
+
+def write_zip(path: Path, built: dict[str, bytes], prefix: str = "bundle_v1") -> None:
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
         for name, data in sorted((n.removeprefix("member:"), d) for n, d in built.items() if n.startswith("member:")):
             z.writestr(zipfile.ZipInfo(name, ZIP_TIME), data)
-        z.writestr(zipfile.ZipInfo(MANIFEST_NAME, ZIP_TIME), built["bundle_v1_manifest.dsse.json"])
+        z.writestr(zipfile.ZipInfo(MANIFEST_NAME, ZIP_TIME), built[f"{prefix}_manifest.dsse.json"])
 
 
 def main() -> None:
@@ -75,6 +92,11 @@ def main() -> None:
     for name in ("bundle_v1_manifest.json", "bundle_v1_manifest.dsse.json"):
         (OUT / name).write_bytes(built[name])
     write_zip(OUT / "bundle_v1.mre.zip", built)
+    witnessed = build_witnessed()
+    for name in ("bundle_v1_witnessed_manifest.json", "bundle_v1_witnessed_manifest.dsse.json"):
+        (OUT / name).write_bytes(witnessed[name])
+    (OUT / "bundle_v1_witnessed.note").write_bytes(witnessed["member:notes/5.note"])
+    write_zip(OUT / "bundle_v1_witnessed.mre.zip", witnessed, "bundle_v1_witnessed")
     print(f"wrote bundle vectors to {OUT}")
 
 

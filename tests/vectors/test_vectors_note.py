@@ -47,5 +47,5 @@ def test_the_vector_tlog_proof_verifies_with_its_event_line() -> None:
     v = parse_vkey((VECTORS / "note_v1_vkey.txt").read_text())
     line = (VECTORS / "receipt_v1_ledger.jsonl").read_text().splitlines()[2]
     report = check_tlog_proof(parse_tlog_proof((VECTORS / "note_v1_seq2.tlog-proof").read_bytes()), parse_event_line(line), [v])
-    assert report.verdict == "verified" and len(report.passed) == 5
+    assert report.verdict == "verified" and len(report.passed) == 6  # issue 33: event.chain added
 

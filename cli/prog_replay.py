@@ -1,0 +1,106 @@
+"""`python -m receipts replay RECEIPT --data DATA --trust KEY`: re-run the search a receipt's ranking commits to
+(docs/FORMAT.md §24; chat.replay).
+
+The receipt is verified first, against the data directory's ledger and under the trusted keys: a replay of a receipt
+that does not verify would compare a ranking nobody signed. Then the search is rebuilt as it stood — the session's
+events below the size the receipt names, that time's control state — and compared rank by rank.
+
+Exit 0 "replayed" (same memories, order, matches, rules; scores within 1e-9 relative), 1 when the ranking differs (a
+row per difference) or the receipt does not verify, 2 for unusable input, 3 when it cannot be replayed and why (an old
+receipt without the commitment, an event the search saw erased since: the rest is still compared and shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from cli.support import EXIT_FAILED, CliError, existing_data_dir, fail, given_path
+from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
+from receipts.keys import KeyConfigError
+from storage.offline import load_trust, verify_bytes
+
+if TYPE_CHECKING:
+    from storage.stores import Stores
+
+EXPECTED = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
+EPILOG = (
+    "exit status: 0 replayed (the same ranked memories, order and scores), 1 the ranking differs or the receipt does not "
+    "verify, 2 unusable input, 3 cannot be replayed (and why)"
+)
+
+
+@contextmanager
+def data_stores(data: str) -> Iterator[Stores]:
+    """The stores of DATA_DIR: PostgreSQL's when $DATABASE_URL is set (DATA_DIR keeps the key), else its files."""
+    from cli.stores import database_for, opened_stores
+
+    url = database_for()
+    if url is not None:
+        with opened_stores(data, url) as stores:
+            yield stores
+        return
+    from storage.stores import open_stores
+
+    stores = open_stores(data)
+    try:
+        yield stores
+    finally:
+        stores.close()
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from chat.citing import Cites
+    from chat.replay import replay
+
+    path = given_path(args.receipt, what="receipt", expected=EXPECTED)
+    if path.is_dir():
+        return fail(f"{path}: is a directory; {EXPECTED}")
+    data = existing_data_dir(args.data)
+    if not args.trust:
+        return fail("--trust PUBKEY: a replay checks only a receipt that verifies under a key you trust "
+                    "(`python -m receipts pubkey DATA_DIR` prints the deployment's)")
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECEIPT_BYTES:
+            return fail(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+        raw = path.read_bytes()
+        receipt = parse_receipt(raw)
+        trusted = load_trust(args.trust)
+    except MalformedReceipt as exc:
+        return fail(f"{path}: {exc}")
+    except KeyConfigError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{path}: {exc.strerror or exc}")
+    with data_stores(str(data)) as stores:
+        source: Any = stores.ledger if stores.ledger.kept_elsewhere() else None  # PostgreSQL's ledger is read as lines
+        report = verify_bytes(raw, trusted=trusted, data_dir=str(data), source=source)
+        if report.verdict != "verified":
+            failed = [c.name for c in report.failed]
+            why = f"{len(failed)} check(s) failed: {', '.join(failed[:5])}" if failed else f"verdict {report.verdict}"
+            print(f"NOT REPLAYED: the receipt does not verify against {data} under the trusted key(s) ({why}); "
+                  "run `python -m receipts verify` for the report")
+            return EXIT_FAILED
+        result = replay(stores, Cites(stores), receipt)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print("\n".join(result.lines()))
+    return result.exit_code
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`replay`, added to `python -m receipts` (cli.prog_receipts.build_parser)."""
+    r = sub.add_parser("replay", help="re-run the search a receipt's ranking commits to, as the session stood, and compare", epilog=EPILOG)
+    r.add_argument("receipt")
+    r.add_argument("--data", metavar="DATA_DIR", required=True, help="the data directory (or, with $DATABASE_URL, the key folder) whose ledger the receipt cites")
+    r.add_argument("--trust", metavar="PUBKEY", action="append", default=[], help="a trusted public key file (repeatable); the receipt must verify under one")
+    r.add_argument("--json", action="store_true", help="the replay as JSON: verdict, reasons, differences, both lists, the events left out and why")
+    r.set_defaults(func=cmd_replay)
+
+
+__all__ = ["CliError", "add_parsers", "cmd_replay"]
