@@ -290,7 +290,8 @@ def as_of_status(size: int, n: int, rules: Sequence[str]) -> str:
     """The status line of a Manual search "as of" a ledger size (issue 34)."""
     fired = f" Rules that fired: {', '.join(rules)}." if rules else ""
     return (f"**As of {size:,} events**: the {n} memor{'y' if n == 1 else 'ies'} a turn asked then would have been handed, "
-            f"under that time's revocations and supersessions (the include and explain boxes apply to searches of now).{fired}")
+            f"under that time's revocations and supersessions (the include and explain boxes apply to searches of now), "
+            f"best first: {RANK_ORDER}{fired}")
 
 
 def as_of_left_out(why_out: Mapping[int, tuple[int, str]]) -> str:

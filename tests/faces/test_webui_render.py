@@ -214,6 +214,10 @@ class TestShownScores:
                     assert shown[a] >= shown[a + 1]
             assert all(shown[groups.index(g)] == 1.0 for g in set(groups))
 
+    def test_every_search_status_says_the_order(self) -> None:
+        for status in (r.search_status(3, 8, None), r.as_of_status(5, 3, [])):
+            assert "by *match* first" in status and "then by *score* within each" in status
+
     def test_in_a_long_session_a_hit_through_its_neighbours_ranks_among_the_others_and_shares_their_best(self) -> None:
         # the context tier applies under 100 events only: above, a neighbours hit may rank between own-words hits
         hits = [hit(1, 3.0), hit(2, 2.7, context=True), hit(3, 1.5), hit(4, 2.0, echo=True)]
