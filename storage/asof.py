@@ -39,9 +39,11 @@ def prefix_index(ledger: LedgerStore, session: str, size: int, config: IndexConf
         path = copy.log_path(session)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with ledger.stored_lines(session, size) as (_n, chunks), open(path, "wb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
+            with open(path, "wb") as out:
+                if size:  # none is an empty file (stored_lines wants a line to count to): a session's first turn
+                    with ledger.stored_lines(session, size) as (_n, chunks):
+                        for chunk in chunks:
+                            out.write(chunk)
                 out.flush()
                 os.fsync(out.fileno())  # not durability: the index opens the file anew and must see every byte
         except Exception as exc:  # StoredLinesChanged, a torn line, an unreadable file: one line, no path

@@ -168,3 +168,21 @@ def test_an_honest_consent_turn_with_events_between_proposal_and_answer_still_re
     assert body["ranking"]["indexed"] == 4 < body["query"]["event"]["seq"]
     verdict, lines = _verdict(e, stores, raw)
     assert verdict == REPLAYED, lines
+
+
+def test_the_first_turn_of_a_session_replays_over_an_empty_prefix(engine: tuple[Engine, Stores]) -> None:
+    e, stores = engine
+    raw = rbody.dump_file(e.turn(S, QUESTION, k=2).envelope)
+    assert parse_receipt(raw).signed_body["ranking"]["indexed"] == 0
+    verdict, lines = _verdict(e, stores, raw)
+    assert verdict == REPLAYED, lines
+
+
+def test_search_as_of_size_zero_is_the_empty_memory_not_an_error(engine: tuple[Engine, Stores]) -> None:
+    from chat.replay import search_as_of
+
+    e, stores = engine
+    for text in FACTS:
+        e.remember(S, text)
+    got = search_as_of(stores, Cites(stores), S, "tax form", 2, 0)
+    assert got.hits == [] and got.rules == ()
