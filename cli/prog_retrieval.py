@@ -397,15 +397,18 @@ def _as_of_size(raw: str, session: str, ledger: Any) -> int:
             text = parse_checkpoint_text(parse_note(data).text)
         except (MalformedNote, UnicodeDecodeError):
             raise UsageError(f"--as-of {path.name}: neither a ledger size nor a checkpoint ({exc})") from None
-        heads = [e[len(CHAIN_HEAD_EXTENSION):] for e in text.extensions if e.startswith(CHAIN_HEAD_EXTENSION)]
-        size, head, cp_session = text.size, heads[0] if heads else None, text.origin.rsplit("/", 1)[-1]
+        heads = {e[len(CHAIN_HEAD_EXTENSION):] for e in text.extensions if e.startswith(CHAIN_HEAD_EXTENSION)}
+        if len(heads) != 1:  # the chain head is what ties a size to this ledger's history: without it, any note would do
+            raise UsageError(f"--as-of {path.name}: a note without exactly one {CHAIN_HEAD_EXTENSION.strip()} line cannot be "
+                             "tied to this ledger; give the size, or the checkpoint's JSON") from None
+        size, head, cp_session = text.size, heads.pop(), text.origin.rsplit("/", 1)[-1]
     if cp_session != session:
         raise UsageError(f"--as-of {path.name}: a checkpoint of session {cp_session!r}, not {session}")
     now = ledger.head(session)[0]
     if size > now:
         raise UsageError(f"--as-of {path.name}: a checkpoint of {size} events; the session holds {now}")
     have = ledger.read_events(session, [size - 1])[0].chain if size else GENESIS.hex()
-    if head is not None and head != have:
+    if head != have:
         raise UsageError(f"--as-of {path.name}: its chain head at {size} events is not this ledger's: another history")
     return int(size)
 

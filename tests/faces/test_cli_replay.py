@@ -124,3 +124,33 @@ def test_bad_as_of_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.Captu
     value = as_of.format(**{k: str(v) for k, v in made.items()})
     code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", value)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (out, err)
+
+
+def _note(root: Path, name: str, extensions: str) -> Path:
+    from receipts.keys import SigningKey
+    from receipts.note import b64, sign_note
+
+    path = root / name
+    path.write_text(sign_note(f"mre.example/other/alice\n1\n{b64(bytes(32))}\n{extensions}", SigningKey.generate()))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "extensions", "says"),
+    [
+        ("no-head.note", "", "cannot be tied to this ledger"),
+        ("two-heads.note", "mre-chain-head " + "a" * 64 + "\nmre-chain-head " + "b" * 64 + "\n", "cannot be tied to this ledger"),
+        ("other-head.note", "mre-chain-head " + "0" * 64 + "\n", "another history"),
+    ],
+)
+def test_as_of_a_note_that_does_not_name_this_ledgers_chain_head_is_refused_exit_2(
+    made: dict[str, Any], capsys: pytest.CaptureFixture[str], name: str, extensions: str, says: str
+) -> None:
+    note = _note(made["root"], name, extensions)
+    code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", note)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and not out, (out, err)
+
+
+def test_as_of_zero_is_the_empty_memory(made: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", "0")
+    assert code == 0 and "no results" in out, (out, err)
