@@ -334,8 +334,14 @@ class Service:
         if indexed > REPLAY_MAX_EVENTS:
             return (f"Not replayed here: the search saw {indexed:,} events, over this app's {REPLAY_MAX_EVENTS:,}; "
                     "`python -m receipts replay RECEIPT --data DATA_DIR --trust PUBKEY` replays it.")
-        with self.settled(receipt.session):
-            return replay(self.engine.stores, self.engine.cites, receipt)
+        try:
+            with self.settled(receipt.session):
+                return replay(self.engine.stores, self.engine.cites, receipt)
+        except BadInput as exc:  # an erasure of the session that cannot be finished now: said in the section
+            return f"Not replayed just now: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the verdict above stands; the replay says it could not run, not why
+            log.error("replay of %s failed (%s)", receipt.receipt_id, type(exc).__name__)  # no message: it may hold a path
+            return "Not replayed just now: the replay could not run; the details are in the server log."
 
     def _database(self) -> tuple[Any, Any, Any]:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited

@@ -80,3 +80,39 @@ def test_a_verify_of_garbage_has_no_replay_section(ui: UI, tmp_path: Path) -> No
     assert TITLE not in verdict
 
 
+
+
+def test_a_replay_that_cannot_run_leaves_the_verdict_and_says_so_without_a_path(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from storage.files.retrieval.db import Index
+
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = turn(ui, key, "Where does my sister live?")
+
+    def broken(self: Index, session: str, events: object = None) -> None:
+        raise sqlite3.OperationalError(f"disk I/O error at {ui.service.data_dir}/secret")
+
+    monkeypatch.setattr(Index, "index_session", broken)
+    verdict, _ = ui.verify(receipt, key)
+    section = why(verdict)
+    assert "not replayable" in section and "could not be indexed" in section and "OperationalError" in section
+    assert str(ui.service.data_dir) not in verdict and "secret" not in verdict
+
+
+def test_a_replay_that_fails_unexpectedly_keeps_the_verify_verdict_and_shows_no_path(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import webui.service
+
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = turn(ui, key, "Where does my sister live?")
+    honest, _ = ui.verify(receipt, key)
+
+    def broken(*_a: object) -> None:
+        raise PermissionError(13, "Permission denied", f"{ui.service.data_dir}/sessions")
+
+    monkeypatch.setattr(webui.service, "replay", broken)
+    verdict, _ = ui.verify(receipt, key)
+    assert verdict.split(TITLE)[0] == honest.split(TITLE)[0]
+    assert "could not run" in why(verdict) and str(ui.service.data_dir) not in verdict

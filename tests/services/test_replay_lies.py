@@ -186,3 +186,31 @@ def test_search_as_of_size_zero_is_the_empty_memory_not_an_error(engine: tuple[E
         e.remember(S, text)
     got = search_as_of(stores, Cites(stores), S, "tax form", 2, 0)
     assert got.hits == [] and got.rules == ()
+
+
+def test_a_prefix_index_that_cannot_be_built_is_one_line_and_leaves_no_temporary_folder(
+    engine: tuple[Engine, Stores], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sqlite3
+    import tempfile
+
+    from storage.asof import PrefixUnavailable
+    from storage.files.retrieval.db import Index
+
+    e, stores = engine
+    for text in FACTS:
+        e.remember(S, text)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    def broken(self: Index, session: str, events: object = None) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with monkeypatch.context() as m:
+        m.setattr(Index, "index_session", broken)
+        with pytest.raises(PrefixUnavailable, match=r"could not be indexed \(OperationalError\)"), prefix_index(e.ledger, S, 2, e.index.config):
+            pass
+    with pytest.raises(KeyError), prefix_index(e.ledger, S, 2, e.index.config):
+        raise KeyError("the caller's own error passes as it is")
+    assert list(scratch.iterdir()) == []
