@@ -113,6 +113,29 @@ def test_a_replay_that_fails_unexpectedly_keeps_the_verify_verdict_and_shows_no_
         raise PermissionError(13, "Permission denied", f"{ui.service.data_dir}/sessions")
 
     monkeypatch.setattr(webui.service, "replay", broken)
+    ui.service._replays.clear()  # the honest replay above is kept: forget it
     verdict, _ = ui.verify(receipt, key)
     assert verdict.split(TITLE)[0] == honest.split(TITLE)[0]
     assert "could not run" in why(verdict) and str(ui.service.data_dir) not in verdict
+
+
+def test_verifying_the_same_receipt_again_does_not_rebuild_the_index_until_the_ledger_moves(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import webui.service
+
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = turn(ui, key, "Where does my sister live?")
+    calls: list[str] = []
+    real = webui.service.replay
+
+    def counted(*a: object) -> object:
+        calls.append("replay")
+        return real(*a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(webui.service, "replay", counted)
+    first, _ = ui.verify(receipt, key)
+    again, _ = ui.verify(receipt, key)
+    assert len(calls) == 1 and why(first) == why(again) and "**replayed**" in why(again)
+    turn(ui, key, "And my brother?")  # the ledger moved: replayed anew (and still the same)
+    later, _ = ui.verify(receipt, key)
+    assert len(calls) == 2 and "**replayed**" in why(later)
