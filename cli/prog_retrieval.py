@@ -385,10 +385,16 @@ def _as_of_size(raw: str, session: str, ledger: Any) -> int:
     if raw.isascii() and raw.isdigit():
         return int(raw)
     path = given_path(raw, what="--as-of", expected="expected a ledger size or a kept checkpoint file")
+    cap = 1 << 20  # a checkpoint is a few hundred bytes: read no more than this of what is named (/dev/zero, a FIFO)
     try:
-        data = path.read_bytes()[: 1 << 20]
+        if path.exists() and not path.is_file():
+            raise UsageError(f"--as-of {path.name}: not a regular file; expected a ledger size or a kept checkpoint file")
+        with open(path, "rb") as f:
+            data = f.read(cap + 1)
     except OSError as exc:
         raise UsageError(f"--as-of: {describe_os_error(exc)}") from None
+    if len(data) > cap:
+        raise UsageError(f"--as-of {path.name}: over {cap:,} bytes; not a checkpoint")
     try:
         body = parse_checkpoint(data, source=path.name)["body"]
         size, head, cp_session = body["tree_size"], body["chain_head"], body["session"]

@@ -114,6 +114,9 @@ def test_as_of_the_questions_seq_gives_the_receipts_memories(made: dict[str, Any
         ("abc", "abc"),
         ("{pub}", "neither a ledger size nor a checkpoint"),
         ("{root}/bob.json", "a checkpoint of session 'bob', not alice"),
+        ("/dev/zero", "not a regular file"),
+        ("{root}", "not a regular file"),
+        ("{root}/big.json", "over 1,048,576 bytes"),
     ],
 )
 def test_bad_as_of_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.CaptureFixture[str], as_of: str, says: str) -> None:
@@ -121,6 +124,9 @@ def test_bad_as_of_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.Captu
     if not bob.exists():
         assert receipts_cli.main(["checkpoint", str(made["data"]), "bob"]) == 0
         bob.write_text(capsys.readouterr().out)
+    big = made["root"] / "big.json"
+    if not big.exists():
+        big.write_bytes(b" " * (2 << 20))
     value = as_of.format(**{k: str(v) for k, v in made.items()})
     code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", value)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (out, err)
