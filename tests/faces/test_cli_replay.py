@@ -92,13 +92,15 @@ def test_a_receipt_whose_search_saw_an_event_erased_since_is_not_replayable_exit
         (["replay", "{receipt}", "--data", "{data}", "--trust", "{receipt}"], "expected only the fields"),  # a receipt given as a key
         (["replay", "/dev/zero", "--data", "{data}", "--trust", "{pub}"], "not a regular file"),  # its size says 0: never read whole
         (["replay", "{receipt}", "--data", "{data}", "--trust", "/dev/zero"], "not a regular file"),
-        (["replay", "{root}/big.json", "--data", "{data}", "--trust", "{pub}"], "receipt limit"),
+        (["replay", "{root}/huge.json", "--data", "{data}", "--trust", "{pub}"], "receipt limit"),
     ],
 )
 def test_bad_replay_input_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
-    big = made["root"] / "big.json"
-    if not big.exists():
-        big.write_bytes(b" " * (2 << 20))
+    from receipts.body import MAX_RECEIPT_BYTES
+
+    huge = made["root"] / "huge.json"
+    if not huge.exists():
+        huge.write_bytes(b" " * (MAX_RECEIPT_BYTES + 1))
     code, out, err = run(capsys, receipts_cli.main, *(a.format(**{k: str(v) for k, v in made.items()}) for a in argv))
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (out, err)
 
