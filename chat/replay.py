@@ -15,6 +15,7 @@ below the sizes the receipt names are read.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -126,6 +127,16 @@ def index_at(stores: Stores, session: str, size: int) -> Iterator[SearchIndex]:
         yield idx
 
 
+def _over(cites: Cites, index: SearchIndex) -> Cites:
+    """`cites` asking `index` which lines are not the person's own (Cites.unattributed, for chat.withheld): the
+    prefix's index, so that the deployment's index — deleted, rebuilt and not yet caught up, or holding later lines
+    — never changes what a replay withholds. The receipt_cites rows stay the deployment's (refilled from the receipt
+    files when the index is new)."""
+    view = copy.copy(cites)
+    view.index = index
+    return view
+
+
 def search_as_of(stores: Stores, cites: Cites, session: str, query: str, k: int, size: int) -> Retrieved:
     """`retrieval search --as-of SIZE`: the top K a turn would have handed the model when the session's ledger held
     `size` events, under that time's control state (chat.retrieve)."""
@@ -137,7 +148,7 @@ def search_as_of(stores: Stores, cites: Cites, session: str, query: str, k: int,
     state = state_at(stores, session, size)
     try:
         with index_at(stores, session, size) as idx:
-            return retrieve(idx, cites, state, session, query, k, [])
+            return retrieve(idx, _over(cites, idx), state, session, query, k, [])
     except PrefixUnavailable as exc:
         raise AsOfError(str(exc)) from None
 
@@ -243,7 +254,7 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
                "as it was; the rest is compared" for s, by in sorted(_erased_since(stores, session, indexed, controls, now).items())]
     try:
         with prefix_index(stores.ledger, session, indexed, stores.index.config) as idx:
-            got = retrieve(idx, cites, state, session, question.text, body["k"], [])
+            got = retrieve(idx, _over(cites, idx), state, session, question.text, body["k"], [])
     except PrefixUnavailable as exc:
         return cannot(str(exc))
     diffs = compare(want, got.ranked())

@@ -4,7 +4,9 @@ A producer that signs its own receipts can make `indexed` and `controls` name an
 searches, and rank over that prefix so the list is self-consistent: the memory it hides (the newest, most relevant
 statement; a supersession its question made) then never shows up in the replay unless the replay holds the sizes
 to the question and the answer they belong to. Each test is such a producer, built from the real engine with one
-step swapped, and shows the replay refuses its receipt."""
+step swapped, and shows the replay refuses its receipt. And what a hostile review found besides: a session's first turn
+(an empty prefix), an index that cannot be built (one line, no folder left), and a replay that must not depend on the
+deployment's own index (deleted, not caught up)."""
 
 from __future__ import annotations
 
@@ -214,3 +216,32 @@ def test_a_prefix_index_that_cannot_be_built_is_one_line_and_leaves_no_temporary
     with pytest.raises(KeyError), prefix_index(e.ledger, S, 2, e.index.config):
         raise KeyError("the caller's own error passes as it is")
     assert list(scratch.iterdir()) == []
+
+
+def test_a_replay_does_not_depend_on_the_deployments_index_deleted_and_not_caught_up(tmp_path: Path) -> None:
+    from control.revocation import revoke
+    from ledger.messages import Message
+
+    data = tmp_path / "data"
+    data.mkdir()
+    stores = file_stores(data)
+    e = Engine(data, llm=LLM(api_key=""), stores=stores)
+    try:
+        for text in ["My locker code is 4711", "My sister lives in Lisbon"]:
+            e.remember(S, text)
+        # a line no turn's cites account for: withheld while anything before it is revoked (chat.withheld)
+        stores.ledger.append_many(S, [Message("assistant", "Imported: your locker code 4711 is noted", {"kind": "import"})])
+        e.index.index_session(S)
+        revoke(data, S, 0, stores=stores, key=e.key)
+        raw = rbody.dump_file(e.turn(S, "What is my locker code?", k=4).envelope)
+        assert parse_receipt(raw).signed_body["ranking"]["rules"] == ["quotes-revoked", "revoked"]
+    finally:
+        e.close()
+        stores.close()
+    (data / "index.sqlite").unlink()
+    fresh = file_stores(data)
+    try:
+        verdict, lines = _verdict(e, fresh, raw)
+    finally:
+        fresh.close()
+    assert verdict == REPLAYED, lines
