@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +83,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"{path}: {exc.strerror or exc}")
-    with data_stores(str(data)) as stores:
+    with ExitStack() as stack:
+        try:
+            stores = stack.enter_context(data_stores(str(data)))
+        except CliError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a read-only folder, a locked or broken index: unusable input, not a verdict
+            return fail(f"{data}: its stores cannot be opened for a replay (it builds on the index's receipt_cites): "
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         source: Any = stores.ledger if stores.ledger.kept_elsewhere() else None  # PostgreSQL's ledger is read as lines
         report = verify_bytes(raw, trusted=trusted, data_dir=str(data), source=source)
         if report.verdict != "verified":

@@ -168,3 +168,14 @@ def test_as_of_a_note_that_does_not_name_this_ledgers_chain_head_is_refused_exit
 def test_as_of_zero_is_the_empty_memory(made: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", "0")
     assert code == 0 and "no results" in out, (out, err)
+
+
+def test_a_data_directory_whose_index_cannot_be_opened_is_unusable_input_exit_2_not_a_verdict(
+    made: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(made["data"], data)
+    (data / "index.sqlite").unlink()
+    (data / "index.sqlite").mkdir()  # as a read-only folder would: SQLite cannot open it
+    code, out, err = run(capsys, receipts_cli.main, "replay", made["receipt"], "--data", data, "--trust", made["pub"])
+    assert code == 2 and "cannot be opened" in err and len(err.strip().splitlines()) == 1 and not out, (out, err)
