@@ -250,6 +250,8 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
         return cannot(f"the ledger's event at seq {q_seq} is not the receipt's question (verify the receipt with --data)")
     state, late = _state_at(stores, session, controls, None if "consent" in body else body["response"]["event"]["seq"])
     lies = _sizes_lie(stores, session, body, late)  # rows after the rank-by-rank comparison, which runs still
+    if rk["config"] != mine["name"]:  # the hash (checked above) is of a configuration named otherwise
+        lies.append(f"the receipt names the configuration {rk['config']!r}, but its config_sha256 is that of {mine['name']!r}")
     reasons = [f"seq {s} was erased by the record at seq {by}, after this turn: its text is gone, so the search cannot be rebuilt "
                "as it was; the rest is compared" for s, by in sorted(_erased_since(stores, session, indexed, controls, now).items())]
     try:

@@ -245,3 +245,15 @@ def test_a_replay_does_not_depend_on_the_deployments_index_deleted_and_not_caugh
     finally:
         fresh.close()
     assert verdict == REPLAYED, lines
+
+
+def test_a_receipt_whose_configuration_name_is_not_the_one_its_hash_is_of_is_not_replayed(engine: tuple[Engine, Stores]) -> None:
+    e, stores = engine
+    for text in FACTS:
+        e.remember(S, text)
+    receipt = parse_receipt(rbody.dump_file(e.turn(S, "When is the tax form due?", k=2).envelope))
+    body = copy.deepcopy(receipt.signed_body)
+    body["ranking"]["config"] = "vector-search/v9"  # the hash is left as it was: the deployment's own
+    forged = rbody.dump_file(rbody.sign_receipt(body, e.key, list(receipt.disclosures.values())))
+    verdict, lines = _verdict(e, stores, forged)
+    assert verdict != REPLAYED and any("vector-search/v9" in x for x in lines), lines
