@@ -26,6 +26,7 @@ from chat.replay import REPLAYED, replay
 from chat.retrieve import Retrieved, retrieve
 from control.settings import set_consent
 from control.state import derive
+from ledger.messages import Message
 from receipts import body as rbody
 from receipts.body import parse_receipt
 from storage.asof import prefix_index
@@ -257,3 +258,25 @@ def test_a_receipt_whose_configuration_name_is_not_the_one_its_hash_is_of_is_not
     forged = rbody.dump_file(rbody.sign_receipt(body, e.key, list(receipt.disclosures.values())))
     verdict, lines = _verdict(e, stores, forged)
     assert verdict != REPLAYED and any("vector-search/v9" in x for x in lines), lines
+
+
+def test_a_consent_turn_whose_next_event_came_right_after_the_proposals_search_still_replays(
+    engine: tuple[Engine, Stores], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    e, stores = engine
+    for text in [*FACTS, HIDDEN]:
+        e.remember(S, text)
+    set_consent(stores, S, True)
+    real = Engine._retrieve_all
+
+    def then_another_writer(self: Engine, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+        got = real(self, session, message, k, also)
+        stores.ledger.append_many(S, [Message("user", "Written by another request as the search ends", {})])
+        return got
+
+    monkeypatch.setattr(Engine, "_retrieve_all", then_another_writer)
+    proposal = e.propose(S, QUESTION, k=2)
+    monkeypatch.setattr(Engine, "_retrieve_all", real)
+    raw = rbody.dump_file(e.answer(proposal.token, [c.seq for c in proposal.candidates[:1]]).envelope)
+    verdict, lines = _verdict(e, stores, raw)
+    assert verdict == REPLAYED, lines
