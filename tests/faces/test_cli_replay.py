@@ -179,3 +179,10 @@ def test_a_data_directory_whose_index_cannot_be_opened_is_unusable_input_exit_2_
     (data / "index.sqlite").mkdir()  # as a read-only folder would: SQLite cannot open it
     code, out, err = run(capsys, receipts_cli.main, "replay", made["receipt"], "--data", data, "--trust", made["pub"])
     assert code == 2 and "cannot be opened" in err and len(err.strip().splitlines()) == 1 and not out, (out, err)
+
+
+@pytest.mark.parametrize("argv", [["verify", "/dev/zero"], ["verify", "{receipt}", "--trust", "/dev/zero"]])
+def test_receipts_verify_never_reads_an_endless_file(made: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """/dev/zero says it holds 0 bytes and never ends: refused in one line, not read until memory runs out."""
+    code, _out, err = run(capsys, receipts_cli.main, *(a.format(**{k: str(v) for k, v in made.items()}) for a in argv))
+    assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1, err
