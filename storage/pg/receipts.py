@@ -322,14 +322,16 @@ class PgReceipts:
         return [PendingCites(str(r), int(q), tuple(int(m) for m in mems)) for r, q, mems in rows]
 
     # -- checkpoints ------------------------------------------------------------------------------
-    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+    def issue_checkpoint(
+        self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False, durable: bool = True
+    ) -> dict[str, Any]:
         """Sign a checkpoint over the session as the ledger has it now and keep it (storage.common.checkpoint_issue;
         the caller holds turn_lock(session))."""
-        return issue(self, ledger, session, key, allow_shrink=allow_shrink)
+        return issue(self, ledger, session, key, allow_shrink=allow_shrink, durable=durable)
 
-    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
+    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False, durable: bool = True) -> bool:
         """Make it the latest unless a larger tree's checkpoint is kept already (False then). One statement:
-        the comparison and the write are atomic, whatever other replicas do."""
+        the comparison and the write are atomic, whatever other replicas do (committed, `durable` or not)."""
         validate_session_id(session)
         cp = check_checkpoint_shape(dict(checkpoint))
         if cp["body"]["session"] != session:
