@@ -142,6 +142,9 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
     store.sweep(now)
     with engine.backend.turn_lock(session):
         engine.index.index_session(session)  # the search sees the whole ledger as it stands (FORMAT.md §24)
+        # taken before the size is read: every event from `size` on is written after it, which is what a replay holds a
+        # proposal's size to (chat.replay: an event the receipt says it did not see must not predate the proposal)
+        proposed_at = now_ts()
         size = engine.ledger.head(session)[0]
         got = engine._retrieve_all(session, message, k, [])
         hits, excluded = got.hits, got.excluded
@@ -156,7 +159,7 @@ def propose(engine: Engine, session: str, message: str, k: int = 8) -> Proposal:
         "message": message,
         "k": k,
         "nonce": nonce,
-        "proposed_at": now_ts(),
+        "proposed_at": proposed_at,
         "expires": expires,
         "excluded": [r.seq for r in excluded],
         "candidates": [

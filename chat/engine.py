@@ -296,7 +296,8 @@ class Engine:
         user_ev = self.ledger.append(session, "user", message, {"kind": "chat"})
         try:
             self.detect_changes(user_ev)
-            self.backend.issue_checkpoint(self.ledger, session, self.key)
+            # signed and in place while the model runs; its folder's fsync is the answer's checkpoint's (issue 30)
+            self.backend.issue_checkpoint(self.ledger, session, self.key, durable=False)
             return self._answer(session, message, k, receipt_id, on_delta, user_ev)
         except TurnError:
             raise

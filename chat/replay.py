@@ -15,6 +15,7 @@ below the sizes the receipt names are read.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from control.revocation import current as current_controls
 from control.state import ControlState, derive
 from ledger.event import is_erasure_record
 from receipts.body import RECEIPT_VERSION_2, Receipt
-from receipts.ranking import Difference, Ranked, committed, compare, config_hash, score_text
+from receipts.ranking import Difference, Ranked, check_ranking, committed, compare, config_hash, score_text
 from storage.asof import PrefixUnavailable, prefix_index
 
 if TYPE_CHECKING:
@@ -128,6 +129,16 @@ def index_at(stores: Stores, session: str, size: int) -> Iterator[SearchIndex]:
         yield idx
 
 
+def _over(cites: Cites, index: SearchIndex) -> Cites:
+    """`cites` asking `index` which lines are not the person's own (Cites.unattributed, for chat.withheld): the
+    prefix's index, so that the deployment's index — deleted, rebuilt and not yet caught up, or holding later lines
+    — never changes what a replay withholds. The receipt_cites rows stay the deployment's (refilled from the receipt
+    files when the index is new)."""
+    view = copy.copy(cites)
+    view.index = index
+    return view
+
+
 def search_as_of(stores: Stores, cites: Cites, session: str, query: str, k: int, size: int) -> Retrieved:
     """`retrieval search --as-of SIZE`: the top K a turn would have handed the model when the session's ledger held
     `size` events, under that time's control state (chat.retrieve)."""
@@ -139,7 +150,7 @@ def search_as_of(stores: Stores, cites: Cites, session: str, query: str, k: int,
     state = state_at(stores, session, size)
     try:
         with index_at(stores, session, size) as idx:
-            return retrieve(idx, cites, state, session, query, k, [], stand_ins=StandIns(stores.ledger))
+            return retrieve(idx, _over(cites, idx), state, session, query, k, [], stand_ins=StandIns(stores.ledger))
     except PrefixUnavailable as exc:
         raise AsOfError(str(exc)) from None
 
@@ -156,6 +167,53 @@ def _erased_since(stores: Stores, session: str, below: int, since: int, now: int
             if type(seq) is int and seq < below:
                 out.setdefault(seq, ev.seq)
     return out
+
+
+def _state_at(stores: Stores, session: str, size: int, until: int | None = None) -> tuple[ControlState, list[int]]:
+    """The control state of the session's first `size` events (control.state.derive), and, folding on up to `until`,
+    the seqs of the events from `size` on that change it (a revoke, restore, supersession or erasure record)."""
+    state, users = ControlState(), bytearray()
+    changed: list[int] = []
+    stop = size if until is None else max(size, until)
+
+    def role_of(seq: int) -> str | None:
+        return "user" if seq < len(users) and users[seq] else None
+
+    for ev in takewhile(lambda ev: ev.seq < stop, stores.ledger.events(session)):
+        if ev.seq == len(users):
+            users.append(ev.role == "user")
+        if ev.seq < size:
+            state.apply(ev, role_of)
+            continue
+        before = (len(state.controls), len(state.supersessions.links), len(state.revoked))
+        state.apply(ev, role_of)
+        if is_erasure_record(ev) or before != (len(state.controls), len(state.supersessions.links), len(state.revoked)):
+            changed.append(ev.seq)
+    return state, changed
+
+
+def _sizes_lie(stores: Stores, session: str, body: dict[str, Any], late: list[int]) -> list[str]:
+    """Why the receipt's `indexed` and `controls` are not the sizes its turn's search saw (§24), else []: a search over
+    another prefix can give a list that replays to itself while hiding what the turn's own search ranked. Offline
+    (receipts.ranking.check_ranking): a turn's index held the events below its question, its control state lies
+    after the question and at or before the answer; a proposal's are one size. Against the ledger: no control
+    record lies between a turn's `controls` and its answer (the turn holds the session's lock, so every record
+    before the answer is its question's: `late`, from _state_at), and a proposal's size is no event the ledger held
+    before it was made."""
+    row = check_ranking(body)
+    if not row[1]:
+        return [f"the ranking's sizes or list are not the turn's: {row[2]}"]
+    rk, q_seq = body["ranking"], body["query"]["event"]["seq"]
+    if "consent" not in body:
+        return [f"the control record at seq {s} came before the answer, so the turn searched under it; the receipt's "
+                f"control state ends at {rk['controls']}" for s in late]
+    if rk["indexed"] < q_seq:
+        (first_unseen,) = stores.ledger.read_events(session, [rk["indexed"]])
+        at = body["consent"]["proposed_at"]
+        if len(first_unseen.ts) == len(at) and first_unseen.ts < at:
+            return [f"the proposal was made at {at}; seq {rk['indexed']} was written before it ({first_unseen.ts}), so the "
+                    f"proposal's search saw it, and the receipt says it saw only {rk['indexed']} events"]
+    return []
 
 
 def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
@@ -185,27 +243,36 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
     if now < controls:
         return cannot(f"the ledger holds {now} events; the search saw {controls}")
     q_seq = body["query"]["event"]["seq"]
+    if q_seq >= now:
+        return cannot(f"the ledger holds {now} events; the question is seq {q_seq} (verify the receipt with --data)")
     (question,) = stores.ledger.read_events(session, [q_seq])
     if question.erased:
         return cannot(f"the question (seq {q_seq}) was erased: its text is gone")
     if question.digest != body["query"]["event"]["digest"]:
         return cannot(f"the ledger's event at seq {q_seq} is not the receipt's question (verify the receipt with --data)")
+    state, late = _state_at(stores, session, controls, None if "consent" in body else body["response"]["event"]["seq"])
+    lies = _sizes_lie(stores, session, body, late)  # rows after the rank-by-rank comparison, which runs still
+    if rk["config"] != mine["name"]:  # the hash (checked above) is of a configuration named otherwise
+        lies.append(f"the receipt names the configuration {rk['config']!r}, but its config_sha256 is that of {mine['name']!r}")
     reasons = [f"seq {s} was erased by the record at seq {by}, after this turn: its text is gone, so the search cannot be rebuilt "
                "as it was; the rest is compared" for s, by in sorted(_erased_since(stores, session, indexed, controls, now).items())]
-    state = derive(takewhile(lambda ev: ev.seq < controls, stores.ledger.events(session)))
     # the offline stand-in's replies are left out of a turn's search (issue 31), unless the committed list holds one:
     # its turn ranked before that rule, and is replayed as it ran
     before_rule = any(is_stand_in_reply(ev.role, ev.meta) for ev in stores.ledger.read_events(session, [r.seq for r in want]))
     try:
         with prefix_index(stores.ledger, session, indexed, stores.index.config) as idx:
-            got = retrieve(idx, cites, state, session, question.text, body["k"], [], stand_ins=None if before_rule else StandIns(stores.ledger))
+            got = retrieve(
+                idx, _over(cites, idx), state, session, question.text, body["k"], [],
+                stand_ins=None if before_rule else StandIns(stores.ledger),
+            )
     except PrefixUnavailable as exc:
         return cannot(str(exc))
     diffs = compare(want, got.ranked())
     if list(got.rules) != list(rk["rules"]):
         diffs.append(Difference(0, None, None, f"the rules that fired: the receipt names {rk['rules'] or 'none'}, the replay {list(got.rules) or 'none'}"))
+    diffs += [Difference(0, None, None, x) for x in lies]
     left = [LeftOut(s, rank, why) for s, (rank, why) in got.why_out.items()]
-    verdict = NOT_REPLAYABLE if reasons else DIFFERS if diffs else REPLAYED
+    verdict = DIFFERS if lies else NOT_REPLAYABLE if reasons else DIFFERS if diffs else REPLAYED
     return Replay(rid, session, verdict, reasons, diffs, want, got.ranked(), left, cited, tuple(rk["rules"]))
 
 

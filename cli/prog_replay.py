@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.support import EXIT_FAILED, CliError, existing_data_dir, fail, given_path
@@ -64,11 +65,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return fail("--trust PUBKEY: a replay checks only a receipt that verifies under a key you trust "
                     "(`python -m receipts pubkey DATA_DIR` prints the deployment's)")
     try:
-        size = path.stat().st_size
-        if size > MAX_RECEIPT_BYTES:
-            return fail(f"{path}: {size} bytes is over the {MAX_RECEIPT_BYTES}-byte receipt limit")
-        raw = path.read_bytes()
+        # at most the limit + 1 bytes of a regular file: a size of 0 (/dev/zero, a FIFO) says nothing of the length
+        if path.exists() and not path.is_file():
+            return fail(f"{path}: not a regular file; {EXPECTED}")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RECEIPT_BYTES + 1)
+        if len(raw) > MAX_RECEIPT_BYTES:
+            return fail(f"{path}: over the {MAX_RECEIPT_BYTES}-byte receipt limit")
         receipt = parse_receipt(raw)
+        odd = [t for t in args.trust if Path(t).exists() and not Path(t).is_file()]
+        if odd:
+            return fail(f"--trust {odd[0]}: not a regular file; expected a public key file (what `python -m receipts pubkey DATA_DIR` prints)")
         trusted = load_trust(args.trust)
     except MalformedReceipt as exc:
         return fail(f"{path}: {exc}")
@@ -76,7 +83,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"{path}: {exc.strerror or exc}")
-    with data_stores(str(data)) as stores:
+    with ExitStack() as stack:
+        try:
+            stores = stack.enter_context(data_stores(str(data)))
+        except CliError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a read-only folder, a locked or broken index: unusable input, not a verdict
+            return fail(f"{data}: its stores cannot be opened for a replay (it builds on the index's receipt_cites): "
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         source: Any = stores.ledger if stores.ledger.kept_elsewhere() else None  # PostgreSQL's ledger is read as lines
         report = verify_bytes(raw, trusted=trusted, data_dir=str(data), source=source)
         if report.verdict != "verified":

@@ -385,10 +385,16 @@ def _as_of_size(raw: str, session: str, ledger: Any) -> int:
     if raw.isascii() and raw.isdigit():
         return int(raw)
     path = given_path(raw, what="--as-of", expected="expected a ledger size or a kept checkpoint file")
+    cap = 1 << 20  # a checkpoint is a few hundred bytes: read no more than this of what is named (/dev/zero, a FIFO)
     try:
-        data = path.read_bytes()[: 1 << 20]
+        if path.exists() and not path.is_file():
+            raise UsageError(f"--as-of {path.name}: not a regular file; expected a ledger size or a kept checkpoint file")
+        with open(path, "rb") as f:
+            data = f.read(cap + 1)
     except OSError as exc:
         raise UsageError(f"--as-of: {describe_os_error(exc)}") from None
+    if len(data) > cap:
+        raise UsageError(f"--as-of {path.name}: over {cap:,} bytes; not a checkpoint")
     try:
         body = parse_checkpoint(data, source=path.name)["body"]
         size, head, cp_session = body["tree_size"], body["chain_head"], body["session"]
@@ -397,15 +403,18 @@ def _as_of_size(raw: str, session: str, ledger: Any) -> int:
             text = parse_checkpoint_text(parse_note(data).text)
         except (MalformedNote, UnicodeDecodeError):
             raise UsageError(f"--as-of {path.name}: neither a ledger size nor a checkpoint ({exc})") from None
-        heads = [e[len(CHAIN_HEAD_EXTENSION):] for e in text.extensions if e.startswith(CHAIN_HEAD_EXTENSION)]
-        size, head, cp_session = text.size, heads[0] if heads else None, text.origin.rsplit("/", 1)[-1]
+        heads = {e[len(CHAIN_HEAD_EXTENSION):] for e in text.extensions if e.startswith(CHAIN_HEAD_EXTENSION)}
+        if len(heads) != 1:  # the chain head is what ties a size to this ledger's history: without it, any note would do
+            raise UsageError(f"--as-of {path.name}: a note without exactly one {CHAIN_HEAD_EXTENSION.strip()} line cannot be "
+                             "tied to this ledger; give the size, or the checkpoint's JSON") from None
+        size, head, cp_session = text.size, heads.pop(), text.origin.rsplit("/", 1)[-1]
     if cp_session != session:
         raise UsageError(f"--as-of {path.name}: a checkpoint of session {cp_session!r}, not {session}")
     now = ledger.head(session)[0]
     if size > now:
         raise UsageError(f"--as-of {path.name}: a checkpoint of {size} events; the session holds {now}")
     have = ledger.read_events(session, [size - 1])[0].chain if size else GENESIS.hex()
-    if head is not None and head != have:
+    if head != have:
         raise UsageError(f"--as-of {path.name}: its chain head at {size} events is not this ledger's: another history")
     return int(size)
 

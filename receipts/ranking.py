@@ -122,7 +122,10 @@ def check_ranking_shape(rk: Any) -> None:
 def check_ranking(body: Mapping[str, Any]) -> tuple[str, bool, str, str | None, str | None]:
     """`ranking.memories` (offline): a turn's memories are the ranked list's first ones, in its order (the engine
     cites fewer only when they do not fit one receipt, §1); a consent turn's proposal (§18) is the ranked list, in
-    its order. The question was not in the index the search saw, and the ranked list holds at most K."""
+    its order. The question was not in the index the search saw, and the ranked list holds at most K. The sizes are
+    the ones the engine's search saw (§24): a turn's `indexed` is its question's seq and its `controls` lies after the
+    question and at or before the answer; a proposal's are one size. Another size is another prefix, over which a
+    self-consistent list could hide what the turn's own search ranked."""
     rk = body["ranking"]
     ranked = [r["seq"] for r in rk["ranked"]]
     query_seq = body["query"]["event"]["seq"]
@@ -131,6 +134,16 @@ def check_ranking(body: Mapping[str, Any]) -> tuple[str, bool, str, str | None, 
         problems.append(f"{len(ranked)} ranked entries, more than K = {body['k']}")
     if rk["indexed"] > query_seq:
         problems.append(f"the index held seq {query_seq} (the question) or later: indexed {rk['indexed']}")
+    answer_seq = body["response"]["event"]["seq"]
+    if "consent" in body:  # the proposal's search: index and control state both the ledger as it stood then
+        if rk["controls"] != rk["indexed"]:
+            problems.append(f"a proposal's search saw one ledger size: indexed {rk['indexed']}, controls {rk['controls']}")
+    else:  # a turn indexes every event before its question, and searches under the state its question made
+        if rk["indexed"] != query_seq:
+            problems.append(f"a turn's index held every event before its question (seq {query_seq}): indexed {rk['indexed']}")
+        if not query_seq < rk["controls"] <= answer_seq:
+            problems.append(f"a turn's control state includes its question and nothing from its answer (seq {answer_seq}) "
+                            f"on: controls {rk['controls']}")
     if "consent" in body:
         shown = [p["event"]["seq"] for p in body["consent"]["proposed"]]
         what = "the proposal"

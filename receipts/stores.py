@@ -112,12 +112,14 @@ class ReceiptBackend(Protocol):
         """The `.cites` records still held (turns killed before their receipt, receipts that failed)."""
         ...
 
-    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+    def issue_checkpoint(
+        self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False, durable: bool = True
+    ) -> dict[str, Any]:
         """Sign a checkpoint over the session as the ledger has it now and keep it as the latest (caller holds the
         turn lock). `allow_shrink`: a repair cut the ledger, so a smaller tree's checkpoint replaces a larger one."""
         ...
 
-    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
+    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False, durable: bool = True) -> bool:
         """Make `checkpoint` the session's latest unless a larger tree's is already kept (then False: a slower
         writer never moves it backwards). `allow_shrink`: a repair cut the ledger, the smaller one is right."""
         ...

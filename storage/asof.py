@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,26 +33,34 @@ class PrefixUnavailable(RuntimeError):
 
 @contextmanager
 def prefix_index(ledger: LedgerStore, session: str, size: int, config: IndexConfig) -> Iterator[SearchIndex]:
-    """The search index of `session`'s first `size` events (see the module), open for the context."""
-    with tempfile.TemporaryDirectory(prefix="mre-asof-") as tmp:
-        copy = Ledger(Path(tmp), record_tails=False)
-        path = copy.log_path(session)
-        path.parent.mkdir(parents=True, exist_ok=True)
+    """The search index of `session`'s first `size` events (see the module), open for the context. PrefixUnavailable
+    (one line, no path) when it cannot be made; the folder is gone when the context ends, however it ends."""
+    with ExitStack() as stack:
         try:
-            with ledger.stored_lines(session, size) as (_n, chunks), open(path, "wb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mre-asof-"))
+            copy = Ledger(Path(tmp), record_tails=False)
+            stack.callback(copy.close)
+            path = copy.log_path(session)
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except Exception as exc:  # no temporary folder to be had (TMPDIR full or unwritable)
+            raise PrefixUnavailable(f"session {session}: no temporary folder for an index of its first {size} events ({type(exc).__name__})") from None
+        try:
+            with open(path, "wb") as out:
+                if size:  # none is an empty file (stored_lines wants a line to count to): a session's first turn
+                    with ledger.stored_lines(session, size) as (_n, chunks):
+                        for chunk in chunks:
+                            out.write(chunk)
                 out.flush()
                 os.fsync(out.fileno())  # not durability: the index opens the file anew and must see every byte
         except Exception as exc:  # StoredLinesChanged, a torn line, an unreadable file: one line, no path
             raise PrefixUnavailable(f"session {session}: its first {size} events could not be read ({type(exc).__name__})") from None
-        index = Index(tmp, copy, config=config)
         try:
+            index = Index(tmp, copy, config=config)
+            stack.callback(index.close)
             index.index_session(session)
-            yield index
-        finally:
-            index.close()
-            copy.close()
+        except Exception as exc:  # a full disk, an SQLite error: one line, no path (the caller's own errors pass as they are)
+            raise PrefixUnavailable(f"session {session}: its first {size} events could not be indexed ({type(exc).__name__})") from None
+        yield index
 
 
 __all__ = ["PrefixUnavailable", "prefix_index"]

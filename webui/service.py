@@ -9,7 +9,10 @@ the caller's own session.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +52,7 @@ from webui.render_verify import MODE_IMPORTED, MODE_LEDGER, MODE_NO_LEDGER, MODE
 from webui.sessions import SessionKeyError, check_session_key, is_session_key, session_id
 from webui.tamper import Tampered, tamper
 
+REPLAY_CACHE = 64  # replays kept, by receipt and ledger head: a repeated Verify is not another index build
 REPLAY_MAX_EVENTS = 200_000  # the Verify tab replays a receipt whose search saw at most this many events (seconds)
 log = logging.getLogger("webui")
 RESTORE_EVENTS = 200  # how much of a session a reload puts back on screen
@@ -77,6 +81,8 @@ class Service:
     def __init__(self, engine: Engine, downloads: Downloads | None = None) -> None:
         self.engine = engine
         self.data_dir = engine.data_dir
+        self._replays: OrderedDict[tuple[str, int, str], Replay] = OrderedDict()  # (receipt sha256, ledger head) -> replay
+        self._replays_lock = threading.Lock()
         self.downloads = downloads if downloads is not None else Downloads()
         self.public_key_text = format_public_key(engine.key.public_key)
         self.key_id = engine.key.key_id
@@ -367,8 +373,27 @@ class Service:
         if indexed > REPLAY_MAX_EVENTS:
             return (f"Not replayed here: the search saw {indexed:,} events, over this app's {REPLAY_MAX_EVENTS:,}; "
                     "`python -m receipts replay RECEIPT --data DATA_DIR --trust PUBKEY` replays it.")
-        with self.settled(receipt.session):
-            return replay(self.engine.stores, self.engine.cites, receipt)
+        try:
+            with self.settled(receipt.session):
+                # a replay reads only the ledger (up to the receipt's sizes, and the erasures since): the same receipt
+                # against the same ledger head replays the same, so a visitor clicking Verify again (or an MCP client
+                # calling verify_receipt in a loop) costs a head read, not another index build of up to 200k events
+                key = (hashlib.sha256(raw).hexdigest(), *self.engine.stores.ledger.head(receipt.session))
+                with self._replays_lock:
+                    done = self._replays.get(key)
+                if done is not None:
+                    return done
+                got = replay(self.engine.stores, self.engine.cites, receipt)
+                with self._replays_lock:
+                    self._replays[key] = got
+                    while len(self._replays) > REPLAY_CACHE:
+                        self._replays.popitem(last=False)
+                return got
+        except BadInput as exc:  # an erasure of the session that cannot be finished now: said in the section
+            return f"Not replayed just now: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the verdict above stands; the replay says it could not run, not why
+            log.error("replay of %s failed (%s)", receipt.receipt_id, type(exc).__name__)  # no message: it may hold a path
+            return "Not replayed just now: the replay could not run; the details are in the server log."
 
     def _database(self) -> tuple[Any, Any, Any]:
         """On PostgreSQL what the auditor reads instead of the data directory's files: the ledger (its rows audited

@@ -356,7 +356,13 @@ def _repaired(body: str, tail: str) -> bool:
 def check_session_key(value: object) -> str:
     """`value` if it is a usable key; never echoes the value (it is a secret). SessionKeyError (one line) for a key of
     the wrong shape, a generated key's shape whose check characters do not match, or a key that is easy to guess."""
-    key = _shape(value)
+    return _usable(_shape(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _usable(key: str) -> str:
+    """check_session_key's judgement of a well-shaped key, kept for the keys it accepted (a refusal raises, and is
+    not kept): a chat request asks it three times (the consent setting, the turn's check, the turn), ~0.3 ms each."""
     checked = _is_checked(key)
     damage = None if checked else _damage(key)
     if damage == "check":

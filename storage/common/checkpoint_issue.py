@@ -10,12 +10,14 @@ from receipts.keys import SigningKey
 from receipts.stores import ReceiptBackend, TreeSource
 
 
-def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+def issue(
+    backend: ReceiptBackend, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False, durable: bool = True
+) -> dict[str, Any]:
     """Sign a checkpoint over the session as it is now and keep it as the latest, on any ReceiptBackend.
 
     The caller holds backend.turn_lock(session) and has just appended (receipts.checkpoints.issue is the
     file backend's, by path). `allow_shrink`: a repair cut the ledger, so the smaller tree's checkpoint replaces
-    a larger one (backend.keep_checkpoint's)."""
+    a larger one (backend.keep_checkpoint's). `durable=False`: see keep_checkpoint."""
     count, head = ledger.head(session)
     if count == 0:
         raise ValueError(f"session {session}: no events to sign a checkpoint over")
@@ -26,5 +28,5 @@ def issue(backend: ReceiptBackend, ledger: TreeSource, session: str, key: Signin
         cp = sign_checkpoint(session=session, tree_size=count, root=tree.root(count), chain_head=head, issued_at=now_ts(), key=key)
     finally:
         tree.close()
-    backend.keep_checkpoint(session, cp, allow_shrink=allow_shrink)
+    backend.keep_checkpoint(session, cp, allow_shrink=allow_shrink, durable=durable)
     return cp

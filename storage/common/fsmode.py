@@ -119,10 +119,12 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def replace_durable(path: str | os.PathLike[str], data: bytes) -> None:
+def replace_durable(path: str | os.PathLike[str], data: bytes, *, sync_dir: bool = True) -> None:
     """Replace `path` with `data` so that a crash leaves the old file or the new one, never a mix: a temp file of
     this call's own (`.<name>.<random>.tmp`, 0600, O_EXCL: two writers never share one) in the same folder,
-    fsync, rename over `path`, fsync of the folder. The folder must exist; a failed write removes its temp file."""
+    fsync, rename over `path`, fsync of the folder. The folder must exist; a failed write removes its temp file.
+    `sync_dir=False` leaves out the folder's fsync: the rename may then be lost to a power cut (the old file stays,
+    whole) until a later fsync of the folder, e.g. the next durable replace of the same file."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.urandom(8).hex()}.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
@@ -138,4 +140,5 @@ def replace_durable(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(p.parent)
+    if sync_dir:
+        fsync_dir(p.parent)

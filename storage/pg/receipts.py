@@ -322,14 +322,17 @@ class PgReceipts:
         return [PendingCites(str(r), int(q), tuple(int(m) for m in mems)) for r, q, mems in rows]
 
     # -- checkpoints ------------------------------------------------------------------------------
-    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+    def issue_checkpoint(
+        self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False, durable: bool = True
+    ) -> dict[str, Any]:
         """Sign a checkpoint over the session as the ledger has it now and keep it (storage.common.checkpoint_issue;
         the caller holds turn_lock(session))."""
-        return issue(self, ledger, session, key, allow_shrink=allow_shrink)
+        return issue(self, ledger, session, key, allow_shrink=allow_shrink, durable=durable)
 
-    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
+    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False, durable: bool = True) -> bool:
         """Make it the latest unless a larger tree's checkpoint is kept already (False then). One statement:
-        the comparison and the write are atomic, whatever other replicas do."""
+        the comparison and the write are atomic, whatever other replicas do. `durable=False`: an asynchronous commit
+        (a turn's first checkpoint, in place while the model runs; its answer's synchronous commit flushes it)."""
         validate_session_id(session)
         cp = check_checkpoint_shape(dict(checkpoint))
         if cp["body"]["session"] != session:
@@ -337,6 +340,11 @@ class PgReceipts:
         data = checkpoint_file_bytes(cp)
         statement = sql.CHECKPOINT_REPLACE if allow_shrink else sql.CHECKPOINT_KEEP
         with self.db.transaction() as conn:
+            if not durable:
+                # committed without waiting for its WAL flush: the WAL is one ordered log, so the turn's next
+                # synchronous commit (the answer's) makes this one durable too, and a crash before it keeps the
+                # previous checkpoint, never one ahead of the ledger rows committed before it
+                conn.execute(sql.COMMIT_WITHOUT_FLUSH)
             return conn.execute(statement, (session, cp["body"]["tree_size"], data)).fetchone() is not None
 
     def latest_checkpoint(self, session: str) -> dict[str, Any] | None:

@@ -471,6 +471,8 @@ PENDING_WRITE = """
 INSERT INTO receipt_pending_cites (session, receipt_id, question_seq, memory_seqs) VALUES (%s, %s, %s, %s)
 ON CONFLICT (session, receipt_id) DO UPDATE SET question_seq = EXCLUDED.question_seq, memory_seqs = EXCLUDED.memory_seqs
 """
+# a commit that does not wait for its WAL flush (a later synchronous commit flushes it: the WAL is one ordered log)
+COMMIT_WITHOUT_FLUSH = "SET LOCAL synchronous_commit = off"
 PENDING_DROP = "DELETE FROM receipt_pending_cites WHERE session = %s AND receipt_id = %s"
 PENDING_LIST = "SELECT receipt_id, question_seq, memory_seqs FROM receipt_pending_cites WHERE session = %s ORDER BY receipt_id"
 PENDING_DELETE_SESSION = "DELETE FROM receipt_pending_cites WHERE session = %s"

@@ -90,9 +90,17 @@ def test_a_receipt_whose_search_saw_an_event_erased_since_is_not_replayable_exit
         (["replay", "{root}/missing.json", "--data", "{data}", "--trust", "{pub}"], "missing.json"),
         (["replay", "{receipt}", "--data", "{root}/nowhere", "--trust", "{pub}"], "nowhere"),
         (["replay", "{receipt}", "--data", "{data}", "--trust", "{receipt}"], "expected only the fields"),  # a receipt given as a key
+        (["replay", "/dev/zero", "--data", "{data}", "--trust", "{pub}"], "not a regular file"),  # its size says 0: never read whole
+        (["replay", "{receipt}", "--data", "{data}", "--trust", "/dev/zero"], "not a regular file"),
+        (["replay", "{root}/huge.json", "--data", "{data}", "--trust", "{pub}"], "receipt limit"),
     ],
 )
 def test_bad_replay_input_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
+    from receipts.body import MAX_RECEIPT_BYTES
+
+    huge = made["root"] / "huge.json"
+    if not huge.exists():
+        huge.write_bytes(b" " * (MAX_RECEIPT_BYTES + 1))
     code, out, err = run(capsys, receipts_cli.main, *(a.format(**{k: str(v) for k, v in made.items()}) for a in argv))
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (out, err)
 
@@ -114,6 +122,9 @@ def test_as_of_the_questions_seq_gives_the_receipts_memories(made: dict[str, Any
         ("abc", "abc"),
         ("{pub}", "neither a ledger size nor a checkpoint"),
         ("{root}/bob.json", "a checkpoint of session 'bob', not alice"),
+        ("/dev/zero", "not a regular file"),
+        ("{root}", "not a regular file"),
+        ("{root}/big.json", "over 1,048,576 bytes"),
     ],
 )
 def test_bad_as_of_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.CaptureFixture[str], as_of: str, says: str) -> None:
@@ -121,6 +132,57 @@ def test_bad_as_of_is_one_line_exit_2(made: dict[str, Any], capsys: pytest.Captu
     if not bob.exists():
         assert receipts_cli.main(["checkpoint", str(made["data"]), "bob"]) == 0
         bob.write_text(capsys.readouterr().out)
+    big = made["root"] / "big.json"
+    if not big.exists():
+        big.write_bytes(b" " * (2 << 20))
     value = as_of.format(**{k: str(v) for k, v in made.items()})
     code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", value)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, (out, err)
+
+
+def _note(root: Path, name: str, extensions: str) -> Path:
+    from receipts.keys import SigningKey
+    from receipts.note import b64, sign_note
+
+    path = root / name
+    path.write_text(sign_note(f"mre.example/other/alice\n1\n{b64(bytes(32))}\n{extensions}", SigningKey.generate()))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "extensions", "says"),
+    [
+        ("no-head.note", "", "cannot be tied to this ledger"),
+        ("two-heads.note", "mre-chain-head " + "a" * 64 + "\nmre-chain-head " + "b" * 64 + "\n", "cannot be tied to this ledger"),
+        ("other-head.note", "mre-chain-head " + "0" * 64 + "\n", "another history"),
+    ],
+)
+def test_as_of_a_note_that_does_not_name_this_ledgers_chain_head_is_refused_exit_2(
+    made: dict[str, Any], capsys: pytest.CaptureFixture[str], name: str, extensions: str, says: str
+) -> None:
+    note = _note(made["root"], name, extensions)
+    code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", note)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and not out, (out, err)
+
+
+def test_as_of_zero_is_the_empty_memory(made: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, retrieval_cli.main, "search", made["data"], "alice", "sister", "--as-of", "0")
+    assert code == 0 and "no results" in out, (out, err)
+
+
+def test_a_data_directory_whose_index_cannot_be_opened_is_unusable_input_exit_2_not_a_verdict(
+    made: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(made["data"], data)
+    (data / "index.sqlite").unlink()
+    (data / "index.sqlite").mkdir()  # as a read-only folder would: SQLite cannot open it
+    code, out, err = run(capsys, receipts_cli.main, "replay", made["receipt"], "--data", data, "--trust", made["pub"])
+    assert code == 2 and "cannot be opened" in err and len(err.strip().splitlines()) == 1 and not out, (out, err)
+
+
+@pytest.mark.parametrize("argv", [["verify", "/dev/zero"], ["verify", "{receipt}", "--trust", "/dev/zero"]])
+def test_receipts_verify_never_reads_an_endless_file(made: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """/dev/zero says it holds 0 bytes and never ends: refused in one line, not read until memory runs out."""
+    code, _out, err = run(capsys, receipts_cli.main, *(a.format(**{k: str(v) for k, v in made.items()}) for a in argv))
+    assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1, err

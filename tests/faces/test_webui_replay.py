@@ -121,3 +121,62 @@ def test_empty_as_of_is_a_search_of_now(ui: UI) -> None:
     turn(ui, key, "My sister Ana lives in Lisbon")
     status, rows, _ = search(ui, key, "sister", "  ")
     assert "As of" not in status and rows
+
+
+def test_a_replay_that_cannot_run_leaves_the_verdict_and_says_so_without_a_path(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from storage.files.retrieval.db import Index
+
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = turn(ui, key, "Where does my sister live?")
+
+    def broken(self: Index, session: str, events: object = None) -> None:
+        raise sqlite3.OperationalError(f"disk I/O error at {ui.service.data_dir}/secret")
+
+    monkeypatch.setattr(Index, "index_session", broken)
+    verdict, _ = ui.verify(receipt, key)
+    section = why(verdict)
+    assert "not replayable" in section and "could not be indexed" in section and "OperationalError" in section
+    assert str(ui.service.data_dir) not in verdict and "secret" not in verdict
+
+
+def test_a_replay_that_fails_unexpectedly_keeps_the_verify_verdict_and_shows_no_path(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import webui.service
+
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = turn(ui, key, "Where does my sister live?")
+    honest, _ = ui.verify(receipt, key)
+
+    def broken(*_a: object) -> None:
+        raise PermissionError(13, "Permission denied", f"{ui.service.data_dir}/sessions")
+
+    monkeypatch.setattr(webui.service, "replay", broken)
+    ui.service._replays.clear()  # the honest replay above is kept: forget it
+    verdict, _ = ui.verify(receipt, key)
+    assert verdict.split(TITLE)[0] == honest.split(TITLE)[0]
+    assert "could not run" in why(verdict) and str(ui.service.data_dir) not in verdict
+
+
+def test_verifying_the_same_receipt_again_does_not_rebuild_the_index_until_the_ledger_moves(ui: UI, monkeypatch: pytest.MonkeyPatch) -> None:
+    import webui.service
+
+    key = new_session_key()
+    turn(ui, key, "My sister Ana lives in Lisbon")
+    receipt = turn(ui, key, "Where does my sister live?")
+    calls: list[str] = []
+    real = webui.service.replay
+
+    def counted(*a: object) -> object:
+        calls.append("replay")
+        return real(*a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(webui.service, "replay", counted)
+    first, _ = ui.verify(receipt, key)
+    again, _ = ui.verify(receipt, key)
+    assert len(calls) == 1 and why(first) == why(again) and "**replayed**" in why(again)
+    turn(ui, key, "And my brother?")  # the ledger moved: replayed anew (and still the same)
+    later, _ = ui.verify(receipt, key)
+    assert len(calls) == 2 and "**replayed**" in why(later)

@@ -622,3 +622,39 @@ def test_a_killed_server_fails_calls_clearly_and_the_store_recovers_after_its_re
             assert store.receipt_ids("s1") == [RID, RID2]
             kept = store.latest_checkpoint("s1")
             assert kept is not None and kept["body"]["tree_size"] == 2
+
+
+@pytest.mark.pg
+def test_a_checkpoint_kept_without_its_flush_is_whole_or_absent_after_a_killed_server_and_durable_after_a_flushed_commit(
+    pg_server: Any,
+) -> None:
+    """keep_checkpoint(durable=False) (a turn's first checkpoint) commits without waiting for its WAL flush: a server
+    killed right after keeps the previous checkpoint or this one, whole; once a later commit was flushed (the turn's
+    next write), this one survives too (the WAL is one ordered log)."""
+    from storage.pg import connect
+    from storage.pg.receipts import PgReceipts
+    from tests import pg_support
+
+    def killed_and_back(server: Any, store: PgReceipts) -> dict[str, Any] | None:
+        pg_support.kill(server)
+        pg_support.restart(server)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return store.latest_checkpoint("s1")
+            except Exception:  # noqa: BLE001 - the pool reconnects on its own
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    with pg_support.started_server() as server:
+        url = pg_support.fresh_database(server)
+        with connect.Database(url, max_size=3, timeout=5) as db, PgReceipts(db, lock_wait=2.0) as store:
+            store.keep_checkpoint("s1", _checkpoint("s1", 2))
+            store.keep_checkpoint("s1", _checkpoint("s1", 3), durable=False)
+            assert store.latest_checkpoint("s1") == _checkpoint("s1", 3)  # in place at once, for every reader
+            kept = killed_and_back(server, store)
+            assert kept in (_checkpoint("s1", 2), _checkpoint("s1", 3))
+            store.keep_checkpoint("s1", _checkpoint("s1", 4), durable=False)
+            store.write_receipt("s1", RID, {"x": 1})  # a synchronous commit after it
+            assert killed_and_back(server, store) == _checkpoint("s1", 4)

@@ -29,14 +29,23 @@ def data_dir_key(data_dir: str | os.PathLike[str]) -> PublicKey | None:
     return None
 
 
+MAX_TRUST_BYTES = 64 * 1024  # a trust file is one short JSON object (§9)
+
+
 def load_trust(paths: Sequence[str | os.PathLike[str]]) -> list[PublicKey]:
     keys = []
     expected = "a public key file (what `python -m receipts pubkey DATA_DIR` prints)"
     for p in paths:
         if not str(p).strip():
             raise KeyConfigError(source="--trust", expected=expected, found="an empty path")
+        if Path(p).exists() and not Path(p).is_file():  # /dev/zero, a FIFO: never read to its end
+            raise KeyConfigError(source=str(p), expected=expected, found="a directory" if Path(p).is_dir() else "not a regular file")
         try:
-            text = Path(p).read_text(encoding="utf-8")
+            with open(p, "rb") as f:
+                data = f.read(MAX_TRUST_BYTES + 1)
+            if len(data) > MAX_TRUST_BYTES:
+                raise KeyConfigError(source=str(p), expected=expected, found=f"a file over {MAX_TRUST_BYTES:,} bytes")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise KeyConfigError(source=str(p), expected=expected, found="bytes that are not UTF-8 text") from None
         except IsADirectoryError:

@@ -63,10 +63,11 @@ def latest(data_dir: str | os.PathLike[str], session: str) -> dict[str, Any] | N
         raise MalformedCheckpoint("body.session", f"names session {cp['body']['session']!r}, not {session!r}", source=str(path))
     return cp
 
-def keep(data_dir: str | os.PathLike[str], session: str, checkpoint: Mapping[str, Any]) -> Path:
-    """Write the latest checkpoint durably (temp file, fsync, rename, fsync of the folder), 0600."""
+def keep(data_dir: str | os.PathLike[str], session: str, checkpoint: Mapping[str, Any], *, durable: bool = True) -> Path:
+    """Write the latest checkpoint durably (temp file, fsync, rename, fsync of the folder), 0600; `durable=False`
+    leaves out the folder's fsync (storage.common.fsmode.replace_durable): a power cut keeps the old one or this one."""
     path = checkpoint_path(data_dir, session)
-    replace_durable(path, checkpoint_file_bytes(checkpoint))
+    replace_durable(path, checkpoint_file_bytes(checkpoint), sync_dir=durable)
     return path
 
 def issue(data_dir: str | os.PathLike[str], ledger: Ledger, session: str, key: SigningKey, *, store: MerkleStore | None = None) -> dict[str, Any]:

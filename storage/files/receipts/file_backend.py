@@ -106,12 +106,16 @@ class FileBackend:
             out.append(PendingCites(path.stem, got[0], tuple(got[1])))
         return out
 
-    def issue_checkpoint(self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False) -> dict[str, Any]:
+    def issue_checkpoint(
+        self, ledger: TreeSource, session: str, key: SigningKey, *, allow_shrink: bool = False, durable: bool = True
+    ) -> dict[str, Any]:
         """Sign a checkpoint over the session as the ledger has it now and keep it (storage.common.checkpoint_issue;
         the caller holds turn_lock(session))."""
-        return issue(self, ledger, session, key, allow_shrink=allow_shrink)
+        return issue(self, ledger, session, key, allow_shrink=allow_shrink, durable=durable)
 
-    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False) -> bool:
+    def keep_checkpoint(self, session: str, checkpoint: Mapping[str, Any], *, allow_shrink: bool = False, durable: bool = True) -> bool:
+        """`durable=False`: the file is fsynced and renamed into place, but its folder is not fsynced, so a power cut
+        may keep the previous checkpoint instead (whole); for one a later durable keep replaces (a turn's first)."""
         if not allow_shrink:
             try:
                 kept = checkpoints_files.latest(self.data_dir, session)
@@ -119,7 +123,7 @@ class FileBackend:
                 kept = None  # an unreadable one is replaced, as `keep` always did
             if kept is not None and kept["body"]["tree_size"] > checkpoint["body"]["tree_size"]:
                 return False
-        checkpoints_files.keep(self.data_dir, session, checkpoint)
+        checkpoints_files.keep(self.data_dir, session, checkpoint, durable=durable)
         return True
 
     def latest_checkpoint(self, session: str) -> dict[str, Any] | None:
