@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from chat.citing import Cites
 from chat.llm import LLM, Completion
 from chat.retrieve import RETRIEVAL, Retrieved, ranking_config_of, retrieve
+from chat.stand_ins import StandIns
 from chat.supersede import record_supersessions
 from chat.withheld import check_handed, model_view
 from control.revocation import current as current_controls
@@ -131,6 +132,7 @@ class Engine:
         self.backend = stores.receipts  # receipts, the producer's trees, .cites records, checkpoints; the turn lock
         self.rows = stores.rows  # the derived receipts / receipt_cites rows
         self.cites = Cites(self.stores)  # which answers may quote a revoked memory
+        self.stand_ins = StandIns(self.ledger)  # the offline stand-in's replies: never handed back as memories
         try:
             # index.sqlite's rows are derived from the receipt files (refilled if it was rebuilt); on PostgreSQL they
             # are the record: None, nothing to refill
@@ -200,6 +202,7 @@ class Engine:
                     return False
             delete_session(w, session)
             self.cites.forget(session)  # this process's note that the session's cites were read whole
+            self.stand_ins.forget(session)
         return True
 
     def last_written(self, session: str) -> float | None:
@@ -337,8 +340,8 @@ class Engine:
 
     def _retrieve_all(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
         """The top K, and the revocations and supersessions that kept an event out of it (chat.retrieve, under the
-        control state now)."""
-        return retrieve(self.index, self.cites, current_controls(self.ledger, session), session, message, k, also)
+        control state now), never one of the offline stand-in's replies (chat.stand_ins)."""
+        return retrieve(self.index, self.cites, current_controls(self.ledger, session), session, message, k, also, stand_ins=self.stand_ins)
 
     def ranking_config(self) -> dict[str, object]:
         """The configuration this engine's searches rank with (docs/FORMAT.md §24)."""

@@ -35,6 +35,7 @@ import groq
 import httpx
 from groq.types.chat import ChatCompletionMessageParam
 
+from chat.offline import PROVIDER as STAND_IN_PROVIDER
 from chat.offline import MemoryLike, offline_answer, snippet
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ pin_sdk_logging()  # `import groq` above has already applied GROQ_LOG
 DEFAULT_MODEL = "openai/gpt-oss-20b"
 OFFLINE_MODEL = "offline-stand-in"
 PROVIDER_GROQ = "groq"
-PROVIDER_OFFLINE = "offline"
+PROVIDER_OFFLINE = STAND_IN_PROVIDER
 NO_KEY_REASON = "GROQ_API_KEY is not set"
 DETAIL_CHARS = 200  # how much of a server's error message a reason quotes
 MAX_MODEL_ID_CHARS = 256

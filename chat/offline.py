@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from retrieval.scoring import is_model_reply
+
+PROVIDER = "offline"  # what a turn's answer event records as its provider when the stand-in wrote it (meta.provider)
 MAX_MEMORIES = 3
 SNIPPET_CHARS = 200
 NO_MEMORIES = "I have no stored memories that match this message."
@@ -70,3 +73,12 @@ def offline_answer(query: str, memories: Sequence[MemoryLike], reason: str, mark
             mark = f"{one_line(marks[memory.seq])} " if memory.seq in marks else ""
             lines.append(f"- (seq {memory.seq}, {one_line(memory.role)}) {mark}{snippet(memory.text)}")
     return "\n".join(lines)
+
+
+def is_stand_in_reply(role: str, meta: Mapping[str, object] | None) -> bool:
+    """An answer a chat turn wrote (retrieval.scoring.is_model_reply) whose provider was this stand-in.
+
+    Its words are this module's boilerplate and quotes of memories the session already holds: it stays in the ledger
+    (the record of what was said), but it is never a memory — retrieval leaves it out of what a model is handed
+    (chat.stand_ins), as it leaves out an answer that may quote a revoked memory."""
+    return is_model_reply(role, meta) and meta is not None and meta.get("provider") == PROVIDER

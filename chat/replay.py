@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING, Any
 
+from chat.offline import is_stand_in_reply
 from chat.retrieve import Retrieved, ranking_config_of, retrieve
+from chat.stand_ins import StandIns
 from control.revocation import current as current_controls
 from control.state import ControlState, derive
 from ledger.event import is_erasure_record
@@ -148,7 +150,7 @@ def search_as_of(stores: Stores, cites: Cites, session: str, query: str, k: int,
     state = state_at(stores, session, size)
     try:
         with index_at(stores, session, size) as idx:
-            return retrieve(idx, _over(cites, idx), state, session, query, k, [])
+            return retrieve(idx, _over(cites, idx), state, session, query, k, [], stand_ins=StandIns(stores.ledger))
     except PrefixUnavailable as exc:
         raise AsOfError(str(exc)) from None
 
@@ -254,9 +256,15 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
         lies.append(f"the receipt names the configuration {rk['config']!r}, but its config_sha256 is that of {mine['name']!r}")
     reasons = [f"seq {s} was erased by the record at seq {by}, after this turn: its text is gone, so the search cannot be rebuilt "
                "as it was; the rest is compared" for s, by in sorted(_erased_since(stores, session, indexed, controls, now).items())]
+    # the offline stand-in's replies are left out of a turn's search (issue 31), unless the committed list holds one:
+    # its turn ranked before that rule, and is replayed as it ran
+    before_rule = any(is_stand_in_reply(ev.role, ev.meta) for ev in stores.ledger.read_events(session, [r.seq for r in want]))
     try:
         with prefix_index(stores.ledger, session, indexed, stores.index.config) as idx:
-            got = retrieve(idx, _over(cites, idx), state, session, question.text, body["k"], [])
+            got = retrieve(
+                idx, _over(cites, idx), state, session, question.text, body["k"], [],
+                stand_ins=None if before_rule else StandIns(stores.ledger),
+            )
     except PrefixUnavailable as exc:
         return cannot(str(exc))
     diffs = compare(want, got.ranked())

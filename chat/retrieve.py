@@ -37,6 +37,7 @@ RESOLVED = "an earlier statement of what the question asks about, or its place g
 
 if TYPE_CHECKING:
     from chat.citing import Cites
+    from chat.stand_ins import StandIns
     from storage.api import SearchIndex
 
 
@@ -58,7 +59,20 @@ class Retrieved:
         return [Ranked(h.seq, h.score, h.match) for h in self.hits]
 
 
-def retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int]) -> Retrieved:
+def retrieve(
+    index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int],
+    *, stand_ins: StandIns | None = None,
+) -> Retrieved:
+    """`_retrieve`, and with `stand_ins` never one of the offline stand-in's replies (chat.stand_ins, issue 31): they
+    are left out of every search here before its limit, as if they had no index row (like a control record), so they
+    are in neither the list nor what the rules left out. A turn always passes them; a replay does unless the receipt's
+    list holds one (its turn came before the rule: chat.replay)."""
+    if stand_ins is None:
+        return _retrieve(index, cites, state, session, message, k, also)
+    return stand_ins.left_out(session, lambda skip: _retrieve(index, cites, state, session, message, k, [*also, *skip]), lambda got: got.hits)
+
+
+def _retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int]) -> Retrieved:
     """The top K of `message` in `session`'s index under `state`, and the revocations and supersessions that kept an
     event out of it.
 

@@ -41,6 +41,7 @@ from bundle import (
 )
 from bundle.format import SUFFIX
 from bundle.importer import find_receipt_home, open_imported
+from chat.stand_ins import StandIns
 from control.state import ControlState, derive
 from receipts.body import MAX_RECEIPT_BYTES
 from retrieval.model import SearchError, SearchResponse
@@ -273,7 +274,10 @@ def search_imported(service: Service, key: object, local: object, query: object,
 def _search(led: LedgerStore, idx: SearchIndex, session: str, q: str, k: int) -> SearchResponse:
     state = _controls(led, session)
     exclude = set(state.excluded()) | set(state.supersessions.superseded)
-    return idx.search(session, q, k, exclude_seqs=sorted(exclude))
+    # nor the offline stand-in's replies, as in the visitor's own session (chat.stand_ins; issue 31)
+    return StandIns(led).left_out(
+        session, lambda skip: idx.search(session, q, k, exclude_seqs=sorted(exclude.union(skip))), lambda got: got.results
+    )
 
 
 def receipt_home(service: Service, key: object, receipt_session: str) -> Origin | None:

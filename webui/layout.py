@@ -170,19 +170,10 @@ def _components(service: Service) -> Page:
                     # title and the tabs (issue 31); Verify must be one tap away
                 )
                 send = gr.Button("Send", variant="primary", elem_id=ids.CHAT_SEND, scale=1)
-            # Ask me first (issue 11): off by default, stated plainly; when on, the proposal waits here.
+            # Ask me first (issue 11): off by default, stated plainly; when on, the proposal waits below the last turn.
             with gr.Row():
                 consent_on = gr.Checkbox(False, label=rc.CONSENT_LABEL, elem_id=ids.CONSENT_TOGGLE, scale=1)
                 consent_note = gr.Markdown(rc.CONSENT_OFF, elem_id=ids.CONSENT_NOTE, scale=3)
-            waiting = gr.State(None)  # webui.controls.Waiting, server-side: the page cannot change the token
-            with gr.Column(visible=False, elem_id=ids.CONSENT_BOX) as consent_box:
-                consent_md = gr.Markdown(elem_id=ids.CONSENT_PROPOSAL, latex_delimiters=[])
-                consent_pick = gr.CheckboxGroup(
-                    label="Memories the model may see (ticked ones only)", elem_id=ids.CONSENT_PICK
-                )
-                with gr.Row():
-                    consent_send = gr.Button(rc.CONSENT_SEND_LABEL, variant="primary", elem_id=ids.CONSENT_SEND)
-                    consent_cancel = gr.Button(rc.CONSENT_CANCEL_LABEL, elem_id=ids.CONSENT_CANCEL)
             k_chat = gr.Slider(
                 K_MIN,
                 K_MAX,
@@ -218,6 +209,17 @@ def _components(service: Service) -> Page:
                     ids.RESTORE_TURN_BUTTON,
                     ids.CONTROL_TURN_STATUS,
                 )
+            # The proposal of the next turn (ask me first) comes after everything about the last one (its stamps, its
+            # receipt, the tools on its memories): above the stamps it read as if they were its own (issue 31).
+            waiting = gr.State(None)  # webui.controls.Waiting, server-side: the page cannot change the token
+            with gr.Column(visible=False, elem_id=ids.CONSENT_BOX) as consent_box:
+                consent_md = gr.Markdown(elem_id=ids.CONSENT_PROPOSAL, latex_delimiters=[])
+                consent_pick = gr.CheckboxGroup(
+                    label="Memories the model may see (ticked ones only)", elem_id=ids.CONSENT_PICK
+                )
+                with gr.Row():
+                    consent_send = gr.Button(rc.CONSENT_SEND_LABEL, variant="primary", elem_id=ids.CONSENT_SEND)
+                    consent_cancel = gr.Button(rc.CONSENT_CANCEL_LABEL, elem_id=ids.CONSENT_CANCEL)
 
         with gr.Tab("Search", id="search", elem_id=ids.TAB_SEARCH):
             with gr.Row():

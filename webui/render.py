@@ -7,6 +7,7 @@ from disk on reload are shown by the same code, from the same signed data.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,15 +25,17 @@ SEARCH_SNIPPET = 300
 LEDGER_SNIPPET = 120
 LEDGER_ROWS = 500
 
-# "score" is the hit's share of the best hit's score (Hit.relative): the raw BM25, collapse and score are only in
-# the explanation ("explain each hit"), where their parts say what they mean.
-SEARCH_HEADERS = ["rank", "event id", "seq", "role", "text", "score", "digest", "chain"]
+# "match" is how the hit matched, which the ranking orders first (own words, then neighbours, then echoes: the
+# retrieval tiers); "score" is the hit's share of the best score among the hits ranked with it by score alone
+# (shown_scores), so the column never rises within a kind of match. The raw BM25, collapse and score are only in the
+# explanation ("explain each hit"), where their parts say what they mean.
+SEARCH_HEADERS = ["rank", "event id", "seq", "role", "text", "match", "score", "digest", "chain"]
 LEDGER_HEADERS = ["seq", "role", "time (UTC)", "text", "digest", "chain"]
 # Widths in pixels, not percentages: a percentage of a phone's 350 px gave "seq" 17 px and
 # split every word letter by letter. Short columns are wide enough for their longest value on
 # one line (webui/app CSS keeps them `nowrap`); only the text column wraps, at word boundaries.
 # A table wider than the screen scrolls sideways instead.
-SEARCH_WIDTHS = ["64px", "176px", "56px", "96px", "320px", "72px", "130px", "130px"]
+SEARCH_WIDTHS = ["64px", "176px", "56px", "96px", "320px", "104px", "72px", "130px", "130px"]
 LEDGER_WIDTHS = ["56px", "96px", "192px", "420px", "130px", "130px"]
 EVENT_ID_PREFIX = 16  # "evt_" + 12 hex digits, like every other hash prefix shown
 
@@ -220,24 +223,66 @@ def struck_styling(seqs: Sequence[int], superseded: Mapping[int, int], width: in
     return [[STRUCK if i == column and seq in superseded else "" for i in range(width)] for seq in seqs]
 
 
+# How a hit matched (Hit.match), in the search table's "match" column: the kinds the ranking orders first.
+MATCH_WORDS = {"own text": "own words", "context only": "neighbours", "echo": "echo", "newest statement": "newest"}
+
+
+def score_groups(matches: Sequence[str | None]) -> list[int]:
+    """For each hit (best first, by `Hit.match`), the group of hits the ranking ordered by score alone, best group
+    first (retrieval.scoring.rank sorts by tier, then score): echoes after every other hit; hits matching only
+    through neighbouring turns after those matching in their own words when the ranking put them there (the context
+    tier, in a session of under 100 events) — among them when one ranks above a hit in its own words; a turn's slot
+    for the newest statement last (chat.supersede.with_newest)."""
+    seen_context, tiered = False, True
+    for m in matches:
+        seen_context = seen_context or m == "context only"
+        if m == "own text" and seen_context:
+            tiered = False  # ranked together: the context tier did not apply
+    order = {"own text": 0, "context only": 1 if tiered else 0, "echo": 2, "newest statement": 3}
+    return [order.get(m or "own text", 0) for m in matches]
+
+
+def shown_scores(scores: Sequence[float], matches: Sequence[str | None]) -> list[float]:
+    """What the score columns show (Manual search, its explanation, the ask-me-first tick boxes): each hit's score as
+    a share of the best score in its group (score_groups; 1.0 for that best, 2 decimals), so within a kind of match the
+    column follows the rank. A share of the best hit overall read 0.34 at rank 5 and 0.67 at rank 6, where rank 6
+    was the best of the hits ranked after those matching in their own words."""
+    groups = score_groups(matches)
+    best: dict[int, float] = {}
+    for g, score in zip(groups, scores, strict=True):
+        best[g] = max(best.get(g, score), score)
+    out = []
+    for g, score in zip(groups, scores, strict=True):
+        top = best[g]
+        out.append(round(max(0.0, score / top), 2) if top > 0 and math.isfinite(top) else 1.0)
+    return out
+
+
+def hit_scores(hits: Sequence[Hit]) -> list[float]:
+    return shown_scores([h.score for h in hits], [h.match for h in hits])
+
+
 def search_rows(
     hits: Iterable[Hit], revoked: Mapping[int, int] | None = None, superseded: Mapping[int, int] | None = None
 ) -> list[list[Any]]:
     """`revoked`: seq -> the control event that revoked it (control.revocation.revoked_seqs); `superseded`: seq -> the
-    seq that replaced it (issue 12). Those rows are labelled."""
+    seq that replaced it (issue 12). Those rows are labelled. The match column and the score (shown_scores) say
+    together why each row is where it is."""
     rv, sp = revoked or {}, superseded or {}
+    hits = list(hits)
     return [
         [
             h.rank,
             short(h.event_id, EVENT_ID_PREFIX),
             h.seq,
             h.role,
-            labels(h.seq, rv, sp) + match_note(h) + snippet(h.text, SEARCH_SNIPPET),
-            round(h.relative, 2),  # a share of the best hit's score: readable where raw BM25 is ~1e-6
+            labels(h.seq, rv, sp) + snippet(h.text, SEARCH_SNIPPET),
+            MATCH_WORDS.get(h.match, h.match),
+            score,  # readable where raw BM25 is ~1e-6
             short(h.digest),
             short(h.chain),
         ]
-        for h in hits
+        for h, score in zip(hits, hit_scores(hits), strict=True)
     ]
 
 
@@ -245,7 +290,8 @@ def as_of_status(size: int, n: int, rules: Sequence[str]) -> str:
     """The status line of a Manual search "as of" a ledger size (issue 34)."""
     fired = f" Rules that fired: {', '.join(rules)}." if rules else ""
     return (f"**As of {size:,} events**: the {n} memor{'y' if n == 1 else 'ies'} a turn asked then would have been handed, "
-            f"under that time's revocations and supersessions (the include and explain boxes apply to searches of now).{fired}")
+            f"under that time's revocations and supersessions (the include and explain boxes apply to searches of now), "
+            f"best first: {RANK_ORDER}{fired}")
 
 
 def as_of_left_out(why_out: Mapping[int, tuple[int, str]]) -> str:
@@ -281,9 +327,17 @@ def search_status(n: int, k: int, reason: str | None, mode: str = "lexical") -> 
     if n == 0:
         return f"No results: {md(reason or 'nothing matched', 300)}.{how}"
     return (
-        f"{n} result{'s' if n != 1 else ''} (K={k}), best first. Score: each hit's share of the best hit's score "
-        f"(1 = best). Tick *explain each hit* to see why each ranked where it did.{how}"
+        f"{n} result{'s' if n != 1 else ''} (K={k}), best first: {RANK_ORDER} Tick *explain each hit* to see why each "
+        f"ranked where it did.{how}"
     )
+
+
+# How the rows are ordered and what the score is, said the same way under Manual search and an imported session's.
+RANK_ORDER = (
+    "by *match* first — hits in their own words, then (in a session of under 100 events) those found only through "
+    "neighbouring turns, then echoes, which only repeat memories — then by *score* within each: its share of the "
+    "best score ranked with it (1 = best)."
+)
 
 
 def search_explanation(
@@ -294,11 +348,11 @@ def search_explanation(
     in the table. The raw BM25 and score figures are shown here only. Hits searched without explain are skipped."""
     rv, sp = revoked or {}, superseded or {}
     blocks = []
-    for h in hits:
+    for h, score in zip(hits, hit_scores(hits), strict=True):
         if h.explain is None:
             continue
         label = labels(h.seq, rv, sp) + match_note(h)
-        head = f"**#{h.rank} · seq {h.seq}** · {md(h.role, 20)} · score {h.relative:.2f} · {md_label(label)}{md(h.text, 120)}"
+        head = f"**#{h.rank} · seq {h.seq}** · {md(h.role, 20)} · score {score:.2f} · {md_label(label)}{md(h.text, 120)}"
         blocks.append("\n".join([head, "", *(f"- {md(line)}" for line in explain_lines(h.explain))]))
     if not blocks:
         return ""

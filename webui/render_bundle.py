@@ -7,7 +7,7 @@ from typing import Any
 
 from bundle import BundleReport, Exported, Origin
 from webui.bundles import MAX_BUNDLE_UPLOAD_BYTES, ImportOutcome
-from webui.render import short_ts
+from webui.render import RANK_ORDER, short_ts
 from webui.render_verify import STATUS_LABEL
 from webui.text import md, md_code, short
 
@@ -128,8 +128,11 @@ def imported_list_markdown(origins: list[Origin]) -> str:
 
 def imported_search_status(o: Origin, n: int, k: int, reason: str | None) -> str:
     mark = "" if o.verdict == "verified" else " ⚠️ **unverified import**:"
-    found = f"{n} result{'s' if n != 1 else ''} (K={k}), best first" if n else f"no results: {md(reason or 'nothing matched', 300)}"
-    return f"Imported session {_id(o.local)} (read-only):{mark} {found}."
+    if n:
+        found = f"{n} result{'s' if n != 1 else ''} (K={k}), best first: {RANK_ORDER}"
+    else:
+        found = f"no results: {md(reason or 'nothing matched', 300)}."
+    return f"Imported session {_id(o.local)} (read-only):{mark} {found}"
 
 
 def imported_note(o: Origin) -> str:

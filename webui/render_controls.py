@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from chat.consent import Candidate
 from control.revocation import ControlResult
 from ledger.controls import MAX_CONTROL_REASON, REVOKE
-from webui.render import match_label, short_ts
+from webui.render import match_label, short_ts, shown_scores
 from webui.render_forget import short_text
 from webui.text import md
 
@@ -66,18 +66,20 @@ def refused_markdown(what: str, why: str) -> str:
     return f"⚠️ **{what}:** {md(why, 400)}"
 
 
-def candidate_label(c: Candidate) -> str:
-    """One tick box: rank, seq, when, score (a share of the best candidate's, 1.00 = best, as in Manual search) and
-    the text, labelled when it matched only through its neighbours or is an echo (plain text, one line)."""
+def candidate_label(c: Candidate, score: float) -> str:
+    """One tick box: rank, seq, when, score (webui.render.shown_scores: a share of the best score ranked with it,
+    1.00 = best, as in Manual search) and the text, labelled when it matched only through its neighbours or is an
+    echo (plain text, one line)."""
     return (
-        f"#{c.rank} · seq {c.seq} · {c.role} · {short_ts(c.ts)} · score {c.relative:.2f} · "
+        f"#{c.rank} · seq {c.seq} · {c.role} · {short_ts(c.ts)} · score {score:.2f} · "
         f"{match_label(c.match)}{short_text(c.text, 120)}"
     )
 
 
 def candidate_choices(candidates: Sequence[Candidate]) -> list[tuple[str, str]]:
     """(label, event id) for each proposed memory, best first (the value is what Engine.answer takes)."""
-    return [(candidate_label(c), c.event_id) for c in candidates]
+    scores = shown_scores([c.score for c in candidates], [c.match for c in candidates])
+    return [(candidate_label(c, score), c.event_id) for c, score in zip(candidates, scores, strict=True)]
 
 
 def proposal_markdown(n: int, k: int, excluded: Sequence[int]) -> str:

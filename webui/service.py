@@ -205,8 +205,8 @@ class Service:
         include_superseded: bool = False,
         explain: bool = False,
     ) -> SearchResponse:
-        """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX. Control events are
-        never results; revoked memories (and answers that may quote one) only with `include_revoked`, superseded ones (replaced by a newer statement,
+        """K in [1, k_max]: the page's slider range by default; the MCP tools pass K_API_MAX. Control events and the
+        offline stand-in's replies are never results; revoked memories (and answers that may quote one) only with `include_revoked`, superseded ones (replaced by a newer statement,
         issue 12) only with `include_superseded` (the caller labels them: `revoked`, `superseded`).
         `explain`: each hit carries why it ranked where it did (retrieval.explain)."""
         session = self.session(key)
@@ -219,8 +219,12 @@ class Service:
         exclude = set() if include_revoked else set(withheld(self.engine.cites, session, state))
         if not include_superseded:
             exclude |= set(state.supersessions.superseded)
+        # never the offline stand-in's replies (boilerplate and quotes, not memories; chat.stand_ins): what a turn is handed
+        index = self.engine.index
         try:
-            return self.engine.index.search(session, q, k_, exclude_seqs=sorted(exclude), explain=explain)
+            return self.engine.stand_ins.left_out(
+                session, lambda skip: index.search(session, q, k_, exclude_seqs=sorted(exclude.union(skip)), explain=explain), lambda got: got.results
+            )
         except SearchError as exc:
             raise BadInput(str(exc)) from None
 

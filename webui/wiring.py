@@ -27,6 +27,15 @@ UNDOCUMENTED = "undocumented"  # callable by gradio_client (the browser's events
 
 # After a Forget… button: bring the confirmation (above the tabs) into view.
 SHOW_FORGET_BOX = f"() => {{ const el = document.getElementById('{ids.FORGET_BOX}'); if (el) el.scrollIntoView({{block: 'center'}}); }}"
+# After Send with ask me first on: the proposal (below the last turn, webui/layout.py) into view, when it shows.
+# The box is made visible by the event's outputs, which the page may render a frame later: looked for a few times.
+SHOW_PROPOSAL_JS = (
+    "() => { let tries = 0; const show = () => {"
+    f" const el = document.getElementById('{ids.CONSENT_BOX}');"
+    " if (el && el.offsetParent !== null && el.getBoundingClientRect().height > 0) {"
+    " el.scrollIntoView({block: 'nearest'}); return; }"
+    " if (++tries < 20) setTimeout(show, 100); }; show(); }"
+)
 
 
 def _only_when(done: Callable[[object], bool], fn: Callable[..., Any], outputs: int, suffix: str) -> Callable[..., Any]:
@@ -148,7 +157,7 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
     )
     # Ask me first: the same message, when the setting is on, is proposed instead (ui.chat then does nothing).
     consent_outputs = [p.chatbot, p.msg, p.waiting, p.consent_box, p.consent_md, p.consent_pick]
-    gr.on(
+    proposed = gr.on(
         [p.msg.submit, p.send.click],
         ui.propose,
         [p.msg, p.chatbot, p.k_chat, p.key_state, p.consent_on, p.waiting],
@@ -157,6 +166,8 @@ def wire(demo: gr.Blocks, p: Page, service: Service) -> None:
         api_visibility=UNDOCUMENTED,
         show_progress_on=[p.chatbot],
     )
+    # the proposal sits below the last turn's stamps and tools (webui/layout.py): brought into view when it shows
+    proposed.then(None, None, None, js=SHOW_PROPOSAL_JS)
     # The setting is the session's, kept on the server (control.settings): stored when the person changes it,
     # loaded whenever the session loads or switches (below), so a reload or another device never finds it off.
     p.consent_on.input(

@@ -157,7 +157,7 @@ class TestManualSearchRows:
         texts = ["we talked about trains", "I moved to Lisbon last year", "the weather was fine", "tea", "work"]
         hits = index_of(tmp_path, [Message("user", t, {}) for t in texts]).search("s1", "Lisbon", k=5).results
         rows = {row[2]: row for row in render.search_rows(hits)}
-        score = render.SEARCH_HEADERS.index("score")
-        assert rows[1][4].startswith("I moved") and rows[1][score] == 1.0
-        assert rows[0][4].startswith("[matched via neighbouring turns] ")
-        assert 0 < rows[0][score] < 1
+        score, match = render.SEARCH_HEADERS.index("score"), render.SEARCH_HEADERS.index("match")
+        assert rows[1][4].startswith("I moved") and rows[1][score] == 1.0 and rows[1][match] == "own words"
+        assert rows[0][match] == "neighbours"
+        assert 0 < rows[0][score] <= 1  # a share of the best hit found through its neighbours

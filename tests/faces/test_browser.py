@@ -431,9 +431,15 @@ def test_manual_search_finds_a_word_from_the_first_message(session: Session) -> 
         hit[1] == first_event["id"][:16] + "…"  # event ids are shown as prefixes, like every hash
         and hit[2] == "0"
         and hit[3] == "user"
-        and hit[6] == first_event["digest"][:12] + "…"
+        and hit[7] == first_event["digest"][:12] + "…"
     )
-    assert float(rows[0][5]) == 1.0 and all(0 < float(row[5]) <= 1 for row in rows)  # shares of the best hit's score
+    # issue 31: the order is by match (own words, neighbours, echo), then score; within a kind the score never rises
+    kinds = ["own words", "neighbours", "echo"]
+    assert [row[5] for row in rows] == sorted((row[5] for row in rows), key=kinds.index), rows
+    scores = [float(row[6]) for row in rows]
+    assert scores[0] == 1.0 and all(0 < x <= 1 for x in scores)
+    assert all(scores[i] >= scores[i + 1] for i in range(len(rows) - 1) if rows[i][5] == rows[i + 1][5]), rows
+    expect(markdown(page, ids.SEARCH_STATUS)).to_contain_text("by match first")
     # "explain each hit": why each ranked where it did, under the table; unticked, nothing.
     page.locator(f"#{ids.SEARCH_EXPLAIN} input[type=checkbox]").check()
     expect(markdown(page, ids.SEARCH_EXPLANATION)).to_contain_text("Why each hit ranked where it did")

@@ -104,7 +104,8 @@ def test_unticked_memories_are_withheld_from_the_model_and_the_receipt_says_so_a
 
         before = counts(server, session)
         proposed = propose(page, "What do you know about my cat Miso?")
-        assert len(proposed) >= 4, proposed  # three memories and the stand-in's answers that quote them
+        # the three memories, never the offline stand-in's answers that quote them (issue 31: boilerplate, not memories)
+        assert sorted(seq for _label, seq in proposed) == [0, 2, 4], proposed
         assert counts(server, session) == before, "a proposal appends nothing"
         boxes = page.locator(f"#{ids.CONSENT_PICK} input[type=checkbox]")
         assert all(boxes.nth(i).is_checked() for i in range(len(proposed))), "every proposed memory starts ticked"
@@ -164,3 +165,36 @@ def test_unticked_memories_are_withheld_from_the_model_and_the_receipt_says_so_a
         v.check_clean()
     finally:
         v.context.close()
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, {"width": 390, "height": 844}], ids=["1280px", "390px"])
+def test_the_proposal_reads_as_the_next_turn_below_the_last_turns_stamps_and_is_brought_into_view(
+    browser: Browser, server: app.Running, viewport: dict
+) -> None:
+    """Issue 31: the proposal showed above the previous turn's stamps, which then read as if they were its own. It now
+    comes after everything about the last turn (its stamps, its receipt, the tools on its memories), and Send brings
+    it into view."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    try:
+        page.goto(server.url, wait_until="load")
+        page.locator(f"#{ids.CHAT_INPUT} textarea").wait_for(state="visible")
+        send(page, MEMORIES[0])
+        send(page, "Which cat likes tuna?")  # the last turn: its stamps list the memory
+        expect(page.locator(f"#{ids.STAMPS}")).to_contain_text("Miso likes tuna")
+        page.locator(f"#{ids.CONSENT_TOGGLE} input[type=checkbox]").check()
+        expect(page.locator(f"#{ids.CONSENT_NOTE}")).to_contain_text("is on for this session")
+        page.evaluate("window.scrollTo(0, 0)")
+        propose(page, "What does Miso like?")
+        box = page.locator(f"#{ids.CONSENT_BOX}")
+        expect(box).to_be_in_viewport()
+        top = box.bounding_box()
+        assert top is not None
+        for before in (ids.STAMPS, ids.RECEIPT_DOWNLOAD, ids.TURN_SHARE_TOOLS, ids.TURN_TOOLS):
+            above = page.locator(f"#{before}").bounding_box()
+            assert above is not None and above["y"] + above["height"] <= top["y"] + 1, (before, above, top)
+    finally:
+        context.close()

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
+ERROR_OVERLAY = "[data-testid=status-tracker] span.error"  # Gradio's "Error" overlay on an output of a failed event
 MESSAGES = ("My sister is called Ines and she lives in Porto", "What is my sister called?")
 
 
@@ -82,7 +83,7 @@ def test_the_first_screen_shows_the_tabs_and_verify_opens_with_its_verdict(
         upload(page, receipt)
         expect(verdict).to_contain_text("What this receipt says")
         first = verdict.locator("h3").first
-        expect(first).to_contain_text(re.compile(r"^✅ Verified: these \d+ memories, this question and this answer are exactly what the signed ledger holds, signed by key ed25519:"))
+        expect(first).to_contain_text(re.compile(r"^✅ Verified: (?:this memory|these \d+ memories), this question and this answer are exactly what the signed ledger holds, signed by key ed25519:"))
         fb = first.bounding_box()
         assert fb is not None and fb["y"] + fb["height"] <= viewport["height"], "the verdict line is below the fold"
         # A word beside every mark of the grouped checks.
@@ -130,6 +131,21 @@ def test_revoking_twice_replaces_the_status_line_with_the_refusal(browser: Brows
         expect(status).to_contain_text("Not revoked")
         expect(status).to_contain_text("already revoked")
         expect(status).not_to_contain_text("✅")
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)  # no red "Error" pill across the line
+        # the issue's own steps: Ledger, revoke seq 2 twice
+        click_tab(page, "Ledger")
+        status = markdown(page, ids.CONTROL_LEDGER_STATUS)
+        seq = page.locator(f"#{ids.FORGET_LEDGER_SEQ} textarea, #{ids.FORGET_LEDGER_SEQ} input").first
+        seq.fill("2")
+        page.locator(f"#{ids.REVOKE_LEDGER_BUTTON}").click()
+        expect(status).to_contain_text("Revoked")
+        expect(status).to_contain_text("seq 2")
+        page.locator(f"#{ids.REVOKE_LEDGER_BUTTON}").click()
+        expect(status).to_contain_text("Not revoked")
+        expect(status).to_contain_text("already revoked")
+        expect(status).not_to_contain_text("✅")
+        expect(status).not_to_contain_text("Control event at seq")
+        expect(page.locator(ERROR_OVERLAY)).to_have_count(0)
     finally:
         context.close()
 

@@ -20,6 +20,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from receipts.verify import FAIL, PASS
 from webui import bundles as bd
+from webui import render as r
 from webui import render_bundle as rb
 from webui.bundle_ui import BundleUI
 from webui.forget import forget_event
@@ -169,6 +170,16 @@ class TestImport:
         assert any(SECRET in str(row) for row in table["data"])
         after = (service.data_dir / "imported" / origin.local / "sessions" / origin.session / "events.jsonl").read_bytes()
         assert after == before
+
+    def test_the_imported_sessions_stand_in_replies_are_never_search_results(self, bui: BundleUI, service: Service) -> None:
+        """Issue 31: as in the visitor's own session, the offline stand-in's replies (they quote the secret) are left out."""
+        key = talked(service, SECRET, "where is the spare key?", "the spare key, where again?")
+        bui.import_bundle(str(exported(bui, key)), False, key)
+        (origin,) = bd.imported_sessions(service, key)
+        _status, table = bui.search_imported(origin.local, "spare key", 8, key)
+        roles = [row[r.SEARCH_HEADERS.index("role")] for row in table["data"]]
+        assert roles and "assistant" not in roles, table["data"]
+        assert any(SECRET in str(row) for row in table["data"])
 
     def test_importing_the_same_bundle_again_changes_nothing(self, bui: BundleUI, service: Service) -> None:
         key = talked(service, SECRET)

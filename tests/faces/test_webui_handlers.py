@@ -20,6 +20,8 @@ from webui.service import Service
 from webui.sessions import new_session_key, session_id
 from webui.text import short
 
+from ..quoting_model import quoting_engine
+
 
 def offline_engine(path: Path) -> Engine:
     """An engine whose model is the offline stand-in, whatever the environment says (tests never touch the network)."""
@@ -50,7 +52,8 @@ class TestSession:
         assert shown == key and session_id(key) in note and key not in note
         assert history == [] and stamps == r.NO_STAMPS
 
-    def test_a_reload_resumes_the_session_with_its_stamps(self, ui: UI) -> None:
+    def test_a_reload_resumes_the_session_with_its_stamps(self, tmp_path: Path) -> None:
+        ui = UI(Service(quoting_engine(tmp_path / "data")))  # a model's replies may be memories; the stand-in's never
         key = ui.start(None)[0]
         chat(ui, key, "I moved to Lisbon")
         final = chat(ui, key, "Where did I move?")[-1]
@@ -58,7 +61,7 @@ class TestSession:
         assert again == key
         assert [m["role"] for m in history] == ["user", "assistant", "assistant"] * 2
         live = final[2]
-        assert r.md_label(r.match_label("echo")) in live  # the stand-in's first reply, handed over as an echo
+        assert r.md_label(r.match_label("context only")) in live  # the model's first reply, matched through its neighbours
         for how in ("echo", "context only"):
             live = live.replace(r.md_label(r.match_label(how)), "")
         assert stamps == live  # the same stamps without the match labels: the receipt does not sign them
@@ -214,7 +217,7 @@ class TestSearch:
         key = new_session_key()
         chat(ui, key, "the zebra in my garden")
         status, table, why = ui.search("zebra", 8, key, False, True)
-        assert status.startswith("2 results") and table["data"] and why
+        assert status.startswith("1 result") and table["data"] and why  # the stand-in's reply is no memory
         status, table, why = ui.search(query, k, key, False, True)
         assert status.startswith("⛔ **No search:**") and match in status
         assert "result" not in status and table == {"headers": r.SEARCH_HEADERS, "data": []} and why == ""
@@ -263,7 +266,7 @@ class TestVerifyTab:
         download = chat(ui, key, "what tea do I like?")[-1][3]
         verdict, _table = ui.verify(download_path(download), key)
         first, _, verdict = verdict.partition("\n\n")  # issue 31: one line a person reads in ten seconds
-        assert first.startswith("### ✅ Verified: these 2 memories, this question and this answer are exactly what the signed ledger holds, signed by key `ed25519:")
+        assert first.startswith("### ✅ Verified: this memory, this question and this answer are exactly what the signed ledger holds, signed by key `ed25519:")
         assert verdict.startswith(f"### {rr.PANEL_TITLE}\n")
         panel, _, rest = verdict.partition("\n\n---\n\n")
         assert "**The question** (seq 2, user" in panel and "“what tea do I like?”" in panel

@@ -11,6 +11,7 @@ from chat.engine import Engine
 from chat.llm import LLM
 from ledger import Break, SessionReport
 from retrieval.explain import explain_lines
+from retrieval.model import Hit
 from webui import render as r
 from webui.text import md, short
 
@@ -132,13 +133,13 @@ class TestTables:
         assert len(row) == len(r.SEARCH_HEADERS)
         assert row[:4] == [h.rank, short(h.event_id, r.EVENT_ID_PREFIX), h.seq, h.role]
         assert row[1].endswith("…") and h.event_id.startswith(row[1][:-1]) and len(row[1]) <= 17
-        assert row[5] == round(h.relative, 2) == 1.0
-        assert row[6] == short(h.digest) and row[7] == short(h.chain)
+        assert row[5] == r.MATCH_WORDS[h.match] and row[6] == 1.0
+        assert row[7] == short(h.digest) and row[8] == short(h.chain)
 
-    def test_the_search_table_shows_the_relative_score_and_no_raw_figure(self, turn) -> None:
-        assert r.SEARCH_HEADERS.index("score") == 5 and not {"BM25", "collapse"} & set(r.SEARCH_HEADERS)
-        shown = {cell for row in r.search_rows(turn.hits) for cell in row if isinstance(cell, float)}
-        assert shown == {round(h.relative, 2) for h in turn.hits}  # never bm25 (negative) or the raw score
+    def test_the_search_table_shows_the_shown_score_and_no_raw_figure(self, turn) -> None:
+        assert r.SEARCH_HEADERS.index("score") == 6 and not {"BM25", "collapse"} & set(r.SEARCH_HEADERS)
+        shown = [cell for row in r.search_rows(turn.hits) for cell in row if isinstance(cell, float)]
+        assert shown == r.hit_scores(turn.hits)  # never bm25 (negative) or the raw score
         assert all(0 < x <= 1 for x in shown)
 
     def test_ledger_rows_show_the_latest_events_oldest_first(self, turn, tmp_path: Path) -> None:
@@ -171,9 +172,70 @@ class TestTables:
         assert "no event matches" in r.search_status(0, 8, "session s: no event matches")
         assert r.search_status(3, 8, None).startswith("3 results")
 
-    def test_search_status_explains_the_score_and_never_mentions_raw_bm25(self) -> None:
+    def test_search_status_explains_the_order_and_the_score_and_never_mentions_raw_bm25(self) -> None:
         status = r.search_status(3, 8, None)
-        assert "share of the best hit" in status and "BM25" not in status and "lower is a better" not in status
+        assert "by *match* first" in status and "then by *score* within each" in status
+        assert "share of the best score ranked with it" in status and "BM25" not in status and "lower is a better" not in status
+
+
+def hit(seq: int, score: float, *, context: bool = False, echo: bool = False) -> Hit:
+    return Hit(
+        session="s", event_id=f"evt_{seq:032x}", seq=seq, role="user", text=f"t{seq}", meta={}, digest="d" * 64,
+        chain="c" * 64, ts="2026-12-06T00:00:00Z", bm25=-score, collapse=1.0, score=score, rank=seq,
+        context_only=context, echo=echo,
+    )
+
+
+class TestShownScores:
+    """Issue 31: Manual search showed rank 5 = 0.34, rank 6 = 0.67 under "each hit's share of the best hit's score":
+    rank 6 matched only through its neighbours, which the ranking puts after every hit in its own words."""
+
+    def test_the_issues_case_reads_in_rank_order_within_each_kind_of_match(self) -> None:
+        hits = [hit(1, 3.0), hit(2, 2.4), hit(3, 2.0), hit(4, 1.5), hit(5, 1.02), hit(6, 2.0, context=True), hit(7, 0.5, context=True), hit(8, 0.9, echo=True)]
+        rows = r.search_rows(hits)
+        match, score = r.SEARCH_HEADERS.index("match"), r.SEARCH_HEADERS.index("score")
+        assert [row[match] for row in rows] == ["own words"] * 5 + ["neighbours"] * 2 + ["echo"]
+        assert [row[score] for row in rows] == [1.0, 0.8, 0.67, 0.5, 0.34, 1.0, 0.25, 1.0]
+
+    def test_within_a_group_the_shown_score_never_rises_with_rank(self) -> None:
+        import random
+
+        rng = random.Random(31)
+        for _ in range(200):
+            own = sorted((rng.uniform(0.01, 9) for _ in range(rng.randint(0, 6))), reverse=True)
+            ctx = sorted((rng.uniform(0.01, 9) for _ in range(rng.randint(0, 6))), reverse=True)
+            echo = sorted((rng.uniform(0.01, 9) for _ in range(rng.randint(0, 3))), reverse=True)
+            hits = [hit(i, s) for i, s in enumerate(own)] + [hit(50 + i, s, context=True) for i, s in enumerate(ctx)]
+            hits += [hit(90 + i, s, echo=True) for i, s in enumerate(echo)]
+            shown, groups = r.hit_scores(hits), r.score_groups([h.match for h in hits])
+            assert groups == sorted(groups)  # the groups follow the rank
+            for a in range(len(hits) - 1):
+                if groups[a] == groups[a + 1]:
+                    assert shown[a] >= shown[a + 1]
+            assert all(shown[groups.index(g)] == 1.0 for g in set(groups))
+
+    def test_every_search_status_says_the_order(self) -> None:
+        for status in (r.search_status(3, 8, None), r.as_of_status(5, 3, [])):
+            assert "by *match* first" in status and "then by *score* within each" in status
+
+    def test_in_a_long_session_a_hit_through_its_neighbours_ranks_among_the_others_and_shares_their_best(self) -> None:
+        # the context tier applies under 100 events only: above, a neighbours hit may rank between own-words hits
+        hits = [hit(1, 3.0), hit(2, 2.7, context=True), hit(3, 1.5), hit(4, 2.0, echo=True)]
+        assert r.score_groups([h.match for h in hits]) == [0, 0, 0, 2]
+        assert r.hit_scores(hits) == [1.0, 0.9, 0.5, 1.0]
+
+    def test_the_tick_boxes_show_the_same_scores_as_manual_search(self) -> None:
+        from chat.consent import Candidate
+        from webui import render_controls as rc
+
+        hits = [hit(1, 3.0), hit(2, 1.02), hit(3, 2.0, context=True)]
+        cands = [
+            Candidate(rank=h.rank, seq=h.seq, event_id=h.event_id, role=h.role, ts=h.ts, text=h.text, score=h.score,
+                      digest=h.digest, relative=h.relative, match=h.match)
+            for h in hits
+        ]  # fmt: skip
+        labels = [label for label, _ in rc.candidate_choices(cands)]
+        assert [label.split(" · ")[4] for label in labels] == ["score 1.00", "score 0.34", "score 1.00"]
 
 
 class TestExplanation:

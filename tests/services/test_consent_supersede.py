@@ -5,6 +5,9 @@ an answer that may repeat a dead fact. An approved statement superseded by now i
 its state is in the receipt; an approved answer that may quote a superseded statement is refused, as one that
 may quote a revoked memory is: before the token is spent when the supersession came first, as a failed turn
 (nothing sent to the model) when the consent turn's own question made it.
+
+The answers are a model's that quotes its memories (tests/quoting_model.py, a loopback server the real SDK talks to):
+the offline stand-in's replies are never handed back as memories (chat.stand_ins), so they cannot be proposed.
 """
 
 from __future__ import annotations
@@ -18,18 +21,17 @@ import pytest
 
 from chat.consent import ConsentError
 from chat.engine import Engine, Turn, TurnError
-from chat.llm import LLM
 from control.revocation import current
 from receipts.prompt import TEMPLATE_V2
 from receipts.verify import FAIL, Report
 from storage.files.receipts.api import verify_bytes
 
+from ..quoting_model import quoting_engine
+
 LEEDS, DOG, BRISTOL = "I live in Leeds", "My dog is called Rex", "We've just moved to Bristol"
 NOW = "Which city do I live in?"
 
 
-def offline(data: Path) -> Engine:
-    return Engine(data, llm=LLM(api_key=""))
 
 
 def ledger_bytes(e: Engine) -> dict[str, str]:
@@ -52,7 +54,7 @@ def receipts(e: Engine, session: str = "alice") -> list[Path]:
 
 @pytest.fixture
 def eng(tmp_path: Path) -> Iterator[Engine]:
-    e = offline(tmp_path / "d")
+    e = quoting_engine(tmp_path / "d")
     yield e
     e.index.close()
     e.ledger.close()
@@ -79,7 +81,7 @@ class TestApprovedStatement:
         assert t.body["prompt"]["template"] == TEMPLATE_V2
         [entry] = t.body["states"]["superseded"]
         assert (entry["rank"], entry["seq"], entry["by"]["event"]["seq"]) == (1, 0, 3)
-        assert f"[superseded at {entry['by']['event']['ts']} by seq 2] {LEEDS}" in t.answer  # the stand-in quotes the mark
+        assert f"[superseded at {entry['by']['event']['ts']} by seq 2] {LEEDS}" in t.answer  # the model quotes the mark
         report = verify(eng, t)
         assert report.verdict == "verified", failed(report)
 

@@ -1,6 +1,7 @@
 """Revoked words do not come back through the answers that quoted them (issue 11; FORMAT.md §17).
 
-An answer may repeat what its turn handed the model (the offline stand-in quotes every memory it was given). While a
+An answer may repeat what its turn handed the model (here a model that quotes every memory it was given,
+tests/quoting_model.py: the offline stand-in's replies quote them too, but are never handed back as memories). While a
 memory is revoked, retrieval also leaves out every answer whose turn cited it — by its receipt, or by the `.cites`
 record a turn without a receipt left — and every answer citing one of those; the receipt names the revocation, and
 it still verifies offline and against the ledger. A restore brings them back. The state of what each turn cited is
@@ -19,7 +20,6 @@ from hypothesis import strategies as st
 
 import control
 from chat.engine import Engine, Turn, TurnError
-from chat.llm import LLM
 from control.state import quoting_answers
 from receipts.body import parse_receipt
 from receipts.verify import PASS
@@ -29,6 +29,7 @@ from webui.mcp_tools import make_tools
 from webui.service import Service
 
 from ..forget_support import engine
+from ..quoting_model import quoting_engine
 
 MOVE = "I moved to Lisbon in March"
 QUESTION = "Where did I move to?"
@@ -36,7 +37,7 @@ WORDS = "Lisbon in March"
 
 
 def _session(data: Path) -> tuple[Engine, Turn]:
-    eng = engine(data)
+    eng = quoting_engine(data)
     eng.remember("alice", MOVE)  # 0
     eng.remember("alice", "I like green tea")  # 1
     first = eng.turn("alice", QUESTION)  # question 2, answer 3
@@ -133,7 +134,7 @@ def test_an_answer_that_cited_a_quoting_answer_is_left_out_as_well(tmp_path: Pat
 
 def test_an_answer_whose_receipt_was_never_written_is_left_out_by_its_cites_record(tmp_path: Path) -> None:
     data = tmp_path / "d"
-    eng = engine(data)
+    eng = quoting_engine(data)
     eng.remember("alice", MOVE)
     eng.remember("alice", "I like green tea")
 
@@ -150,7 +151,7 @@ def test_an_answer_whose_receipt_was_never_written_is_left_out_by_its_cites_reco
     with eng.index.write() as db:
         db.execute("DELETE FROM receipt_cites")
     eng.index.close()
-    fresh = engine(data)
+    fresh = quoting_engine(data)
     turn = fresh.turn("alice", QUESTION)
     assert answer.seq not in [h.seq for h in turn.hits]
     _no_revoked_words(turn)
@@ -162,7 +163,7 @@ def test_an_index_from_before_the_cites_table_is_refilled_from_the_receipt_files
         db.execute("DROP TABLE receipt_cites")  # as an index written before it existed
     eng.index.close()
     control.revoke(tmp_path / "d", "alice", 0)
-    fresh = engine(tmp_path / "d")
+    fresh = quoting_engine(tmp_path / "d")
     turn = fresh.turn("alice", QUESTION)
     assert first.assistant_event.seq not in [h.seq for h in turn.hits]
     _no_revoked_words(turn)
@@ -233,14 +234,14 @@ TEXTS = ("grey cat Miso", "Lisbon in March", "sister Ana", "cat food brand")
 def test_random_revoke_restore_turn_sequences_never_hand_the_model_a_quote_of_a_revoked_memory(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int]]
 ) -> None:
-    eng = engine(tmp_path_factory.mktemp("quotes") / "d")
+    eng = quoting_engine(tmp_path_factory.mktemp("quotes") / "d")
     for text in TEXTS:
         eng.remember("p", text)
     revoked: set[int] = set()
     for action, target in steps:
         if action == "turn":
             t = eng.turn("p", "what about Miso, Lisbon, Ana and the cat food?", k=8)
-            quotes = {f"(seq {s}, user) {TEXTS[s]}" for s in revoked}  # how the offline stand-in quotes a memory
+            quotes = {TEXTS[s] for s in revoked}  # the model quotes each memory's words
             assert not [h.seq for h in t.hits if h.seq in revoked or any(q in h.text for q in quotes)]
             named = {e["seq"] for e in parse_receipt(t.receipt_path.read_bytes()).signed_body.get("exclusions", {}).get("revoked", [])}
             assert named <= revoked
@@ -261,13 +262,13 @@ MARKER = "Quuxborough"
 
 
 def test_search_memories_leaves_out_answers_that_quote_a_revoked_memory(tmp_path: Path) -> None:
-    service = Service(Engine(tmp_path / "data", llm=LLM(api_key="")))
+    service = Service(quoting_engine(tmp_path / "data"))
     try:
         tools = {fn.__name__: fn for fn in make_tools(service)}
         key = json.loads(tools["new_session_key"]())["session_key"]
         mem = json.loads(tools["remember"](key, f"my locker code word is {MARKER}"))
         asked = json.loads(tools["ask"](key, "what is my locker code word?"))
-        assert MARKER in asked["answer"]  # the stand-in quotes the memory it was handed
+        assert MARKER in asked["answer"]  # the model quotes the memory it was handed
         tools["revoke_memory"](key, mem["event_id"])
         found = json.loads(tools["search_memories"](key, "locker code word"))
         leaked = [r for r in found["results"] if MARKER.lower() in r["text"].lower()]

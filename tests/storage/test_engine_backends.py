@@ -13,6 +13,7 @@ import pytest
 
 from chat.engine import Engine, InputError, TurnError
 from chat.llm import LLM
+from chat.offline import is_stand_in_reply
 from receipts.body import parse_receipt
 from storage import BackendError, redact
 from storage.files.receipts.api import verify_bytes
@@ -43,6 +44,24 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
 
 def receipt_bytes(eng: Engine, session: str, receipt_id: str) -> bytes:
     return eng.backend.read_receipt(session, receipt_id)
+
+
+class TestStandInReplies:
+    def test_the_offline_stand_ins_replies_are_never_handed_back_on_either_backend(self, opener: Opener) -> None:
+        """Issue 31: they stay in the ledger; a turn and a proposal leave them out (chat.stand_ins), here or on a
+        replica that never saw them written."""
+        a, b = opener(), opener()
+        a.remember("s1", "My sister is called Ana")
+        for q in ("Who is my sister?", "What is my sister's name?"):
+            a.turn("s1", q)
+        replies = {ev.seq for ev in a.ledger.events("s1") if is_stand_in_reply(ev.role, ev.meta)}
+        assert replies == {2, 4}
+        assert {h.seq for h in a.index.search("s1", "What is my sister called?", 8).results} & replies
+        for eng in (a, b):
+            turn = eng.turn("s1", "What is my sister called?")
+            assert 0 in [h.seq for h in turn.hits] and not {h.seq for h in turn.hits} & replies
+            assert not {c.seq for c in eng.propose("s1", "my sister Ana").candidates} & replies
+        assert b.stand_ins.known("s1") == [2, 4, 6, 8]
 
 
 class TestTurns:
