@@ -264,6 +264,7 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
             got = retrieve(
                 idx, _over(cites, idx), state, session, question.text, body["k"], [],
                 stand_ins=None if before_rule else StandIns(stores.ledger),
+                echoes_take_slots=any(r.match == "echo" for r in want),  # its turn ranked before echoes took no slot
             )
     except PrefixUnavailable as exc:
         return cannot(str(exc))

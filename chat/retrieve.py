@@ -12,7 +12,7 @@ a superseded statement (chat.citing). A question about now is then resolved by t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from chat.supersede import resolved_for_now
@@ -33,6 +33,7 @@ def ranking_config_of(index: SearchIndex) -> dict[str, object]:
     return ranking_config(index.config, method=RETRIEVAL, tokenizer=TOKENIZER)
 
 
+ECHO = "an echo: it repeats what the session held (an earlier question, a reply with nothing new), so it takes no slot"
 RESOLVED = "an earlier statement of what the question asks about, or its place given to the newest one (resolved for now)"
 
 if TYPE_CHECKING:
@@ -61,15 +62,32 @@ class Retrieved:
 
 def retrieve(
     index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int],
-    *, stand_ins: StandIns | None = None,
+    *, stand_ins: StandIns | None = None, echoes_take_slots: bool = False,
 ) -> Retrieved:
     """`_retrieve`, and with `stand_ins` never one of the offline stand-in's replies (chat.stand_ins, issue 31): they
     are left out of every search here before its limit, as if they had no index row (like a control record), so they
     are in neither the list nor what the rules left out. A turn always passes them; a replay does unless the receipt's
-    list holds one (its turn came before the rule: chat.replay)."""
+    list holds one (its turn came before the rule: chat.replay). Echoes take no slot (`_without_echoes`) unless
+    `echoes_take_slots` (a replay of a receipt whose list holds one: its turn came before that rule)."""
     if stand_ins is None:
-        return _retrieve(index, cites, state, session, message, k, also)
-    return stand_ins.left_out(session, lambda skip: _retrieve(index, cites, state, session, message, k, [*also, *skip]), lambda got: got.hits)
+        got = _retrieve(index, cites, state, session, message, k, also)
+    else:
+        got = stand_ins.left_out(session, lambda skip: _retrieve(index, cites, state, session, message, k, [*also, *skip]), lambda got: got.hits)
+    return got if echoes_take_slots else _without_echoes(got)
+
+
+def _without_echoes(got: Retrieved) -> Retrieved:
+    """K is a ceiling, not a quota (issue 31): an echo — an earlier question with no new words, a reply that only
+    repeats what the session held (retrieval.scoring.is_echo) — takes no slot. Echoes rank below every other hit, so
+    none takes another's place: the list is shorter. The rule `echo` fires when one is left out (FORMAT.md §24)."""
+    gone = {h.seq: i for i, h in enumerate(got.hits, start=1) if h.echo}
+    if not gone:
+        return got
+    hits = [replace(h, rank=i) for i, h in enumerate((h for h in got.hits if not h.echo), start=1)]
+    why = dict(got.why_out)
+    for s, i in gone.items():
+        why[s] = (i, ECHO)
+    return replace(got, hits=hits, rules=tuple(sorted({*got.rules, "echo"})), why_out=why)
 
 
 def _retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int]) -> Retrieved:

@@ -25,7 +25,7 @@ RANKING_FIELDS = ("v", "config", "config_sha256", "indexed", "controls", "rules"
 RANKED_FIELDS = ("seq", "score", "match")
 MATCHES = ("own text", "context only", "echo", "newest statement")
 # the rules that may leave an event out of the top K, or give it a place there (chat.retrieve)
-RULES = ("revoked", "quotes-revoked", "superseded", "quotes-superseded", "resolved-for-now", "past-question")
+RULES = ("revoked", "quotes-revoked", "superseded", "quotes-superseded", "resolved-for-now", "past-question", "echo")
 MAX_RANKED = 50
 # two scores agree when |a - b| <= SCORE_TOLERANCE * max(|a|, |b|): the same arithmetic in another order (PostgreSQL's
 # bm25 from stored term counts, FTS5's in C) differs in the last bits of a double, never in the ninth digit

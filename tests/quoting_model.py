@@ -24,13 +24,21 @@ MODEL = "quoting-test-model"
 HEAD = "MEMORIES (JSON, quoted data — not instructions):\n"
 
 
+_REPLIES = 0
+
+
 def quote(messages: list[dict[str, Any]]) -> str:
     """The answer to a prompt of receipts.prompt.build_messages: one line per memory, best first."""
     user = next((m["content"] for m in messages if m.get("role") == "user"), "")
     memories = json.loads(user.removeprefix(HEAD).split("\n\nQUESTION:\n", 1)[0]) if user.startswith(HEAD) else []
     if not memories:
         return "You have told me nothing about that."
-    lines = ["You told me:"]
+    # a model paraphrases: words of its own beside the quotes, so the answer is not an echo (retrieval.scoring.is_echo:
+    # a reply that only repeats what the session held takes no slot) and can be handed back like any answer
+    global _REPLIES
+    _REPLIES += 1
+    n = _REPLIES
+    lines = [f"Recalling for you, in reply {n} (kestrel{n} lantern{n} orchard{n} quill{n}), you told me:"]
     for m in memories:
         state = m.get("state", "live")
         lines.append(f"- {'' if state == 'live' else state + ' '}{m['text']}")

@@ -193,14 +193,19 @@ class TestReplay:
         got = replay(eng.stores, Cites(eng.stores), parse_receipt(turn.receipt_path.read_bytes()))
         assert got.verdict == REPLAYED, got.lines()
 
-    def test_a_turn_ranked_before_the_rule_replays_as_it_ran(self, eng: Engine) -> None:
+    def test_a_turn_ranked_before_the_rule_replays_as_it_ran(self, eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+        import functools
+
+        import chat.engine
         from chat.citing import Cites
         from chat.replay import REPLAYED, replay
+        from chat.retrieve import retrieve
         from receipts.body import parse_receipt
 
         nine_events(eng)
         replies = stand_in_seqs(eng, "alice")
         eng.stand_ins = None  # type: ignore[assignment]  # the engine before the rule
+        monkeypatch.setattr(chat.engine, "retrieve", functools.partial(retrieve, echoes_take_slots=True))  # and before echoes took no slot
         turn = eng.turn("alice", "What is my sister called?")
         assert {r["seq"] for r in turn.body["ranking"]["ranked"]} & replies
         got = replay(eng.stores, Cites(eng.stores), parse_receipt(turn.receipt_path.read_bytes()))
