@@ -165,16 +165,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return fail(f"{path}: is a directory; {expected}")
     if args.data is not None:
         given_path(args.data, what="--data", expected=EXPECTED_DATA_DIR)
-    try:
-        # at most the limit + 1 bytes of a regular file: /dev/zero or a FIFO says 0 bytes and never ends
-        if path.exists() and not path.is_file():
-            return fail(f"{path}: not a regular file; {expected}")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_RECEIPT_BYTES + 1)
-        if len(raw) > MAX_RECEIPT_BYTES:
-            return fail(f"{path}: over the {MAX_RECEIPT_BYTES}-byte receipt limit")
-    except OSError as exc:
-        return fail(f"{path}: {exc.strerror or exc}")
+    raw = read_receipt_file(path, expected)
     url = None
     if args.data is not None:
         existing_data_dir(args.data)
@@ -203,6 +194,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(render_text(report, rows=args.rows))
     return EXIT_BY_VERDICT[report.verdict]
+
+
+def read_receipt_file(path: Path, expected: str) -> bytes:
+    """The bytes of a receipt file (`receipts verify`, `receipts replay`): at most the limit + 1 bytes of a regular file,
+    since /dev/zero or a FIFO says it holds 0 bytes and never ends. CliError, one line naming the file, otherwise."""
+    try:
+        if path.exists() and not path.is_file():
+            raise CliError(f"{path}: not a regular file; {expected}")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RECEIPT_BYTES + 1)
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_RECEIPT_BYTES:
+        raise CliError(f"{path}: over the {MAX_RECEIPT_BYTES}-byte receipt limit")
+    return raw
 
 
 def _not_a_receipt(raw: bytes) -> str | None:

@@ -16,11 +16,10 @@ import argparse
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.support import EXIT_FAILED, CliError, existing_data_dir, fail, given_path
-from receipts.body import MAX_RECEIPT_BYTES, MalformedReceipt, parse_receipt
+from receipts.body import MalformedReceipt, parse_receipt
 from receipts.keys import KeyConfigError
 from storage.offline import load_trust, verify_bytes
 
@@ -56,6 +55,7 @@ def data_stores(data: str) -> Iterator[Stores]:
 def cmd_replay(args: argparse.Namespace) -> int:
     from chat.citing import Cites
     from chat.replay import replay
+    from cli.prog_receipts import read_receipt_file
 
     path = given_path(args.receipt, what="receipt", expected=EXPECTED)
     if path.is_dir():
@@ -64,25 +64,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not args.trust:
         return fail("--trust PUBKEY: a replay checks only a receipt that verifies under a key you trust "
                     "(`python -m receipts pubkey DATA_DIR` prints the deployment's)")
+    raw = read_receipt_file(path, EXPECTED)
     try:
-        # at most the limit + 1 bytes of a regular file: a size of 0 (/dev/zero, a FIFO) says nothing of the length
-        if path.exists() and not path.is_file():
-            return fail(f"{path}: not a regular file; {EXPECTED}")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_RECEIPT_BYTES + 1)
-        if len(raw) > MAX_RECEIPT_BYTES:
-            return fail(f"{path}: over the {MAX_RECEIPT_BYTES}-byte receipt limit")
         receipt = parse_receipt(raw)
-        odd = [t for t in args.trust if Path(t).exists() and not Path(t).is_file()]
-        if odd:
-            return fail(f"--trust {odd[0]}: not a regular file; expected a public key file (what `python -m receipts pubkey DATA_DIR` prints)")
-        trusted = load_trust(args.trust)
+        trusted = load_trust(args.trust)  # a --trust that is not a regular file (/dev/zero) is refused there, unread
     except MalformedReceipt as exc:
         return fail(f"{path}: {exc}")
     except KeyConfigError as exc:
         return fail(str(exc))
-    except OSError as exc:
-        return fail(f"{path}: {exc.strerror or exc}")
     with ExitStack() as stack:
         try:
             stores = stack.enter_context(data_stores(str(data)))
