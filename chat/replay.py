@@ -26,7 +26,7 @@ from chat.offline import is_stand_in_reply
 from chat.retrieve import Retrieved, ranking_config_of, retrieve
 from chat.stand_ins import StandIns
 from control.revocation import current as current_controls
-from control.state import ControlState, derive
+from control.state import ControlState, Fold, derive
 from ledger.event import is_erasure_record
 from receipts.body import RECEIPT_VERSION_2, Receipt
 from receipts.ranking import Difference, Ranked, check_ranking, committed, compare, config_hash, score_text
@@ -172,24 +172,19 @@ def _erased_since(stores: Stores, session: str, below: int, since: int, now: int
 def _state_at(stores: Stores, session: str, size: int, until: int | None = None) -> tuple[ControlState, list[int]]:
     """The control state of the session's first `size` events (control.state.derive), and, folding on up to `until`,
     the seqs of the events from `size` on that change it (a revoke, restore, supersession or erasure record)."""
-    state, users = ControlState(), bytearray()
+    fold = Fold()
     changed: list[int] = []
     stop = size if until is None else max(size, until)
-
-    def role_of(seq: int) -> str | None:
-        return "user" if seq < len(users) and users[seq] else None
-
     for ev in takewhile(lambda ev: ev.seq < stop, stores.ledger.events(session)):
-        if ev.seq == len(users):
-            users.append(ev.role == "user")
         if ev.seq < size:
-            state.apply(ev, role_of)
+            fold.apply(ev)
             continue
-        before = (len(state.controls), len(state.supersessions.links), len(state.revoked))
-        state.apply(ev, role_of)
-        if is_erasure_record(ev) or before != (len(state.controls), len(state.supersessions.links), len(state.revoked)):
+        st = fold.state
+        before = (len(st.controls), len(st.supersessions.links), len(st.revoked))
+        fold.apply(ev)
+        if is_erasure_record(ev) or before != (len(st.controls), len(st.supersessions.links), len(st.revoked)):
             changed.append(ev.seq)
-    return state, changed
+    return fold.state, changed
 
 
 def _sizes_lie(stores: Stores, session: str, body: dict[str, Any], late: list[int]) -> list[str]:

@@ -87,20 +87,30 @@ def erases_folded(state: ControlState, ev: Event) -> bool:
     return bool(seqs & (set(state.controls) | {x.record_seq for x in state.supersessions.links}))
 
 
+class Fold:
+    """A session's control state folded event by event, from seq 0 in order (`derive` folds a whole run). A supersession
+    record whose `new` is not a user statement is not folded (ControlState.apply): which events are user statements is
+    kept as one byte per event for that."""
+
+    def __init__(self) -> None:
+        self.state = ControlState()
+        self._users = bytearray()
+
+    def _role_of(self, seq: int) -> str | None:
+        return "user" if seq < len(self._users) and self._users[seq] else None
+
+    def apply(self, ev: Event) -> None:
+        if ev.seq == len(self._users):
+            self._users.append(ev.role == "user")
+        self.state.apply(ev, self._role_of)
+
+
 def derive(events: Iterable[Event]) -> ControlState:
-    """The state after `events` (a session's events from seq 0, in order). A supersession record whose `new` is not a
-    user statement is not folded (ControlState.apply): which events are user statements is kept as one byte per event for that."""
-    state = ControlState()
-    users = bytearray()
-
-    def role_of(seq: int) -> str | None:
-        return "user" if seq < len(users) and users[seq] else None
-
+    """The state after `events` (a session's events from seq 0, in order)."""
+    fold = Fold()
     for ev in events:
-        if ev.seq == len(users):
-            users.append(ev.role == "user")
-        state.apply(ev, role_of)
-    return state
+        fold.apply(ev)
+    return fold.state
 
 
 Edges = Callable[[Collection[int]], Iterable[tuple[int, int]]]  # cited seqs -> (cited seq, answer seq) pairs
