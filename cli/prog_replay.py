@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from cli.support import EXIT_FAILED, CliError, existing_data_dir, fail, given_path
@@ -24,7 +23,7 @@ from receipts.keys import KeyConfigError
 from storage.offline import load_trust, verify_bytes
 
 if TYPE_CHECKING:
-    from storage.stores import Stores
+    pass
 
 EXPECTED = "expected a receipt file (the .json that `python -m chat` or the Chat tab's ⬇ button saves)"
 EPILOG = (
@@ -33,29 +32,11 @@ EPILOG = (
 )
 
 
-@contextmanager
-def data_stores(data: str) -> Iterator[Stores]:
-    """The stores of DATA_DIR: PostgreSQL's when $DATABASE_URL is set (DATA_DIR keeps the key), else its files."""
-    from cli.stores import database_for, opened_stores
-
-    url = database_for()
-    if url is not None:
-        with opened_stores(data, url) as stores:
-            yield stores
-        return
-    from storage.stores import open_stores
-
-    stores = open_stores(data)
-    try:
-        yield stores
-    finally:
-        stores.close()
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     from chat.citing import Cites
     from chat.replay import replay
     from cli.prog_receipts import read_receipt_file
+    from cli.stores import data_stores
 
     path = given_path(args.receipt, what="receipt", expected=EXPECTED)
     if path.is_dir():

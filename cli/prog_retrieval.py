@@ -423,7 +423,7 @@ def _search_as_of(args: argparse.Namespace, data_dir: Path, k: int) -> int:
     """`search --as-of`: the turn's retrieval (chat.retrieve) over the session as it stood (chat.replay.search_as_of)."""
     from chat.citing import Cites
     from chat.replay import AsOfError, search_as_of
-    from cli.prog_replay import data_stores
+    from cli.stores import data_stores
     from receipts.ranking import score_text
 
     if args.queries is not None or args.semantic:

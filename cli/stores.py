@@ -60,4 +60,21 @@ def opened_stores(data_dir: str | os.PathLike[str], url: str) -> Iterator[Stores
         stores.close()
 
 
-__all__ = ["database_for", "opened_stores", "quiet_pool"]
+@contextmanager
+def data_stores(data: str) -> Iterator[Stores]:
+    """The stores of DATA_DIR: PostgreSQL's when $DATABASE_URL is set (DATA_DIR keeps the key), else its files."""
+    url = database_for()
+    if url is not None:
+        with opened_stores(data, url) as stores:
+            yield stores
+        return
+    from storage.stores import open_stores
+
+    stores = open_stores(data)
+    try:
+        yield stores
+    finally:
+        stores.close()
+
+
+__all__ = ["data_stores", "database_for", "opened_stores", "quiet_pool"]
