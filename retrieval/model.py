@@ -80,6 +80,16 @@ class Candidate:
     def tier(self) -> int:
         return _tier(echo=self.echo, own_match=self.own_bm25 != 0.0)
 
+    def hit(
+        self, session: str, *, score: float, rank: int, relative: float, context_only: bool, explain: dict[str, Any] | None = None
+    ) -> Hit:
+        """This match as the `rank`-th result of a search, ranked by `score` (`relative`: its share of the best)."""
+        return Hit(
+            session=session, event_id=self.event_id, seq=self.seq, role=self.role, text=self.text, meta=self.meta,
+            digest=self.digest, chain=self.chain, ts=self.ts, bm25=self.bm25, collapse=self.collapse, score=score,
+            rank=rank, context_only=context_only, echo=self.echo, relative=relative, explain=explain,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

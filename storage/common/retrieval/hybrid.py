@@ -90,23 +90,8 @@ def hybrid_hits(
     order = sorted(pool.values(), key=lambda c: (tier_of(c), -scores[c.seq].score, c.seq))[:k]
     shares = relative([scores[c.seq].score for c in order])
     return [
-        Hit(
-            session=session,
-            event_id=c.event_id,
-            seq=c.seq,
-            role=c.role,
-            text=c.text,
-            meta=c.meta,
-            digest=c.digest,
-            chain=c.chain,
-            ts=c.ts,
-            bm25=c.bm25,
-            collapse=c.collapse,
-            score=scores[c.seq].score,
-            rank=i,
-            context_only=c.context_only and c.seq in lexical_seqs,
-            echo=c.echo,
-            relative=share,
+        c.hit(
+            session, score=scores[c.seq].score, rank=i, relative=share, context_only=c.context_only and c.seq in lexical_seqs,
             explain=_parts(scores[c.seq], c.seq in lexical_seqs, tier_of(c), weight) if explain else None,
         )
         for i, (c, share) in enumerate(zip(order, shares, strict=True), start=1)

@@ -78,24 +78,7 @@ def ranked_hits(
     ranked = rank(cands, k, config.collapse_weight, tiers=tiers)
     shares = relative([score for _, score in ranked])
     hits = [
-        Hit(
-            session=session,
-            event_id=c.event_id,
-            seq=c.seq,
-            role=c.role,
-            text=c.text,
-            meta=c.meta,
-            digest=c.digest,
-            chain=c.chain,
-            ts=c.ts,
-            bm25=c.bm25,
-            collapse=c.collapse,
-            score=score,
-            rank=i,
-            context_only=c.context_only,
-            echo=c.echo,
-            relative=share,
-        )
+        c.hit(session, score=score, rank=i, relative=share, context_only=c.context_only)
         for i, ((c, score), share) in enumerate(zip(ranked, shares, strict=True), start=1)
     ]
     return ranked, hits, CONTEXT in tiers
