@@ -21,36 +21,19 @@ import random
 import sqlite3
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from bench._machine import machine_line  # noqa: E402
 from bench.common import LOCOMO, RAW_TOKEN_RE, load, questions  # noqa: E402
-from bench.search import Dataset, Recombiner, embed_locomo, raw_search  # noqa: E402
+from bench.search import Dataset, Recombiner, embed_locomo, raw_search, timed  # noqa: E402
 from retrieval.text import content_terms  # noqa: E402
 from storage.files.ledger.store import Ledger  # noqa: E402
 from storage.files.retrieval.db import Index  # noqa: E402
 
 K = 8
 RARE = 0.10
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
-def one_pass(fn, queries: list[str]) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    for q in queries[:10]:
-        fn(q)
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        fn(q)
-        times.append((time.perf_counter() - t0) * 1000)
-    return pct(times, 0.5), pct(times, 0.95)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, qs in classes.items():
             if not qs:
                 continue
-            results.setdefault((name, "project"), []).append(one_pass(lambda q: index.search("s", q, k=K), qs))
-            results.setdefault((name, "raw"), []).append(one_pass(lambda q: raw_search(raw, q, K), qs))
+            results.setdefault((name, "project"), []).append(timed(lambda q: index.search("s", q, k=K), qs))
+            results.setdefault((name, "raw"), []).append(timed(lambda q: raw_search(raw, q, K), qs))
     index.close()
     raw.close()
     load1 = os.getloadavg()[0]

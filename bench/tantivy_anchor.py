@@ -25,31 +25,15 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from bench._machine import machine_line  # noqa: E402
 from bench.common import LOCOMO, RAW_TOKEN_RE, RawBaseline, load, questions  # noqa: E402
+from bench.search import timed  # noqa: E402  # the same warm-up and percentiles as bench/search.py
 
 K = 8
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
-def one_pass(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float]:
-    for q in queries[:10]:
-        fn(q)
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        fn(q)
-        times.append((time.perf_counter() - t0) * 1000)
-    return pct(times, 0.5), pct(times, 0.95)
 
 
 def texts(n: int, seed: int) -> list[str]:
@@ -124,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
 
         runs: dict[str, list[tuple[float, float]]] = {"raw FTS5 (porter, bm25)": [], "tantivy (en_stem, BM25)": []}
         for _ in range(args.passes):
-            runs["raw FTS5 (porter, bm25)"].append(one_pass(raw_top, queries))
-            runs["tantivy (en_stem, BM25)"].append(one_pass(tantivy_top, queries))
+            runs["raw FTS5 (porter, bm25)"].append(timed(raw_top, queries))
+            runs["tantivy (en_stem, BM25)"].append(timed(tantivy_top, queries))
         overlap = statistics.mean(len(set(raw_top(q)) & set(tantivy_top(q))) / K for q in queries)
         raw.close()
     load1 = os.getloadavg()[0]
