@@ -109,19 +109,19 @@ class Replay:
         }
 
 
-def state_at(stores: Stores, session: str, size: int) -> ControlState:
+def state_at(stores: Stores, session: str, size: int, now: int) -> ControlState:
     """The session's control state when its ledger held `size` events (revocations, restores, supersessions,
-    erasures recorded below it): the current one when it holds exactly that many now."""
-    if stores.ledger.head(session)[0] == size:
+    erasures recorded below it): the current one when it holds exactly that many `now`."""
+    if now == size:
         return current_controls(stores.ledger, session)
     return derive(takewhile(lambda ev: ev.seq < size, stores.ledger.events(session)))
 
 
 @contextmanager
-def index_at(stores: Stores, session: str, size: int) -> Iterator[SearchIndex]:
+def index_at(stores: Stores, session: str, size: int, now: int) -> Iterator[SearchIndex]:
     """The index a search saw when the session's ledger held `size` events: the deployment's own when the ledger
-    holds exactly that many now (caught up first: FORMAT.md §24, "Cost"), else one built of the first `size` events."""
-    if stores.ledger.head(session)[0] == size:
+    holds exactly that many `now` (caught up first: FORMAT.md §24, "Cost"), else one built of the first `size` events."""
+    if now == size:
         stores.index.index_session(session)
         yield stores.index
         return
@@ -147,9 +147,9 @@ def search_as_of(stores: Stores, cites: Cites, session: str, query: str, k: int,
     now = stores.ledger.head(session)[0]
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= now:
         raise AsOfError(f"--as-of {size!r}: the session holds {now} events; expected a size from 0 to {now}")
-    state = state_at(stores, session, size)
+    state = state_at(stores, session, size, now)
     try:
-        with index_at(stores, session, size) as idx:
+        with index_at(stores, session, size, now) as idx:
             return retrieve(idx, _over(cites, idx), state, session, query, k, [], stand_ins=StandIns(stores.ledger))
     except PrefixUnavailable as exc:
         raise AsOfError(str(exc)) from None
