@@ -226,6 +226,8 @@ def probe(session: Session, turn: Turn, index: Index, st: State, scores: Scores)
                 if k == KS[0]:
                     scores.notes.extend(f"resolver left out {st.texts[s]!r} for {turn.text!r}" for s in wrong)
             got = {h.seq for h in hits}
+            if system == "resolved":  # handed to the model marked as an earlier statement: not served as live
+                got -= set(left)
             scores.live[(system, k)].append(int(bool(live & got)))
             scores.dead[(system, k)].append(int(bool(dead & got - live)))
             if system == "resolved" and k == KS[0]:

@@ -51,7 +51,8 @@ from facts.model import (
     TIMEOUT,
     UNEXPECTED,
 )
-from facts.resolve import resolve
+from facts.resolve import resolve, values_asked
+from facts.slots import value_query
 from ledger import Event
 from retrieval.model import MAX_K, Hit
 
@@ -79,6 +80,7 @@ def newest_statement(index: SearchIndex, session: str, question: str, exclude: l
     return max(found, key=lambda h: h.seq, default=None)
 
 
+VALUE_ROUNDS = 2  # searches with the asked slot's values: the values read, then those the statements moving on name
 RESOLVE_DEPTH = 8  # hits below the K the question's own ranking lends, to take the place of earlier statements
 
 
@@ -99,6 +101,14 @@ def resolved_for_now(
     pool = list(index.search(session, question, min(MAX_K, k + RESOLVE_DEPTH), exclude_seqs=exclude).results)
     topic = [h for h in index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results if h.role == "user"]
     statements = {h.seq: h for h in [*pool, *topic] if h.role == "user"}
+    searched: set[str] = set()
+    for _ in range(VALUE_ROUNDS):  # the slot's statements found by its values, not the question's words (facts.slots)
+        values = values_asked(question, [(s, h.text) for s, h in statements.items()]) - searched
+        if (by_value := value_query(values)) is None:
+            break
+        searched |= values
+        found = index.search(session, by_value, SHORTLIST_K, exclude_seqs=exclude).results
+        statements.update((h.seq, h) for h in found if h.role == "user" and h.seq not in statements)
     got = resolve(question, [(s, h.text) for s, h in statements.items()])
     kept = [replace(h, rank=i) for i, h in enumerate((h for h in pool if h.seq not in got.earlier), start=1)][:k]
     newest = max(got.current, default=None)
