@@ -88,7 +88,8 @@ def resolved_for_now(
     index: SearchIndex, session: str, question: str, k: int, exclude: list[int], hits: list[Hit] | None = None
 ) -> tuple[list[Hit], dict[int, int]]:
     """The K a question about now is handed, resolved by the question (facts.resolve, issue 32): among the
-    question's own best k + RESOLVE_DEPTH and the statements one search with its attributes' words finds, a
+    question's own best k + RESOLVE_DEPTH, the statements one search with its attributes' words finds and those
+    up to VALUE_ROUNDS searches with the asked slot's values find (facts.slots: "Leeds is behind us now"), a
     statement a newer one replaces for the slot it asks about is left out (the next hit takes its place), and
     the newest statement of that slot has the last slot when it is not among the K already (`with_newest`).
     Returns the K and what was left out as earlier (seq -> the newer statement's seq). A question that asks

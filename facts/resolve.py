@@ -8,6 +8,10 @@ claims reader (facts.claims) already refuses what adds rather than replaces ("al
 second"), what holds for a while or in a narrower scope, hypotheticals and questions; a statement that tells
 several values of one slot at once ("then", a year, two values) replaces nothing here.
 
+The slot's statements are not only those the claims reader reads: a later statement naming a value of the slot
+said before it, in the speaker's voice, with a change sign, is one too ("we sold the flat in Leeds, the new place is
+smaller"; facts.slots), followed value by value; `values_asked` gives the values to search the session with.
+
 Each clause is its own fact: "I live in Paris and I work as a nurse" answers "where do I live?" and "what is my
 job?" separately, so "I moved to Berlin" makes it an earlier statement for the first question only (the event
 stays one line; no record is written).

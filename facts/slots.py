@@ -72,14 +72,17 @@ def _about(text: str, subject: str, attribute: str) -> bool:
 
 def moves_on(text: str, said: str, subject: str, attribute: str) -> bool:
     """Whether `text` names the value `said` of the slot (`subject`, `attribute`) and tells that something changed: it is a
-    statement of that slot, newer than the value (the caller keeps the order). Not a question, nothing
-    hypothetical ("if I left Leeds…"), nothing said beside it ("also", "too", "another")."""
+    statement of that slot, newer than the value (the caller keeps the order). Not a question; the clause naming
+    the value says nothing hypothetical ("if I left Leeds…") nor beside it ("also", "too", "another")."""
     if not mentions(text, said) or not _about(text, subject, attribute):
         return False
-    if any(s.strip().endswith("?") for s in pat.SENTENCE_RE.split(text) if mentions(s, said)):
+    sentences = [s for s in pat.SENTENCE_RE.split(text) if mentions(s, said)]
+    if any(s.strip().endswith("?") for s in sentences):
         return False
-    if pat.HYPOTHETICAL_RE.search(text) is not None or pat.COEXIST_RE.search(text) is not None:
-        return False
+    for sentence in sentences:  # the clause naming the value, as the claims reader blocks a clause
+        for clause in pat.CLAUSE_RE.split(sentence):
+            if mentions(clause, said) and (pat.HYPOTHETICAL_RE.search(clause) or pat.COEXIST_RE.search(clause)):
+                return False
     return any(p.search(text) is not None for p in _CHANGED)
 
 
