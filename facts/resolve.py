@@ -65,6 +65,30 @@ def _slot_claims(statements: Sequence[tuple[int, str]], question: str) -> dict[t
     return slots
 
 
+def _left(statements: Sequence[tuple[int, str]], question: str) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """Per slot the question asks about, the values its statements say were left or are denied, as written, with
+    the statement's seq: "I don't follow Arsenal anymore" -> Arsenal, "I sold the Civic and bought …" -> Civic."""
+    q = asked(question)
+    left: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    if q is None:
+        return left
+    for seq, text in sorted(set(statements)):
+        if not isinstance(text, str) or len(text) > MAX_READ_CHARS:
+            continue
+        reading = read(text)
+        fits = [c for c in reading.claims if not c.bounded and _attribute_fits(q, c.attribute) and _subject_fits(q, c.subject)]
+        for c in fits:
+            if c.negated:
+                left[(c.subject, c.attribute)].append((seq, c.said))
+        for leaving in reading.leavings:
+            if leaving.bounded:
+                continue
+            for c in fits:
+                if c.subject == leaving.subject and (not leaving.attributes or c.attribute in leaving.attributes):
+                    left[(c.subject, c.attribute)].append((seq, leaving.old_said))
+    return left
+
+
 _FIRST_PERSON = re.compile(r"(?i)\b(?:I|I'm|I've|me|my|we|we're|our|us)\b")
 _SOMEONE_ELSES = re.compile(rf"(?i)\b(?:my|our)\s+(?:\w+\s+)?(?:{'|'.join(sorted(lex.RELATIONS))})\b")
 
@@ -143,6 +167,7 @@ def resolve(question: str, statements: Sequence[tuple[int, str]]) -> Resolution:
     current: set[int] = set()
     earlier: dict[int, int] = {}
     texts = sorted((seq, t) for seq, t in set(statements) if isinstance(t, str) and len(t) <= MAX_READ_CHARS)
+    left_by_slot = _left(statements, question)
     for (subject, attribute), claimed in _slot_claims(statements, question).items():
         taken = 0
         for seq, claim in claimed:  # a later statement taking the value back, read or not: it is about this slot
@@ -158,6 +183,14 @@ def resolve(question: str, statements: Sequence[tuple[int, str]]) -> Resolution:
             replaced = next((new.seq for new in entries[i + 1:] if _replaces(new, entry)), None)
             if replaced is not None:
                 earlier.setdefault(entry.seq, replaced)
+        # an older statement naming a value the slot's statements leave or deny, read or not, is an earlier one
+        gone = [*left_by_slot.get((subject, attribute), []),
+                *((e.seq, v) for e in entries if e.value is None for v in e.leaves)]
+        known = {e.seq for e in entries}
+        for later, value in sorted(gone):
+            for seq, text in texts:
+                if seq < later and seq not in known and slots.names_value(text, value, subject, attribute):
+                    earlier.setdefault(seq, later)
         holding = [e.seq for e in entries if not e.negated and e.seq not in earlier]  # the newest still holding
         if holding or taken:
             current.add(max(holding[-1] if holding else 0, taken))

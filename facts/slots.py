@@ -74,6 +74,13 @@ def moves_on(text: str, said: str, subject: str, attribute: str) -> bool:
     """Whether `text` names the value `said` of the slot (`subject`, `attribute`) and tells that something changed: it is a
     statement of that slot, newer than the value (the caller keeps the order). Not a question; the clause naming
     the value says nothing hypothetical ("if I left Leeds…") nor beside it ("also", "too", "another")."""
+    return names_value(text, said, subject, attribute) and any(p.search(text) is not None for p in _CHANGED)
+
+
+def names_value(text: str, said: str, subject: str, attribute: str) -> bool:
+    """Whether `text` names the value `said` in the speaker's voice about the slot's subject, not in a question
+    and not in a clause that is hypothetical or says something beside it. An older statement naming a value the
+    speaker later leaves or denies ("I don't follow Arsenal anymore") is an earlier statement of that slot."""
     if not mentions(text, said) or not _about(text, subject, attribute):
         return False
     sentences = [s for s in pat.SENTENCE_RE.split(text) if mentions(s, said)]
@@ -83,7 +90,7 @@ def moves_on(text: str, said: str, subject: str, attribute: str) -> bool:
         for clause in pat.CLAUSE_RE.split(sentence):
             if mentions(clause, said) and (pat.HYPOTHETICAL_RE.search(clause) or pat.COEXIST_RE.search(clause)):
                 return False
-    return any(p.search(text) is not None for p in _CHANGED)
+    return True
 
 
 def named_values(text: str, *leaving: str) -> frozenset[str]:

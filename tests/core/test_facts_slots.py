@@ -69,3 +69,19 @@ class TestWhatToSearch:
                                                          ("Royal  Canin it is", "Royal Canin", True), ("x", "a", False)])
     def test_a_mention_is_a_whole_word_or_phrase(self, text: str, said: str, named: bool) -> None:
         assert mentions(text, said) is named
+
+
+class TestLeftValues:
+    def test_an_older_statement_naming_a_value_later_denied_is_earlier_read_or_not(self) -> None:
+        said = [(1, "Arsenal are my lot, always have been."), (3, "My brother supports Arsenal."),
+                (5, "I don't follow Arsenal anymore, I support Brentford.")]
+        assert resolve("Which football team do I support?", said) == Resolution(frozenset({5}), {1: 5})
+
+    def test_an_older_statement_naming_a_value_left_behind_is_earlier(self) -> None:
+        said = [(1, "Our Civic is twelve years old and I love it."), (4, "I sold the Civic and bought a Subaru Outback.")]
+        got = resolve("What car do I drive?", said)
+        assert got.earlier == {1: 4} and got.current == {4}
+
+    def test_a_later_statement_naming_the_left_value_is_not_made_earlier(self) -> None:
+        said = [(1, "I live in Leeds."), (4, "I don't live in Leeds anymore."), (6, "I miss Leeds.")]
+        assert 6 not in resolve("Where do I live?", said).earlier
