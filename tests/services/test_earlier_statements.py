@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,12 +17,14 @@ from chat.citing import Cites
 from chat.engine import Engine, Turn
 from chat.llm import LLM
 from chat.replay import REPLAYED, replay
+from chat.supersede import earlier_among, with_earlier
 from control.revocation import current as current_controls
 from receipts import body as rbody
 from receipts.body import parse_receipt
 from receipts.prompt import TEMPLATE_V1, TEMPLATE_V3, build_messages, prompt_hash
 from receipts.states import prompt_marks
 from receipts.verify import PASS
+from retrieval.model import Hit
 from storage.offline import verify_bytes
 from storage.stores import Stores, file_stores, pg_stores
 
@@ -41,8 +44,8 @@ class Deployment:
         return self.engine.turn(S, question, k=k)
 
     def report(self, t: Turn) -> dict[str, str]:
-        got = verify_bytes(rbody.dump_file(t.envelope), trusted=[self.engine.key.public_key], data_dir=self.engine.data_dir,
-                           source=self.stores.ledger if self.pg else None)
+        source: Any = self.stores.ledger if self.pg else None  # the PostgreSQL ledger read as lines, as the CLI does
+        got = verify_bytes(rbody.dump_file(t.envelope), trusted=[self.engine.key.public_key], data_dir=self.engine.data_dir, source=source)
         assert got.verdict == "verified", [c.to_dict() for c in got.checks if c.status != PASS]
         return {c.name: c.status for c in got.checks}
 
@@ -124,3 +127,44 @@ def test_a_format_1_turn_leaves_the_earlier_statement_out_unmarked(tmp_path: Pat
     finally:
         e.index.close()
         e.ledger.close()
+
+
+def hit(seq: int, rank: int, text: str, newest: bool = False) -> Hit:
+    return Hit(S, f"e{seq}", seq, "user", text, {}, "d" * 64, "c" * 64, "2026-01-01T00:00:00Z", 1.0, 0.0, 1.0, rank, newest=newest)
+
+
+class TestWithEarlierSlots:
+    """chat.supersede.with_earlier, over hits (no store): how earlier statements take slots (FORMAT.md §20.1)."""
+
+    PARIS, BERLIN = hit(0, 1, COMPOUND), hit(3, 3, MOVED, newest=True)
+
+    def test_it_takes_back_the_slot_of_the_lowest_hit_after_the_statement_replacing_it(self) -> None:
+        kept = [hit(1, 1, CHATTER[0]), hit(2, 2, CHATTER[1]), self.BERLIN]
+        out, marks = with_earlier("Where do I live?", kept, [self.PARIS], 3)
+        assert [h.seq for h in out] == [1, 3, 0] and [h.rank for h in out] == [1, 2, 3] and marks == {0: 3}
+
+    def test_the_k_never_grows_and_the_newest_keeps_its_slot(self) -> None:
+        out, marks = with_earlier("Where do I live?", [self.BERLIN], [self.PARIS], 1)
+        assert [h.seq for h in out] == [3] and marks == {}
+
+    def test_room_left_in_the_k_takes_it_without_dropping_anything(self) -> None:
+        out, marks = with_earlier("Where do I live?", [hit(1, 1, CHATTER[0]), self.BERLIN], [self.PARIS], 5)
+        assert [h.seq for h in out] == [1, 3, 0] and marks == {0: 3}
+
+    def test_a_statement_that_is_not_earlier_among_the_k_is_not_handed_back(self) -> None:
+        out, marks = with_earlier("Where do I live?", [hit(1, 1, CHATTER[0])], [self.PARIS], 3)
+        assert [h.seq for h in out] == [1] and marks == {}  # its newer one is not in the K: no mark could name it
+
+    def test_for_the_past_each_earlier_statement_among_the_k_is_named(self) -> None:
+        assert earlier_among("Where did I live before?", [self.PARIS, hit(1, 2, CHATTER[0]), self.BERLIN]) == {0: 3}
+
+
+def test_receipts_show_on_the_command_line_reads_the_mark(dep: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.prog_receipts import main as receipts_main
+
+    t = dep.turn("Where do I live?")
+    kept = tmp_path / "receipt.json"  # the file a visitor keeps (on PostgreSQL the row is the record)
+    kept.write_bytes(rbody.dump_file(t.envelope))
+    assert receipts_main(["show", str(kept)]) == 0
+    out = capsys.readouterr().out
+    assert "1 earlier statement(s) (marked in the prompt)" in out and "earlier statement (said " in out and "replaced by seq 3" in out
