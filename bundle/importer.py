@@ -173,9 +173,12 @@ def import_bundle(
     trusted: Sequence[PublicKey] = (),
     allow_untrusted: bool = False,
     stores: Stores | None = None,
+    signed_by: str | None = None,
 ) -> Imported:
     """Verify the bundle at `path` and import it into `data_dir` (BundleError, nothing changed, when refused).
-    `stores`: on PostgreSQL the import is written into that database (`data_dir` holds only the staging folder)."""
+    `stores`: on PostgreSQL the import is written into that database (`data_dir` holds only the staging folder).
+    `signed_by`: a key id the bundle's manifest must be signed by, else nothing is imported (`bundle import
+    --detect-changes`: the records it appends are signed with that key, which the session's receipts verify with)."""
     data = _data_dir(Path(data_dir))
     if as_session is not None:
         try:
@@ -191,6 +194,12 @@ def import_bundle(
             report = verify_opened(opened, trusted)
             m = opened.manifest
             _refuse(report, allow_untrusted)
+            if signed_by is not None and m.signer != signed_by:
+                raise BundleError(
+                    f"--detect-changes: the bundle is signed by {m.signer}, not by this data directory's key {signed_by}: the supersession "
+                    "records it would append could not be signed by the key its receipts verify with; nothing was imported "
+                    "(import it without --detect-changes)"
+                )
             earlier = imports.same_ledger(m.session, m.signer, m.events, m.chain_head)
             if earlier is not None:
                 return Imported(earlier.local, earlier, report, True, 0)

@@ -45,7 +45,15 @@ from ledger.event import EventError, now_ts, validate_session_id
 from receipts import body as rbody
 from receipts import checkpoints
 from receipts.keys import SigningKey
-from receipts.prompt import TEMPLATE_V1, TEMPLATE_V2, build_messages, prompt_hash, superseded_mark
+from receipts.prompt import (
+    TEMPLATE_V1,
+    TEMPLATE_V2,
+    TEMPLATE_V3,
+    build_messages,
+    earlier_mark,
+    prompt_hash,
+    superseded_mark,
+)
 from receipts.ranking import ranking_part
 from receipts.states import states_part
 from retrieval.model import Hit, SearchError, check_k
@@ -324,13 +332,14 @@ class Engine:
         # Search before indexing it: the index gives each event its neighbours' words as context, so
         # once the new message is indexed, the turns just before it would match its own words.
         controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
-        got = self._retrieve_all(session, message, k, [user_ev.seq])
+        # earlier statements are handed over marked only where the receipt can say so (format 2: FORMAT.md §20 states v2)
+        got = self._retrieve_all(session, message, k, [user_ev.seq], mark_earlier=self.receipt_format == rbody.RECEIPT_VERSION_2)
         self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
         memories = self._memories(session, got.hits)
         ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(
             session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode,
-            ranking=ranking,
+            ranking=ranking, earlier=got.earlier,
         )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
@@ -338,10 +347,14 @@ class Engine:
         got = self._retrieve_all(session, message, k, also)
         return got.hits, got.excluded
 
-    def _retrieve_all(self, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+    def _retrieve_all(self, session: str, message: str, k: int, also: list[int], *, mark_earlier: bool = False) -> Retrieved:
         """The top K, and the revocations and supersessions that kept an event out of it (chat.retrieve, under the
-        control state now), never one of the offline stand-in's replies (chat.stand_ins)."""
-        return retrieve(self.index, self.cites, current_controls(self.ledger, session), session, message, k, also, stand_ins=self.stand_ins)
+        control state now), never one of the offline stand-in's replies (chat.stand_ins); with `mark_earlier` the
+        earlier statements resolution names, handed over to be marked (chat.retrieve)."""
+        return retrieve(
+            self.index, self.cites, current_controls(self.ledger, session), session, message, k, also, stand_ins=self.stand_ins,
+            mark_earlier=mark_earlier,
+        )
 
     def ranking_config(self) -> dict[str, object]:
         """The configuration this engine's searches rank with (docs/FORMAT.md §24)."""
@@ -370,14 +383,18 @@ class Engine:
         *,
         mode: str = "lexical",
         ranking: Mapping[str, Any] | None = None,
+        earlier: Mapping[int, int] | None = None,
     ) -> Turn:
         """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
-        prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any."""
+        prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any. Each earlier
+        statement retrieval named (`earlier`: seq -> the newer statement's seq, resolved at question time) is marked
+        too, with when it was said and what replaced it (template v3, states v2)."""
         state = current_controls(self.ledger, session, save=True)  # a turn appends: keep control-state.json level (issue 15)
         held = state.supersessions
-        with_states = self.receipt_format == rbody.RECEIPT_VERSION_2 and bool(held.links)
+        earlier = dict(earlier or {}) if self.receipt_format == rbody.RECEIPT_VERSION_2 else {}
+        with_states = self.receipt_format == rbody.RECEIPT_VERSION_2 and (bool(held.links) or bool(earlier))
         if self.receipt_format != rbody.RECEIPT_VERSION_2:
             excluded = []  # a format-1 receipt cannot carry them (FORMAT.md §17); retrieval still left them out
             if any(ev.seq in held.superseded for ev in memories):
@@ -400,10 +417,18 @@ class Engine:
         if consent is not None and fit < len(memories):
             raise TurnError(f"session {session}: the {len(memories)} approved memories do not fit in one receipt; approve fewer")
         hits, memories = hits[:fit], memories[:fit]
+        handed = {ev.seq for ev in memories}
+        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there
+        unmarked = {s for s, n in earlier.items() if s in handed and (n not in handed or s in held.superseded)}
+        if unmarked:
+            keep = [i for i, ev in enumerate(memories) if ev.seq not in unmarked or ev.seq in held.superseded]
+            hits, memories = [hits[i] for i in keep], [memories[i] for i in keep]
         marked = {rank: held.superseded[ev.seq] for rank, ev in enumerate(memories, start=1) if ev.seq in held.superseded}
         records = {ev.seq: ev for ev in self.ledger.read_events(session, sorted({x.record_seq for x in [*marked.values(), *left]}))}
         marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}
-        template = TEMPLATE_V2 if marks else TEMPLATE_V1
+        was = {rank: (ev, earlier[ev.seq]) for rank, ev in enumerate(memories, start=1) if ev.seq in earlier and ev.seq not in held.superseded}
+        marks |= {rank: earlier_mark(ev.ts, newer) for rank, (ev, newer) in was.items()}
+        template = TEMPLATE_V3 if was else TEMPLATE_V2 if marks else TEMPLATE_V1
         # the last guard before the model: nothing the visitor withheld, nothing a person did not approve
         check_handed(model_view(self.stores, self.cites, session, state=state), memories, approved=consent.approved if consent is not None else None)
         # 3. the prompt
@@ -424,8 +449,12 @@ class Engine:
         # 6. the receipt
         try:
             states = (
-                ([(rank, x.old_seq, x.old_id, records[x.record_seq]) for rank, x in marked.items()], [(x.old_seq, x.old_id, records[x.record_seq]) for x in left])
-                if with_states
+                (
+                    [(rank, x.old_seq, x.old_id, records[x.record_seq]) for rank, x in marked.items()],
+                    [(x.old_seq, x.old_id, records[x.record_seq]) for x in left],
+                    [(rank, ev.seq, ev.id, newer) for rank, (ev, newer) in was.items()],
+                )
+                if with_states and (held.links or was)
                 else None
             )
             envelope, body = self._sign(
@@ -458,7 +487,7 @@ class Engine:
         excluded: list[tuple[Revocation, Event]] | None = None,
         consent: Consent | None = None,
         template: str = TEMPLATE_V1,
-        states: tuple[list[tuple[int, int, str, Event]], list[tuple[int, str, Event]]] | None = None,
+        states: tuple[list[tuple[int, int, str, Event]], list[tuple[int, str, Event]], list[tuple[int, int, str, int]]] | None = None,
         *,
         semantic: Mapping[str, str] | None = None,
         ranking: Mapping[str, Any] | None = None,
@@ -474,7 +503,7 @@ class Engine:
             cosigned = None
             if self.witnesses is not None and self.receipt_format == rbody.RECEIPT_VERSION_2:
                 cosigned = self._witnessed(session, checkpoint, store, tree_size)
-            cited_states, left_states = states if states is not None else ([], [])
+            cited_states, left_states, earlier_states = states if states is not None else ([], [], [])
             proof = store.inclusion_proofs(  # every event the receipt proves, in one read of the tree
                 [user_ev.seq, *(ev.seq for ev in memories), asst_ev.seq,
                  *(ev.seq for ev in (consent.proposed if consent is not None else ())),
@@ -494,6 +523,7 @@ class Engine:
                 states_member = states_part(
                     superseded=[(rank, seq, eid, rec, proof(rec.seq)) for rank, seq, eid, rec in cited_states],
                     excluded=[(seq, eid, rec, proof(rec.seq)) for seq, eid, rec in left_states],
+                    earlier=earlier_states,
                 )
             body = rbody.build_body(
                 receipt_id=receipt_id,

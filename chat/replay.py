@@ -260,6 +260,8 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
                 idx, _over(cites, idx), state, session, question.text, body["k"], [],
                 stand_ins=None if before_rule else StandIns(stores.ledger),
                 echoes_take_slots=any(r.match == "echo" for r in want),  # its turn ranked before echoes took no slot
+                # earlier statements were handed over, marked (§20 states v2); a receipt without them ranked as before
+                mark_earlier="earlier" in body.get("states", {}),
             )
     except PrefixUnavailable as exc:
         return cannot(str(exc))

@@ -7,15 +7,21 @@ same code over the same inputs gives the same list, which is what lets a receipt
 Left out of the K: the question itself (`also`), each revoked event and each answer that may quote one (chat.withheld),
 each superseded statement unless the question asks about the past (facts.asks_about_past), and each answer that cited
 a superseded statement (chat.citing). A question about now is then resolved by the question (chat.supersede).
+
+With `mark_earlier` (a format-2 turn, and the replay of a receipt that lists earlier statements: FORMAT.md §20,
+states v2) the earlier statements that resolution left out are handed back, each after the statement replacing it,
+and a question about the past has the earlier statements among its K named: `Retrieved.earlier`, for the prompt's
+marks and the receipt. Without it a turn ranks exactly as before (a receipt signed before, a format-1 turn, a
+consent turn's proposal).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from chat.supersede import resolved_for_now
+from chat.supersede import earlier_among, newest_statement, resolved_for_now, with_earlier, with_newest
 from chat.withheld import withheld
 from control.state import ControlState, Revocation
 from control.supersession_state import Supersession
@@ -54,6 +60,8 @@ class Retrieved:
     # seq -> (its rank in the search without the rules, why it is not in `hits`), for each event that search ranked
     # in its top K and the rules left out
     why_out: dict[int, tuple[int, str]] = field(default_factory=dict)
+    # seq -> the newer statement's seq (also in `hits`), for each earlier statement in `hits` (with mark_earlier)
+    earlier: dict[int, int] = field(default_factory=dict)
 
     def ranked(self) -> list[Ranked]:
         """The list as a receipt commits it (§24): seq, the score the ranking used, how it matched."""
@@ -62,7 +70,7 @@ class Retrieved:
 
 def retrieve(
     index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int],
-    *, stand_ins: StandIns | None = None, echoes_take_slots: bool = False,
+    *, stand_ins: StandIns | None = None, echoes_take_slots: bool = False, mark_earlier: bool = False,
 ) -> Retrieved:
     """`_retrieve`, and with `stand_ins` never one of the offline stand-in's replies (chat.stand_ins, issue 31): they
     are left out of every search here before its limit, as if they had no index row (like a control record), so they
@@ -70,9 +78,11 @@ def retrieve(
     list holds one (its turn came before the rule: chat.replay). Echoes take no slot (`_without_echoes`) unless
     `echoes_take_slots` (a replay of a receipt whose list holds one: its turn came before that rule)."""
     if stand_ins is None:
-        got = _retrieve(index, cites, state, session, message, k, also)
+        got = _retrieve(index, cites, state, session, message, k, also, mark_earlier)
     else:
-        got = stand_ins.left_out(session, lambda skip: _retrieve(index, cites, state, session, message, k, [*also, *skip]), lambda got: got.hits)
+        got = stand_ins.left_out(
+            session, lambda skip: _retrieve(index, cites, state, session, message, k, [*also, *skip], mark_earlier), lambda got: got.hits
+        )
     return got if echoes_take_slots else _without_echoes(got)
 
 
@@ -84,13 +94,17 @@ def _without_echoes(got: Retrieved) -> Retrieved:
     if not gone:
         return got
     hits = [replace(h, rank=i) for i, h in enumerate((h for h in got.hits if not h.echo), start=1)]
+    kept = {h.seq for h in hits}
+    earlier = {s: n for s, n in got.earlier.items() if s in kept and n in kept}
     why = dict(got.why_out)
     for s, i in gone.items():
         why[s] = (i, ECHO)
-    return replace(got, hits=hits, rules=tuple(sorted({*got.rules, "echo"})), why_out=why)
+    return replace(got, hits=hits, rules=tuple(sorted({*got.rules, "echo"})), why_out=why, earlier=earlier)
 
 
-def _retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int]) -> Retrieved:
+def _retrieve(
+    index: SearchIndex, cites: Cites, state: ControlState, session: str, message: str, k: int, also: Sequence[int], mark_earlier: bool = False
+) -> Retrieved:
     """The top K of `message` in `session`'s index under `state`, and the revocations and supersessions that kept an
     event out of it.
 
@@ -105,15 +119,16 @@ def _retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: st
     rules: set[str] = {"past-question"} if past and superseded else set()
     if not state.revoked and not superseded:
         first = index.search(session, message, k, exclude_seqs=also)
-        hits = _with_newest(index, session, message, k, list(first.results), list(also), past, rules)
+        hits, earlier = _with_newest(index, session, message, k, list(first.results), list(also), past, rules, mark_earlier)
         kept = {h.seq for h in hits}
         gone = {h.seq: (i, RESOLVED) for i, h in enumerate(first.results, start=1) if h.seq not in kept}
-        return Retrieved(hits, [], [], first.mode, tuple(sorted(rules)), gone)
+        return Retrieved(hits, [], [], first.mode, tuple(sorted(rules)), gone, earlier)
     why = withheld(cites, session, state)  # the one rule every model call takes its texts through
     echoes = cites.quoting(session, superseded)  # answers that may repeat a dead fact, unmarked (chat.citing)
     left = [*also, *why, *dead, *echoes]
     resp = index.search(session, message, k, exclude_seqs=left)
-    hits = _with_newest(index, session, message, k, list(resp.results), left, past, rules)
+    # a superseded statement is marked by its record (§20), never also as earlier
+    hits, earlier = _with_newest(index, session, message, k, list(resp.results), left, past, rules, mark_earlier, superseded)
     unrestricted = index.search(session, message, k, exclude_seqs=also)
     top = [h.seq for h in unrestricted.results]
     for s in top:
@@ -140,20 +155,38 @@ def _retrieve(index: SearchIndex, cites: Cites, state: ControlState, session: st
         else:
             out[s] = (i, RESOLVED)
     return Retrieved(
-        hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode, tuple(sorted(rules)), out
+        hits, [excluded[s] for s in sorted(excluded)], [left_out[s] for s in sorted(left_out)], resp.mode, tuple(sorted(rules)), out, earlier
     )
 
 
-def _with_newest(index: SearchIndex, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool, rules: set[str]) -> list[Hit]:
+def _with_newest(
+    index: SearchIndex, session: str, message: str, k: int, hits: list[Hit], left: list[int], past: bool, rules: set[str], mark_earlier: bool,
+    superseded: Collection[int] = (),
+) -> tuple[list[Hit], dict[int, int]]:
     """A question about now, resolved by the question (chat.supersede.resolved_for_now): an earlier statement of
-    the slot it asks about gives its place to the next hit, and the newest has the last of the K slots. A question
-    about the past gets the search's K as it is."""
+    the slot it asks about gives its place to the next hit, and the newest has the last of the K slots; with
+    `mark_earlier` the earlier statements are handed back after the statement replacing each (chat.supersede.
+    with_earlier). A question about the past gets the search's K as it is; with `mark_earlier` the newest statement
+    of what it asks about takes the last slot when that makes an earlier statement among the K one it replaces, and
+    the earlier statements are named (chat.supersede.earlier_among). Returns the K and seq -> newer seq for each
+    earlier statement, never one of `superseded` (its record marks it)."""
     if past:
-        return hits
-    got = resolved_for_now(index, session, message, k, left, hits)[0]
+        if not mark_earlier:
+            return hits, {}
+        with_it = with_newest(hits, newest_statement(index, session, message, left), k)
+        named = {s: n for s, n in earlier_among(message, with_it).items() if s not in superseded}
+        if not named:
+            return hits, {}
+        if [h.seq for h in with_it] != [h.seq for h in hits]:
+            rules.add("resolved-for-now")
+        return with_it, named
+    got, left_out = resolved_for_now(index, session, message, k, left, hits)
+    earlier: dict[int, int] = {}
+    if mark_earlier:
+        got, earlier = with_earlier(message, got, [h for h in hits if h.seq in left_out and h.seq not in superseded], k)
     if [h.seq for h in got] != [h.seq for h in hits]:
         rules.add("resolved-for-now")
-    return got
+    return got, earlier
 
 
 __all__ = ["RETRIEVAL", "Retrieved", "ranking_config_of", "retrieve"]

@@ -117,6 +117,58 @@ def resolved_for_now(
     return with_newest(kept, statements[newest] if newest is not None else None, k), left
 
 
+def with_earlier(question: str, kept: list[Hit], earlier: list[Hit], k: int) -> tuple[list[Hit], dict[int, int]]:
+    """The K of a question about now (`kept`, from resolved_for_now) with the earlier statements it left out
+    (`earlier`: among the search's own top k) handed back, each right after the statement that replaces it, to be
+    marked as earlier (FORMAT.md §20, states v2). Returns the K and seq -> the newer statement's seq, for each
+    earlier statement in it.
+
+    Which statement replaces which is resolved again over what the K holds (facts.resolve), so the newer
+    statement a mark names is always among the memories: one that is not earlier among them is not handed back.
+    Slots: an earlier statement takes back the slot the search gave it, from the lowest-ranked hit that took its
+    place (never the newest statement, nor one that replaces a statement handed back); when none is left, the
+    lowest-ranked earlier statement stays out. The list never holds more than k."""
+    if not earlier:
+        return kept, {}
+    pool = {h.seq: h for h in [*kept, *earlier]}
+    got = resolve(question, [(h.seq, h.text) for h in pool.values() if h.role == "user"])
+    back = sorted((h for h in earlier if h.seq in got.earlier), key=lambda h: h.rank)
+    if not back:
+        return kept, {}
+    base = list(kept)
+    while len(base) + len(back) > k:
+        targets = {got.earlier[h.seq] for h in back}
+        drop = next((i for i in range(len(base) - 1, -1, -1) if base[i].seq not in targets and not base[i].newest), None)
+        if drop is None:
+            back.pop()
+        else:
+            base.pop(drop)
+    under: dict[int, list[Hit]] = {}
+    for h in back:
+        under.setdefault(got.earlier[h.seq], []).append(h)
+    out: list[Hit] = []
+
+    def place(h: Hit) -> None:
+        out.append(h)
+        for child in under.pop(h.seq, []):
+            place(child)
+
+    for h in base:
+        place(h)
+    placed = {h.seq for h in out}
+    marks = {h.seq: got.earlier[h.seq] for h in out if h.seq in got.earlier and got.earlier[h.seq] in placed}
+    out = [h for h in out if h.seq not in got.earlier or h.seq in marks or h.seq in {x.seq for x in kept}]
+    return [replace(h, rank=i) for i, h in enumerate(out, start=1)], marks
+
+
+def earlier_among(question: str, hits: list[Hit]) -> dict[int, int]:
+    """For a question about the past, which of `hits` are earlier statements of what it asks about, each -> the
+    newer statement among `hits` that replaced it (facts.resolve over the list itself): they stay where the search
+    ranked them, marked."""
+    got = resolve(question, [(h.seq, h.text) for h in hits if h.role == "user"])
+    return dict(sorted(got.earlier.items()))
+
+
 def with_newest(hits: list[Hit], newest: Hit | None, k: int) -> list[Hit]:
     """`hits` (at most k, best first) with `newest` in the last place when it is not among them already:
     one slot of the K, after the question's own k-1 best (docs/RETRIEVAL.md)."""

@@ -47,6 +47,8 @@ def verify(**params: Any) -> int:
 @trust_option("a public key to trust (repeatable)")
 @click.option("--allow-untrusted", is_flag=True, help="import a bundle no --trust key signed (recorded as unverified)")
 @click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
+@click.option("--detect-changes", is_flag=True, help="run the change detector over the imported user statements in order, recording its "
+              "supersessions as chat turns do (only for a bundle this DATA_DIR's key signed, on files)")
 def import_(**params: Any) -> int:
     """Verify a bundle, then import it under a new session id."""
     return run_program(IMPL, "cmd_import", "import", params)

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from bundle.export import export_session
 from bundle.format import BundleError
@@ -30,6 +31,7 @@ from cli.support import (
     count,
     entry_point,
     existing_data_dir,
+    fail,
     given_path,
     make_data_dir,
     note,
@@ -105,15 +107,40 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return VERDICT_EXIT[report.verdict]
 
 
+DETECT_HELP = ("run the change detector over the imported user statements in order, recording its supersessions as chat turns do "
+               "(only for a bundle this DATA_DIR's key signed, on files)")
+
+
+def _detect_signer(data: Path) -> Any:
+    """`--detect-changes`: DATA_DIR's own signing key, which must have signed the bundle (the records the detector
+    appends to the imported ledger are signed into its checkpoints with it); refused in one line without one."""
+    from storage.local import load_existing
+
+    key = load_existing(data) if data.is_dir() else None
+    if key is None:
+        raise CliError(f"--detect-changes: {data} holds no signing key, so the supersession records could not be signed; nothing was imported")
+    return key
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     data = writable_data_dir(args.data_dir, create=args.create)  # a missing one only with --create (or ./data)
     path = given_path(args.file, what="FILE", expected="a bundle file")
     trusted = _trust(args.trust)
+    detect = getattr(args, "detect_changes", False)
+    key = _detect_signer(data) if detect else None
     made = _first_missing(data)
     make_data_dir(data)
     try:
         with _stores(data) as stores:
-            done = import_bundle(data, path, as_session=args.as_session, trusted=trusted, allow_untrusted=args.allow_untrusted, stores=stores)
+            if detect and stores is not None:
+                raise CliError(
+                    "--detect-changes: on PostgreSQL an imported session is kept in a schema of its own that no turn or record "
+                    "is appended to; nothing was imported (import it without --detect-changes)"
+                )
+            done = import_bundle(
+                data, path, as_session=args.as_session, trusted=trusted, allow_untrusted=args.allow_untrusted, stores=stores,
+                signed_by=key.key_id if key is not None else None,
+            )
     except BaseException as exc:
         if made is not None:  # a refused import leaves no data directory it made: nothing changed
             shutil.rmtree(made, ignore_errors=True)
@@ -126,6 +153,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(render(done.report))
     if done.duplicate:
         print(f"already imported as {done.local} (same session, signer, events and chain head): nothing changed")
+        if key is not None:
+            print("--detect-changes: nothing was imported, so nothing was detected")
     else:
         label = "" if done.origin.verdict == "verified" else " — UNVERIFIED (no trusted key signed it)"
         print(f"imported session {done.origin.session} as {done.local}: {count(done.indexed, 'event')} indexed{label}")
@@ -133,6 +162,30 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(f"kept in the database, beside its sessions (bundle_imports row {done.local})")
             return EXIT_OK
         print(f"its receipts verify with: python -m receipts verify RECEIPT --data {data}/imported/{done.local} --trust {data}/imported/{done.local}/bundle-keys/{done.origin.signer.replace(':', '-')}.pub")
+        if key is not None:
+            return _detect_imported(data, done.local, done.origin.session, key)
+    return EXIT_OK
+
+
+def _detect_imported(data: Path, local: str, session: str, key: Any) -> int:
+    """`bundle import --detect-changes`, after the import is in place: the change detector over the imported user
+    statements in order, as `ledger import --detect-changes` runs it (chat.engine.Engine.detect_imported), in the
+    imported session's own data directory, its checkpoint signed with DATA_DIR's key (the bundle's signer)."""
+    from bundle.importer import imported_dir
+    from chat.engine import Engine, InputError
+    from chat.llm import LLM
+    from storage.stores import file_stores
+
+    there = imported_dir(data, local)
+    eng = Engine(there, llm=LLM(api_key=""), key=key, stores=file_stores(there))
+    try:
+        events = eng.ledger.read_events(session, range(eng.ledger.head(session)[0]))
+        n = eng.detect_imported(session, events)
+    except InputError as exc:
+        return fail(f"--detect-changes: {exc}; the import stands, no supersession was recorded")
+    finally:
+        eng.close()
+    print(f"detected changes: {n} supersession record{'' if n == 1 else 's'} appended")
     return EXIT_OK
 
 
@@ -189,6 +242,7 @@ def build_parser() -> Parser:
     i.add_argument("--trust", action="append", default=[], metavar="PUBKEY")
     i.add_argument("--allow-untrusted", action="store_true", help="import a bundle no --trust key signed (recorded as unverified)")
     i.add_argument("--create", action="store_true", help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
+    i.add_argument("--detect-changes", action="store_true", help=DETECT_HELP)
     i.set_defaults(func=cmd_import)
     m = sub.add_parser("markdown", help="the conversation as one readable Markdown file")
     m.add_argument("data_dir")

@@ -48,7 +48,17 @@ from receipts.decisions import (
 from receipts.dsse import Envelope, MalformedEnvelope, parse_envelope, sign_envelope
 from receipts.keys import SigningKey
 from receipts.ranking import RankingShapeError, check_ranking_shape
-from receipts.states import BY_FIELDS, EXCLUDED_FIELDS, MAX_STATES, STATES_FIELDS, STATES_VERSION, SUPERSEDED_FIELDS
+from receipts.states import (
+    BY_FIELDS,
+    EARLIER_FIELDS,
+    EXCLUDED_FIELDS,
+    MAX_STATES,
+    STATES_FIELDS,
+    STATES_FIELDS_2,
+    STATES_VERSION_2,
+    STATES_VERSIONS,
+    SUPERSEDED_FIELDS,
+)
 
 RECEIPT_TYPE = "mre/receipt"
 CHECKPOINT_TYPE = "mre/checkpoint"
@@ -640,9 +650,23 @@ def _check_exclusions_shape(ex: Any) -> None:
 
 
 def _check_states_shape(st: Any) -> None:
-    st = _obj(st, "states", STATES_FIELDS, 2)
-    if st["v"] != STATES_VERSION or type(st["v"]) is not int:
-        raise _fail("states.v", f"states version {json_shown(st['v'])} is unknown (this verifier knows {STATES_VERSION})")
+    if type(st) is not dict:
+        raise _fail("states", f"expected an object, found JSON {json_type(st)}")
+    if type(st.get("v")) is not int or st.get("v") not in STATES_VERSIONS:
+        known = ", ".join(map(str, STATES_VERSIONS))
+        raise _fail("states.v", f"states version {json_shown(st.get('v'))} is unknown (this verifier knows {known})")
+    st = _obj(st, "states", STATES_FIELDS_2 if st["v"] == STATES_VERSION_2 else STATES_FIELDS, 2)
+    if st["v"] == STATES_VERSION_2:
+        items = st["earlier"]
+        if type(items) is not list or not 1 <= len(items) <= MAX_STATES:
+            raise _fail("states.earlier", f"expected an array of 1 to {MAX_STATES} entries")
+        for i, e in enumerate(items):
+            where = f"states.earlier[{i}]"
+            e = _obj(e, where, EARLIER_FIELDS, 2)
+            _int(e["rank"], f"{where}.rank", 1, MAX_MEMORIES)
+            _int(e["seq"], f"{where}.seq")
+            _str(e["id"], f"{where}.id", EVENT_ID_RE)
+            _int(e["newer"], f"{where}.newer")
     for name, fields in (("superseded", SUPERSEDED_FIELDS), ("excluded", EXCLUDED_FIELDS)):
         items = st[name]
         if type(items) is not list or len(items) > MAX_STATES:

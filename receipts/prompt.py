@@ -15,7 +15,8 @@ from ledger.canonical import canonical_json, dumps_unchecked
 
 TEMPLATE_V1 = "mre-prompt/v1"
 TEMPLATE_V2 = "mre-prompt/v2"  # v1 plus each memory's state: live, or superseded and by what (docs/FORMAT.md §20)
-TEMPLATES = (TEMPLATE_V1, TEMPLATE_V2)
+TEMPLATE_V3 = "mre-prompt/v3"  # v2 plus earlier statements: said before a newer one replaced them (docs/FORMAT.md §20, states v2)
+TEMPLATES = (TEMPLATE_V1, TEMPLATE_V2, TEMPLATE_V3)
 TAG_PROMPT = b"mre:v1:prompt\x00"
 
 SYSTEM_V1 = (
@@ -34,6 +35,13 @@ SYSTEM_V2 = SYSTEM_V1 + (
 )
 
 
+SYSTEM_V3 = SYSTEM_V2 + (
+    "\nA memory whose state begins \"[earlier statement\" was said on the date it names, and a newer statement "
+    "(the seq it names) of the same thing replaced it: it held when it was said. For what holds now use the newer one; "
+    "when you use the earlier one, say when it was said and that it changed."
+)
+
+
 class TemplateError(ValueError):
     """An unknown template version."""
 
@@ -41,6 +49,12 @@ class TemplateError(ValueError):
 def superseded_mark(record_ts: str, new_seq: int) -> str:
     """A superseded memory's state in a v2 prompt: when and by which newer statement."""
     return f"[superseded at {record_ts} by seq {new_seq}]"
+
+
+def earlier_mark(said_ts: str, newer_seq: int) -> str:
+    """An earlier statement's state in a v3 prompt: when it was said (its event's ts) and which newer statement
+    replaced it (facts.resolve, at question time: no record in the ledger)."""
+    return f"[earlier statement, said {said_ts}, replaced by seq {newer_seq}]"
 
 
 def build_messages(
@@ -51,7 +65,8 @@ def build_messages(
     `memories` are event records (at least id, seq, role, ts, text), best first.
     They are embedded as one JSON document (JCS), so no memory text can break
     out of its quotation. Template v2 gives each memory a `state`: "live", or its
-    `superseded` mark (rank -> superseded_mark(...)); v1 takes no marks.
+    `superseded` mark (rank -> superseded_mark(...)); v3 the same, with earlier_mark(...)
+    among the marks and SYSTEM_V3; v1 takes no marks.
     """
     if template not in TEMPLATES:
         raise TemplateError(f"prompt template {template!r} is unknown (known: {', '.join(TEMPLATES)})")
@@ -65,8 +80,8 @@ def build_messages(
         for rank, m in enumerate(memories, start=1)
     ]
     system = SYSTEM_V1
-    if template == TEMPLATE_V2:
-        system = SYSTEM_V2
+    if template in (TEMPLATE_V2, TEMPLATE_V3):
+        system = SYSTEM_V2 if template == TEMPLATE_V2 else SYSTEM_V3
         for q in quoted:
             q["state"] = marks.get(q["rank"], "live")
     user = (

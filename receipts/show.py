@@ -17,7 +17,7 @@ or erased row's `text` is null and nothing else stands in for it.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 SHOW_VERSION = 1
@@ -114,8 +114,17 @@ def summarize(body: Mapping[str, Any], *, erased: Collection[int] = ()) -> dict[
 def state_rows(states: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """A body's `states` (FORMAT.md §20) as the summary's rows: "superseded" (each cited memory superseded at the
     turn, by rank) and "excluded"; each names the statement that replaced it (`by_seq`, None when the record does
-    not say) and the record in force. The web app's stamps read the state through this too."""
-    return {name: [_state_row(e) for e in states[name]] for name in ("superseded", "excluded")}
+    not say) and the record in force. The web app's stamps read the state through this too. States v2 adds
+    "earlier" (issue 32): each cited memory that was an earlier statement, by rank, and the newer statement's seq."""
+    rows = {name: [_state_row(e) for e in states[name]] for name in ("superseded", "excluded")}
+    if "earlier" in states:
+        rows["earlier"] = [{"rank": e["rank"], "seq": e["seq"], "id": e["id"], "newer": e["newer"]} for e in states["earlier"]]
+    return rows
+
+
+def earlier_words(said: str, newer: int) -> str:
+    """How a receipt reads an earlier statement (FORMAT.md §20, states v2), in the CLI and the web app alike."""
+    return f"earlier statement (said {said}), replaced by seq {newer}"
 
 
 def _state_row(e: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,7 +173,7 @@ def _quoted(text: str | None, row: Mapping[str, Any] | None = None) -> str:
     return f"“{shorten(text)}”"
 
 
-def _state_lines(states: Mapping[str, Any], cited: int) -> list[str]:
+def _state_lines(states: Mapping[str, Any], mems: Sequence[Mapping[str, Any]]) -> list[str]:
     n = neutralise
 
     def why(e: Mapping[str, Any]) -> str:
@@ -173,8 +182,17 @@ def _state_lines(states: Mapping[str, Any], cited: int) -> list[str]:
         return f"superseded by seq {e['by_seq']} (record at seq {e['record_seq']}, {n(e['record_ts'])}; decided by {n(str(e['decided_by']))}{checked}{reason})"
 
     sup, out = states["superseded"], states["excluded"]
-    lines = ["", f"memory states at the turn: {cited - len(sup)} live, {len(sup)} superseded (marked in the prompt)"]
-    lines += [f"  memory#{e['rank']}  seq {e['seq']}: {why(e)}" for e in sup]
+    cited = len(mems)
+    if "earlier" not in states:
+        lines = ["", f"memory states at the turn: {cited - len(sup)} live, {len(sup)} superseded (marked in the prompt)"]
+        lines += [f"  memory#{e['rank']}  seq {e['seq']}: {why(e)}" for e in sup]
+    else:
+        was, said = states["earlier"], {m["rank"]: m["ts"] for m in mems}
+        lines = ["", f"memory states at the turn: {cited - len(sup) - len(was)} live, {len(sup)} superseded, "
+                     f"{len(was)} earlier statement(s) (marked in the prompt)"]
+        marked = [(e["rank"], f"  memory#{e['rank']}  seq {e['seq']}: {why(e)}") for e in sup]
+        marked += [(e["rank"], f"  memory#{e['rank']}  seq {e['seq']}: {earlier_words(n(str(said.get(e['rank'], '?'))), e['newer'])}") for e in was]
+        lines += [line for _, line in sorted(marked)]
     if out:
         lines.append(f"left out of retrieval because superseded: {len(out)}")
         lines += [f"  seq {e['seq']} ({n(e['id'])}): {why(e)}" for e in out]
@@ -226,7 +244,7 @@ def render_text(summary: Mapping[str, Any]) -> str:
             why = f", reason “{shorten(e['reason'])}”" if e["reason"] else ""
             lines.append(f"  seq {e['seq']} ({n(e['id'])}): excluded because of the revocation at seq {e['control_seq']} ({n(e['control_ts'])}{why})")
     if "states" in summary:
-        lines += _state_lines(summary["states"], len(mems))
+        lines += _state_lines(summary["states"], mems)
     who = f"{n(a['provider'])}/{n(a['model'])}"
     if a["fallback_reason"] is not None:
         who += f" (offline fallback: {shorten(a['fallback_reason'])})"

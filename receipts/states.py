@@ -16,7 +16,11 @@ after the question is appended and before the memories are chosen (the question 
 Bristol — any cafés near me?" makes "I live in Leeds" dead for that very turn), so a record lies before the
 answer, not necessarily before the question.
 
-Checked offline (`states.records`) and with the ledger (`ledger.states`). With the ledger, a format-2 receipt
+States v2 (issue 32) adds `earlier`: [{"rank", "seq", "id", "newer"}], each cited memory that was an earlier
+statement of what the question asked about when a newer statement (seq `newer`, also among the memories) replaced
+it, resolved at question time (facts.resolve: no record in the ledger). The prompt marks each (mre-prompt/v3).
+
+Checked offline (`states.records`, `states.earlier`) and with the ledger (`ledger.states`). With the ledger, a format-2 receipt
 without `states` is checked as claiming every cited memory live (§20, "A receipt without `states`").
 """
 
@@ -28,10 +32,14 @@ from typing import Any
 from ledger.event import Event, EventError, recompute_digest
 from ledger.supersessions import supersession_of_record
 from receipts.decisions import Row, _event_proof_problem
-from receipts.prompt import superseded_mark
+from receipts.prompt import earlier_mark, superseded_mark
 
 STATES_VERSION = 1
+STATES_VERSION_2 = 2  # v1 plus `earlier` (issue 32)
+STATES_VERSIONS = (STATES_VERSION, STATES_VERSION_2)
 STATES_FIELDS = ("v", "superseded", "excluded")
+STATES_FIELDS_2 = (*STATES_FIELDS, "earlier")
+EARLIER_FIELDS = ("rank", "seq", "id", "newer")
 SUPERSEDED_FIELDS = ("rank", "seq", "id", "by")
 EXCLUDED_FIELDS = ("seq", "id", "by")
 BY_FIELDS = ("event", "proof")
@@ -42,9 +50,11 @@ def states_part(
     *,
     superseded: Sequence[tuple[int, int, str, Event, Sequence[bytes]]],
     excluded: Sequence[tuple[int, str, Event, Sequence[bytes]]],
+    earlier: Sequence[tuple[int, int, str, int]] = (),
 ) -> dict[str, Any]:
     """The body's `states` member: (rank, seq, id, its supersession record, the record's inclusion proof) for each
-    superseded memory cited, and (seq, id, record, proof) for each superseded event retrieval left out."""
+    superseded memory cited, and (seq, id, record, proof) for each superseded event retrieval left out; with
+    `earlier` ((rank, seq, id, the newer statement's seq) for each cited earlier statement) states v2, else v1."""
 
     def by(record: Event, proof: Sequence[bytes]) -> dict[str, Any]:
         return {"event": record.to_dict(), "proof": [h.hex() for h in proof]}
@@ -56,7 +66,9 @@ def states_part(
             for rank, seq, event_id, rec, proof in sorted(superseded, key=lambda x: x[0])
         ],
         "excluded": [{"seq": seq, "id": event_id, "by": by(rec, proof)} for seq, event_id, rec, proof in sorted(excluded, key=lambda x: x[0])],
-    }
+    } | (
+        {"v": STATES_VERSION_2, "earlier": [{"rank": r, "seq": s, "id": i, "newer": n} for r, s, i, n in sorted(earlier)]} if earlier else {}
+    )
 
 
 def prompt_marks(body: Mapping[str, Any]) -> dict[int, str]:
@@ -70,6 +82,10 @@ def prompt_marks(body: Mapping[str, Any]) -> dict[int, str]:
         new = meta.get("supersession", {}).get("new", {}) if isinstance(meta, dict) else {}
         new_seq = new.get("seq") if isinstance(new, dict) else None
         marks[s["rank"]] = superseded_mark(rec["ts"], new_seq if type(new_seq) is int else -1)
+    said = {m["rank"]: m["event"]["ts"] for m in body["memories"]}
+    for e in body["states"].get("earlier", []):
+        if e["rank"] in said and e["rank"] not in marks:  # a rank out of range or listed twice: states.earlier fails
+            marks[e["rank"]] = earlier_mark(said[e["rank"]], e["newer"])
     return marks
 
 
@@ -108,6 +124,46 @@ def check_states(body: Mapping[str, Any]) -> Row:
     n, m = len(st["superseded"]), len(st["excluded"])
     ok = f"{n} cited memory(ies) superseded and marked, {m} superseded event(s) left out, each by a supersession record in the signed tree; the other cited memories were live"
     return _row("states.records", problems, ok, "supersession records in the signed tree")
+
+
+def check_earlier(body: Mapping[str, Any]) -> Row:
+    """`states.earlier` (offline, states v2): each entry is the cited memory at its rank (same seq and id), a user
+    statement, not also listed superseded; the statement replacing it (`newer`) is a user statement among the
+    memories, newer than it (a greater seq) and before the answer; ranks are distinct and ascending. Resolved at
+    question time, an earlier statement has no record in the ledger: what is checked is that the mark the prompt
+    carried names a statement the model was handed with it."""
+    st = body["states"]
+    items = st["earlier"]
+    memories = {m["rank"]: m["event"] for m in body["memories"]}
+    by_seq = {ev["seq"]: ev for ev in memories.values()}
+    superseded = {s["rank"] for s in st["superseded"]}
+    answer_seq = body["response"]["event"]["seq"]
+    problems: list[str] = []
+    ranks = [e["rank"] for e in items]
+    if ranks != sorted(set(ranks)):
+        problems.append("states.earlier: ranks are not distinct and ascending")
+    for e in items:
+        name = f"earlier memory#{e['rank']} (seq {e['seq']})"
+        mem = memories.get(e["rank"])
+        if mem is None:
+            problems.append(f"{name}: rank {e['rank']} is not among the {len(memories)} memories")
+            continue
+        if mem["seq"] != e["seq"] or mem["id"] != e["id"]:
+            problems.append(f"{name}: is not the memory cited at rank {e['rank']} (seq {mem['seq']}, {mem['id']})")
+            continue
+        if mem.get("role") != "user":
+            problems.append(f"{name}: is not a user statement (role {mem.get('role')})")
+        if e["rank"] in superseded:
+            problems.append(f"{name}: is also listed superseded")
+        newer = by_seq.get(e["newer"])
+        if newer is None:
+            problems.append(f"{name}: the statement replacing it (seq {e['newer']}) is not among the memories")
+        elif newer.get("role") != "user":
+            problems.append(f"{name}: the statement replacing it (seq {e['newer']}) is not a user statement")
+        elif not e["seq"] < e["newer"] < answer_seq:
+            problems.append(f"{name}: the statement replacing it (seq {e['newer']}) is not newer than it and before the answer (seq {answer_seq})")
+    ok = f"{len(items)} cited memory(ies) marked as earlier statements, each replaced by a newer statement among the memories"
+    return _row("states.earlier", problems, ok, "earlier statements among the memories, each with a newer one")
 
 
 def record_problem(body: Mapping[str, Any], entry: Mapping[str, Any], tree_size: int, root: bytes, answer_seq: int) -> str | None:

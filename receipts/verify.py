@@ -44,7 +44,7 @@ from receipts.report import WITHHELD as WITHHELD
 from receipts.report import Check as Check
 from receipts.report import Report as _Report
 from receipts.report import Rows
-from receipts.states import check_ledger_states, check_states, prompt_marks
+from receipts.states import check_earlier, check_ledger_states, check_states, prompt_marks
 
 if TYPE_CHECKING:
     from receipts.cosignature import Policy
@@ -236,6 +236,8 @@ def verify_receipt(
             r.add(*row)
     if "states" in body:
         r.add(*check_states(body))
+        if "earlier" in body["states"]:
+            r.add(*check_earlier(body))
     if "ranking" in body:
         r.add(*check_ranking(body))
     if policy is not None or "witnesses" in body:

@@ -9,7 +9,8 @@ Each memory row has a `state` (receipts.show): "cited" rows carry their text; a
 format-2 receipt may mark a row "withheld" (its text left out of this copy) or
 "erased" (forgotten since), with no text — those are shown as such, never as an
 empty quote. A memory the receipt's `states` lists as superseded when it was handed
-to the model (issue 12) says so after its text, naming the seq that replaced it.
+to the model (issue 12) says so after its text, naming the seq that replaced it; one it
+lists as an earlier statement (states v2, issue 32) says when it was said and which seq replaced it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from receipts.body import MalformedReceipt, parse_receipt
-from receipts.show import summarize
+from receipts.show import earlier_words, summarize
 from webui.text import md, short
 
 log = logging.getLogger("webui")
@@ -63,6 +64,14 @@ def _superseded(entry: Mapping[str, Any] | None) -> str:
     return f" (superseded at that turn by seq {_field(entry, 'by_seq')})"
 
 
+def _earlier(entry: Mapping[str, Any] | None, said: Any) -> str:
+    """After a cited memory's text: that it was an earlier statement of what the question asked, when it was said
+    and which newer statement replaced it (the receipt's `states.earlier`, issue 32); "" otherwise."""
+    if entry is None:
+        return ""
+    return f" ({md(earlier_words(str(said), entry.get('newer', '?')))})"
+
+
 def panel_markdown(summary: Mapping[str, Any], title: str = PANEL_TITLE) -> str:
     """The summary as a short Markdown panel: when, session, the question, memory#1…K, the answer, the checkpoint."""
     q, a, cp = summary["question"], summary["answer"], summary["checkpoint"]
@@ -81,11 +90,12 @@ def panel_markdown(summary: Mapping[str, Any], title: str = PANEL_TITLE) -> str:
     if mems:
         lines.append("")
     dead = {str(e.get("rank")): e for e in summary.get("states", {}).get("superseded", [])}
+    was = {str(e.get("rank")): e for e in summary.get("states", {}).get("earlier", [])}
     for m in mems:
         rank = _field(m, "rank")
         state = str(m.get("state") or "cited")
         tag = "" if state == "cited" else f" — {md(state)}"
-        superseded = _superseded(dead.get(str(m.get("rank"))))
+        superseded = _superseded(dead.get(str(m.get("rank")))) + _earlier(was.get(str(m.get("rank"))), m.get("ts", "?"))
         lines.append(f"{rank}. memory\\#{rank} ({_when(m)}{_digest(m)}{tag}): {_text(m)}{superseded}")
     who = f"{_field(a, 'provider')}/{_field(a, 'model')}"
     if a.get("fallback_reason") is not None:

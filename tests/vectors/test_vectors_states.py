@@ -114,7 +114,7 @@ def test_a_body_claiming_the_memory_live_fails_with_the_ledger_even_with_a_match
 
 def test_an_unknown_states_version_is_a_parse_error() -> None:
     with pytest.raises(MalformedReceipt, match="states.v"):
-        parse_receipt(_resigned(lambda b: b["states"].update(v=2)))
+        parse_receipt(_resigned(lambda b: b["states"].update(v=3)))
 
 
 def test_the_body_json_is_the_signed_payload() -> None:
