@@ -17,11 +17,15 @@ and at the end, "before" questions at the end. Systems, in the same run, offline
 - search    Index.search, nothing left out: the raw baseline;
 - detector  today's turn: what the detector superseded left out, the newest statement's slot (chat.supersede);
 - resolved  the detector, and the question resolves the rest (chat.supersede.resolved_for_now, facts.resolve):
-            an earlier statement of the slot a question about now asks is left out, the newest has a slot;
+            the slot's statements are those the claims reader reads as it and those found by its values (a later
+            statement naming a value of the slot with a change sign, facts.slots); an earlier statement of the
+            slot a question about now asks is left out or handed marked as earlier, the newest has a slot;
 - oracle    the statements that are dead for the asked fact left out (a perfect resolver).
 
-Figures, per system and K: live-fact recall (a statement of the current value among the K), dead served as live
-(a statement of an older value of the asked fact among the K, on a question about now), history recall (a
+Figures, per system and K: live-fact recall (a statement of the current value among the K, not marked earlier),
+dead served as live (a statement of an older value of the asked fact among the K, on a question about now, and not
+in the resolver's `earlier`: a dead statement handed to the model marked as an earlier statement is not served as
+live), history recall (a
 statement of the previous value among the K on a "before" question: nothing is left out then). False
 supersessions: the detector's proposals whose older statement is no older value of a fact the newer one states,
 over its proposals; and the resolver's, each statement it left out of a question's K that states the asked
@@ -226,6 +230,8 @@ def probe(session: Session, turn: Turn, index: Index, st: State, scores: Scores)
                 if k == KS[0]:
                     scores.notes.extend(f"resolver left out {st.texts[s]!r} for {turn.text!r}" for s in wrong)
             got = {h.seq for h in hits}
+            if system == "resolved":  # handed to the model marked as an earlier statement: not served as live
+                got -= set(left)
             scores.live[(system, k)].append(int(bool(live & got)))
             scores.dead[(system, k)].append(int(bool(dead & got - live)))
             if system == "resolved" and k == KS[0]:
@@ -272,6 +278,8 @@ def run(split: str, sessions: int, seed: int, misses: bool) -> int:
           f"{len(ATTRIBUTES)} attributes, {changes} changes, {probes['now']} 'now' and {probes['before']} 'before' probes")
     print(f"statements by family: {dict(sorted(by_family.items()))}\n")
     print(table(scores))
+    print("\n(resolved: a dead statement in the resolver's `earlier`, handed to the model marked as an earlier "
+          "statement or left out, is not served as live)")
     rate = scores.false / scores.proposals if scores.proposals else 0.0
     print(f"\nfalse supersessions (detector): {scores.false} of {scores.proposals} proposals ({rate:.3f})")
     for k in KS:

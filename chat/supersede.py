@@ -51,7 +51,8 @@ from facts.model import (
     TIMEOUT,
     UNEXPECTED,
 )
-from facts.resolve import resolve
+from facts.resolve import resolve, values_asked
+from facts.slots import value_query
 from ledger import Event
 from retrieval.model import MAX_K, Hit
 
@@ -79,6 +80,7 @@ def newest_statement(index: SearchIndex, session: str, question: str, exclude: l
     return max(found, key=lambda h: h.seq, default=None)
 
 
+VALUE_ROUNDS = 2  # searches with the asked slot's values: the values read, then those the statements moving on name
 RESOLVE_DEPTH = 8  # hits below the K the question's own ranking lends, to take the place of earlier statements
 
 
@@ -86,7 +88,8 @@ def resolved_for_now(
     index: SearchIndex, session: str, question: str, k: int, exclude: list[int], hits: list[Hit] | None = None
 ) -> tuple[list[Hit], dict[int, int]]:
     """The K a question about now is handed, resolved by the question (facts.resolve, issue 32): among the
-    question's own best k + RESOLVE_DEPTH and the statements one search with its attributes' words finds, a
+    question's own best k + RESOLVE_DEPTH, the statements one search with its attributes' words finds and those
+    up to VALUE_ROUNDS searches with the asked slot's values find (facts.slots: "Leeds is behind us now"), a
     statement a newer one replaces for the slot it asks about is left out (the next hit takes its place), and
     the newest statement of that slot has the last slot when it is not among the K already (`with_newest`).
     Returns the K and what was left out as earlier (seq -> the newer statement's seq). A question that asks
@@ -99,6 +102,14 @@ def resolved_for_now(
     pool = list(index.search(session, question, min(MAX_K, k + RESOLVE_DEPTH), exclude_seqs=exclude).results)
     topic = [h for h in index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results if h.role == "user"]
     statements = {h.seq: h for h in [*pool, *topic] if h.role == "user"}
+    searched: set[str] = set()
+    for _ in range(VALUE_ROUNDS):  # the slot's statements found by its values, not the question's words (facts.slots)
+        values = values_asked(question, [(s, h.text) for s, h in statements.items()]) - searched
+        if (by_value := value_query(values)) is None:
+            break
+        searched |= values
+        found = index.search(session, by_value, SHORTLIST_K, exclude_seqs=exclude).results
+        statements.update((h.seq, h) for h in found if h.role == "user" and h.seq not in statements)
     got = resolve(question, [(s, h.text) for s, h in statements.items()])
     kept = [replace(h, rank=i) for i, h in enumerate((h for h in pool if h.seq not in got.earlier), start=1)][:k]
     newest = max(got.current, default=None)

@@ -11,7 +11,7 @@ import pytest
 
 from chat.engine import Engine
 from chat.llm import LLM
-from chat.supersede import newest_statement, with_newest
+from chat.supersede import newest_statement, resolved_for_now, with_newest
 from control.revocation import current as current_controls
 from facts.asked import answers, asked
 from retrieval.model import Hit
@@ -155,3 +155,18 @@ class TestResolvedInTheTurn:
             eng.remember("bob", text)
         got = [h.seq for h in eng._retrieve_all("bob", "Where do I live?", 3, []).hits]
         assert 0 in got
+
+    def test_a_change_said_in_no_word_of_the_question_is_found_by_the_value_it_leaves(self, eng: Engine) -> None:
+        """Issue 32, held-out style: the change names the old value and shares no word with the question nor the
+        attribute's vocabulary; the detector records nothing. The turn still hands the newest statement, and the
+        old one only as earlier (left out of the K, or marked)."""
+        away = "Leeds is behind us now, we drove south to Exeter with the van yesterday."
+        for text in ("I live in Leeds.", *CHATTER[:3], away, *CHATTER[3:]):
+            eng.remember("cy", text)
+        new = next(ev.seq for ev in eng.ledger.events("cy") if ev.text == away)
+        assert current_controls(eng.ledger, "cy").supersessions.superseded == {}
+        assert new not in [h.seq for h in eng.index.search("cy", "Where do I live?", 8).results]  # the search alone misses it
+        hits, left = resolved_for_now(eng.index, "cy", "Where do I live?", 3, [])
+        assert new in [h.seq for h in hits] and (0 not in [h.seq for h in hits] or left.get(0) == new)
+        t = eng.turn("cy", "Where do I live?", k=3)
+        assert new in [m["event"]["seq"] for m in t.body["memories"]]
