@@ -1,7 +1,7 @@
 """Tuning the semantic extra's fusion (issue 35) on LoCoMo dev and our own implicit-recall pairs, offline.
 
     python bench/fusion_sweep.py capture --split dev|test [--cache DIR]     # search once per question, keep the pools
-    python bench/fusion_sweep.py sweep --split dev [--cache DIR]            # every configuration over the kept pools
+    python bench/fusion_sweep.py sweep --split dev [--gate] [--cache DIR]   # every configuration over the kept pools
     python bench/fusion_sweep.py ceiling --split dev|test [--cache DIR]     # pool recall and the oracle re-ranking
 
 `capture` runs the real hybrid search (storage/common/retrieval/searcher.py, the extra's model) once per question
@@ -235,6 +235,21 @@ def grid() -> list[Config]:
     return out
 
 
+def gate_grid() -> list[Config]:
+    """The gate over the leading scalings of grid(): the weight x g when under a share t of the query's terms occur
+    in the session (t 0.5 / 0.75 / 0.9, g 2 / 4 / 8), and a few neighbours of the one shipped (linear-fusion-v2)."""
+    out = []
+    for base in ((200, 25, "minmax", "minmax", 0.25), (200, 25, "minmax", "minmax", 0.5), (200, 25, "max", "raw", 1.0),
+                 (200, 25, "minmax", "z", 0.1), (200, 25, "minmax", "minmax", 0.35)):
+        out.append(Config(*base))
+        out += [Config(*base, t, g) for t in (0.5, 0.75, 0.9) for g in (2.0, 4.0, 8.0)]
+    out += [Config(200, 25, "minmax", "minmax", 0.3, 0.5, 4.0), Config(200, 25, "minmax", "minmax", 0.25, 0.6, 4.0),
+            Config(200, 25, "minmax", "minmax", 0.3, 0.6, 3.0), Config(200, 25, "minmax", "minmax", 0.25, 0.6, 3.0),
+            Config(200, 50, "minmax", "minmax", 0.25, 0.5, 4.0), Config(500, 25, "minmax", "minmax", 0.25, 0.5, 4.0)]
+    out += [Config(200, 25, "rank", cn, w) for cn, w in (("raw", 0.5), ("raw", 1.0), ("minmax", 0.25), ("minmax", 0.5))]
+    return out
+
+
 def ceiling(records: list[Record]) -> str:
     """How much of the gold the candidate pools even hold, and the best any re-ranking of them could do."""
     lines = ["| pool | gold in pool (all) | adversarial | implicit | oracle R@5 / R@10 (all) |", "|---|---:|---:|---:|---:|"]
@@ -270,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", choices=["dev", "test"], default="dev")
     p.add_argument("--data", type=Path, default=LOCOMO)
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fusion-sweep")
+    p.add_argument("--gate", action="store_true", help="sweep: the gate's grid (gate_grid) instead of grid()")
     p.add_argument("--config", default="", help="one: pool,dense,norm,cnorm,weight[,gate,gate_weight]")
     args = p.parse_args(argv)
     pkl = args.cache / f"{args.split}.pkl"
@@ -305,12 +321,13 @@ def main(argv: list[str] | None = None) -> int:
                    *(float(x) for x in parts[5:7]))
         print(f"| {c.name()} | {fmt(recalls(records, lambda r: fused_order(r, c)))} |")
         return 0
-    results = sweep(records, grid())
-    results.sort(key=lambda cr: -(cr[1]["all"][0] + cr[1]["all"][1]))
-    for c, res in results[:40]:
+    results = sweep(records, gate_grid() if args.gate else grid())
+    if not args.gate:
+        results.sort(key=lambda cr: -(cr[1]["all"][0] + cr[1]["all"][1]))
+    for c, res in results if args.gate else results[:40]:
         print(f"| {c.name()} | {fmt(res)} |")
     base = recalls(records, lambda r: fused_order(r, Config()))
-    print(f"| (shipped: {Config().name()}) | {fmt(base)} |")
+    print(f"| (linear-fusion-v1: {Config().name()}) | {fmt(base)} |")
     print(f"\n_{len(results)} configurations, {time.perf_counter() - started:.0f}s_")
     return 0
 
