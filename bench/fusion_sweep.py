@@ -81,6 +81,7 @@ def capture_session(index: Index, session: str, ts: list[Turn], qs: list[Questio
         cands = [searcher_mod.candidate(r, spans, q.terms, speaker_rule=cfg.speaker_rule) for r in lexical_rows]
         ranked = rank(cands, CAPTURE_POOL, cfg.collapse_weight, tiers=tiers) if cands else []
         seen["lexical"] = [(int(c.seq), float(s), bool(c.echo)) for c, s in ranked]
+        seen["bm25"] = [float(c.bm25) for c, _ in ranked]
         return []
 
     dia_seq = {t.dia_id: n for n, t in enumerate(ts)}
@@ -104,6 +105,7 @@ def capture_session(index: Index, session: str, ts: list[Turn], qs: list[Questio
                 seen.get("lexical", []), np.array(d.seqs) if d is not None else np.zeros(0, dtype=np.int64),
                 np.array(d.cos) if d is not None else np.zeros(0, dtype=np.float32),
                 len(qterms & vocab) / max(len(qterms), 1),
+                {"bm25": seen.get("bm25", [])},
             ))
     finally:
         hybrid_mod.dense_cosines, hybrid_mod.hybrid_hits = real_dense, real_hits  # type: ignore[assignment]
@@ -145,10 +147,12 @@ class Config:
     weight: float = 1.0  # x the cosine part
     gate: float = 0.0  # when the question's terms found in the session are below this share ...
     gate_weight: float = 1.0  # ... the weight is multiplied by this
+    score: str = "final"  # the lexical score fused: "final" (collapse score and rules, as ranked) or "bm25" (alone)
 
     def name(self) -> str:
         g = f" gate<{self.gate:g}x{self.gate_weight:g}" if self.gate > 0 else ""
-        return f"N{self.pool} M{self.dense} {self.norm}/{self.cnorm} w{self.weight:g}{g}"
+        b = " bm25" if self.score == "bm25" else ""
+        return f"N{self.pool} M{self.dense} {self.norm}/{self.cnorm} w{self.weight:g}{g}{b}"
 
 
 def _norm(x: np.ndarray, how: str, present: np.ndarray | None = None) -> np.ndarray:
@@ -181,7 +185,8 @@ def fused_order(r: Record, c: Config) -> list[int]:
         return []
     lexs = np.zeros(len(seqs))
     if lex:
-        raw = np.array([s for _, s, _ in lex])
+        # FTS5's bm25() is lower for a better match (negative): negated, higher is better as for the final score
+        raw = -np.array(r.extra["bm25"][: len(lex)]) if c.score == "bm25" else np.array([s for _, s, _ in lex])
         if c.norm == "rank":
             normed = 1.0 / (60 + np.arange(1, len(lex) + 1))
             normed = normed / normed[0]
@@ -250,6 +255,14 @@ def gate_grid() -> list[Config]:
     return out
 
 
+def collapse_grid() -> list[Config]:
+    """The collapse score's interplay: the same pools fused with the lexical ranking's final score or its BM25 alone."""
+    out = []
+    for base in ((200, 25, "max", "raw", 1.0), (200, 25, "minmax", "minmax", 0.25, 0.5, 4.0), (200, 25, "minmax", "minmax", 0.5)):
+        out += [Config(*base), Config(*base, score="bm25")]
+    return out
+
+
 def ceiling(records: list[Record]) -> str:
     """How much of the gold the candidate pools even hold, and the best any re-ranking of them could do."""
     lines = ["| pool | gold in pool (all) | adversarial | implicit | oracle R@5 / R@10 (all) |", "|---|---:|---:|---:|---:|"]
@@ -286,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=LOCOMO)
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fusion-sweep")
     p.add_argument("--gate", action="store_true", help="sweep: the gate's grid (gate_grid) instead of grid()")
+    p.add_argument("--collapse", action="store_true", help="sweep: the final score against BM25 alone (collapse_grid)")
     p.add_argument("--config", default="", help="one: pool,dense,norm,cnorm,weight[,gate,gate_weight]")
     args = p.parse_args(argv)
     pkl = args.cache / f"{args.split}.pkl"
@@ -317,14 +331,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| lexical (default) | {fmt(lex)} |")
     if args.what == "one":
         parts = args.config.split(",")
-        c = Config(int(parts[0]), int(parts[1]), parts[2], parts[3], float(parts[4]),
-                   *(float(x) for x in parts[5:7]))
+        gate = [float(x) for x in parts[5:7]] + [0.0, 1.0][len(parts[5:7]):]
+        c = Config(int(parts[0]), int(parts[1]), parts[2], parts[3], float(parts[4]), gate[0], gate[1])
         print(f"| {c.name()} | {fmt(recalls(records, lambda r: fused_order(r, c)))} |")
         return 0
-    results = sweep(records, gate_grid() if args.gate else grid())
-    if not args.gate:
+    if args.collapse and any("bm25" not in r.extra for r in records):
+        print("these pools were captured without BM25: run capture again", file=sys.stderr)
+        return 2
+    results = sweep(records, collapse_grid() if args.collapse else gate_grid() if args.gate else grid())
+    ordered = args.gate or args.collapse
+    if not ordered:
         results.sort(key=lambda cr: -(cr[1]["all"][0] + cr[1]["all"][1]))
-    for c, res in results if args.gate else results[:40]:
+    for c, res in results if ordered else results[:40]:
         print(f"| {c.name()} | {fmt(res)} |")
     base = recalls(records, lambda r: fused_order(r, Config()))
     print(f"| (linear-fusion-v1: {Config().name()}) | {fmt(base)} |")
