@@ -5,9 +5,11 @@
 Each conversation is imported as one session (bench/common.py's mapping, as bench/locomo.py), indexed, then embedded
 with the extra's model (all-MiniLM-L6-v2 int8 ONNX, requirements-semantic.txt). Every question is searched at
 K = 5, 10, 25, 50 by: the raw FTS5 baseline (same run), the project's lexical search (the default install), and the
-hybrid search (retrieval/semantic.py: lexical top 200 + dense top 25, score / best + 1.0 x cosine). "implicit" is the
-subset of questions none of whose content words is in any of their gold turns (speaker prefix left out): what only
-the meaning can find. Latency is each search call's wall time at K = 10 (the hybrid's includes embedding the query);
+hybrid search (retrieval/semantic.py's FUSION, the method a receipt names: linear-fusion-v2, tuned by
+bench/fusion_sweep.py). "implicit" is the subset of questions none of whose content words is in any of their gold
+turns (speaker prefix left out): what only the meaning can find. On dev, "pairs" are our own 65 later/earlier
+messages sharing no content word (bench/implicit_pairs.py), stitched into the dev conversations as sessions of their
+own, so the LoCoMo figures are not changed by them. Latency is each search call's wall time at K = 10 (the hybrid's includes embedding the query);
 index cost is the lexical indexing and the embedding of every turn, per event. Tune on dev (conversations 0-4) only.
 """
 
@@ -24,8 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import LOCOMO, RawBaseline, import_lines, load, machine, questions, recall, turns  # noqa: E402
+from bench.implicit_pairs import stitched  # noqa: E402
 from bench.locomo import CATEGORIES, KS, SPLITS, table  # noqa: E402
-from retrieval.semantic import BLOB_BYTES  # noqa: E402
+from retrieval.semantic import BLOB_BYTES, FUSION  # noqa: E402
 from retrieval.text import content_terms  # noqa: E402
 from storage.common import semantic  # noqa: E402
 from storage.files.ledger.store import Ledger  # noqa: E402
@@ -43,7 +46,9 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic.Embedder) -> tuple[dict, dict]:
+def evaluate(
+    data_dir: Path, convs: list[int], data: list[dict], model: semantic.Embedder, *, pairs: bool = False
+) -> tuple[dict, dict]:
     ledger = Ledger(data_dir)
     index = Index(data_dir, ledger)  # lexical: the default install
     hybrid = Index(data_dir, ledger)  # the same file, with the extra (its vector cache stays warm between searches)
@@ -51,10 +56,10 @@ def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic
     systems = ("raw FTS5 baseline", "project (lexical)", "project + semantic (hybrid)")
     scores: dict[str, dict[tuple[str, int], list[float]]] = {s: defaultdict(list) for s in systems}
     cost = {"events": 0, "index_s": 0.0, "embed_s": 0.0, "lex_ms": [], "hyb_ms": [], "bytes_before": 0, "bytes_after": 0}
-    for i in convs:
-        conv = data[i]
-        ts = turns(conv)
-        session = f"locomo-{i}"
+    runs = [(f"locomo-{i}", turns(data[i]), questions(data[i], i)) for i in convs]
+    if pairs:  # our own implicit-recall pairs, each conversation with its 13 earlier messages stitched in (dev only)
+        runs += [(f"pairs-{i}", *stitched(turns(data[i]), i)) for i in convs]
+    for session, ts, qs in runs:
         if not ledger.exists(session):
             ledger.import_jsonl(session, import_lines(ts))
         t0 = time.perf_counter()
@@ -69,9 +74,12 @@ def evaluate(data_dir: Path, convs: list[int], data: list[dict], model: semantic
         raw = RawBaseline([t.text for t in ts])
         words = {t.dia_id: set(content_terms(_own_words(t.text))) for t in ts}
         seq_to_dia = [t.dia_id for t in ts]
-        for q in questions(conv, i):
+        for q in qs:
             implicit = bool(q.gold) and all(w not in set(content_terms(q.question)) for g in q.gold for w in words.get(g, set()))
-            labels = ["all", f"{q.category} {CATEGORIES[q.category]}"] + (["implicit"] if implicit else [])
+            if session.startswith("pairs-"):
+                labels = ["pairs"]
+            else:
+                labels = ["all", f"{q.category} {CATEGORIES[q.category]}"] + (["implicit"] if implicit else [])
             for k in KS:
                 raw_ids = [seq_to_dia[s] for s in raw.search(q.question, k)]
                 t0 = time.perf_counter()
@@ -173,18 +181,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n_{time.perf_counter() - started:.1f}s_")
         return 0
     print(f"LoCoMo evidence recall (%), with and without the semantic extra — {machine()}")
-    print(f"\nmodel: {model.describe()}\n")
+    print(f"\nmodel: {model.describe()}; fusion: {FUSION}\n")
     splits = ["dev", "test"] if args.split == "both" else [args.split]
     with tempfile.TemporaryDirectory(prefix="semantic-") as tmp:
         base = args.cache if args.cache is not None else Path(tmp)
         for split in splits:
-            scores, cost = evaluate(base / split, list(SPLITS[split]), data, model)
+            scores, cost = evaluate(base / split, list(SPLITS[split]), data, model, pairs=split == "dev")
             print(table(f"{split} split (conversations {SPLITS[split].start}-{SPLITS[split].stop - 1})", scores))
-            for system in scores:
-                by = scores[system]
-                if by.get(("implicit", 5)):
-                    cells = " / ".join(f"{100 * sum(by[('implicit', k)]) / len(by[('implicit', k)]):.1f}" for k in KS)
-                    print(f"\n_implicit ({len(by[('implicit', 5)])} questions) {system}: R@5/10/25/50 = {cells}_")
+            for group in ("implicit", "pairs"):
+                for system in scores:
+                    by = scores[system]
+                    if by.get((group, 5)):
+                        cells = " / ".join(f"{100 * sum(by[(group, k)]) / len(by[(group, k)]):.1f}" for k in KS)
+                        print(f"\n_{group} ({len(by[(group, 5)])} questions) {system}: R@5/10/25/50 = {cells}_")
             print()
             print(cost_table(cost))
             print()

@@ -34,6 +34,7 @@ from ledger import EventError, validate_session_id
 from ledger.corrupted import LedgerCorrupted
 from retrieval.explain import explain_lines
 from retrieval.model import DEFAULT_K, MAX_K, MIN_K, RetrievalError, SearchError, SearchResponse, check_k
+from retrieval.semantic import FUSION
 from storage import admin
 from storage.admin import INDEX_FILE
 
@@ -283,7 +284,7 @@ def format_table(
             lines.extend("        " + line for line in explain_lines(h.explain))
     lines.append("score: each hit's share of the best hit's score (1.00 = best); --explain shows the raw figures")
     if resp.mode != "lexical":
-        lines.append(f"mode: {resp.mode} (lexical and dense, fused: lexical score / best + cosine)")
+        lines.append(f"mode: {resp.mode} (lexical and dense, fused: {FUSION.method}, retrieval/semantic.py)")
     if resp.unused_terms:
         shown = ", ".join(resp.unused_terms[:10]) + (" …" if len(resp.unused_terms) > 10 else "")
         lines.append(f"not searched ({len(resp.unused_terms)} more common or later terms): {shown}")

@@ -140,12 +140,31 @@ def explain_hit(
 
 def hybrid_line(parts: dict[str, Any]) -> str:
     """A hybrid hit's score in words (the semantic extra; storage/common/retrieval/hybrid.py): how it entered the
-    pool, its lexical share, its cosine, the fused score."""
+    pool, its lexical part, its cosine, the weight (and the gate that set it), the fused score."""
     cos = parts.get("cosine")
-    shown = "none (not embedded yet)" if cos is None else f"{cos:.3f}"
+    if "cosine_part" not in parts:  # linear-fusion-v1's explanation: the cosine itself is the part
+        shown = "none (not embedded yet)" if cos is None else f"{cos:.3f}"
+        return (
+            f"found by {parts.get('found_by')}: lexical share {parts.get('lexical_share', 0.0):.3f} + "
+            f"{parts.get('weight', 1.0):g} x cosine {shown} = {parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier)"
+        )
+    raw = parts.get("lexical_score")
+    lex = f"lexical {parts.get('lexical_share', 0.0):.3f}" + (
+        " (no lexical match)" if raw is None else f" (score {raw:.3f}, {parts.get('lexical_norm')})"
+    )
+    cos_shown = "none (not embedded yet)" if cos is None else f"{parts['cosine_part']:.3f} (cosine {cos:.3f}, {parts.get('cosine_norm')})"
+    gate = float(parts.get("gate", 0.0))
+    overlap = float(parts.get("overlap", 1.0))
+    why = ""
+    if gate > 0:
+        below = overlap < gate
+        why = (
+            f"; {overlap:.0%} of the query's terms are in the session, "
+            + (f"under {gate:.0%}: weight {parts.get('base_weight', 0.0):g} x {parts.get('gate_weight', 1.0):g}" if below else f"not under {gate:.0%}")
+        )
     return (
-        f"found by {parts.get('found_by')}: lexical share {parts.get('lexical_share', 0.0):.3f} + "
-        f"{parts.get('weight', 1.0):g} x cosine {shown} = {parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier)"
+        f"found by {parts.get('found_by')}: {lex} + {parts.get('weight', 1.0):g} x {cos_shown} = "
+        f"{parts.get('fused', 0.0):.3f} ({parts.get('tier')} tier{why}; {parts.get('method')})"
     )
 
 

@@ -31,7 +31,7 @@ from ledger.corrupted import LedgerCorrupted
 from retrieval.config import IndexConfig
 from retrieval.indexing import Plan, plan_rows
 from retrieval.model import IndexUnavailable, SearchError, SearchResponse, check_k
-from retrieval.semantic import HYBRID, LEXICAL_POOL
+from retrieval.semantic import FUSION, HYBRID, LEXICAL_POOL, gate_overlap
 from retrieval.sql import MAX_SEQ
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, or_query, term_batches
 from storage.common.retrieval.hybrid import dense_cosines, hybrid_hits
@@ -196,9 +196,10 @@ class PgIndex(Forgetting, PgVectoring):
         cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}
         dense = [s for s in cos.nearest if s not in lexical]
+        overlap = gate_overlap(self._term_df(conn, num, q.terms)) if FUSION.gate > 0 else 1.0
         hits = hybrid_hits(
             session, q, rows, self._dense_rows(conn, num, dense), cos.of(lexical | set(cos.nearest)),
-            n_events=last_seq + 1, k=k, config=self.config, explain=explain,
+            n_events=last_seq + 1, k=k, config=self.config, overlap=overlap, explain=explain,
         )
         if not hits:
             return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused, mode=HYBRID)

@@ -55,7 +55,7 @@ def test_a_semantic_search_says_its_mode_model_and_sha256(data_dir: Path, capsys
     out = orjson.loads(capsys.readouterr().out)
     assert out["mode"] == "hybrid"
     assert out["semantic"] == {
-        "method": "linear-fusion-v1",
+        "method": "linear-fusion-v2",
         "model": "all-MiniLM-L6-v2-onnx-int8",
         "model_sha256": semantic.MODEL_SHA256,
     }
@@ -66,7 +66,8 @@ def test_a_semantic_search_says_its_mode_model_and_sha256(data_dir: Path, capsys
 def test_the_semantic_table_says_hybrid_and_explains_each_part(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert prog_retrieval.main(["search", str(data_dir), "s1", "young dog", "--semantic", "--explain"]) == 0
     out = capsys.readouterr().out
-    assert "mode: hybrid" in out and "found by dense: lexical share 0.000 + 1 x cosine" in out
+    assert "mode: hybrid (lexical and dense, fused: linear-fusion-v2" in out
+    assert "found by dense: lexical 0.000 (no lexical match) + " in out and "(cosine 0." in out and "linear-fusion-v2)" in out
 
 
 def test_the_page_says_a_hybrid_search_and_nothing_new_for_a_lexical_one() -> None:
@@ -89,6 +90,20 @@ def test_a_hybrid_explanation_reads_as_one_line() -> None:
 
     parts = {"mode": "hybrid", "found_by": "dense", "lexical_share": 0.0, "cosine": 0.41, "weight": 1.0, "fused": 0.41, "tier": "own"}
     assert explain_lines(parts) == ["found by dense: lexical share 0.000 + 1 x cosine 0.410 = 0.410 (own tier)"]
+
+
+def test_a_gated_hybrid_explanation_names_each_part_and_the_gate() -> None:
+    from retrieval.explain import explain_lines
+
+    parts = {
+        "mode": "hybrid", "method": "linear-fusion-v2", "found_by": "lexical and dense", "lexical_score": 4.2,
+        "lexical_norm": "minmax", "lexical_share": 0.6, "cosine": 0.41, "cosine_norm": "minmax", "cosine_part": 0.8,
+        "weight": 1.0, "base_weight": 0.25, "overlap": 0.25, "gate": 0.5, "gate_weight": 4.0, "fused": 1.4, "tier": "own",
+    }
+    assert explain_lines(parts) == [
+        "found by lexical and dense: lexical 0.600 (score 4.200, minmax) + 1 x 0.800 (cosine 0.410, minmax) = 1.400 "
+        "(own tier; 25% of the query's terms are in the session, under 50%: weight 0.25 x 4; linear-fusion-v2)"
+    ]
 
 
 @needs_extra

@@ -32,7 +32,7 @@ def test_a_hybrid_turn_names_the_method_model_and_sha256_in_its_signed_body(tmp_
     turn = eng.turn("alice", "How is my hound doing?")
     assert 0 in [h.seq for h in turn.hits]  # "hound" and "puppy" share only their meaning
     signed = parse_receipt(turn.receipt_path.read_bytes()).signed_body
-    assert signed["semantic"] == {"v": 1, "method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
+    assert signed["semantic"] == {"v": 1, "method": "linear-fusion-v2", "model": "word-hash-test", "model_sha256": "0" * 64}
 
 
 def test_forgetting_a_memory_and_the_answers_that_cited_it_leaves_none_of_their_vectors(tmp_path: Path) -> None:

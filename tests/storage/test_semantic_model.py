@@ -72,7 +72,7 @@ class TestEmbedding:
 
     def test_it_names_the_method_the_model_and_its_sha256(self, model: semantic.Embedder) -> None:
         assert model.describe() == {
-            "method": "linear-fusion-v1",
+            "method": "linear-fusion-v2",
             "model": "all-MiniLM-L6-v2-onnx-int8",
             "model_sha256": semantic.MODEL_SHA256,
         }

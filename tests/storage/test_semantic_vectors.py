@@ -45,7 +45,7 @@ class WordEmbedder:
         return normalized(out)
 
     def describe(self) -> dict[str, str]:
-        return {"method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
+        return {"method": "linear-fusion-v2", "model": "word-hash-test", "model_sha256": "0" * 64}
 
 
 TEXTS = [
@@ -159,7 +159,23 @@ class TestSearchModes:
         assert resp.results[0].seq == 4
         parts = resp.results[0].explain
         assert parts is not None and parts["found_by"] == "lexical and dense"
-        assert parts["fused"] == pytest.approx(parts["lexical_share"] + parts["cosine"])
+        assert parts["fused"] == pytest.approx(parts["lexical_share"] + parts["weight"] * parts["cosine_part"])
+
+    def test_explain_gives_each_part_of_a_hybrid_score_and_the_gate_that_set_the_weight(self, stores: Stores) -> None:
+        from retrieval.semantic import FUSION
+
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        worded = stores.index.search("s1", "dog show", k=3, explain=True).results[0].explain
+        meant = stores.index.search("s1", "stressed", k=1, explain=True).results[0].explain
+        assert worded is not None and meant is not None
+        assert worded["method"] == meant["method"] == FUSION.method
+        # both words of "dog show" are in the session: the base weight; "stressed" is in no event: the gate's
+        assert (worded["overlap"], worded["weight"]) == (1.0, FUSION.weight)
+        assert (meant["overlap"], meant["weight"]) == (0.0, FUSION.weight * FUSION.gate_weight)
+        assert worded["lexical_score"] is not None and meant["lexical_score"] is None and meant["lexical_share"] == 0.0
+        for parts in (worded, meant):
+            assert parts["fused"] == pytest.approx(parts["lexical_share"] + parts["weight"] * parts["cosine_part"])
 
     def test_an_excluded_event_is_not_found_by_meaning_either(self, stores: Stores) -> None:
         _fill(stores)
@@ -180,4 +196,4 @@ class TestSearchModes:
 
     def test_it_names_the_model_it_runs_with(self, stores: Stores) -> None:
         stores.index.use_semantic(WordEmbedder())
-        assert stores.index.semantic == {"method": "linear-fusion-v1", "model": "word-hash-test", "model_sha256": "0" * 64}
+        assert stores.index.semantic == {"method": "linear-fusion-v2", "model": "word-hash-test", "model_sha256": "0" * 64}

@@ -20,7 +20,7 @@ from retrieval.dates import DateSpan, best_match, query_dates
 from retrieval.explain import TermMatch, explain_hit, idf, marked_words
 from retrieval.model import Candidate, Hit, SearchError, SearchResponse, check_k
 from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
-from retrieval.semantic import HYBRID, LEXICAL_POOL
+from retrieval.semantic import FUSION, HYBRID, LEXICAL_POOL, gate_overlap
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
 from storage.common.retrieval.connection import batched
 from storage.common.retrieval.vectors import AT_SEARCH, Vectoring
@@ -211,9 +211,10 @@ class Searching(Vectoring):
         cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}
         dense = [s for s in cos.nearest if s not in lexical]
+        overlap = gate_overlap(self._term_df(num, q.terms)) if FUSION.gate > 0 else 1.0
         hits = hybrid_hits(
             session, q, rows, self._dense_rows(num, dense), cos.of(lexical | set(cos.nearest)),
-            n_events=last_seq + 1, k=k, config=self.config, explain=explain,
+            n_events=last_seq + 1, k=k, config=self.config, overlap=overlap, explain=explain,
         )
         if not hits:
             return SearchResponse(session, q.text, k, [], f"session {session}: no event matches", match, unused, mode=HYBRID)
