@@ -6,7 +6,7 @@ The sessions, systems and figures of bench/changing_facts_families.py (the same 
 run twice in the same process over the same sessions: once over a lexical index (today's answers, no extra) and
 once over an index searching in hybrid mode with the extra's model (all-MiniLM-L6-v2 int8 ONNX,
 requirements-semantic.txt; storage/common/semantic.py, retrieval/semantic.py's fusion, called, not changed).
-Two designs for the semantic signal:
+Three designs for the semantic signal:
 
 (a) hybrid  every search the turn makes runs hybrid: the write-time detector's shortlist, the question's own K, and
             the resolver's candidate searches (chat.supersede.resolved_for_now: the question, its topic words, the
@@ -20,6 +20,9 @@ Two designs for the semantic signal:
             leaves its own; the next hits of the question's ranking take their places), on top of the resolver over
             the lexical index. `--pairs t:p`: an older one is earlier only when its cosine with that newest is >= p
             too (the slot's earlier statement). t and p are set on the tune families only.
+(c) newest  `--designs c`: the lexical resolver's K (what is left out unchanged), with the newest slot given to the
+            statement the resolution over the hybrid searches finds newest (resolved_newest). Not wired anywhere: a
+            turn's index searches either lexical or hybrid, not both.
 
 Figures per system and K as in changing_facts_families: live-fact recall, dead served as live, and false
 supersessions of the question-time resolution (statements left out as earlier that are live or state no older
@@ -43,10 +46,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import changing_facts_families as cff  # noqa: E402
 from bench.common import machine  # noqa: E402
-from chat.supersede import RESOLVE_DEPTH, SHORTLIST_K, resolved_for_now, with_newest  # noqa: E402
+from chat.supersede import RESOLVE_DEPTH, SHORTLIST_K, VALUE_ROUNDS, resolved_for_now, with_newest  # noqa: E402
 from facts import patterns as pat  # noqa: E402
 from facts.asked import asked  # noqa: E402
-from facts.rules import detect, shortlist_query  # noqa: E402
+from facts.resolve import resolve, values_asked  # noqa: E402
+from facts.rules import detect, shortlist_query, topic_query  # noqa: E402
+from facts.slots import value_query  # noqa: E402
 from retrieval.model import MAX_K, Hit  # noqa: E402
 from storage.common import semantic  # noqa: E402
 from storage.contract import SemanticUnavailable  # noqa: E402
@@ -119,16 +124,38 @@ def cos_resolved(index: Index, session: str, question: str, k: int, exclude: lis
     return hits, set(base_left)
 
 
+def resolved_newest(index: Index, session: str, question: str, k: int, exclude: list[int]) -> Hit | None:
+    """The statement resolved_for_now gives the newest slot (the newest current one of the asked slot), found with
+    `index`'s searches: its candidate gathering, repeated, for design (c)."""
+    q = asked(question)
+    query = topic_query(question) if q is not None else None
+    if q is None or query is None:
+        return None
+    pool = list(index.search(session, question, min(MAX_K, k + RESOLVE_DEPTH), exclude_seqs=exclude).results)
+    topic = [h for h in index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results if h.role == "user"]
+    statements = {h.seq: h for h in [*pool, *topic] if h.role == "user"}
+    searched: set[str] = set()
+    for _ in range(VALUE_ROUNDS):
+        values = values_asked(question, [(s, h.text) for s, h in statements.items()]) - searched
+        if (by_value := value_query(values)) is None:
+            break
+        searched |= values
+        found = index.search(session, by_value, SHORTLIST_K, exclude_seqs=exclude).results
+        statements.update((h.seq, h) for h in found if h.role == "user" and h.seq not in statements)
+    newest = max(resolve(question, [(s, h.text) for s, h in statements.items()]).current, default=None)
+    return statements[newest] if newest is not None else None
+
+
 def run_session(session: cff.Session, plain: tuple[Ledger, Index], hybrid: tuple[Ledger, Index],
                 model: semantic.Embedder, taus: list[float], pairs: list[tuple[float, float]],
-                fig: Figures) -> None:
+                designs: str, fig: Figures) -> None:
     st = cff.State()
     vecs: dict[int, np.ndarray] = {}
     superseded: dict[str, set[int]] = {"lexical": set(), "hybrid": set()}
     for turn in session.turns:
         if turn.probe is not None:
             if turn.fact in st.current and turn.probe == "now":
-                probe(session, turn, plain[1], hybrid[1], st, superseded, vecs, model, taus, pairs, fig)
+                probe(session, turn, plain[1], hybrid[1], st, superseded, vecs, model, taus, pairs, designs, fig)
             continue
         seq = -1
         for mode, (ledger, index) in (("lexical", plain), ("hybrid", hybrid)):
@@ -157,13 +184,18 @@ def run_session(session: cff.Session, plain: tuple[Ledger, Index], hybrid: tuple
 
 def probe(session: cff.Session, turn: cff.Turn, plain: Index, hybrid: Index, st: cff.State,
           superseded: dict[str, set[int]], vecs: dict[int, np.ndarray], model: semantic.Embedder,
-          taus: list[float], pairs: list[tuple[float, float]], fig: Figures) -> None:
+          taus: list[float], pairs: list[tuple[float, float]], designs: str, fig: Figures) -> None:
     q_vec = model.embed([turn.text])[0]
     for k in KS:
+        with_c = "c" in designs
         for system, index, mode in (("resolved (lexical, no extra)", plain, "lexical"),
                                     ("(a) resolved, hybrid", hybrid, "hybrid")):
             hits, left = resolved_for_now(index, session.name, turn.text, k, sorted(superseded[mode]))
             fig.add(system, k, st, turn.fact, {h.seq for h in hits}, set(left))
+        if with_c:  # (c): the lexical resolver's K, the newest slot from the hybrid resolution
+            hits, left = resolved_for_now(plain, session.name, turn.text, k, sorted(superseded["lexical"]))
+            hits = with_newest(hits, resolved_newest(hybrid, session.name, turn.text, k, sorted(superseded["hybrid"])), k)
+            fig.add("(c) resolved, newest slot from hybrid", k, st, turn.fact, {h.seq for h in hits}, set(left))
         for tau in taus:
             hits, left2 = cos_resolved(plain, session.name, turn.text, k, sorted(superseded["lexical"]), q_vec, vecs,
                                        st.texts, tau)
@@ -195,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=32)
     p.add_argument("--taus", default="0.4,0.5,0.6", help="cosine thresholds for design (b), comma-separated")
     p.add_argument("--pairs", default="", help="design (b) with the newest: question:pair thresholds, e.g. 0.4:0.7,0.5:0.6")
+    p.add_argument("--designs", default="", help="'c': also design (c), the lexical K with the hybrid newest slot")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     try:
@@ -215,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         ia, ib = Index(Path(tmp) / "a", la), Index(Path(tmp) / "b", lb)
         ib.use_semantic(model)
         for s in made:
-            run_session(s, (la, ia), (lb, ib), model, taus, pairs, fig)
+            run_session(s, (la, ia), (lb, ib), model, taus, pairs, args.designs, fig)
         ia.close()
         ib.close()
     elapsed = time.perf_counter() - started
