@@ -269,14 +269,19 @@ class Engine:
         """A model's proposals the rules did not confirm: kept for a person to confirm or not (control.suggestions)."""
         keep_suggestions(self.stores, session, pairs, suggested_by)
 
-    def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
+    def turn(
+        self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None, settled: bool = False
+    ) -> Turn:
+        """`settled`: the caller has just run `control.settle` for the session itself (the app's Service.turn, with its
+        download folders), so the turn does not check for an erasure stopped half way a second time (issue 30)."""
         check_message(message)
         try:
             k = check_k(k)
         except SearchError as exc:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
-        self.settle(session)
+        if not settled:
+            self.settle(session)
         try:
             with self.backend.turn_lock(session):
                 # "ask me first" on: only propose / answer may hand memories to the model (control.settings). Read
