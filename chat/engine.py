@@ -330,12 +330,13 @@ class Engine:
         # once the new message is indexed, the turns just before it would match its own words.
         controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
         got = self._retrieve_all(session, message, k, [user_ev.seq])
-        self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
+        # the question is indexed with the answer, in one write of the index (issue 30): a turn that stops before its
+        # answer leaves it to the next turn's catch-up (`_turn`'s first line), as it does any event appended unindexed
         memories = self._memories(session, got.hits)
         ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(
             session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode,
-            ranking=ranking,
+            ranking=ranking, unindexed=[user_ev],
         )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
@@ -375,8 +376,10 @@ class Engine:
         *,
         mode: str = "lexical",
         ranking: Mapping[str, Any] | None = None,
+        unindexed: Sequence[Event] = (),
     ) -> Turn:
-        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
+        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`). `unindexed`: the events before
+        the answer the turn has not indexed yet (its question), indexed with the answer in one write.
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
         prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any."""
@@ -425,7 +428,8 @@ class Engine:
         # what it cited, before anything else can fail: an answer this process cannot tie to its memories would carry
         # them to a model after they are revoked (chat.citing reads the `.cites` record left above on every call too)
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
-        self.index.index_session(session, [asst_ev])
+        # and any supersession records between the question and the answer: then read from the ledger, skipped
+        self.index.index_session(session, [*unindexed, asst_ev])
         # 6. the receipt
         try:
             states = (
