@@ -277,14 +277,19 @@ class Engine:
         """A model's proposals the rules did not confirm: kept for a person to confirm or not (control.suggestions)."""
         keep_suggestions(self.stores, session, pairs, suggested_by)
 
-    def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
+    def turn(
+        self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None, settled: bool = False
+    ) -> Turn:
+        """`settled`: the caller has just run `control.settle` for the session itself (the app's Service.turn, with its
+        download folders), so the turn does not check for an erasure stopped half way a second time (issue 30)."""
         check_message(message)
         try:
             k = check_k(k)
         except SearchError as exc:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
-        self.settle(session)
+        if not settled:
+            self.settle(session)
         try:
             with self.backend.turn_lock(session):
                 # "ask me first" on: only propose / answer may hand memories to the model (control.settings). Read
@@ -334,12 +339,13 @@ class Engine:
         controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
         # earlier statements are handed over marked only where the receipt can say so (format 2: FORMAT.md §20 states v2)
         got = self._retrieve_all(session, message, k, [user_ev.seq], mark_earlier=self.receipt_format == rbody.RECEIPT_VERSION_2)
-        self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
+        # the question is indexed with the answer, in one write of the index (issue 30): a turn that stops before its
+        # answer leaves it to the next turn's catch-up (`_turn`'s first line), as it does any event appended unindexed
         memories = self._memories(session, got.hits)
         ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(
             session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode,
-            ranking=ranking, earlier=got.earlier,
+            ranking=ranking, earlier=got.earlier, unindexed=[user_ev],
         )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
@@ -384,8 +390,10 @@ class Engine:
         mode: str = "lexical",
         ranking: Mapping[str, Any] | None = None,
         earlier: Mapping[int, int] | None = None,
+        unindexed: Sequence[Event] = (),
     ) -> Turn:
-        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
+        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`). `unindexed`: the events before
+        the answer the turn has not indexed yet (its question), indexed with the answer in one write.
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
         prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any. Each earlier
@@ -445,7 +453,8 @@ class Engine:
         # what it cited, before anything else can fail: an answer this process cannot tie to its memories would carry
         # them to a model after they are revoked (chat.citing reads the `.cites` record left above on every call too)
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
-        self.index.index_session(session, [asst_ev])
+        # and any supersession records between the question and the answer: then read from the ledger, skipped
+        self.index.index_session(session, [*unindexed, asst_ev])
         # 6. the receipt
         try:
             states = (
