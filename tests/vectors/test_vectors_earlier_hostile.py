@@ -33,10 +33,10 @@ SEQS = [m["event"]["seq"] for m in BODY["memories"]]
 numbers = st.one_of(
     st.sampled_from([0, 1, 2, 3, 4, 9, 51, -1, 2**53, 2**64]), st.sampled_from(SEQS), st.booleans(), st.floats(allow_nan=False), st.just("2"), st.none()
 )
-entry = st.fixed_dictionaries(
+entry: st.SearchStrategy[Any] = st.fixed_dictionaries(
     {"rank": numbers, "seq": numbers, "id": st.one_of(st.sampled_from(IDS), st.just("evt_" + "0" * 32), st.text(max_size=5)), "newer": numbers}
 ) | st.sampled_from([dict(GOOD[0]), {"rank": 1}, [], "x", 3])
-lists = st.one_of(st.lists(entry, max_size=4), st.just([dict(GOOD[0])] * 51), st.just({}), st.none())
+lists: st.SearchStrategy[Any] = st.one_of(st.lists(entry, max_size=4), st.just([dict(GOOD[0])] * 51), st.just({}), st.none())
 
 
 def _resigned(earlier: Any, v: Any = 2) -> bytes:
