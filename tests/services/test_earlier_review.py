@@ -3,13 +3,27 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chat.citing import Cites
+from chat.engine import Engine
+from chat.llm import LLM
+from chat.replay import DIFFERS, REPLAYED, replay
 from chat.supersede import with_earlier
+from receipts import body as rbody
+from receipts.body import Receipt, parse_receipt
+from receipts.prompt import build_messages, prompt_hash
+from receipts.states import prompt_marks
 from retrieval.model import Hit
+from storage.offline import verify_bytes
 
 S = "bob"
 Q = "Where do I live?"
@@ -61,3 +75,65 @@ def test_the_k_is_never_exceeded_and_no_slot_is_given_up_for_an_unmarked_stateme
     if not marks:
         assert seqs == [x.seq for x in kept], "nothing marked, yet the K differs from the one without marks"
     assert any(x.newest for x in out) == any(x.newest for x in kept)
+
+
+HARBOUR = "I live near the old harbour and I like ships."
+
+
+@pytest.fixture
+def past_turn(tmp_path: Path) -> Iterator[tuple[Engine, Receipt]]:
+    """A question about the past at K=5: Paris (0) marked earlier, replaced by Berlin (4); the harbour (1) live."""
+    e = Engine(tmp_path / "data", llm=LLM(api_key=""))
+    try:
+        for text in ("I live in Paris and I work as a nurse.", HARBOUR, "The weather is lovely today.", "I watched a film about old ships.",
+                     "I moved to Berlin last month."):
+            e.remember(S, text)
+        t = e.turn(S, "Where did I live before?", k=5)
+        assert [(x["seq"], x["newer"]) for x in t.body["states"]["earlier"]] == [(0, 4)] and 1 in [m["event"]["seq"] for m in t.body["memories"]]
+        yield e, parse_receipt(rbody.dump_file(t.envelope))
+    finally:
+        e.index.close()
+        e.ledger.close()
+
+
+def _forged(e: Engine, r: Receipt, change: Callable[[dict[str, Any]], None]) -> bytes:
+    """The receipt with its earlier list changed, the prompt hash re-derived to match and re-signed by its own key:
+    a signer telling the model (and the receipt) something the resolution did not say."""
+    signed, view = copy.deepcopy(r.signed_body), copy.deepcopy(r.body)
+    for b in (signed, view):
+        change(b)
+    messages = build_messages(view["prompt"]["template"], view["query"]["event"]["text"], [m["event"] for m in view["memories"]], prompt_marks(view))
+    signed["prompt"]["sha256"] = prompt_hash(messages)
+    return rbody.dump_file(rbody.sign_receipt(signed, e.key, list(r.disclosures.values())))
+
+
+def _live_marked_earlier(b: dict[str, Any]) -> None:
+    rank = next(m["rank"] for m in b["memories"] if m["event"]["seq"] == 1)
+    b["states"]["earlier"] = sorted([*b["states"]["earlier"], {"rank": rank, "seq": 1, "id": b["memories"][rank - 1]["event"]["id"], "newer": 4}], key=lambda x: x["rank"])
+
+
+def _another_newer(b: dict[str, Any]) -> None:
+    b["states"]["earlier"][0]["newer"] = 1
+
+
+@pytest.mark.parametrize("change", [_live_marked_earlier, _another_newer], ids=["a-live-memory-marked-earlier", "the-mark-names-another-newer"])
+def test_a_receipt_whose_earlier_marks_the_resolution_does_not_give_verifies_but_does_not_replay(
+    past_turn: tuple[Engine, Receipt], change: Callable[[dict[str, Any]], None]
+) -> None:
+    e, r = past_turn
+    assert replay(e.stores, Cites(e.stores), r).verdict == REPLAYED  # the honest receipt
+    raw = _forged(e, r, change)
+    assert verify_bytes(raw, trusted=[e.key.public_key], data_dir=e.data_dir).verdict == "verified"  # §20.1: a reading of texts, not a record
+    got = replay(e.stores, Cites(e.stores), parse_receipt(raw))
+    assert got.verdict == DIFFERS and any("earlier statement" in line for line in got.lines()), got.lines()
+
+
+def test_a_receipt_leaving_an_earlier_statement_unmarked_beside_another_does_not_replay(past_turn: tuple[Engine, Receipt]) -> None:
+    e, r = past_turn
+
+    def swap(b: dict[str, Any]) -> None:  # the harbour marked, Paris (the true earlier statement) served unmarked
+        _live_marked_earlier(b)
+        b["states"]["earlier"] = [x for x in b["states"]["earlier"] if x["seq"] != 0]
+
+    got = replay(e.stores, Cites(e.stores), parse_receipt(_forged(e, r, swap)))
+    assert got.verdict == DIFFERS and any("does not list it" in line for line in got.lines()), got.lines()
