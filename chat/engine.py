@@ -265,11 +265,14 @@ class Engine:
         rules_only = LLM(api_key="")
         done = 0
         with self.backend.turn_lock(session):
+            start = self.ledger.head(session)[0]
             view = model_view(self.stores, self.cites, session)  # what a model may be shown: no withheld statement
-            for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
-                done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
-            if done:
-                self.backend.issue_checkpoint(self.ledger, session, self.key)
+            try:
+                for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
+                    done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
+            finally:  # a failure half way still signs the records it appended: none is left after the last checkpoint
+                if self.ledger.head(session)[0] > start:
+                    self.backend.issue_checkpoint(self.ledger, session, self.key)
         self.index.index_session(session)
         return done
 
