@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from receipts import body as rbody
 from receipts.body import MalformedReceipt, parse_receipt
 from receipts.dsse import sign_envelope
 from receipts.keys import SigningKey, parse_public_key
+from receipts.prompt import TemplateError
 from storage.files.receipts.api import verify_bytes
 
 VECTORS = Path(__file__).resolve().parent
@@ -77,3 +79,34 @@ def test_any_earlier_list_is_refused_with_a_row_or_a_parse_error_unless_it_is_th
         assert any(c.status == "fail" and c.message for c in report.checks)
     if true_one:
         assert report.verdict == "verified"
+
+
+def _template_resigned(template: str) -> bytes:
+    """The vector's body told with another template: its prompt hash re-derived with the same marks, re-signed."""
+    from receipts.prompt import build_messages, prompt_hash
+    from receipts.states import prompt_marks
+
+    receipt = parse_receipt(RAW)
+    body, view = copy.deepcopy(BODY), copy.deepcopy(receipt.body)
+    body["prompt"]["template"] = template
+    body["prompt"]["sha256"] = prompt_hash(build_messages(template, view["query"]["event"]["text"], [m["event"] for m in view["memories"]], prompt_marks(view)))
+    return rbody.dump_file(rbody.sign_receipt(body, KEY, list(receipt.disclosures.values())))
+
+
+def test_earlier_statements_marked_in_a_v2_prompt_are_refused_by_their_row() -> None:
+    """v2's system message says nothing of what "[earlier statement" means: a receipt listing earlier statements
+    claims the model was told, which only mre-prompt/v3 does (FORMAT.md §20.1)."""
+    report = verify_bytes(_template_resigned("mre-prompt/v2"), trusted=[PUB])
+    row = next(c for c in report.checks if c.name == "states.earlier")
+    assert report.verdict == "failed" and row.status == "fail" and "mre-prompt/v3" in row.message
+    assert next(c for c in report.checks if c.name == "prompt.hash").status == "pass"  # the hash alone did not catch it
+
+
+def test_earlier_statements_with_a_v1_prompt_fail_the_prompt_hash() -> None:
+    with pytest.raises(TemplateError):
+        _template_resigned("mre-prompt/v1")  # v1 takes no marks: no such prompt can be built
+    body = copy.deepcopy(BODY)
+    body["prompt"]["template"] = "mre-prompt/v1"
+    receipt = parse_receipt(RAW)
+    report = verify_bytes(rbody.dump_file(rbody.sign_receipt(body, KEY, list(receipt.disclosures.values()))), trusted=[PUB])
+    assert report.verdict == "failed" and next(c for c in report.checks if c.name == "prompt.hash").status == "fail"
