@@ -137,3 +137,31 @@ def test_a_receipt_leaving_an_earlier_statement_unmarked_beside_another_does_not
 
     got = replay(e.stores, Cites(e.stores), parse_receipt(_forged(e, r, swap)))
     assert got.verdict == DIFFERS and any("does not list it" in line for line in got.lines()), got.lines()
+
+
+def test_a_superseded_memory_passed_off_as_an_earlier_statement_fails_with_the_ledger(tmp_path: Path) -> None:
+    """Leeds (0) superseded by a record (Bristol, 2, said after it): a receipt re-signed listing it as an earlier
+    statement instead (v3 prompt, hash re-derived) passes offline, where no record is named, and fails
+    `ledger.states`: the ledger's record makes it dead, and an earlier statement claims it was live (§20.1)."""
+    e = Engine(tmp_path / "data", llm=LLM(api_key=""))
+    try:
+        for text in ("I live in Leeds.", "The weather is lovely today.", "We have just moved to Bristol."):
+            e.remember(S, text)
+        t = e.turn(S, "Where did I live before?", k=4)
+        r = parse_receipt(rbody.dump_file(t.envelope))
+        assert [x["seq"] for x in t.body["states"]["superseded"]] == [0] and 2 in [m["event"]["seq"] for m in t.body["memories"]]
+
+        def as_earlier(b: dict[str, Any]) -> None:
+            (sup,) = b["states"]["superseded"]
+            b["states"] = {"v": 2, "superseded": [], "excluded": b["states"]["excluded"],
+                           "earlier": [{"rank": sup["rank"], "seq": 0, "id": sup["id"], "newer": 2}]}
+            b["prompt"]["template"] = "mre-prompt/v3"
+
+        raw = _forged(e, r, as_earlier)
+        assert verify_bytes(raw, trusted=[e.key.public_key]).verdict == "verified"  # offline: nothing names the record
+        report = verify_bytes(raw, trusted=[e.key.public_key], data_dir=e.data_dir)
+        row = next(c for c in report.checks if c.name == "ledger.states")
+        assert report.verdict == "failed" and row.status == "fail" and "seq 0 is claimed live" in row.message, row.message
+    finally:
+        e.index.close()
+        e.ledger.close()
