@@ -420,12 +420,16 @@ class Engine:
         if consent is not None and fit < len(memories):
             raise TurnError(f"session {session}: the {len(memories)} approved memories do not fit in one receipt; approve fewer")
         hits, memories = hits[:fit], memories[:fit]
-        handed = {ev.seq for ev in memories}
-        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there
-        unmarked = {s for s, n in earlier.items() if s in handed and (n not in handed or s in held.superseded)}
-        if unmarked:
-            keep = [i for i, ev in enumerate(memories) if ev.seq not in unmarked or ev.seq in held.superseded]
-            hits, memories = [hits[i] for i in keep], [memories[i] for i in keep]
+        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there.
+        # The memories end before it (they stay the ranked list's first ones: §24 ranking.memories), again until none
+        # is left, since a statement cut may be the newer one of another before it (Paris -> Berlin -> London)
+        while True:
+            handed = {ev.seq for ev in memories}
+            unmarked = {s for s, n in earlier.items() if s in handed and n not in handed and s not in held.superseded}
+            if not unmarked:
+                break
+            cut = min(i for i, ev in enumerate(memories) if ev.seq in unmarked)
+            hits, memories = hits[:cut], memories[:cut]
         marked = {rank: held.superseded[ev.seq] for rank, ev in enumerate(memories, start=1) if ev.seq in held.superseded}
         records = {ev.seq: ev for ev in self.ledger.read_events(session, sorted({x.record_seq for x in [*marked.values(), *left]}))}
         marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}

@@ -165,3 +165,45 @@ def test_a_superseded_memory_passed_off_as_an_earlier_statement_fails_with_the_l
     finally:
         e.index.close()
         e.ledger.close()
+
+
+@pytest.mark.parametrize(
+    ("earlier", "cut"),
+    [({0: 3}, 1), ({0: 1, 1: 3}, 1), ({2: 3}, 1), ({1: 3, 2: 3}, 1), ({0: 1, 1: 3}, 0), ({0: 2}, 2), ({0: 1}, 2)],
+    ids=["newer-cut", "chain-cut", "below-newer-cut", "two-under-a-cut-newer", "chain-whole", "newer-cut-two", "both-kept"],
+)
+def test_whatever_fits_in_the_receipt_it_verifies_and_never_names_a_newer_statement_not_handed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: dict[int, int], cut: int
+) -> None:
+    """The engine's last step before the prompt (chat.engine.Engine._complete): the receipt cites only as many memories
+    as fit (receipts.body.citable, here made to fit `cut` fewer); an earlier statement whose newer one did not fit is
+    not handed over. Before, it was taken out of the middle of the list (ranking.memories failed: the memories were
+    no longer the ranked list's first ones) and one whose newer statement was taken out that way stayed, its mark
+    naming a statement not handed (states.earlier failed): the engine signed receipts that did not verify."""
+    import chat.engine as engine_module
+
+    e = Engine(tmp_path / "data", llm=LLM(api_key=""))
+    try:
+        for text in ("I like green tea.", "I like black tea.", "I drink tea with milk.", "Tea is my favourite drink."):
+            e.remember(S, text)
+        from chat.retrieve import retrieve as real_retrieve
+
+        real_citable = rbody.citable
+
+        def named(*a: Any, **kw: Any) -> Any:  # the resolution named these (seq -> newer), all among the K
+            got = real_retrieve(*a, **kw)
+            assert sorted(h.seq for h in got.hits) == [0, 1, 2, 3]
+            return replace(got, earlier=dict(earlier))
+
+        monkeypatch.setattr(engine_module, "retrieve", named)
+        monkeypatch.setattr(rbody, "citable", lambda user, mems, *a: min(real_citable(user, mems, *a), len(mems) - cut))
+        t = e.turn(S, "What tea do I like?", k=4)
+        cited = [m["event"]["seq"] for m in t.body["memories"]]
+        listed = {x["seq"]: x["newer"] for x in t.body.get("states", {}).get("earlier", [])}
+        assert {s: n for s, n in earlier.items() if s in cited} == listed, "an earlier statement handed unmarked"
+        assert all(n in cited for n in listed.values())
+        report = verify_bytes(rbody.dump_file(t.envelope), trusted=[e.key.public_key], data_dir=e.data_dir)
+        assert report.verdict == "verified", [(c.name, c.message) for c in report.checks if c.status != "pass"]
+    finally:
+        e.index.close()
+        e.ledger.close()
