@@ -56,3 +56,19 @@ def test_a_detector_failing_half_way_leaves_the_import_standing_and_its_records_
     assert cp is not None and key is not None
     assert cp["body"]["tree_size"] == size == 6, cp["body"]  # the record (seq 5) is under a signed checkpoint
     assert key.key_id in str(cp)
+
+
+def test_an_unreadable_signing_key_is_refused_in_one_line_and_nothing_imported(
+    source: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from storage.common.keyfiles import keys_dir
+
+    src, bundle = source
+    data = _same_key(src, tmp_path)
+    for f in keys_dir(data).iterdir():
+        if f.is_file() and not f.name.endswith(".pub"):
+            f.write_text("not a key", encoding="utf-8")
+    code = bundle_main(["import", str(data), str(bundle), "--trust", _pub(src), "--as", "s2", "--detect-changes"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert not (data / "imported").exists() or not any(p for p in (data / "imported").iterdir() if not p.name.startswith("."))
