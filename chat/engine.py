@@ -265,11 +265,14 @@ class Engine:
         rules_only = LLM(api_key="")
         done = 0
         with self.backend.turn_lock(session):
+            start = self.ledger.head(session)[0]
             view = model_view(self.stores, self.cites, session)  # what a model may be shown: no withheld statement
-            for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
-                done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
-            if done:
-                self.backend.issue_checkpoint(self.ledger, session, self.key)
+            try:
+                for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
+                    done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
+            finally:  # a failure half way still signs the records it appended: none is left after the last checkpoint
+                if self.ledger.head(session)[0] > start:
+                    self.backend.issue_checkpoint(self.ledger, session, self.key)
         self.index.index_session(session)
         return done
 
@@ -425,12 +428,16 @@ class Engine:
         if consent is not None and fit < len(memories):
             raise TurnError(f"session {session}: the {len(memories)} approved memories do not fit in one receipt; approve fewer")
         hits, memories = hits[:fit], memories[:fit]
-        handed = {ev.seq for ev in memories}
-        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there
-        unmarked = {s for s, n in earlier.items() if s in handed and (n not in handed or s in held.superseded)}
-        if unmarked:
-            keep = [i for i, ev in enumerate(memories) if ev.seq not in unmarked or ev.seq in held.superseded]
-            hits, memories = [hits[i] for i in keep], [memories[i] for i in keep]
+        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there.
+        # The memories end before it (they stay the ranked list's first ones: §24 ranking.memories), again until none
+        # is left, since a statement cut may be the newer one of another before it (Paris -> Berlin -> London)
+        while True:
+            handed = {ev.seq for ev in memories}
+            unmarked = {s for s, n in earlier.items() if s in handed and n not in handed and s not in held.superseded}
+            if not unmarked:
+                break
+            cut = min(i for i, ev in enumerate(memories) if ev.seq in unmarked)
+            hits, memories = hits[:cut], memories[:cut]
         marked = {rank: held.superseded[ev.seq] for rank, ev in enumerate(memories, start=1) if ev.seq in held.superseded}
         records = {ev.seq: ev for ev in self.ledger.read_events(session, sorted({x.record_seq for x in [*marked.values(), *left]}))}
         marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}
