@@ -81,6 +81,7 @@ VECTORS_PENDING = (
 )
 # a vector kept only while its event's row is there (an erasure between embedding and writing leaves none)
 VECTORS_PUT = "INSERT OR REPLACE INTO vectors (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?)"
+EVENTS_COUNT = "SELECT count(*) FROM events WHERE id BETWEEN ? AND ?"  # a session's rows (its embedding's bound)
 VECTORS_STATE = "SELECT count(*), coalesce(sum(id - ?), 0) FROM vectors WHERE id BETWEEN ? AND ?"
 VECTORS_OF = "SELECT id - ?, vec FROM vectors WHERE id BETWEEN ? AND ? ORDER BY id"
 VECTORS_DROP = "DELETE FROM vectors WHERE id BETWEEN ? AND ?"

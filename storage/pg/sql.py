@@ -760,6 +760,10 @@ SEARCH_VECTORS_PUT = (
     " WHERE EXISTS (SELECT 1 FROM search_events AS e WHERE e.num = %s AND e.seq = u.s)"
     " ON CONFLICT (num, seq) DO UPDATE SET vec = EXCLUDED.vec"
 )
+# how many of the session's events have no vector yet (params: num, num)
+SEARCH_VECTORS_MISSING = (
+    "SELECT (SELECT count(*) FROM search_events WHERE num = %s) - (SELECT count(*) FROM search_vectors WHERE num = %s)"
+)
 SEARCH_VECTORS_STATE = "SELECT count(*), coalesce(sum(seq), 0) FROM search_vectors WHERE num = %s"
 SEARCH_VECTORS_OF = "SELECT seq, vec FROM search_vectors WHERE num = %s ORDER BY seq"
 SEARCH_VECTOR_SEQS = (

@@ -37,6 +37,8 @@ class PgVectoring(VectorMode):
         if row is None:
             return 0
         num = int(row[0])
+        with self.db.connection() as conn:
+            missing = int((conn.execute(sql.SEARCH_VECTORS_MISSING, (num, num)).fetchone() or (0,))[0])
 
         def pending(want: int) -> list[tuple[int, str]]:
             with self.db.connection() as conn:
@@ -47,7 +49,7 @@ class PgVectoring(VectorMode):
             with self.db.transaction() as conn:
                 conn.execute(sql.SEARCH_VECTORS_PUT, (num, seqs, blobs, num))
 
-        return self._embed_batches(embedder, pending, put, limit, progress)
+        return self._embed_batches(embedder, pending, put, limit, progress, missing)
 
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""

@@ -23,7 +23,7 @@ from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
 from retrieval.semantic import HYBRID, LEXICAL_POOL
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
 from storage.common.retrieval.connection import batched
-from storage.common.retrieval.vectors import AT_SEARCH, Vectoring
+from storage.common.retrieval.vectors import Vectoring
 
 
 def candidates_for(k: int) -> int:
@@ -206,7 +206,7 @@ class Searching(Vectoring):
         from storage.common.retrieval.hybrid import dense_cosines, hybrid_hits  # hybrid.py reads candidate() from here
 
         assert self._embedder is not None
-        self.embed_pending(session, limit=AT_SEARCH)
+        self._embed_at_search(session)  # the background thread's work, or the newest AT_SEARCH events here
         seqs, matrix = self._session_vectors(num)
         cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}

@@ -5,23 +5,42 @@ Derived data like every row of the index: one row of `vectors` per embedded even
 indexer's drop and rebuild, the table dropped with the others on a reset). Without the extra the table stays empty.
 
 Embedding runs when asked (`embed_pending`: every event of a session that has none, newest first, in batches; the
-bench and `rebuild` callers) and at each hybrid search for at most AT_SEARCH of the newest pending events, so a
-turn never waits on a whole session: an event without a vector yet still answers, lexically.
+bench, `rebuild` and `import --semantic`), and in one of two ways for the events a turn appends:
+
+- in the background (`embed_in_background`, what the app does): a thread of this process embeds each session that
+  `index_session` brought up to date (and those it is handed at start), so a turn never waits on the embedding of
+  its own events; a search embeds nothing but its query, and an event without a vector yet answers lexically;
+- otherwise (a one-shot CLI search) a hybrid search first embeds at most AT_SEARCH of the newest pending events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ledger import Event
 from retrieval import sql
 from retrieval.semantic import TextEmbedder, from_blobs, to_blob
-from storage.common.retrieval.indexer import Indexing
+from storage.common.retrieval.indexer import Indexing, Progress
 
-AT_SEARCH = 64  # pending events a hybrid search embeds before it runs (newest first)
+AT_SEARCH = 64  # pending events a hybrid search embeds before it runs (newest first), when none embeds in the background
 BATCH = 256
+log = logging.getLogger("retrieval")
+
+
+class _Background:
+    """The sessions waiting for the embedding thread, and whether it is busy (one Condition guards both)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.queued: dict[str, None] = {}  # insertion-ordered: first woken, first embedded
+        self.busy = False
+        self.stopped = False
+        self.failures = 0
 
 
 class VectorMode:
@@ -30,11 +49,79 @@ class VectorMode:
     reads and writes (this module's Vectoring: index.sqlite; storage.pg.vectors.PgVectoring: search_vectors)."""
 
     _embedder: TextEmbedder | None = None
+    _background: _Background | None = None
 
     def use_semantic(self, embedder: TextEmbedder | None) -> None:
         """Search in hybrid mode with `embedder` (None: lexical, as without the extra)."""
         self._embedder = embedder
         self.__dict__["_vec_cache"] = {}
+
+    def embed_pending(
+        self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Each backend's: embed the session's indexed events that have no vector (newest first, at most `limit`)."""
+        raise NotImplementedError
+
+    # -- embedding off the turn's path -------------------------------------------------------------------------
+    def embed_in_background(self, sessions: Iterable[str] = ()) -> None:
+        """From now on embed in a thread of this process: `sessions` now, then each session `index_session` brings
+        up to date. A hybrid search then embeds only its query: events not embedded yet answer lexically."""
+        if self._background is None:
+            bg = self._background = _Background()
+            threading.Thread(target=self._embed_loop, args=(bg,), name="embed-pending", daemon=True).start()
+        for session in sessions:
+            self._wake(session)
+
+    def stop_embedding(self) -> None:
+        """Stop the background thread after the session it is embedding (a search embeds at search again)."""
+        bg, self._background = self._background, None
+        if bg is not None:
+            with bg.cond:
+                bg.stopped = True
+                bg.cond.notify_all()
+
+    def embedding_idle(self, timeout: float | None = None) -> bool:
+        """Whether the background thread has nothing queued or running (waiting up to `timeout` seconds for it)."""
+        bg = self._background
+        if bg is None:
+            return True
+        with bg.cond:
+            return bg.cond.wait_for(lambda: not bg.queued and not bg.busy, timeout)
+
+    def _wake(self, session: str) -> None:
+        """Queue `session` for the background thread (nothing when there is none, or no model)."""
+        bg = self._background
+        if bg is None or self._embedder is None:
+            return
+        with bg.cond:
+            bg.queued[session] = None
+            bg.cond.notify_all()
+
+    def _embed_loop(self, bg: _Background) -> None:
+        while True:
+            with bg.cond:
+                bg.cond.wait_for(lambda: bg.queued or bg.stopped)
+                if bg.stopped:
+                    return
+                session = next(iter(bg.queued))
+                del bg.queued[session]
+                bg.busy = True
+            try:
+                self.embed_pending(session)
+            except Exception as exc:  # noqa: BLE001 - the thread must live on; the search answers lexically meanwhile
+                bg.failures += 1
+                log.warning("session %s: embedding in the background failed (%s)", session, type(exc).__name__)
+            finally:
+                with bg.cond:
+                    bg.busy = False
+                    bg.cond.notify_all()
+
+    def _embed_at_search(self, session: str) -> None:
+        """Before a hybrid search: wake the background thread, or (none) embed at most AT_SEARCH newest events."""
+        if self._background is not None:
+            self._wake(session)
+        else:
+            self.embed_pending(session, limit=AT_SEARCH)
 
     @property
     def semantic(self) -> dict[str, str] | None:
@@ -48,12 +135,16 @@ class VectorMode:
         put: Callable[[list[int], list[bytes]], None],
         limit: int | None,
         progress: Callable[[int], None] | None,
+        missing: int,
     ) -> int:
         """Embed `pending(want)`'s (seq, text), newest first, in batches of BATCH until none is left or `limit` are
-        done, storing each batch with `put(seqs, blobs)`; how many."""
+        done, storing each batch with `put(seqs, blobs)`; how many. `missing` (events less vectors, counted first)
+        bounds it: nothing to do costs two counts, and the scan for pending rows stops once it found them all (the
+        new events are the newest), rather than walking a whole embedded session to fill a batch."""
         done = 0
-        while limit is None or done < limit:
-            want = BATCH if limit is None else min(BATCH, limit - done)
+        limit = missing if limit is None else min(limit, missing)
+        while done < limit:
+            want = min(BATCH, limit - done)
             batch = pending(want)
             if not batch:
                 break
@@ -94,6 +185,10 @@ class Vectoring(Indexing, VectorMode):
         if row is None:
             return 0
         lo, hi = sql.session_range(int(row[0]))
+        conn = self._reader()
+        missing = int(conn.execute(sql.EVENTS_COUNT, (lo, hi)).fetchone()[0]) - int(
+            conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()[0]
+        )
 
         def pending(want: int) -> list[tuple[int, str]]:
             return [(int(r[0]), str(r[2])) for r in self._reader().execute(sql.VECTORS_PENDING, (lo, hi, want)).fetchall()]
@@ -102,7 +197,15 @@ class Vectoring(Indexing, VectorMode):
             with self._lock, self._tx() as conn:
                 conn.executemany(sql.VECTORS_PUT, [(i, b, i) for i, b in zip(ids, blobs, strict=True)])
 
-        return self._embed_batches(embedder, pending, put, limit, progress)
+        return self._embed_batches(embedder, pending, put, limit, progress, missing)
+
+    def index_session(
+        self, session: str, new_events: Sequence[Event] | None = None, *, progress: Progress | None = None
+    ) -> list[str]:
+        """Indexing.index_session, then the session queued for the background embedding (when it runs)."""
+        warnings = super().index_session(session, new_events, progress=progress)
+        self._wake(session)
+        return warnings
 
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""
