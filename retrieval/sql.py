@@ -79,6 +79,9 @@ VECTORS_PENDING = (
     "SELECT e.id, e.seq, e.text FROM events AS e WHERE e.id BETWEEN ? AND ?"
     " AND NOT EXISTS (SELECT 1 FROM vectors AS v WHERE v.id = e.id) ORDER BY e.id DESC LIMIT ?"
 )
+# the same, oldest first: how a whole session is embedded (rows written in ascending id order fill the table's pages;
+# batches written newest first left them 60% full, 1,370 bytes an event against 821)
+VECTORS_PENDING_OLDEST = VECTORS_PENDING.replace("ORDER BY e.id DESC", "ORDER BY e.id")
 # a vector kept only while its event's row is there (an erasure between embedding and writing leaves none)
 VECTORS_PUT = "INSERT OR REPLACE INTO vectors (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?)"
 EVENTS_COUNT = "SELECT count(*) FROM events WHERE id BETWEEN ? AND ?"  # a session's rows (its embedding's bound)

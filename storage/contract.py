@@ -294,7 +294,7 @@ class SearchIndex(Protocol):
     @property
     def semantic(self) -> dict[str, str] | None: ...
 
-    # embed the session's indexed events that have no vector (newest first, at most `limit`); how many
+    # embed the session's indexed events that have no vector (at most `limit`, newest first; all, oldest first); how many
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int: ...

@@ -754,6 +754,7 @@ SEARCH_VECTORS_PENDING = (
     " AND NOT EXISTS (SELECT 1 FROM search_vectors AS v WHERE v.num = e.num AND v.seq = e.seq)"
     " ORDER BY e.seq DESC LIMIT %s"
 )
+SEARCH_VECTORS_PENDING_OLDEST = SEARCH_VECTORS_PENDING.replace("ORDER BY e.seq DESC", "ORDER BY e.seq")  # a whole session
 # vectors kept only for events whose row is still there (params: num, seqs bigint[], vecs bytea[], num)
 SEARCH_VECTORS_PUT = (
     "INSERT INTO search_vectors (num, seq, vec) SELECT %s, u.s, u.v FROM unnest(%s::bigint[], %s::bytea[]) AS u (s, v)"

@@ -28,7 +28,7 @@ class PgVectoring(VectorMode):
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed the session's indexed events that have no vector (newest first, at most `limit`); how many."""
+        """Embed the session's indexed events that have no vector (at most `limit`, newest first; all, oldest first)."""
         embedder = self._embedder
         if embedder is None:
             return 0
@@ -40,9 +40,10 @@ class PgVectoring(VectorMode):
         with self.db.connection() as conn:
             missing = int((conn.execute(sql.SEARCH_VECTORS_MISSING, (num, num)).fetchone() or (0,))[0])
 
-        def pending(want: int) -> list[tuple[int, str]]:
+        def pending(want: int, newest: bool) -> list[tuple[int, str]]:
+            stmt = sql.SEARCH_VECTORS_PENDING if newest else sql.SEARCH_VECTORS_PENDING_OLDEST
             with self.db.connection() as conn:
-                rows = conn.execute(sql.SEARCH_VECTORS_PENDING, (num, want)).fetchall()
+                rows = conn.execute(stmt, (num, want)).fetchall()
             return [(int(r[0]), bytes(r[1]).decode("utf-8", "surrogatepass")) for r in rows]
 
         def put(seqs: list[int], blobs: list[bytes]) -> None:

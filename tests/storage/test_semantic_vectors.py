@@ -258,3 +258,15 @@ class TestEmbeddingOffTheTurnsPath:
         stores.index.stop_embedding()
         stores.index.search("s1", "cello", k=3)
         assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
+
+
+def test_a_search_catching_up_embeds_the_newest_events_first(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+    import storage.common.retrieval.vectors as vectors
+
+    monkeypatch.setattr(vectors, "AT_SEARCH", 2)
+    _fill(stores)
+    stores.index.use_semantic(WordEmbedder())
+    stores.index.search("s1", "cello", k=3)
+    assert stores.index.vector_seqs("s1") == [3, 4]
+    assert stores.index.embed_pending("s1") == 3  # the rest, oldest first
+    assert stores.index.vector_seqs("s1") == [0, 1, 2, 3, 4]

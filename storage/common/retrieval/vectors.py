@@ -4,7 +4,7 @@ Derived data like every row of the index: one row of `vectors` per embedded even
 (retrieval.semantic.to_blob), written only while the event's row is there and deleted with it (housekeeping's forget,
 indexer's drop and rebuild, the table dropped with the others on a reset). Without the extra the table stays empty.
 
-Embedding runs when asked (`embed_pending`: every event of a session that has none, newest first, in batches; the
+Embedding runs when asked (`embed_pending`: every event of a session that has none, oldest first, in batches; the
 bench, `rebuild` and `import --semantic`), and in one of two ways for the events a turn appends:
 
 - in the background (`embed_in_background`, what the app does): a thread of this process embeds each session that
@@ -59,7 +59,7 @@ class VectorMode:
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Each backend's: embed the session's indexed events that have no vector (newest first, at most `limit`)."""
+        """Each backend's: embed the session's indexed events that have no vector (at most `limit`, newest first; all, oldest first)."""
         raise NotImplementedError
 
     # -- embedding off the turn's path -------------------------------------------------------------------------
@@ -131,21 +131,24 @@ class VectorMode:
     @staticmethod
     def _embed_batches(
         embedder: TextEmbedder,
-        pending: Callable[[int], list[tuple[int, str]]],
+        pending: Callable[[int, bool], list[tuple[int, str]]],
         put: Callable[[list[int], list[bytes]], None],
         limit: int | None,
         progress: Callable[[int], None] | None,
         missing: int,
     ) -> int:
-        """Embed `pending(want)`'s (seq, text), newest first, in batches of BATCH until none is left or `limit` are
-        done, storing each batch with `put(seqs, blobs)`; how many. `missing` (events less vectors, counted first)
+        """Embed `pending(want, newest)`'s (seq, text) in batches of BATCH until none is left or `limit` are done,
+        storing each batch with `put(seqs, blobs)`; how many. With a `limit` (a search's catch-up) the newest first:
+        what a turn may ask about; without, the oldest first: the rows then fill the table's pages (written newest
+        first they were left 60% full). `missing` (events less vectors, counted first)
         bounds it: nothing to do costs two counts, and the scan for pending rows stops once it found them all (the
         new events are the newest), rather than walking a whole embedded session to fill a batch."""
         done = 0
+        newest = limit is not None
         limit = missing if limit is None else min(limit, missing)
         while done < limit:
             want = min(BATCH, limit - done)
-            batch = pending(want)
+            batch = pending(want, newest)
             if not batch:
                 break
             vecs = embedder.embed([text for _seq, text in batch])
@@ -177,7 +180,7 @@ class Vectoring(Indexing, VectorMode):
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed the session's indexed events that have no vector (newest first, at most `limit`); how many."""
+        """Embed the session's indexed events that have no vector (at most `limit`, newest first; all, oldest first)."""
         embedder = self._embedder
         if embedder is None:
             return 0
@@ -190,8 +193,9 @@ class Vectoring(Indexing, VectorMode):
             conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()[0]
         )
 
-        def pending(want: int) -> list[tuple[int, str]]:
-            return [(int(r[0]), str(r[2])) for r in self._reader().execute(sql.VECTORS_PENDING, (lo, hi, want)).fetchall()]
+        def pending(want: int, newest: bool) -> list[tuple[int, str]]:
+            stmt = sql.VECTORS_PENDING if newest else sql.VECTORS_PENDING_OLDEST
+            return [(int(r[0]), str(r[2])) for r in self._reader().execute(stmt, (lo, hi, want)).fetchall()]
 
         def put(ids: list[int], blobs: list[bytes]) -> None:
             with self._lock, self._tx() as conn:
