@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS vectors (
     id INTEGER PRIMARY KEY,             -- the event's row id in `events` (gone with it: forget, drop, rebuild)
     vec BLOB NOT NULL                   -- the semantic extra's embedding (retrieval.semantic.to_blob), none without it
 );
+-- the vectors' ids alone: a session's count and sum of ids (the hybrid search's check that its cached vectors are
+-- current) read from this instead of every 800-byte row
+CREATE INDEX IF NOT EXISTS vectors_ids ON vectors(id);
 CREATE TABLE IF NOT EXISTS terms (
     num INTEGER NOT NULL,               -- session number
     term TEXT NOT NULL,                 -- retrieval.text.content_terms() form

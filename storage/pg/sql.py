@@ -767,6 +767,7 @@ SEARCH_VECTORS_MISSING = (
 )
 SEARCH_VECTORS_STATE = "SELECT count(*), coalesce(sum(seq), 0) FROM search_vectors WHERE num = %s"
 SEARCH_VECTORS_OF = "SELECT seq, vec FROM search_vectors WHERE num = %s ORDER BY seq"
+SEARCH_VECTORS_AFTER = "SELECT seq, vec FROM search_vectors WHERE num = %s AND seq > %s ORDER BY seq"  # new ones
 SEARCH_VECTOR_SEQS = (
     "SELECT v.seq FROM search_vectors AS v JOIN search_sessions AS s ON s.num = v.num WHERE s.session = %s ORDER BY v.seq"
 )

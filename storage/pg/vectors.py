@@ -60,7 +60,10 @@ class PgVectoring(VectorMode):
     def _session_vectors(self, conn: psycopg.Connection[Any], num: int) -> tuple[np.ndarray, np.ndarray]:
         """The session's (seqs, unit vectors), read once per state of its vectors (count and sum of seqs)."""
         count, total = conn.execute(sql.SEARCH_VECTORS_STATE, (num,)).fetchone() or (0, 0)
-        return self._cached_vectors(num, (int(count), int(total)), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall())
+        return self._cached_vectors(
+            num, (int(count), int(total)), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall(),
+            lambda last: conn.execute(sql.SEARCH_VECTORS_AFTER, (num, last)).fetchall(),
+        )
 
     @staticmethod
     def _dense_rows(conn: psycopg.Connection[Any], num: int, seqs: list[int]) -> list[Any]:

@@ -270,3 +270,22 @@ def test_a_search_catching_up_embeds_the_newest_events_first(stores: Stores, mon
     assert stores.index.vector_seqs("s1") == [3, 4]
     assert stores.index.embed_pending("s1") == 3  # the rest, oldest first
     assert stores.index.vector_seqs("s1") == [0, 1, 2, 3, 4]
+
+
+def test_vectors_embedded_after_a_search_are_used_by_the_next_one(stores: Stores) -> None:
+    _fill(stores)
+    stores.index.use_semantic(WordEmbedder())
+    stores.index.embed_pending("s1")
+    assert 5 not in _seqs(stores.index.search("s1", "hound", k=10))  # the session's vectors now held in memory
+    stores.ledger.append_many("s1", [Message("user", "a canine visited", {}), Message("user", "my puppy barks", {})])
+    stores.index.index_session("s1")
+    held = stores.index.__dict__["_vec_cache"]
+    before = next(iter(held.values()))
+    assert stores.index.embed_pending("s1") == 2
+    hits = {h.seq: h for h in stores.index.search("s1", "hound", k=10, explain=True).results}
+    assert next(iter(held.values())) is before and before.n == 7  # appended to the vectors held, not read again
+    assert {5, 6} <= set(hits)
+    assert hits[5].explain is not None and hits[5].explain["cosine"] == pytest.approx(3 ** -0.5, abs=1e-3)  # 1 word of 3
+    stores.ledger.erase("s1", [6])
+    stores.index.forget_events("s1", [6])
+    assert 6 not in _seqs(stores.index.search("s1", "hound", k=10))
