@@ -1,6 +1,7 @@
 """The semantic extra's cost (issue 35): embedding speed, search p95 at a 100k-event session, bytes per event.
 
     python bench/semantic_cost.py [--events 100000] [--embed-sample 1500] [--queries 200] [--out DIR]
+        [--skip-embedding] [--skip-search] [--candidate ONNX_FILE]
 
 1. Embedding: `--embed-sample` LoCoMo turns embedded by the shipped model (all-MiniLM-L6-v2 int8 ONNX) as the app
    embeds them (one onnxruntime thread) and as import/rebuild do (one thread a core), beside the earlier setting
@@ -47,7 +48,35 @@ def _rate(model: semantic.Embedder, texts: list[str]) -> tuple[float, np.ndarray
     return len(texts) / (time.perf_counter() - t0), vecs
 
 
-def embedding(texts: list[str]) -> list[str]:
+def _candidate_rate(path: Path, texts: list[str], base: semantic.Embedder) -> float:
+    """Events/s of another ONNX sentence model over the same batches (the vendored tokenizer: MiniLM's vocabulary), for
+    speed alone: its vectors are not the shipped model's (recall is measured by bench/semantic.py, not here)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    sess = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    order = sorted(texts, key=len)
+
+    def run(batch: list[str]) -> None:
+        enc = base._tokenizer.encode_batch(batch)
+        feed = {
+            "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+        }
+        sess.run(None, {k: v for k, v in feed.items() if k in names})
+
+    run(order[:64])
+    t0 = time.perf_counter()
+    for i in range(0, len(order), semantic.BATCH):
+        run(order[i : i + semantic.BATCH])
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def embedding(texts: list[str], candidate: Path | None = None) -> list[str]:
     rows = []
     base = semantic.load(threads=1)
     base._tokenizer.enable_truncation(max_length=256)  # the earlier cut, one thread: this run's baseline
@@ -56,6 +85,8 @@ def embedding(texts: list[str]) -> list[str]:
     for label, threads in (("shipped, app: 1 thread, cut at 128", 1), ("shipped, import/rebuild: 1 thread a core", 0)):
         rate, v = _rate(semantic.load(threads=threads), texts)
         rows.append(f"| {label} | {rate:.0f} | {float((v * v0).sum(axis=1).min()):.6f} | {os.getloadavg()[0]:.1f} |")
+    if candidate is not None:
+        rows.append(f"| candidate {candidate.name}: 1 thread, speed only (another model) | {_candidate_rate(candidate, texts, base):.0f} | — | {os.getloadavg()[0]:.1f} |")
     base._tokenizer.no_padding()  # the word pieces of each text, unpadded
     lens = [len(e.ids) for e in base._tokenizer.encode_batch(texts)]
     head = [
@@ -202,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     ap.add_argument("--skip-embedding", action="store_true", help="only the search part")
+    ap.add_argument("--skip-search", action="store_true", help="only the embedding part")
+    ap.add_argument("--candidate", type=Path, help="also time another ONNX sentence model file (speed only)")
     args = ap.parse_args(argv)
     print(machine())
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores shared with other workers)")
@@ -210,9 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         rng = random.Random(3)
         texts = [t.text for conv in data for t in turns(conv)]
         rng.shuffle(texts)
-        print("\n".join(embedding(texts[: args.embed_sample])))
+        print("\n".join(embedding(texts[: args.embed_sample], args.candidate)))
         print()
-    print("\n".join(search_cost(args.out, args.events, args.queries, data)))
+    if not args.skip_search:
+        print("\n".join(search_cost(args.out, args.events, args.queries, data)))
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -167,20 +167,23 @@ class VectorMode:
         `state` (count and sum of seqs of its vectors) differs from the one cached. When only vectors past the last
         one cached were added (a turn's events, embedded in the background), `after(last seq)` reads those alone and
         they are appended in place: a 100k-event session is not read again (77 MB) at every turn."""
-        cache: dict[int, _Cached] = self.__dict__.setdefault("_vec_cache", {})
-        found = cache.get(num)
-        if found is not None and found.state == state:
-            return found.view()
-        if found is not None and after is not None and found.n and state[0] > found.state[0]:
-            new = after(int(found.seqs[found.n - 1]))
-            seqs = np.array([int(r[0]) for r in new], dtype=np.int64)
-            if found.state[0] + seqs.size == state[0] and found.state[1] + int(seqs.sum()) == state[1]:
-                found.append(seqs, from_blobs([bytes(r[1]) for r in new]), state)
+        # one search at a time brings the held vectors up to date (the app searches from several threads): two that
+        # appended the same new rows at once would hold them twice
+        with self.__dict__.setdefault("_vec_lock", threading.Lock()):
+            cache: dict[int, _Cached] = self.__dict__.setdefault("_vec_cache", {})
+            found = cache.get(num)
+            if found is not None and found.state == state:
                 return found.view()
-        got = rows()
-        cached = _Cached(state, np.array([int(r[0]) for r in got], dtype=np.int64), from_blobs([bytes(r[1]) for r in got]))
-        cache[num] = cached
-        return cached.view()
+            if found is not None and after is not None and found.n and state[0] > found.state[0]:
+                new = after(int(found.seqs[found.n - 1]))
+                seqs = np.array([int(r[0]) for r in new], dtype=np.int64)
+                if found.state[0] + seqs.size == state[0] and found.state[1] + int(seqs.sum()) == state[1]:
+                    found.append(seqs, from_blobs([bytes(r[1]) for r in new]), state)
+                    return found.view()
+            got = rows()
+            held = _Cached(state, np.array([int(r[0]) for r in got], dtype=np.int64), from_blobs([bytes(r[1]) for r in got]))
+            cache[num] = held
+            return held.view()
 
 
 class _Cached:
