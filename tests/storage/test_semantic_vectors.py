@@ -289,3 +289,13 @@ def test_vectors_embedded_after_a_search_are_used_by_the_next_one(stores: Stores
     stores.ledger.erase("s1", [6])
     stores.index.forget_events("s1", [6])
     assert 6 not in _seqs(stores.index.search("s1", "hound", k=10))
+
+
+def test_an_imported_session_is_embedded_with_its_progress_on_either_backend(stores: Stores) -> None:
+    from storage import admin
+
+    _fill(stores)
+    ticks: list[int] = []
+    assert admin.embed_imported(stores.ledger, "s1", WordEmbedder(), ticks.append) == len(TEXTS)
+    assert sum(ticks) == len(TEXTS)
+    assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
