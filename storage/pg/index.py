@@ -192,7 +192,7 @@ class PgIndex(Forgetting, PgVectoring):
         """The semantic extra's search: the lexical rows and the session's nearest events, fused (as Index._hybrid)."""
         assert self._embedder is not None
         seqs, matrix = self._session_vectors(conn, num)
-        cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
+        cos = dense_cosines(self._query_embedder(), q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}
         dense = [s for s in cos.nearest if s not in lexical]
         hits = hybrid_hits(
@@ -244,6 +244,7 @@ class PgIndex(Forgetting, PgVectoring):
             if row is None:
                 return
             conn.execute(sql.SEARCH_DROP_SESSION, (int(row[0]),))
+        self.__dict__.get("_query_cache", {}).clear()  # the semantic extra's last queries' vectors
         self._vacuum()
 
     def rebuild(self, progress: Progress | None = None) -> list[str]:

@@ -299,3 +299,30 @@ def test_an_imported_session_is_embedded_with_its_progress_on_either_backend(sto
     assert admin.embed_imported(stores.ledger, "s1", WordEmbedder(), ticks.append) == len(TEXTS)
     assert sum(ticks) == len(TEXTS)
     assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
+
+
+class TestTheLastQueriesVectors:
+    def test_a_query_searched_again_is_not_embedded_again(self, stores: Stores) -> None:
+        _fill(stores)
+        model = WordEmbedder()
+        stores.index.use_semantic(model)
+        stores.index.embed_pending("s1")
+        first = stores.index.search("s1", "hound", k=3).to_dict()
+        calls = model.calls
+        assert stores.index.search("s1", "hound", k=3).to_dict() == first  # a turn searches its message twice or more
+        assert model.calls == calls
+        stores.index.search("s1", "cello", k=3)
+        assert model.calls == calls + 1
+
+    def test_a_forget_drops_the_queries_held(self, stores: Stores) -> None:
+        _fill(stores)
+        model = WordEmbedder()
+        stores.index.use_semantic(model)
+        stores.index.embed_pending("s1")
+        stores.index.search("s1", "I am overwhelmed at work", k=3)  # a message that is then forgotten
+        stores.ledger.erase("s1", [3])
+        stores.index.forget_events("s1", [3])
+        assert len(stores.index.__dict__["_query_cache"]) == 0
+        calls = model.calls
+        stores.index.search("s1", "I am overwhelmed at work", k=3)
+        assert model.calls == calls + 1

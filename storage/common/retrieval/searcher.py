@@ -208,7 +208,7 @@ class Searching(Vectoring):
         assert self._embedder is not None
         self._embed_at_search(session)  # the background thread's work, or the newest AT_SEARCH events here
         seqs, matrix = self._session_vectors(num)
-        cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
+        cos = dense_cosines(self._query_embedder(), q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}
         dense = [s for s in cos.nearest if s not in lexical]
         hits = hybrid_hits(

@@ -15,8 +15,10 @@ bench, `rebuild` and `import --semantic`), and in one of two ways for the events
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -29,7 +31,35 @@ from storage.common.retrieval.indexer import Indexing, Progress
 
 AT_SEARCH = 64  # pending events a hybrid search embeds before it runs (newest first), when none embeds in the background
 BATCH = 256
+QUERY_CACHE = 16  # the last queries' vectors held: a turn searches with its message two or three times (chat.retrieve)
 log = logging.getLogger("retrieval")
+
+
+class _HeldQueries:
+    """The model for a search's query, holding the vectors of the last QUERY_CACHE queries (keyed by the sha256 of
+    their text, in memory only; every forget drops them all: the message forgotten may be one of them)."""
+
+    def __init__(self, model: TextEmbedder, held: OrderedDict[bytes, np.ndarray], lock: threading.Lock) -> None:
+        self.model, self.held, self.lock = model, held, lock
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) != 1:
+            return self.model.embed(texts)
+        key = hashlib.sha256(texts[0].encode("utf-8", "surrogatepass")).digest()
+        with self.lock:
+            found = self.held.get(key)
+            if found is not None:
+                self.held.move_to_end(key)
+                return found
+        vec = self.model.embed(texts)
+        with self.lock:
+            self.held[key] = vec
+            while len(self.held) > QUERY_CACHE:
+                self.held.popitem(last=False)
+        return vec
+
+    def describe(self) -> dict[str, str]:
+        return self.model.describe()
 
 
 class _Background:
@@ -55,6 +85,13 @@ class VectorMode:
         """Search in hybrid mode with `embedder` (None: lexical, as without the extra)."""
         self._embedder = embedder
         self.__dict__["_vec_cache"] = {}
+        self.__dict__["_query_cache"] = OrderedDict()
+
+    def _query_embedder(self) -> TextEmbedder:
+        """The model for a search's query, with the last queries' vectors held (_HeldQueries)."""
+        assert self._embedder is not None
+        held = self.__dict__.setdefault("_query_cache", OrderedDict())
+        return _HeldQueries(self._embedder, held, self.__dict__.setdefault("_query_lock", threading.Lock()))
 
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
