@@ -251,6 +251,7 @@ class Indexing(IndexFile):
         conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", (lo, hi))
         conn.execute(sql.VECTORS_DROP, (lo, hi))  # the semantic extra's vectors go with the rows
         self.__dict__.setdefault("_vec_cache", {}).pop(num, None)
+        self.__dict__.get("_query_cache", {}).clear()
         conn.execute("DELETE FROM terms WHERE num = ?", (num,))
         if remove:
             conn.execute("DELETE FROM watermarks WHERE num = ?", (num,))
