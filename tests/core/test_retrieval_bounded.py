@@ -87,7 +87,10 @@ class TestPureParts:
         part = sum(bounded.idf(1000, n) * w * 2.2 / (w + 1.2 * (0.25 + 0.75 * 0.01)) for n, w in ((5, 1e6), (500, 1e6)))
         assert bounded.bound(1000, hits, ["a", "b"]) > part
 
-    def test_fewer_rows_than_asked_means_every_term(self) -> None:
+    def test_fewer_rows_than_asked_adds_the_next_rarest_terms(self) -> None:
+        # no n-th score yet: E grows by the next rarest terms until their rows could add up to the n asked
         assert bounded.next_split(["a", "b", "c"], {"a": 1, "b": 2, "c": 3}, 100, 1, [[0] * 12], 40) == 3
+        assert bounded.next_split(["a", "b", "c", "d"], {"a": 0, "b": 50, "c": 60, "d": 70}, 1000, 1, [], 40) == 2
+        assert bounded.next_split(["a", "b", "c", "d"], {"a": 0, "b": 10, "c": 60, "d": 70}, 1000, 1, [], 40) == 3
         assert bounded.split_matches(["a", "b"], 2) is None
         assert bounded.split_matches(["a", "b"], 1) == ('("a") AND ("b")', '("a") NOT ("b")')
