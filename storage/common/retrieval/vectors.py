@@ -12,13 +12,14 @@ turn never waits on a whole session: an event without a vector yet still answers
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from retrieval import sql
 from retrieval.semantic import TextEmbedder, from_blobs, to_blob
 from storage.common.retrieval.indexer import Indexing
+
+if TYPE_CHECKING:
+    import numpy as np
 
 AT_SEARCH = 64  # pending events a hybrid search embeds before it runs (newest first)
 BATCH = 256
@@ -73,6 +74,8 @@ class VectorMode:
         found = cache.get(num)
         if found is not None and found[0] == state:
             return found[1], found[2]
+        import numpy as np  # here, as in retrieval.semantic: a lexical search never loads numpy
+
         got = rows()
         seqs = np.array([int(r[0]) for r in got], dtype=np.int64)
         matrix = from_blobs([bytes(r[1]) for r in got])
