@@ -12,6 +12,11 @@ plain query. bm25() then runs over the rows holding a rare term, not over every 
 Measured at 1M events (bench/HISTORY.md, issue 15): the same top 40 as the exhaustive query for every question, at
 about a third of its p50; the p95 stays high for questions made of common words only (the bound, (k1 + 1) * idf,
 is far above what a common word adds to a real row, so most of their rows must be scored).
+
+What it costs (bench/HISTORY.md, issue 30, `python bench/search_bound.py`): about 1.3 µs per row a statement scores
+(every row holding an E term) plus about 43 ns per row of every phrase's doclist (bm25() counts them once per
+statement for the idf), two statements per split. At 1M the rows to score are 66k / 268k at p50 / p95 for the
+scale bar's rare-term questions, 1.2x what the bound allows at best (the 40th score known in advance).
 """
 
 from __future__ import annotations
