@@ -20,14 +20,15 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ledger import Event
 from retrieval import sql
 from retrieval.semantic import TextEmbedder, from_blobs, to_blob
 from storage.common.retrieval.indexer import Indexing, Progress
+
+if TYPE_CHECKING:
+    import numpy as np
 
 AT_SEARCH = 64  # pending events a hybrid search embeds before it runs (newest first), when none embeds in the background
 BATCH = 256
@@ -206,6 +207,8 @@ class VectorMode:
         they are appended in place: a 100k-event session is not read again (77 MB) at every turn."""
         # one search at a time brings the held vectors up to date (the app searches from several threads): two that
         # appended the same new rows at once would hold them twice
+        import numpy as np  # here, as in retrieval.semantic: a lexical search never loads numpy
+
         with self.__dict__.setdefault("_vec_lock", threading.Lock()):
             cache: dict[int, _Cached] = self.__dict__.setdefault("_vec_cache", {})
             found = cache.get(num)
@@ -233,6 +236,8 @@ class _Cached:
         return self.seqs[: self.n], self.matrix[: self.n]
 
     def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int]) -> None:
+        import numpy as np  # as in _cached_vectors
+
         need = self.n + seqs.size
         if need > self.seqs.size:
             size = max(need, 2 * self.seqs.size)
