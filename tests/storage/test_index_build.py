@@ -3,6 +3,7 @@ terms and FTS5 matches that indexing one event at a time gives; the text fast pa
 
 from __future__ import annotations
 
+import gc
 import unicodedata
 from pathlib import Path
 
@@ -70,6 +71,29 @@ class TestChunkedBuild:
                 "automerge": 4,
                 "crisismerge": 16,
             }
+        index.close()
+        led.close()
+
+    def test_a_build_runs_with_a_big_page_cache_and_no_collector_then_sets_both_back(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        led = Ledger(tmp_path / "d")
+        led.append_many("s", [Message("user", t, {}) for t in texts(23)])
+        monkeypatch.setattr(indexer, "CHUNK", 10)
+        index = Index(tmp_path / "d", led, config=CTX)
+        during: list[tuple[int, bool]] = []
+
+        def watch(_session: str, _n: int) -> None:  # called after each chunk is written, on the writing thread
+            during.append((index._w().execute("PRAGMA cache_size").fetchone()[0], gc.isenabled()))
+
+        with index.write() as w:
+            cache = w.execute("PRAGMA cache_size").fetchone()[0]
+        assert gc.isenabled()
+        assert index.index_session("s", progress=watch) == []
+        assert during == [(-indexer.BUILD_CACHE_KIB, False)] * 3
+        with index.write() as w:
+            assert w.execute("PRAGMA cache_size").fetchone()[0] == cache
+        assert gc.isenabled()
         index.close()
         led.close()
 
