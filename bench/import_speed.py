@@ -101,8 +101,8 @@ def import_once(src: Path, data: Path, workers: int | None) -> tuple[float, floa
     return took, cpu, digest
 
 
-def raw_fts(src: Path, work: Path) -> tuple[float, float]:
-    """Wall seconds of a raw FTS5 build of the file's texts in one transaction (the index's tokenizer): text only, then
+def raw_fts(src: Path, work: Path) -> tuple[float, float, float, float]:
+    """(wall, CPU) seconds of a raw FTS5 build of the file's texts in one transaction (the index's tokenizer): text only, then
     text and the neighbours' context (2 before, 2 after, the index's separator), as the index's two columns. Texts
     are read and the contexts joined before the clock starts."""
     import sqlite3
@@ -117,28 +117,29 @@ def raw_fts(src: Path, work: Path) -> tuple[float, float]:
     for cols, rows in (("text", [(t,) for t in texts]), ("text, context", list(zip(texts, ctx, strict=True)))):
         path = work / "raw.sqlite"
         path.unlink(missing_ok=True)
-        t = time.perf_counter()
+        c, t = cpu_seconds(), time.perf_counter()
         conn = sqlite3.connect(path)
         conn.execute(f"CREATE VIRTUAL TABLE raw USING fts5({cols}, tokenize='{TOKENIZER}')")
         with conn:
             conn.executemany(f"INSERT INTO raw ({cols}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
         conn.close()
-        out.append(time.perf_counter() - t)
+        out += [time.perf_counter() - t, cpu_seconds() - c]
         path.unlink()
-    return out[0], out[1]
+    return out[0], out[1], out[2], out[3]
 
 
-def cli_import_then_search(src: Path, data: Path) -> tuple[float, float, int]:
+def cli_import_then_search(src: Path, data: Path) -> tuple[float, float, float, float, int]:
+    """Wall and CPU seconds (the child's, every thread) of `python -m ledger import`, then of the first search."""
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "RECEIPT_SIGNING_KEY")}
-    t = time.perf_counter()
+    c, t = cpu_seconds(), time.perf_counter()
     subprocess.run([sys.executable, "-m", "ledger", "import", str(data), "s", str(src), "--create"], cwd=root, env=env, check=True, capture_output=True)
-    imp = time.perf_counter() - t
-    t = time.perf_counter()
+    imp, imp_cpu = time.perf_counter() - t, cpu_seconds() - c
+    c, t = cpu_seconds(), time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "retrieval", "search", str(data), "s", "Lisbon camping", "--json"], cwd=root, env=env, check=True, capture_output=True)
-    first = time.perf_counter() - t
+    first, first_cpu = time.perf_counter() - t, cpu_seconds() - c
     shutil.rmtree(data)
-    return imp, first, len(json.loads(out.stdout)["results"])
+    return imp, imp_cpu, first, first_cpu, len(json.loads(out.stdout)["results"])
 
 
 def main() -> None:
@@ -188,10 +189,14 @@ def main() -> None:
         rt = ratios[name]
         print(f"| workers {name} | {min(rs):,.0f} / {med(rs):,.0f} / {max(rs):,.0f} | {min(rt):.2f} / {med(rt):.2f} / {max(rt):.2f}× | {med(cpu_us[name]):.2f} | {med(cpu_ratios[name]):.2f}× |")
     if cli:
-        print("\n| `python -m ledger import` (start-up, ledger, index) | first `python -m retrieval search` after it | in all | hits | raw FTS5 of the texts, same run | raw FTS5, text + neighbours' context |")
+        print("\nwall s (CPU s):\n")
+        print("| `python -m ledger import` (start-up, ledger, index) | first `python -m retrieval search` after it | in all | hits | raw FTS5 of the texts, same run | raw FTS5, text + neighbours' context |")
         print("|---:|---:|---:|---:|---:|---:|")
-        for imp, first, hits, raw1, raw2 in cli:
-            print(f"| {imp:.1f} s | {first:.2f} s | {imp + first:.1f} s | {hits} | {raw1:.1f} s | {raw2:.1f} s |")
+        for imp, imp_c, first, first_c, hits, raw1, raw1_c, raw2, raw2_c in cli:
+            print(
+                f"| {imp:.1f} ({imp_c:.1f}) | {first:.2f} ({first_c:.2f}) | {imp + first:.1f} ({imp_c + first_c:.1f}) | {hits} "
+                f"| {raw1:.1f} ({raw1_c:.1f}) | {raw2:.1f} ({raw2_c:.1f}) |"
+            )
 
 
 if __name__ == "__main__":
