@@ -291,6 +291,8 @@ class PgIndex(Forgetting, PgVectoring):
             )
             self._reset(num, last_seq, last_chain)
             last_seq, last_chain = -1, GENESIS_HEX
+        if new_events is not None and not isinstance(new_events, (list, tuple)):
+            new_events = None  # a lazy sequence (an import's Imported: a query per event): the ledger's one pass below
         if new_events and Indexing._continues(new_events, last_seq, last_chain, count, head):
             return warnings + self._index_stream(session, num, iter(new_events), (last_seq, last_chain), progress)
         if last_seq >= 0:
