@@ -9,10 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import gradio as gr
 
@@ -72,8 +70,8 @@ def start(cfg: Config, *, block: bool = False, quiet: bool = False) -> Running:
     recover(service)
     for warning in engine.index.catch_up():
         log.warning("%s", warning)
-    if cfg.semantic:  # vectors for what is not embedded yet, off every turn's path (a search embeds its newest 64 itself)
-        threading.Thread(target=_embed_pending, args=(engine,), name="embed-pending", daemon=True).start()
+    if cfg.semantic:  # vectors for what is not embedded yet, then for each turn's events: a thread, off every turn's path
+        engine.index.embed_in_background(engine.ledger.sessions())
     jobs = [service.downloads.sweep]
     if cfg.retention_hours is not None:
         sweep(engine, cfg.retention_hours)
@@ -124,17 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {START_FAILED}", file=sys.stderr)
         return 1
     return 0
-
-
-def _embed_pending(engine: Any) -> None:
-    """Every session's events without a vector embedded, in the background (the semantic extra); one log line."""
-    n = 0
-    try:
-        for session in engine.ledger.sessions():
-            n += engine.index.embed_pending(session)
-    except Exception as exc:  # noqa: BLE001 - a search embeds what it needs itself; say why this stopped
-        log.warning("embedding in the background stopped (%s at %s)", type(exc).__name__, raised_at(exc))
-    log.info("embedded %d events in the background", n)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ bench/load.py (Gradio's call API and its event stream, one Gradio session per vi
 
 Beside it, in the same run: the real app through the same client, and the raw in-process Engine.turn
 rate (bench/load.py's rows). If the per-turn costs simply add up on the machine's cores, the app
-cannot exceed 1 / (1/floor + 1/raw) turns/s; the table prints that ceiling.
+cannot exceed 1 / (1/floor + 1/raw) turns/s; the table prints that ceiling. It also prints each server's
+CPU time per completed turn (the process's user + system time over the run, /proc): on a machine others share,
+the turns/s swing with their load, the CPU a turn costs much less, and its ratio is the goal's bound.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ STAMPS_ROWS = 8
 
 def rate(res: load.Result) -> float:
     return len(res.latencies) / res.wall if res.wall else 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc; every thread of it)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def serve(port: int, concurrency: int, work_dir: Path) -> None:
@@ -84,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         tmpd = Path(tmp)
         rows = []
+        cpu: dict[str, float] = {}  # the server process's CPU seconds per completed turn
         # 1. the floor
         port = load.free_port()
         log_path = tmpd / "floor.log"
@@ -95,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         url = f"http://127.0.0.1:{port}/"
         try:
             load.wait_ready(url, proc, log_path)
+            c0 = cpu_seconds(proc.pid)
             floor = load.sse_run(url, load.visitors(args.clients), args.turns)
+            cpu["floor"] = (cpu_seconds(proc.pid) - c0) / max(1, len(floor.latencies))
             floor.label = "floor: a do-nothing /chat on the same Gradio (plain HTTP, same client)"
         finally:
             proc.terminate()
@@ -109,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             load.wait_ready(url, proc, app_log)
             people = load.visitors(args.clients)
+            c0 = cpu_seconds(proc.pid)
             app_res = load.sse_run(url, people, args.turns)
+            cpu["app"] = (cpu_seconds(proc.pid) - c0) / max(1, len(app_res.latencies))
         finally:
             proc.terminate()
             proc.wait(timeout=20)
@@ -130,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     ceiling = 1.0 / (1.0 / f_rate + 1.0 / raw_rate) if f_rate and raw_rate else 0.0
     print()
     print(f"ceiling if the costs add up: 1 / (1/{f_rate:.1f} + 1/{raw_rate:.1f}) = {ceiling:.1f} turns/s; the app measured {rate(app_res):.1f}")
+    cores = os.cpu_count() or 1
+    print(
+        f"server CPU per turn (user + system, all its threads): floor {cpu['floor'] * 1000:.1f} ms, app {cpu['app'] * 1000:.1f} ms; "
+        f"on {cores} cores they bound the rates at {cores / cpu['floor']:.0f} and {cores / cpu['app']:.0f} turns/s, "
+        f"a ratio of {cpu['floor'] / cpu['app']:.2f}"
+    )
     problems = [p for res in rows for p in res.errors + res.leaks + res.receipts_failed]
     for p in problems[:20]:
         print(f"- {p}")

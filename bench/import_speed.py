@@ -11,7 +11,8 @@ and the CPU ratio the same with CPU seconds (this process and the workers), whic
 Every import uses the same salts and clock, so their ledgers must be byte-identical whatever the worker count: the
 script checks it. `auto` is what `ledger import` chooses (ledger.importer.workers_for) at that moment's load.
 --cli: also `python -m ledger import` end to end (a fresh process: start-up, the ledger, the index), then the first
-`python -m retrieval search` after it, wall time.
+`python -m retrieval search` after it, wall time; beside them a raw FTS5 build of the same texts in one transaction,
+text only and with the index's second column (the neighbours' context), same run.
 """
 
 from __future__ import annotations
@@ -100,17 +101,45 @@ def import_once(src: Path, data: Path, workers: int | None) -> tuple[float, floa
     return took, cpu, digest
 
 
-def cli_import_then_search(src: Path, data: Path) -> tuple[float, float, int]:
+def raw_fts(src: Path, work: Path) -> tuple[float, float, float, float]:
+    """(wall, CPU) seconds of a raw FTS5 build of the file's texts in one transaction (the index's tokenizer): text only, then
+    text and the neighbours' context (2 before, 2 after, the index's separator), as the index's two columns. Texts
+    are read and the contexts joined before the clock starts."""
+    import sqlite3
+
+    from retrieval.indexing import CONTEXT_SEP
+    from retrieval.sql import TOKENIZER
+
+    with open(src, "rb") as f:
+        texts = [orjson.loads(line)["text"] for line in f]
+    ctx = [CONTEXT_SEP.join([*texts[max(0, i - 2) : i], *texts[i + 1 : i + 3]]) for i in range(len(texts))]
+    out = []
+    for cols, rows in (("text", [(t,) for t in texts]), ("text, context", list(zip(texts, ctx, strict=True)))):
+        path = work / "raw.sqlite"
+        path.unlink(missing_ok=True)
+        c, t = cpu_seconds(), time.perf_counter()
+        conn = sqlite3.connect(path)
+        conn.execute(f"CREATE VIRTUAL TABLE raw USING fts5({cols}, tokenize='{TOKENIZER}')")
+        with conn:
+            conn.executemany(f"INSERT INTO raw ({cols}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        conn.close()
+        out += [time.perf_counter() - t, cpu_seconds() - c]
+        path.unlink()
+    return out[0], out[1], out[2], out[3]
+
+
+def cli_import_then_search(src: Path, data: Path) -> tuple[float, float, float, float, int]:
+    """Wall and CPU seconds (the child's, every thread) of `python -m ledger import`, then of the first search."""
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "RECEIPT_SIGNING_KEY")}
-    t = time.perf_counter()
+    c, t = cpu_seconds(), time.perf_counter()
     subprocess.run([sys.executable, "-m", "ledger", "import", str(data), "s", str(src), "--create"], cwd=root, env=env, check=True, capture_output=True)
-    imp = time.perf_counter() - t
-    t = time.perf_counter()
+    imp, imp_cpu = time.perf_counter() - t, cpu_seconds() - c
+    c, t = cpu_seconds(), time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "retrieval", "search", str(data), "s", "Lisbon camping", "--json"], cwd=root, env=env, check=True, capture_output=True)
-    first = time.perf_counter() - t
+    first, first_cpu = time.perf_counter() - t, cpu_seconds() - c
     shutil.rmtree(data)
-    return imp, first, len(json.loads(out.stdout)["results"])
+    return imp, imp_cpu, first, first_cpu, len(json.loads(out.stdout)["results"])
 
 
 def main() -> None:
@@ -149,7 +178,7 @@ def main() -> None:
                 cpu_ratios.setdefault(name, []).append(raw_cpu / cpu)
                 loads.append(os.getloadavg()[0])
         assert len(digests) == 1, "the ledgers differ between worker counts"
-        cli = [cli_import_then_search(src, Path(tmp) / "cli") for _ in range(args.runs)] if args.cli else []
+        cli = [(*cli_import_then_search(src, Path(tmp) / "cli"), *raw_fts(src, Path(tmp))) for _ in range(args.runs)] if args.cli else []
     print(f"load average (1 min) from {loads[0]:.2f} to {loads[-1]:.2f}, max {max(loads):.2f}; auto chose {importer.workers_for(args.events)} workers at the end")
     print("ledgers byte-identical across worker counts: yes\n")
     med = statistics.median
@@ -160,10 +189,14 @@ def main() -> None:
         rt = ratios[name]
         print(f"| workers {name} | {min(rs):,.0f} / {med(rs):,.0f} / {max(rs):,.0f} | {min(rt):.2f} / {med(rt):.2f} / {max(rt):.2f}× | {med(cpu_us[name]):.2f} | {med(cpu_ratios[name]):.2f}× |")
     if cli:
-        print("\n| `python -m ledger import` (start-up, ledger, index) | first `python -m retrieval search` after it | hits |")
-        print("|---:|---:|---:|")
-        for imp, first, hits in cli:
-            print(f"| {imp:.1f} s | {first:.2f} s | {hits} |")
+        print("\nwall s (CPU s):\n")
+        print("| `python -m ledger import` (start-up, ledger, index) | first `python -m retrieval search` after it | in all | hits | raw FTS5 of the texts, same run | raw FTS5, text + neighbours' context |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for imp, imp_c, first, first_c, hits, raw1, raw1_c, raw2, raw2_c in cli:
+            print(
+                f"| {imp:.1f} ({imp_c:.1f}) | {first:.2f} ({first_c:.2f}) | {imp + first:.1f} ({imp_c + first_c:.1f}) | {hits} "
+                f"| {raw1:.1f} ({raw1_c:.1f}) | {raw2:.1f} ({raw2_c:.1f}) |"
+            )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The first index build of a large session, and `python -m retrieval search` on it (issue 15), beside raw baselines.
 
-    python bench/index_build.py [--size 1000000] [--data DIR] [--cli-runs 10] [--out DIR] [--cli-only]
+    python bench/index_build.py [--size 1000000] [--data DIR] [--cli-runs 10] [--out DIR] [--cli-only] [--build-cache]
     PYTHONPATH=/tmp/old-mre python bench/index_build.py --data DIR ...   # the same driver over older code
 
 One session of --size events (LoCoMo sentences recombined, as bench/growth.py builds them; written once
@@ -11,7 +11,8 @@ with Ledger.import_jsonl into --data and reused), then, each in a fresh process:
   raw text         a plain FTS5 table (porter) of the same texts: the baseline growth.py uses
   raw same cols    an FTS5 table over the same `events` rows the index holds (text and context columns,
                    external content, the index's tokenizer), filled in the same 20k-row transactions: the
-                   floor for what the index stores, with no reading, planning or novelty
+                   floor for what the index stores, with no reading, planning or novelty; with --build-cache,
+                   again with the page cache the index's own build sets (BUILD_CACHE_KIB)
   cli search       `python -m retrieval search DATA s QUESTION` with the index up to date, minus the same
                    interpreter importing the same modules (`python -c "import cli.prog_retrieval"`), p50 / p95
   cli parts        inside one such process: opening the ledger and index, the revocation and supersession
@@ -141,8 +142,9 @@ def raw_text(data: Path, work: Path) -> tuple[float, float]:
     return wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
 
 
-def raw_same_columns(index_file: Path, work: Path) -> tuple[float, float]:
-    """The index's own rows (events: text, context, ...) copied into a fresh file with an FTS5 table over them."""
+def raw_same_columns(index_file: Path, work: Path, cache_kib: int | None = None) -> tuple[float, float]:
+    """The index's own rows (events: text, context, ...) copied into a fresh file with an FTS5 table over them
+    (`cache_kib`: with that page cache, as the index's own build sets it; default SQLite's 2 MB)."""
     src = sqlite3.connect(index_file)
     rows = src.execute("SELECT id, session, seq, event_id, role, ts, text, context, meta, digest, chain, novelty, collapse FROM events").fetchall()
     src.close()
@@ -155,6 +157,8 @@ def raw_same_columns(index_file: Path, work: Path) -> tuple[float, float]:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    if cache_kib is not None:
+        conn.execute(f"PRAGMA cache_size = -{cache_kib}")
     for stmt in sql.DDL.split(";"):
         if stmt.strip():
             conn.execute(stmt)
@@ -191,6 +195,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         work.mkdir(parents=True, exist_ok=True)
         r["raw_text_s"], r["raw_text_cpu_s"] = raw_text(data, work)
         r["raw_cols_s"], r["raw_cols_cpu_s"] = raw_same_columns(data / "index.sqlite", work)
+        if args.build_cache:
+            from storage.common.retrieval.indexer import BUILD_CACHE_KIB
+
+            r["raw_cols_cache_s"], r["raw_cols_cache_cpu_s"] = raw_same_columns(data / "index.sqlite", work, BUILD_CACHE_KIB)
     # a writer (the app starting, a turn, a revoke) derives the control state once and saves it (control/state_file.py);
     # the CLI's reader then folds only what is newer. Older code has no such file: this is then its plain derivation.
     r["control_first_ms"] = float(child(["-c", CHILD_CONTROL, str(data), SESSION]))
@@ -213,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--label", default="main")
     p.add_argument("--out", default=str(HERE / "out"))
     p.add_argument("--cli-only", action="store_true", help="keep the index an earlier run built; measure the CLI only")
+    p.add_argument("--build-cache", action="store_true", help="also the raw same-columns table with the page cache the index's build sets")
     args = p.parse_args(argv)
     if args.data is None:
         args.data = str(Path(args.out) / f"index_build-n{args.size}")
@@ -233,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         if "index_s" in r
         else "not measured (--cli-only) | | "
     )
+    if "raw_cols_cache_s" in r:
+        print(f"raw same columns with the build's page cache: {r['raw_cols_cache_s']:.1f} s ({r['raw_cols_cache_cpu_s']:.1f} s CPU)")
     print(
         f"| {r['n']:,} | {build} | {r['cli_p50']:,.0f} / {r['cli_p95']:,.0f} "
         f"| {r['open_ms']:,.0f} / {r['control_state_ms']:,.0f} / {r['search_ms']:,.0f} | {r['control_first_ms']:,.0f} |"

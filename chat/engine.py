@@ -265,11 +265,14 @@ class Engine:
         rules_only = LLM(api_key="")
         done = 0
         with self.backend.turn_lock(session):
+            start = self.ledger.head(session)[0]
             view = model_view(self.stores, self.cites, session)  # what a model may be shown: no withheld statement
-            for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
-                done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
-            if done:
-                self.backend.issue_checkpoint(self.ledger, session, self.key)
+            try:
+                for ev in sorted((e for e in events if e.role == "user" and e.session == session), key=lambda e: e.seq):
+                    done += len(record_supersessions(self.ledger, self.index, rules_only, ev, view))
+            finally:  # a failure half way still signs the records it appended: none is left after the last checkpoint
+                if self.ledger.head(session)[0] > start:
+                    self.backend.issue_checkpoint(self.ledger, session, self.key)
         self.index.index_session(session)
         return done
 
@@ -277,14 +280,19 @@ class Engine:
         """A model's proposals the rules did not confirm: kept for a person to confirm or not (control.suggestions)."""
         keep_suggestions(self.stores, session, pairs, suggested_by)
 
-    def turn(self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None) -> Turn:
+    def turn(
+        self, session: str, message: str, k: int = 8, *, on_delta: Callable[[str], None] | None = None, settled: bool = False
+    ) -> Turn:
+        """`settled`: the caller has just run `control.settle` for the session itself (the app's Service.turn, with its
+        download folders), so the turn does not check for an erasure stopped half way a second time (issue 30)."""
         check_message(message)
         try:
             k = check_k(k)
         except SearchError as exc:
             raise InputError(str(exc)) from None
         receipt_id = "rcpt_" + os.urandom(16).hex()
-        self.settle(session)
+        if not settled:
+            self.settle(session)
         try:
             with self.backend.turn_lock(session):
                 # "ask me first" on: only propose / answer may hand memories to the model (control.settings). Read
@@ -334,12 +342,13 @@ class Engine:
         controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
         # earlier statements are handed over marked only where the receipt can say so (format 2: FORMAT.md §20 states v2)
         got = self._retrieve_all(session, message, k, [user_ev.seq], mark_earlier=self.receipt_format == rbody.RECEIPT_VERSION_2)
-        self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
+        # the question is indexed with the answer, in one write of the index (issue 30): a turn that stops before its
+        # answer leaves it to the next turn's catch-up (`_turn`'s first line), as it does any event appended unindexed
         memories = self._memories(session, got.hits)
         ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(
             session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode,
-            ranking=ranking, earlier=got.earlier,
+            ranking=ranking, earlier=got.earlier, unindexed=[user_ev],
         )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
@@ -384,8 +393,10 @@ class Engine:
         mode: str = "lexical",
         ranking: Mapping[str, Any] | None = None,
         earlier: Mapping[int, int] | None = None,
+        unindexed: Sequence[Event] = (),
     ) -> Turn:
-        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
+        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`). `unindexed`: the events before
+        the answer the turn has not indexed yet (its question), indexed with the answer in one write.
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
         prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any. Each earlier
@@ -417,12 +428,16 @@ class Engine:
         if consent is not None and fit < len(memories):
             raise TurnError(f"session {session}: the {len(memories)} approved memories do not fit in one receipt; approve fewer")
         hits, memories = hits[:fit], memories[:fit]
-        handed = {ev.seq for ev in memories}
-        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there
-        unmarked = {s for s, n in earlier.items() if s in handed and (n not in handed or s in held.superseded)}
-        if unmarked:
-            keep = [i for i, ev in enumerate(memories) if ev.seq not in unmarked or ev.seq in held.superseded]
-            hits, memories = [hits[i] for i in keep], [memories[i] for i in keep]
+        # an earlier statement whose newer one did not fit is not handed over: its mark would name a statement not there.
+        # The memories end before it (they stay the ranked list's first ones: §24 ranking.memories), again until none
+        # is left, since a statement cut may be the newer one of another before it (Paris -> Berlin -> London)
+        while True:
+            handed = {ev.seq for ev in memories}
+            unmarked = {s for s, n in earlier.items() if s in handed and n not in handed and s not in held.superseded}
+            if not unmarked:
+                break
+            cut = min(i for i, ev in enumerate(memories) if ev.seq in unmarked)
+            hits, memories = hits[:cut], memories[:cut]
         marked = {rank: held.superseded[ev.seq] for rank, ev in enumerate(memories, start=1) if ev.seq in held.superseded}
         records = {ev.seq: ev for ev in self.ledger.read_events(session, sorted({x.record_seq for x in [*marked.values(), *left]}))}
         marks = {rank: superseded_mark(records[x.record_seq].ts, x.new_seq) for rank, x in marked.items()}
@@ -445,7 +460,8 @@ class Engine:
         # what it cited, before anything else can fail: an answer this process cannot tie to its memories would carry
         # them to a model after they are revoked (chat.citing reads the `.cites` record left above on every call too)
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
-        self.index.index_session(session, [asst_ev])
+        # and any supersession records between the question and the answer: then read from the ledger, skipped
+        self.index.index_session(session, [*unindexed, asst_ev])
         # 6. the receipt
         try:
             states = (

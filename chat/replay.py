@@ -211,6 +211,24 @@ def _sizes_lie(stores: Stores, session: str, body: dict[str, Any], late: list[in
     return []
 
 
+def _earlier_differs(body: dict[str, Any], got: Retrieved) -> list[str]:
+    """The earlier statements a receipt lists (§20.1) against those the replayed resolution names among its memories:
+    a verifier checks only that each mark names a statement handed with it; which statement is earlier is the
+    resolution's to say, so a receipt marking a live memory earlier, or naming another newer one, differs here."""
+    st = body.get("states", {})
+    if "earlier" not in st:
+        return []
+    handed = {m["event"]["seq"] for m in body["memories"]}
+    superseded = {e["seq"] for e in st["superseded"]}
+    listed = {e["seq"]: e["newer"] for e in st["earlier"]}
+    named = {s: n for s, n in got.earlier.items() if s in handed and s not in superseded}
+    out = [f"the receipt lists seq {s} as an earlier statement replaced by seq {n}; the replay's resolution "
+           + (f"names seq {named[s]}" if s in named else "does not name it earlier") for s, n in sorted(listed.items()) if named.get(s) != n]
+    out += [f"the replay's resolution names cited seq {s} an earlier statement replaced by seq {n}; the receipt does not list it"
+            for s, n in sorted(named.items()) if s not in listed]
+    return out
+
+
 def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
     """Re-run the search a receipt's `ranking` commits to, over the session as it stood, and compare (the module).
     The caller has verified the receipt (its signature under a trusted key, its events against the ledger)."""
@@ -269,6 +287,7 @@ def replay(stores: Stores, cites: Cites, receipt: Receipt) -> Replay:
     if list(got.rules) != list(rk["rules"]):
         diffs.append(Difference(0, None, None, f"the rules that fired: the receipt names {rk['rules'] or 'none'}, the replay {list(got.rules) or 'none'}"))
     diffs += [Difference(0, None, None, x) for x in lies]
+    diffs += [Difference(0, None, None, x) for x in _earlier_differs(body, got)]
     left = [LeftOut(s, rank, why) for s, (rank, why) in got.why_out.items()]
     verdict = DIFFERS if lies else NOT_REPLAYABLE if reasons else DIFFERS if diffs else REPLAYED
     return Replay(rid, session, verdict, reasons, diffs, want, got.ranked(), left, cited, tuple(rk["rules"]))

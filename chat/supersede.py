@@ -132,15 +132,17 @@ def with_earlier(question: str, kept: list[Hit], earlier: list[Hit], k: int) -> 
         return kept, {}
     pool = {h.seq: h for h in [*kept, *earlier]}
     got = resolve(question, [(h.seq, h.text) for h in pool.values() if h.role == "user"])
-    back = sorted((h for h in earlier if h.seq in got.earlier), key=lambda h: h.rank)
+    base = list(kept)
+    # only those whose newer statement is in the K, or is itself handed back after one that is: any other could be
+    # placed after nothing, and must not take a slot (a hit dropped for it would be lost, the K short of k)
+    back = _placeable(sorted((h for h in earlier if h.seq in got.earlier), key=lambda h: h.rank), base, got.earlier)
     if not back:
         return kept, {}
-    base = list(kept)
     while len(base) + len(back) > k:
         targets = {got.earlier[h.seq] for h in back}
         drop = next((i for i in range(len(base) - 1, -1, -1) if base[i].seq not in targets and not base[i].newest), None)
-        if drop is None:
-            back.pop()
+        if drop is None:  # the lowest-ranked one no other hangs under stays out: it leaves none unplaceable
+            back.pop(max(i for i, h in enumerate(back) if h.seq not in targets))
         else:
             base.pop(drop)
     under: dict[int, list[Hit]] = {}
@@ -159,6 +161,19 @@ def with_earlier(question: str, kept: list[Hit], earlier: list[Hit], k: int) -> 
     marks = {h.seq: got.earlier[h.seq] for h in out if h.seq in got.earlier and got.earlier[h.seq] in placed}
     out = [h for h in out if h.seq not in got.earlier or h.seq in marks or h.seq in {x.seq for x in kept}]
     return [replace(h, rank=i) for i, h in enumerate(out, start=1)], marks
+
+
+def _placeable(back: list[Hit], base: list[Hit], newer: dict[int, int]) -> list[Hit]:
+    """Those of `back` (best first) whose chain of newer statements reaches a hit of `base`."""
+    reached, out, grew = {h.seq for h in base}, set(), True
+    while grew:
+        grew = False
+        for h in back:
+            if h.seq not in out and newer[h.seq] in reached:
+                reached.add(h.seq)
+                out.add(h.seq)
+                grew = True
+    return [h for h in back if h.seq in out]
 
 
 def earlier_among(question: str, hits: list[Hit]) -> dict[int, int]:

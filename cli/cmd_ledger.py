@@ -25,6 +25,7 @@ def ledger() -> None:
 @click.option("--allow-duplicates", is_flag=True, help="import a file whose messages this session already holds from an earlier import")
 @click.option("--create", is_flag=True, help="create DATA_DIR and any missing folders above it (without it only the default ./data is made)")
 @click.option("--detect-changes", is_flag=True, help="run the change detector over the imported user statements in order, recording its supersessions as chat turns do")
+@click.option("--semantic", is_flag=True, help="then embed the imported events with the optional semantic extra (requirements-semantic.txt), with a progress bar")
 def import_(**params: Any) -> int:
     """Import a JSONL file of messages into a session.
 

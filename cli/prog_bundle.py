@@ -183,6 +183,9 @@ def _detect_imported(data: Path, local: str, session: str, key: Any) -> int:
         n = eng.detect_imported(session, events)
     except InputError as exc:
         return fail(f"--detect-changes: {exc}; the import stands, no supersession was recorded")
+    except Exception as exc:  # half way: the import stands, and what was appended is signed (Engine.detect_imported)
+        return fail(f"--detect-changes: the detector failed ({exc or type(exc).__name__}); the import stands as {local} "
+                    f"(its ledger: python -m ledger verify {there} {session})")
     finally:
         eng.close()
     print(f"detected changes: {n} supersession record{'' if n == 1 else 's'} appended")

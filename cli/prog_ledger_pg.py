@@ -115,7 +115,7 @@ def cmd_import(
                 unsigned = f"signed checkpoint of {cp['body']['tree_size']} events by {cp['key_id']}"
         from cli.prog_ledger import index_imported  # the same bar and warnings as on files
 
-        index_imported(led, args.session, events)
+        index_imported(led, args.session, events, model=getattr(args, "semantic_model", None))
     print(f"{_imported(events, args.session)} (seq {events[0].seq}..{events[-1].seq}), head {events[-1].chain[:16]}; {unsigned}")
     return EXIT_OK
 

@@ -148,7 +148,7 @@ def _semantic_or_none(args: argparse.Namespace) -> Any:
     from storage.api import SemanticUnavailable, semantic_model
 
     try:
-        return semantic_model()
+        return semantic_model(threads=0)  # rebuild embeds in bulk: one thread a core
     except SemanticUnavailable as exc:
         raise CliError(str(exc)) from None
 

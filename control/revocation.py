@@ -43,11 +43,10 @@ from ledger.event import (
     validate_session_id,
 )
 from ledger.supersessions import is_control_record
-from receipts.keys import SigningKey
 from storage.api import LineMark, SystemLines, file_ledger
-from storage.local import load_or_create
 
 if TYPE_CHECKING:
+    from receipts.keys import SigningKey
     from storage.api import LedgerStore
     from storage.stores import Stores
 
@@ -348,7 +347,12 @@ def _control(
         count, _head = led.head(session)
         ev = _target(led, session, seq, count)
         _check(session, ev, current(led, session), action, reason)
-        k = key if key is not None else load_or_create(data)
+        if key is None:
+            # imported here: it imports receipts (~0.1 s), which a reader of the state never needs
+            from storage.local import load_or_create
+
+            key = load_or_create(data)
+        k = key
         control = led.append(session, "system", CONTROL_TEXTS[action], control_meta(action, ev.seq, ev.id, reason))
         w.receipts.issue_checkpoint(led, session, k)
         current(led, session, save=True)  # folds it now and keeps control-state.json up to date

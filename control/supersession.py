@@ -27,11 +27,10 @@ from ledger import Event
 from ledger.controls import MAX_CONTROL_REASON
 from ledger.event import EventError, is_erasure_record, validate_session_id
 from ledger.supersessions import SUPERSEDE_TEXT, VISITOR, decider_problem, is_control_record, supersession_meta
-from receipts.keys import SigningKey
 from storage.api import file_ledger
-from storage.local import load_or_create
 
 if TYPE_CHECKING:
+    from receipts.keys import SigningKey
     from storage.api import LedgerStore, SearchIndex
     from storage.api import LedgerStore as AnyLedger
     from storage.stores import Stores
@@ -39,6 +38,14 @@ if TYPE_CHECKING:
 # chat.engine.MAX_MESSAGE_CHARS, not imported (chat imports control); tests/services/test_control_supersede.py checks they agree
 MAX_STATEMENT_CHARS = 8000
 CORRECTION_META: dict[str, Any] = {"kind": "chat"}  # a correction is said like any message; the record says it corrects
+
+
+def _key(data: Path) -> SigningKey:
+    """The data directory's signing key. storage.local is imported here, not at the top: it imports receipts (~0.1 s),
+    and `import control` is on every search's path (the CLI reads the control state), which signs nothing."""
+    from storage.local import load_or_create
+
+    return load_or_create(data)
 
 
 class SupersedeError(ControlError):
@@ -223,7 +230,7 @@ def supersede(
     _session(w, session)
     with w.receipts.turn_lock(session):
         result = supersede_locked(led, session, new_seq, old_seq, reason=reason, decided_by=decided_by, checked_by=checked_by)
-        w.receipts.issue_checkpoint(led, session, key if key is not None else load_or_create(data))
+        w.receipts.issue_checkpoint(led, session, key if key is not None else _key(data))
     return result
 
 
@@ -258,7 +265,7 @@ def correct(
         named = _statement(led, session, old_seq, count, "be superseded")
         old = _live_statement(led, session, named)
         _check_reason(session, reason, [(old.seq, old.text), (count, new_text)])
-        k = key if key is not None else load_or_create(data)
+        k = key if key is not None else _key(data)
         try:
             new = led.append(session, "user", new_text, dict(CORRECTION_META))
         except EventError as exc:

@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from control.plan import quoted
-from facts.lexicon import attribute_name
-from facts.rules import detect
 from ledger.supersessions import SupersessionRecord
 
 
@@ -129,6 +127,9 @@ def stored_reason(attribute: str, *texts: str) -> str | None:
     attribute's own words are the statement's ("my dev server port is 3000": the rule in `decided_by` says
     enough), and None for a label outside the detector's fixed vocabulary (`facts.lexicon.attribute_name`):
     a model's free-text attribute ("nyc home") can hold a short word of a memory that `quoted` lets through."""
+    # imported here, not at the top: facts compiles its patterns on import (~0.1-0.2 s); a search's control state needs none
+    from facts.lexicon import attribute_name
+
     name = attribute_name(attribute)
     for candidate in (f"{name} changed", f"new {name}") if name else ():
         if not any(quoted(candidate, t) for t in texts):
@@ -140,6 +141,8 @@ def shown_reason(link: Supersession, old_text: str | None, new_text: str | None)
     """The sentence a person reads, recomputed while both statements hold their words: the detector's reason,
     which quotes the two values ("residence: 'Leeds' → 'Bristol'"); otherwise the stored reason."""
     if old_text is not None and new_text is not None:
+        from facts.rules import detect  # imported here: see stored_reason
+
         found = [p for p in detect(new_text, [(link.old_seq, old_text)], new_seq=link.new_seq) if p.older_seq == link.old_seq]
         best = next((p for p in found if p.rule == link.decided_by or p.rule == link.checked_by), found[0] if found else None)
         if best is not None:

@@ -32,7 +32,7 @@ from typing import Any
 from ledger.event import Event, EventError, recompute_digest
 from ledger.supersessions import supersession_of_record
 from receipts.decisions import Row, _event_proof_problem
-from receipts.prompt import earlier_mark, superseded_mark
+from receipts.prompt import TEMPLATE_V3, earlier_mark, superseded_mark
 
 STATES_VERSION = 1
 STATES_VERSION_2 = 2  # v1 plus `earlier` (issue 32)
@@ -127,9 +127,9 @@ def check_states(body: Mapping[str, Any]) -> Row:
 
 
 def check_earlier(body: Mapping[str, Any]) -> Row:
-    """`states.earlier` (offline, states v2): each entry is the cited memory at its rank (same seq and id), a user
-    statement, not also listed superseded; the statement replacing it (`newer`) is a user statement among the
-    memories, newer than it (a greater seq) and before the answer; ranks are distinct and ascending. Resolved at
+    """`states.earlier` (offline, states v2): the prompt template is mre-prompt/v3; each entry is the cited memory
+    at its rank (same seq and id), a user statement, not also listed superseded; the statement replacing it
+    (`newer`) is a user statement among the memories, newer than it (a greater seq) and before the answer; ranks are distinct and ascending. Resolved at
     question time, an earlier statement has no record in the ledger: what is checked is that the mark the prompt
     carried names a statement the model was handed with it."""
     st = body["states"]
@@ -142,6 +142,9 @@ def check_earlier(body: Mapping[str, Any]) -> Row:
     ranks = [e["rank"] for e in items]
     if ranks != sorted(set(ranks)):
         problems.append("states.earlier: ranks are not distinct and ascending")
+    template = body["prompt"]["template"]
+    if template != TEMPLATE_V3:  # v2 carries the marks with no word of what they mean; v1 none (prompt.hash fails)
+        problems.append(f"states.earlier: the prompt template is {template}, and only {TEMPLATE_V3} tells the model what an earlier statement's mark means")
     for e in items:
         name = f"earlier memory#{e['rank']} (seq {e['seq']})"
         mem = memories.get(e["rank"])

@@ -12,6 +12,11 @@ plain query. bm25() then runs over the rows holding a rare term, not over every 
 Measured at 1M events (bench/HISTORY.md, issue 15): the same top 40 as the exhaustive query for every question, at
 about a third of its p50; the p95 stays high for questions made of common words only (the bound, (k1 + 1) * idf,
 is far above what a common word adds to a real row, so most of their rows must be scored).
+
+What it costs (bench/HISTORY.md, issue 30, `python bench/search_bound.py`): about 1.3 µs per row a statement scores
+(every row holding an E term) plus about 43 ns per row of every phrase's doclist (bm25() counts them once per
+statement for the idf), two statements per split. At 1M the rows to score are 66k / 268k at p50 / p95 for the
+scale bar's rare-term questions, 1.2x what the bound allows at best (the 40th score known in advance).
 """
 
 from __future__ import annotations
@@ -90,9 +95,15 @@ def settled(rows: Sequence[Sequence[Any]], limit: int, n_rows: int, hits: Mappin
 
 def next_split(order: Sequence[str], hits: Mapping[str, int], n_rows: int, m: int, rows: Sequence[Sequence[Any]], limit: int) -> int:
     """The next size of E after a split that did not settle: the smallest larger one whose bound is below the n-th
-    score found (a lower bound of the final n-th score); every term when fewer than `limit` rows were found."""
+    score found (a lower bound of the final n-th score). When fewer than `limit` rows were found there is no such
+    score yet: E takes the next rarest terms until their row counts could add up to `limit` (at least one more
+    term), not every term at once (a question whose rarest word is in no row ran the whole query: 2.5 s at 1M)."""
     if len(rows) < limit:
-        return len(order)
+        m2, total = m + 1, sum(hits[t] for t in order[: m + 1])
+        while m2 < len(order) and total < limit:
+            total += hits[order[m2]]
+            m2 += 1
+        return m2
     theta = -float(rows[-1][8])
     m2 = m + 1
     while m2 < len(order) and bound(n_rows, hits, order[m2:]) >= theta:

@@ -286,6 +286,31 @@ def index_imported(
         return [f"session {session}: imported but not indexed ({exc}); the first search indexes it"]
 
 
+def embed_imported(ledger: LedgerStore, session: str, embedder: Any, progress: Callable[[int], object] | None = None) -> int:
+    """The semantic extra's vectors for an imported session, right after index_imported (in batches, newest first;
+    `progress(n)` after each batch of n): how many events were embedded. The import stands whatever happens here
+    (vectors are derived data): a model or index that fails raises, and the caller says so in one line."""
+    tick: Callable[[int], None] | None = None
+    if progress is not None:
+        step = progress
+
+        def tick(n: int) -> None:
+            step(n)
+
+    if isinstance(ledger, Ledger):
+        index = file_index(ledger.data_dir, ledger)
+        try:
+            index.use_semantic(embedder)
+            return index.embed_pending(session, progress=tick)
+        finally:
+            index.close()
+    from storage.pg.index import PgIndex
+
+    pg = PgIndex(ledger.db, ledger)
+    pg.use_semantic(embedder)
+    return pg.embed_pending(session, progress=tick)
+
+
 def events_to_index(index: SearchIndex, session: str) -> int | None:
     """How many of the session's events the index has still to index before a search (for a progress bar); None
     when the index does not say (PostgreSQL's)."""

@@ -211,7 +211,8 @@ def file_receipts(data_dir: str | os.PathLike[str]) -> ReceiptStore:
 # -- the semantic extra (issue 35): its model, loaded from the installed wheel with its sha256 checked -----------------
 def semantic_model(*, threads: int = 1) -> TextEmbedder:
     """The semantic extra's model for `stores.index.use_semantic(...)`; SemanticUnavailable (one line) when it is not
-    installed or a file is not the pinned one (storage/common/semantic.py). Nothing is downloaded."""
+    installed or a file is not the pinned one (storage/common/semantic.py). Nothing is downloaded. `threads`: 1 for
+    the app (a query at a time), 0 for bulk embedding (import, rebuild: one a core)."""
     from storage.common import semantic
 
     return semantic.load(threads=threads)

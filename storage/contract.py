@@ -294,13 +294,23 @@ class SearchIndex(Protocol):
     @property
     def semantic(self) -> dict[str, str] | None: ...
 
-    # embed the session's indexed events that have no vector (newest first, at most `limit`); how many
+    # embed the session's indexed events that have no vector (at most `limit`, newest first; all, oldest first); how many
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int: ...
 
     # the seqs of the session that have a stored vector, ascending
     def vector_seqs(self, session: str) -> list[int]: ...
+
+    # embed from now on in a thread of this process (`sessions` now, then each session index_session brings up to
+    # date): a hybrid search embeds only its query, and events not embedded yet answer lexically
+    def embed_in_background(self, sessions: Iterable[str] = ()) -> None: ...
+
+    # whether the background embedding has nothing queued or running (waiting up to `timeout` seconds)
+    def embedding_idle(self, timeout: float | None = None) -> bool: ...
+
+    # stop the background embedding (a hybrid search embeds the newest pending events itself again)
+    def stop_embedding(self) -> None: ...
 
     def close(self) -> None: ...
 

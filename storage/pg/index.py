@@ -37,7 +37,6 @@ from retrieval.text import MAX_QUERY_TERMS, Query, build_query, content_terms, o
 from storage.common.retrieval.hybrid import dense_cosines, hybrid_hits
 from storage.common.retrieval.indexer import CHUNK, GENESIS_HEX, RACE_ATTEMPTS, TAIL_BY_OFFSET, Indexing
 from storage.common.retrieval.searcher import Searching, candidates_for, ranked_hits
-from storage.common.retrieval.vectors import AT_SEARCH
 from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.index_forget import Forgetting
@@ -127,7 +126,7 @@ class PgIndex(Forgetting, PgVectoring):
 
     def _search(self, session: str, q: Query, k: int, exclude: list[int], explain: bool) -> SearchResponse:
         if self._embedder is not None:
-            self.embed_pending(session, limit=AT_SEARCH)  # the newest events a turn may ask about first
+            self._embed_at_search(session)  # the background thread's work, or the newest AT_SEARCH events here
         found = self._search_indexed(session, q, k, exclude, explain)
         if found is None and self.ledger.exists(session):
             # Not indexed yet (a session's first turn searches before its first message is indexed): index it with no
@@ -193,7 +192,7 @@ class PgIndex(Forgetting, PgVectoring):
         """The semantic extra's search: the lexical rows and the session's nearest events, fused (as Index._hybrid)."""
         assert self._embedder is not None
         seqs, matrix = self._session_vectors(conn, num)
-        cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
+        cos = dense_cosines(self._query_embedder(), q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}
         dense = [s for s in cos.nearest if s not in lexical]
         overlap = gate_overlap(self._term_df(conn, num, q.terms)) if FUSION.gate > 0 else 1.0
@@ -246,6 +245,7 @@ class PgIndex(Forgetting, PgVectoring):
             if row is None:
                 return
             conn.execute(sql.SEARCH_DROP_SESSION, (int(row[0]),))
+        self.__dict__.get("_query_cache", {}).clear()  # the semantic extra's last queries' vectors
         self._vacuum()
 
     def rebuild(self, progress: Progress | None = None) -> list[str]:
@@ -259,7 +259,9 @@ class PgIndex(Forgetting, PgVectoring):
     ) -> list[str]:
         """Index what the session's ledger holds beyond the watermark; return warnings (as Index.index_session)."""
         validate_session_id(session)
-        return self._index_session(session, new_events, progress)
+        warnings = self._index_session(session, new_events, progress)
+        self._wake(session)  # the semantic extra's background embedding, when it runs
+        return warnings
 
     def _index_session(
         self, session: str, new_events: Sequence[Event] | None, progress: Progress | None
@@ -289,6 +291,8 @@ class PgIndex(Forgetting, PgVectoring):
             )
             self._reset(num, last_seq, last_chain)
             last_seq, last_chain = -1, GENESIS_HEX
+        if new_events is not None and not isinstance(new_events, (list, tuple)):
+            new_events = None  # a lazy sequence (an import's Imported: a query per event): the ledger's one pass below
         if new_events and Indexing._continues(new_events, last_seq, last_chain, count, head):
             return warnings + self._index_stream(session, num, iter(new_events), (last_seq, last_chain), progress)
         if last_seq >= 0:

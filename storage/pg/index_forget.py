@@ -84,10 +84,12 @@ class Forgetting:
             row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
             if row is not None:
                 conn.execute(sql.SEARCH_DROP_SESSION, (int(row[0]),))
+        self.__dict__.get("_query_cache", {}).clear()  # the semantic extra's last queries' vectors
         self._vacuum()
 
     def _forget(self, session: str, num: int, seqs: Sequence[int]) -> Forgotten:
         self.__dict__.get("_vec_cache", {}).pop(num, None)  # the semantic extra's vectors held in memory go too
+        self.__dict__.get("_query_cache", {}).clear()  # and its last queries' vectors: one may be what goes
         with self.db.transaction() as conn:
             conn.execute(sql.SEARCH_LOCK_SESSION, (num,))
             result = self._forget_rows(conn, session, num, seqs)

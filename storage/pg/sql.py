@@ -754,14 +754,20 @@ SEARCH_VECTORS_PENDING = (
     " AND NOT EXISTS (SELECT 1 FROM search_vectors AS v WHERE v.num = e.num AND v.seq = e.seq)"
     " ORDER BY e.seq DESC LIMIT %s"
 )
+SEARCH_VECTORS_PENDING_OLDEST = SEARCH_VECTORS_PENDING.replace("ORDER BY e.seq DESC", "ORDER BY e.seq")  # a whole session
 # vectors kept only for events whose row is still there (params: num, seqs bigint[], vecs bytea[], num)
 SEARCH_VECTORS_PUT = (
     "INSERT INTO search_vectors (num, seq, vec) SELECT %s, u.s, u.v FROM unnest(%s::bigint[], %s::bytea[]) AS u (s, v)"
     " WHERE EXISTS (SELECT 1 FROM search_events AS e WHERE e.num = %s AND e.seq = u.s)"
     " ON CONFLICT (num, seq) DO UPDATE SET vec = EXCLUDED.vec"
 )
+# how many of the session's events have no vector yet (params: num, num)
+SEARCH_VECTORS_MISSING = (
+    "SELECT (SELECT count(*) FROM search_events WHERE num = %s) - (SELECT count(*) FROM search_vectors WHERE num = %s)"
+)
 SEARCH_VECTORS_STATE = "SELECT count(*), coalesce(sum(seq), 0) FROM search_vectors WHERE num = %s"
 SEARCH_VECTORS_OF = "SELECT seq, vec FROM search_vectors WHERE num = %s ORDER BY seq"
+SEARCH_VECTORS_AFTER = "SELECT seq, vec FROM search_vectors WHERE num = %s AND seq > %s ORDER BY seq"  # new ones
 SEARCH_VECTOR_SEQS = (
     "SELECT v.seq FROM search_vectors AS v JOIN search_sessions AS s ON s.num = v.num WHERE s.session = %s ORDER BY v.seq"
 )

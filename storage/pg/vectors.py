@@ -28,7 +28,7 @@ class PgVectoring(VectorMode):
     def embed_pending(
         self, session: str, *, limit: int | None = None, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed the session's indexed events that have no vector (newest first, at most `limit`); how many."""
+        """Embed the session's indexed events that have no vector (at most `limit`, newest first; all, oldest first)."""
         embedder = self._embedder
         if embedder is None:
             return 0
@@ -37,17 +37,20 @@ class PgVectoring(VectorMode):
         if row is None:
             return 0
         num = int(row[0])
+        with self.db.connection() as conn:
+            missing = int((conn.execute(sql.SEARCH_VECTORS_MISSING, (num, num)).fetchone() or (0,))[0])
 
-        def pending(want: int) -> list[tuple[int, str]]:
+        def pending(want: int, newest: bool) -> list[tuple[int, str]]:
+            stmt = sql.SEARCH_VECTORS_PENDING if newest else sql.SEARCH_VECTORS_PENDING_OLDEST
             with self.db.connection() as conn:
-                rows = conn.execute(sql.SEARCH_VECTORS_PENDING, (num, want)).fetchall()
+                rows = conn.execute(stmt, (num, want)).fetchall()
             return [(int(r[0]), bytes(r[1]).decode("utf-8", "surrogatepass")) for r in rows]
 
         def put(seqs: list[int], blobs: list[bytes]) -> None:
             with self.db.transaction() as conn:
                 conn.execute(sql.SEARCH_VECTORS_PUT, (num, seqs, blobs, num))
 
-        return self._embed_batches(embedder, pending, put, limit, progress)
+        return self._embed_batches(embedder, pending, put, limit, progress, missing)
 
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""
@@ -57,7 +60,10 @@ class PgVectoring(VectorMode):
     def _session_vectors(self, conn: psycopg.Connection[Any], num: int) -> tuple[np.ndarray, np.ndarray]:
         """The session's (seqs, unit vectors), read once per state of its vectors (count and sum of seqs)."""
         count, total = conn.execute(sql.SEARCH_VECTORS_STATE, (num,)).fetchone() or (0, 0)
-        return self._cached_vectors(num, (int(count), int(total)), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall())
+        return self._cached_vectors(
+            num, (int(count), int(total)), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall(),
+            lambda last: conn.execute(sql.SEARCH_VECTORS_AFTER, (num, last)).fetchall(),
+        )
 
     @staticmethod
     def _dense_rows(conn: psycopg.Connection[Any], num: int, seqs: list[int]) -> list[Any]:

@@ -3,6 +3,7 @@ every term returns â€” the same events, in the same order, with the same bm25 â€
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ledger.messages import Message
-from retrieval import IndexConfig, bounded
+from retrieval import IndexConfig, bounded, sql
+from retrieval.text import build_query, or_query
 from storage.files.ledger.store import Ledger
 from storage.files.retrieval.db import Index
 
@@ -48,6 +50,45 @@ class TestTheBoundGivesTheExhaustiveAnswer:
         full = Index(tmp_path, led, config=IndexConfig(prune_min_events=10**9))
         differ = [q for q in queries() if answer(exact, q, exclude) != answer(full, q, exclude)]
         assert differ == []
+
+    def test_locomo_questions_rank_as_with_every_term(self, tmp_path: Path, shared_data: Path) -> None:
+        """Two LoCoMo conversations (their own turns, 788 events) and every one of their questions (304): the bound,
+        made to apply at any size and to split early, gives the exhaustive answer."""
+        convs = json.loads((shared_data / "locomo10.json").read_text(encoding="utf-8"))[:2]
+        led = Ledger(tmp_path)
+        msgs, qs = [], []
+        for conv in convs:
+            c = conv["conversation"]
+            n = 1
+            while f"session_{n}" in c:
+                msgs += [Message("user" if t["speaker"] == c["speaker_a"] else "assistant", f"{t['speaker']}: {t['text']}", {}) for t in c[f"session_{n}"]]
+                n += 1
+            qs += [str(q["question"]) for q in conv["qa"]]
+        led.append_many("s", msgs)
+        exact = Index(tmp_path, led, config=IndexConfig(prune_min_events=0, exact_prune=True, prune_share=0.005))
+        full = Index(tmp_path, led, config=IndexConfig(prune_min_events=10**9))
+        splits: list[str] = []
+        real = exact._read_fresh
+
+        def spy(stmt: str, params: dict[str, object]) -> list[object]:
+            splits.append(str(params["match"]))
+            return real(stmt, params)
+
+        setattr(exact, "_read_fresh", spy)  # noqa: B010 - the spy only counts which statements ran
+        differ = [q for q in qs if answer(exact, q, []) != answer(full, q, [])]
+        assert differ == []
+        assert sum(" NOT (" in m for m in splits) > len(qs) // 2  # the bound did the work, not the plain query
+        # the pool itself (the 40 best rows the collapse score re-ranks), not only the top 8 drawn from it
+        stmt = sql.search_sql(1, text_weight=1.0, context_weight=0.3)
+        pools = []
+        for q in qs:
+            terms = build_query(q, max_terms=None).terms
+            if len(terms) > 1:
+                params = {"match": or_query(terms), "limit": 40}
+                got = exact._bounded_rows(1, len(msgs) - 1, stmt, params, terms)
+                want = full._read_fresh(stmt, params)
+                pools.append([(r[0], round(float(r[8]), 9)) for r in got] == [(r[0], round(float(r[8]), 9)) for r in want])
+        assert len(pools) > 250 and all(pools)
 
     def test_the_split_queries_run_and_skip_rows(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         led = session(tmp_path)
@@ -87,7 +128,10 @@ class TestPureParts:
         part = sum(bounded.idf(1000, n) * w * 2.2 / (w + 1.2 * (0.25 + 0.75 * 0.01)) for n, w in ((5, 1e6), (500, 1e6)))
         assert bounded.bound(1000, hits, ["a", "b"]) > part
 
-    def test_fewer_rows_than_asked_means_every_term(self) -> None:
+    def test_fewer_rows_than_asked_adds_the_next_rarest_terms(self) -> None:
+        # no n-th score yet: E grows by the next rarest terms until their rows could add up to the n asked
         assert bounded.next_split(["a", "b", "c"], {"a": 1, "b": 2, "c": 3}, 100, 1, [[0] * 12], 40) == 3
+        assert bounded.next_split(["a", "b", "c", "d"], {"a": 0, "b": 50, "c": 60, "d": 70}, 1000, 1, [], 40) == 2
+        assert bounded.next_split(["a", "b", "c", "d"], {"a": 0, "b": 10, "c": 60, "d": 70}, 1000, 1, [], 40) == 3
         assert bounded.split_matches(["a", "b"], 2) is None
         assert bounded.split_matches(["a", "b"], 1) == ('("a") AND ("b")', '("a") NOT ("b")')

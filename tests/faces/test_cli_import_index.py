@@ -70,6 +70,26 @@ def test_an_import_indexes_the_session_and_a_search_then_indexes_nothing(
         assert seqs[0] == 7 and planned == [] and err == ""
 
 
+def test_an_import_leaves_the_control_state_saved_so_a_fresh_search_never_folds_the_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import control.revocation as revocation
+
+    data = imported(tmp_path, capsys)
+    assert (data / "sessions" / "s1" / "control-state.json").is_file()
+    revocation._cache.clear()  # as a fresh process finds it
+    full: list[str] = []
+    real = revocation._derived_in_full
+
+    def spy(fl: Any, session: str, *args: Any) -> Any:
+        full.append(session)
+        return real(fl, session, *args)
+
+    monkeypatch.setattr(revocation, "_derived_in_full", spy)
+    seqs, err = search(data, capsys)
+    assert seqs[0] == 7 and err == "" and full == []
+
+
 def test_a_search_with_no_index_builds_it_once_keeps_it_and_says_so(
     tmp_path: Path, planned: list[int], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -128,16 +128,112 @@ def test_rebuild_with_semantic_without_the_extra_stops_before_any_work(
     assert (data_dir / "index.sqlite").stat().st_mtime_ns == before
 
 
-def test_the_app_embeds_what_is_pending_in_the_background(tmp_path: Path) -> None:
+def test_the_app_embeds_what_is_pending_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import app
     from chat.engine import Engine
     from chat.llm import LLM
+    from webui.config import Config
 
     from ..storage.test_semantic_vectors import WordEmbedder
+    from .test_app_load import free_port
 
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)  # the offline stand-in, never the network
+    monkeypatch.setattr(app, "semantic_model", lambda **_kw: WordEmbedder())
     eng = Engine(tmp_path / "data", llm=LLM(api_key=""))
     eng.remember("alice", "I adopted a puppy last week")
     eng.remember("bob", "the tax form is due on Friday")
-    eng.index.use_semantic(WordEmbedder())
-    app._embed_pending(eng)
-    assert eng.index.vector_seqs("alice") == [0] and eng.index.vector_seqs("bob") == [0]
+    eng.close()
+    running = app.start(Config(tmp_path / "data", "127.0.0.1", free_port(), None, 4, False, semantic=True), quiet=True)
+    try:
+        index = running.service.engine.index
+        assert index.embedding_idle(timeout=10)
+        assert index.vector_seqs("alice") == [0] and index.vector_seqs("bob") == [0]
+    finally:
+        running.service.engine.index.stop_embedding()
+        running.stop()
+
+
+def _jsonl(tmp_path: Path, texts: list[str]) -> Path:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"".join(orjson.dumps({"role": "user", "text": t}) + b"\n" for t in texts))
+    return src
+
+
+class _Bar:
+    made: list[_Bar] = []
+
+    def __init__(self, desc: str, unit: str, total: int | None = None) -> None:
+        self.desc, self.total, self.n = desc, total, 0
+        _Bar.made.append(self)
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+    def close(self) -> None:
+        pass
+
+
+def test_import_semantic_embeds_every_imported_event_with_a_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import storage.api
+    from cli import prog_ledger
+
+    from ..storage.test_semantic_vectors import WordEmbedder
+
+    monkeypatch.setattr(storage.api, "semantic_model", lambda **_kw: WordEmbedder())
+    monkeypatch.setattr(prog_ledger, "_progress", _Bar)
+    _Bar.made.clear()
+    data = tmp_path / "data"
+    texts = ["I adopted a puppy", "the weather is grey", "my sister plays the cello"]
+    assert prog_ledger.main(["import", str(data), "s1", str(_jsonl(tmp_path, texts)), "--semantic", "--create"]) == 0
+    assert "embedded 3 events with word-hash-test" in capsys.readouterr().err
+    embedding = [b for b in _Bar.made if b.desc == "embedding"]
+    assert len(embedding) == 1 and embedding[0].n == embedding[0].total == 3
+    st = file_stores(data)
+    try:
+        assert st.index.vector_seqs("s1") == [0, 1, 2]
+    finally:
+        st.close()
+
+
+def test_import_without_semantic_embeds_nothing(tmp_path: Path) -> None:
+    from cli import prog_ledger
+
+    data = tmp_path / "data"
+    assert prog_ledger.main(["import", str(data), "s1", str(_jsonl(tmp_path, ["hello there"])), "--create"]) == 0
+    st = file_stores(data)
+    try:
+        assert st.index.vector_seqs("s1") == []
+    finally:
+        st.close()
+
+
+def test_import_semantic_without_the_extra_is_one_line_and_imports_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli import prog_ledger
+
+    monkeypatch.setattr(semantic, "installed", lambda: False)
+    data = tmp_path / "data"
+    code = prog_ledger.main(["import", str(data), "s1", str(_jsonl(tmp_path, ["hello there"])), "--semantic", "--create"])
+    err = capsys.readouterr().err
+    assert code != 0 and err.count("\n") == 1
+    assert err.startswith("error: semantic search: the optional extra is not installed") and "nothing was imported" in err
+    assert not (data / "sessions" / "s1").exists()
+
+
+@needs_extra
+def test_import_semantic_with_the_real_model_stores_one_vector_an_event(tmp_path: Path) -> None:
+    from cli import prog_ledger
+
+    data = tmp_path / "data"
+    src = _jsonl(tmp_path, ["I adopted a puppy last week", "the tax form is due on Friday"])
+    assert prog_ledger.main(["import", str(data), "s1", str(src), "--semantic", "--create"]) == 0
+    st = file_stores(data)
+    try:
+        st.index.use_semantic(semantic.load())
+        assert st.index.vector_seqs("s1") == [0, 1]
+        assert st.index.search("s1", "young dog", k=1).results[0].seq == 0
+    finally:
+        st.close()

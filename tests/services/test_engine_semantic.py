@@ -49,3 +49,28 @@ def test_forgetting_a_memory_and_the_answers_that_cited_it_leaves_none_of_their_
     assert left and not set(result.erased) & set(left)
     hits = eng.index.search("alice", "hound", k=10).results
     assert not any("puppy" in h.text for h in hits)
+
+
+def test_a_turn_does_not_wait_for_its_own_events_to_be_embedded(tmp_path: Path) -> None:
+    from ..storage.test_semantic_vectors import GatedEmbedder
+
+    eng = _engine(tmp_path)
+    gated = GatedEmbedder()
+    gated.gate.set()
+    eng.index.use_semantic(gated)
+    eng.index.embed_in_background(["alice"])
+    try:
+        assert eng.index.embedding_idle(timeout=10)  # the two memories have vectors
+        gated.gate.clear()  # from here the thread waits until the turn is over
+        turn = eng.turn("alice", "How is my hound doing?")
+        assert turn.body["semantic"]["model"] == "word-hash-test"  # a hybrid turn
+        assert 0 in [h.seq for h in turn.hits]
+        assert eng.index.vector_seqs("alice") == [0, 1]  # its question and answer still wait for the thread
+        assert sum(gated.here) <= 1  # the turn embedded its query, nothing else
+        gated.gate.set()
+        assert eng.index.embedding_idle(timeout=10)
+        assert eng.index.vector_seqs("alice") == [0, 1, 2, 3]
+        assert not gated.timed_out
+    finally:
+        gated.gate.set()
+        eng.index.stop_embedding()

@@ -249,6 +249,24 @@ class TestEachCopyFinishesThePendingErasureFirst:
         assert not has_marker(said.encode())
         finished(half)
 
+    def test_the_app_s_turn_settles_once_with_its_download_folders_and_the_engine_does_not_again(
+        self, half: Half, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Issue 30: one check for a pending erasure per turn, the app's (which also clears its download copies)."""
+        import chat.engine
+        import webui.service
+
+        calls: list[str] = []
+        for module, name in ((webui.service, "app"), (chat.engine, "engine")):
+            real = module.settle
+            monkeypatch.setattr(module, "settle", lambda *a, _real=real, _name=name, **k: (calls.append(_name), _real(*a, **k))[1])
+        turn = half.svc.turn(half.key, "What is my locker code word?", 8)
+        assert calls == ["app"] and not has_marker(turn.assistant_event.text.encode())
+        finished(half)
+        calls.clear()
+        half.svc.engine.turn(half.session, "And the other one?")  # any other caller of the engine: settled by it
+        assert calls == ["engine"]
+
     def test_the_chat_tab_s_consent_turn_finishes_the_erasure_before_it_shows_the_memories(self, half: Half) -> None:
         proposal = ct.propose(half.svc, half.key, "What is my locker code word?", 8)  # ask me first, step 1
         assert not has_marker(repr(proposal).encode())

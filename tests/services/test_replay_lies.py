@@ -76,7 +76,7 @@ def test_a_turn_whose_receipt_claims_its_index_held_less_than_the_events_before_
     def lying_part(**kw: Any) -> dict[str, Any]:
         return real_part(**{**kw, "indexed": kw["indexed"] - 1})  # "the index had not caught up": seq q-1 unseen
 
-    def lying_retrieve(self: Engine, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+    def lying_retrieve(self: Engine, session: str, message: str, k: int, also: list[int], *, mark_earlier: bool = False) -> Retrieved:
         q = also[0]
         return _prefix_search(self, session, message, k, q - 1, self.ledger.head(session)[0])
 
@@ -103,7 +103,7 @@ def test_a_turn_whose_receipt_leaves_its_questions_supersession_out_of_controls_
     def lying_part(**kw: Any) -> dict[str, Any]:
         return real_part(**{**kw, "controls": kw["indexed"] + 1})  # the state before the question's own record
 
-    def lying_retrieve(self: Engine, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+    def lying_retrieve(self: Engine, session: str, message: str, k: int, also: list[int], *, mark_earlier: bool = False) -> Retrieved:
         q = also[0]
         return _prefix_search(self, session, message, k, q, q + 1)
 
@@ -144,7 +144,7 @@ def test_a_consent_turn_whose_receipt_claims_its_proposal_saw_less_of_the_ledger
     def lying_part(**kw: Any) -> dict[str, Any]:
         return real_part(**{**kw, "indexed": kw["indexed"] - 1, "controls": kw["controls"] - 1})
 
-    def lying_retrieve(self: Engine, session: str, message: str, k: int, also: list[int]) -> Retrieved:
+    def lying_retrieve(self: Engine, session: str, message: str, k: int, also: list[int], *, mark_earlier: bool = False) -> Retrieved:
         size = self.ledger.head(session)[0] - 1
         return _prefix_search(self, session, message, k, size, size)
 

@@ -3,11 +3,13 @@ terms and FTS5 matches that indexing one event at a time gives; the text fast pa
 
 from __future__ import annotations
 
+import gc
 import unicodedata
 from pathlib import Path
 
 import pytest
 
+from ledger.importer import Imported
 from ledger.messages import Message
 from retrieval import IndexConfig
 from retrieval.text import content_terms, fold, stem
@@ -71,6 +73,51 @@ class TestChunkedBuild:
                 "crisismerge": 16,
             }
         index.close()
+        led.close()
+
+    def test_a_build_runs_with_a_big_page_cache_and_no_collector_then_sets_both_back(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        led = Ledger(tmp_path / "d")
+        led.append_many("s", [Message("user", t, {}) for t in texts(23)])
+        monkeypatch.setattr(indexer, "CHUNK", 10)
+        index = Index(tmp_path / "d", led, config=CTX)
+        during: list[tuple[int, bool]] = []
+
+        def watch(_session: str, _n: int) -> None:  # called after each chunk is written, on the writing thread
+            during.append((index._w().execute("PRAGMA cache_size").fetchone()[0], gc.isenabled()))
+
+        with index.write() as w:
+            cache = w.execute("PRAGMA cache_size").fetchone()[0]
+        assert gc.isenabled()
+        assert index.index_session("s", progress=watch) == []
+        assert during == [(-indexer.BUILD_CACHE_KIB, False)] * 3
+        with index.write() as w:
+            assert w.execute("PRAGMA cache_size").fetchone()[0] == cache
+        assert gc.isenabled()
+        index.close()
+        led.close()
+
+    def test_an_imports_lazy_events_are_indexed_from_one_pass_of_the_ledger(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        led = Ledger(tmp_path / "d")
+        led.append_many("s", [Message("user", t, {}) for t in texts(40)])
+        first, last = led.read_events("s", [0, 39])
+        imported = Imported(led, "s", first, last)  # what `ledger import` hands the index: each item read by offset
+        monkeypatch.setattr(indexer, "CHUNK", 10)
+        monkeypatch.setattr(indexer, "TAIL_BY_OFFSET", 5)
+        reads: list[int] = []
+        read_events = led.read_events
+        monkeypatch.setattr(led, "read_events", lambda s, seqs: reads.append(1) or read_events(s, seqs))
+        lazy = Index(tmp_path / "lazy", led, config=CTX)
+        assert lazy.index_session("s", imported) == []
+        assert reads == []  # not one read per event: one streaming pass
+        whole = Index(tmp_path / "whole", led, config=CTX)
+        whole.catch_up()
+        assert snapshot(lazy) == snapshot(whole)
+        for ix in (lazy, whole):
+            ix.close()
         led.close()
 
     def test_an_erasure_record_met_while_building_in_chunks_forgets_as_one_pass_does(

@@ -9,6 +9,7 @@ never returns an excluded or erased event, and says which mode it ran in.
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -183,11 +184,9 @@ class TestSearchModes:
         assert 0 not in _seqs(stores.index.search("s1", "hound", k=5, exclude_seqs=[0]))
 
     def test_an_event_not_embedded_yet_still_answers_lexically(self, stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
-        import storage.common.retrieval.searcher as searcher
-        import storage.pg.index as pg_index
+        import storage.common.retrieval.vectors as vectors
 
-        monkeypatch.setattr(searcher, "AT_SEARCH", 0)
-        monkeypatch.setattr(pg_index, "AT_SEARCH", 0)
+        monkeypatch.setattr(vectors, "AT_SEARCH", 0)
         _fill(stores)
         stores.index.use_semantic(WordEmbedder())
         resp = stores.index.search("s1", "cello", k=3)
@@ -197,3 +196,149 @@ class TestSearchModes:
     def test_it_names_the_model_it_runs_with(self, stores: Stores) -> None:
         stores.index.use_semantic(WordEmbedder())
         assert stores.index.semantic == {"method": "linear-fusion-v2", "model": "word-hash-test", "model_sha256": "0" * 64}
+
+
+class GatedEmbedder(WordEmbedder):
+    """WordEmbedder whose background thread ("embed-pending") waits at a gate the test opens; a search's query (this
+    thread) never waits. `timed_out` records a gate that was never opened: something waited for the embedding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.timed_out = False
+        self.here: list[int] = []  # the sizes of the batches embedded outside the background thread
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if threading.current_thread().name == "embed-pending":
+            if not self.gate.wait(10):
+                self.timed_out = True
+        else:
+            self.here.append(len(texts))
+        return super().embed(texts)
+
+
+class TestEmbeddingOffTheTurnsPath:
+    def test_a_search_answers_lexically_while_the_background_embedding_waits(self, stores: Stores) -> None:
+        _fill(stores)
+        gated = GatedEmbedder()
+        stores.index.use_semantic(gated)
+        stores.index.embed_in_background(["s1"])
+        try:
+            resp = stores.index.search("s1", "cello", k=3)
+            assert resp.mode == "hybrid" and _seqs(resp)[0] == 2
+            assert stores.index.vector_seqs("s1") == []  # the thread still waits: the search did not embed the events
+            assert sum(gated.here) <= 1  # the search embedded its query at most (none: no vector yet to compare)
+            gated.gate.set()
+            assert stores.index.embedding_idle(timeout=10)
+            assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
+            assert not gated.timed_out
+        finally:
+            gated.gate.set()
+            stores.index.stop_embedding()
+
+    def test_indexing_a_new_event_queues_it_for_the_background_embedding(self, stores: Stores) -> None:
+        _fill(stores)
+        gated = GatedEmbedder()
+        gated.gate.set()
+        stores.index.use_semantic(gated)
+        stores.index.embed_in_background(["s1"])
+        try:
+            assert stores.index.embedding_idle(timeout=10)
+            stores.ledger.append("s1", "user", "a canine friend visited")
+            stores.index.index_session("s1")
+            assert stores.index.embedding_idle(timeout=10)
+            assert stores.index.vector_seqs("s1") == list(range(len(TEXTS) + 1))
+            assert gated.here == []  # nothing was embedded outside the thread
+        finally:
+            stores.index.stop_embedding()
+
+    def test_an_event_erased_while_its_batch_is_embedded_leaves_no_vector(self, stores: Stores) -> None:
+        _fill(stores)
+        gated = GatedEmbedder()
+        stores.index.use_semantic(gated)
+        stores.index.embed_in_background(["s1"])
+        try:
+            stores.ledger.erase("s1", [0])
+            stores.index.forget_events("s1", [0])  # while the thread holds the batch it read, seq 0 in it
+            gated.gate.set()
+            assert stores.index.embedding_idle(timeout=10)
+            assert stores.index.vector_seqs("s1") == [1, 2, 3, 4]
+        finally:
+            gated.gate.set()
+            stores.index.stop_embedding()
+
+    def test_after_the_thread_stops_a_search_embeds_the_newest_events_itself_again(self, stores: Stores) -> None:
+        _fill(stores)
+        stores.index.use_semantic(WordEmbedder())
+        stores.index.embed_in_background()
+        stores.index.stop_embedding()
+        stores.index.search("s1", "cello", k=3)
+        assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
+
+
+def test_a_search_catching_up_embeds_the_newest_events_first(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+    import storage.common.retrieval.vectors as vectors
+
+    monkeypatch.setattr(vectors, "AT_SEARCH", 2)
+    _fill(stores)
+    stores.index.use_semantic(WordEmbedder())
+    stores.index.search("s1", "cello", k=3)
+    assert stores.index.vector_seqs("s1") == [3, 4]
+    assert stores.index.embed_pending("s1") == 3  # the rest, oldest first
+    assert stores.index.vector_seqs("s1") == [0, 1, 2, 3, 4]
+
+
+def test_vectors_embedded_after_a_search_are_used_by_the_next_one(stores: Stores) -> None:
+    _fill(stores)
+    stores.index.use_semantic(WordEmbedder())
+    stores.index.embed_pending("s1")
+    assert 5 not in _seqs(stores.index.search("s1", "hound", k=10))  # the session's vectors now held in memory
+    stores.ledger.append_many("s1", [Message("user", "a canine visited", {}), Message("user", "my puppy barks", {})])
+    stores.index.index_session("s1")
+    held = stores.index.__dict__["_vec_cache"]
+    before = next(iter(held.values()))
+    assert stores.index.embed_pending("s1") == 2
+    hits = {h.seq: h for h in stores.index.search("s1", "hound", k=10, explain=True).results}
+    assert next(iter(held.values())) is before and before.n == 7  # appended to the vectors held, not read again
+    assert {5, 6} <= set(hits)
+    assert hits[5].explain is not None and hits[5].explain["cosine"] == pytest.approx(3 ** -0.5, abs=1e-3)  # 1 word of 3
+    stores.ledger.erase("s1", [6])
+    stores.index.forget_events("s1", [6])
+    assert 6 not in _seqs(stores.index.search("s1", "hound", k=10))
+
+
+def test_an_imported_session_is_embedded_with_its_progress_on_either_backend(stores: Stores) -> None:
+    from storage import admin
+
+    _fill(stores)
+    ticks: list[int] = []
+    assert admin.embed_imported(stores.ledger, "s1", WordEmbedder(), ticks.append) == len(TEXTS)
+    assert sum(ticks) == len(TEXTS)
+    assert stores.index.vector_seqs("s1") == list(range(len(TEXTS)))
+
+
+class TestTheLastQueriesVectors:
+    def test_a_query_searched_again_is_not_embedded_again(self, stores: Stores) -> None:
+        _fill(stores)
+        model = WordEmbedder()
+        stores.index.use_semantic(model)
+        stores.index.embed_pending("s1")
+        first = stores.index.search("s1", "hound", k=3).to_dict()
+        calls = model.calls
+        assert stores.index.search("s1", "hound", k=3).to_dict() == first  # a turn searches its message twice or more
+        assert model.calls == calls
+        stores.index.search("s1", "cello", k=3)
+        assert model.calls == calls + 1
+
+    def test_a_forget_drops_the_queries_held(self, stores: Stores) -> None:
+        _fill(stores)
+        model = WordEmbedder()
+        stores.index.use_semantic(model)
+        stores.index.embed_pending("s1")
+        stores.index.search("s1", "I am overwhelmed at work", k=3)  # a message that is then forgotten
+        stores.ledger.erase("s1", [3])
+        stores.index.forget_events("s1", [3])
+        assert len(stores.index.__dict__["_query_cache"]) == 0
+        calls = model.calls
+        stores.index.search("s1", "I am overwhelmed at work", k=3)
+        assert model.calls == calls + 1

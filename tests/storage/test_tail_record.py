@@ -21,7 +21,7 @@ import pytest
 from ledger.corrupted import LedgerCorrupted
 from ledger.messages import Message
 from ledger.verify import ChainWalker
-from storage.files.ledger import tailrecord
+from storage.files.ledger import reading, tailrecord
 from storage.files.ledger.repair_files import truncate_at
 from storage.files.ledger.store import RECORD_MIN_LINES, Ledger
 from storage.files.ledger.tailrecord import RECORD_FILE
@@ -355,3 +355,34 @@ class TestReadsWithoutAWalk:
         want = [e.to_dict() for e in led.read_events(S, [5, 600])]
         monkeypatch.setattr(tailrecord, "find_line", lambda *_args: None)
         assert [e.to_dict() for e in Ledger(tmp_path).read_events(S, [5, 600])] == want
+
+    @pytest.mark.parametrize("fresh", [False, True], ids=["offsets-known", "opened-from-the-record"])
+    def test_events_from_a_seq_parse_only_the_lines_from_it(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh: bool) -> None:
+        """A reader that wants the last few events (a turn's stand-in check, the app's history) seeks to their line:
+        by the offsets the writer knows, or by bisection on a tail opened from the record; erased lines change nothing."""
+        led = _filled(tmp_path, 3000)
+        led.erase(S, [2990])
+        want = [e.to_dict() for e in led.events(S) if e.seq >= 2980]
+        assert len(want) == 21
+        reader = Ledger(tmp_path) if fresh else led
+        reader.head(S)
+        loads = [0]
+        real = reading.orjson.loads
+
+        def counted(raw: bytes) -> object:
+            loads[0] += 1
+            return real(raw)
+
+        monkeypatch.setattr(reading.orjson, "loads", counted)
+        assert [e.to_dict() for e in reader.events(S, start_seq=2980)] == want
+        assert loads[0] <= 21 + 16  # its 21 lines (and the few a bisection reads), never the 2,980 before
+        end = reader.head(S)[0]  # 3001: the erasure appended its record
+        assert list(reader.events(S, start_seq=end)) == [] and list(reader.events(S, start_seq=10**9)) == []
+
+    def test_events_from_a_seq_fall_back_to_reading_from_the_start_when_the_bisection_finds_nothing(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _filled(tmp_path)
+        want = [e.to_dict() for e in Ledger(tmp_path).events(S) if e.seq >= 700]
+        monkeypatch.setattr(tailrecord, "find_line", lambda *_args: None)
+        assert [e.to_dict() for e in Ledger(tmp_path).events(S, start_seq=700)] == want

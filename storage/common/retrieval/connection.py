@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
-import sqlite_utils
 
 from retrieval import sql
 from retrieval.config import IndexConfig
@@ -35,6 +34,8 @@ from retrieval.sql import INDEX_FILE as INDEX_FILE
 from storage.common.fsmode import open_private, private_dir
 
 if TYPE_CHECKING:
+    import sqlite_utils
+
     from storage.common.retrieval.indexer import Progress
     from storage.files.ledger.store import Ledger
 
@@ -141,7 +142,7 @@ class IndexFile:
     def _open_writer(self) -> None:
         self._close_writer()
         self._writer = self._connect(writer=True)
-        self._db = sqlite_utils.Database(self._writer, execute_plugins=False)
+        self._db = None  # made by write(): sqlite_utils imports pandas when it is installed (~0.5 s), a search needs neither
         st = os.stat(self.path)
         self._inode = (st.st_dev, st.st_ino)
         self._generation += 1
@@ -304,7 +305,10 @@ class IndexFile:
         """
         self._check_file()
         with self._lock, self._tx():
-            assert self._db is not None
+            if self._db is None:
+                import sqlite_utils
+
+                self._db = sqlite_utils.Database(self._w(), execute_plugins=False)
             yield self._db
 
     @contextmanager

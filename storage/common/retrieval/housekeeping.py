@@ -150,6 +150,7 @@ class Housekeeping(Indexing):
         self._mark_purge(num)
         removed = [seq for seq, _, _ in found]
         self.__dict__.setdefault("_vec_cache", {}).pop(num, None)
+        self.__dict__.get("_query_cache", {}).clear()  # the semantic extra's last queries: one may be what went
         return Forgotten(session, removed, self._recontext(num, removed), self._rejudge(num, first_gone))
 
     def _neighbours(self, num: int, seq: int, n: int, *, later: bool) -> list[tuple[int, str]]:

@@ -23,7 +23,7 @@ from retrieval.scoring import CONTEXT, is_echo, query_boost, rank, relative
 from retrieval.semantic import FUSION, HYBRID, LEXICAL_POOL, gate_overlap
 from retrieval.text import MAX_QUERY_TERMS, Query, build_query, or_query, quote, stem, term_batches, tokens
 from storage.common.retrieval.connection import batched
-from storage.common.retrieval.vectors import AT_SEARCH, Vectoring
+from storage.common.retrieval.vectors import Vectoring
 
 
 def candidates_for(k: int) -> int:
@@ -206,9 +206,9 @@ class Searching(Vectoring):
         from storage.common.retrieval.hybrid import dense_cosines, hybrid_hits  # hybrid.py reads candidate() from here
 
         assert self._embedder is not None
-        self.embed_pending(session, limit=AT_SEARCH)
+        self._embed_at_search(session)  # the background thread's work, or the newest AT_SEARCH events here
         seqs, matrix = self._session_vectors(num)
-        cos = dense_cosines(self._embedder, q.text, seqs, matrix, exclude)
+        cos = dense_cosines(self._query_embedder(), q.text, seqs, matrix, exclude)
         lexical = {int(r[0]) for r in rows}
         dense = [s for s in cos.nearest if s not in lexical]
         overlap = gate_overlap(self._term_df(num, q.terms)) if FUSION.gate > 0 else 1.0

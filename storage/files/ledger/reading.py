@@ -63,12 +63,28 @@ class Reading(Recovery):
         Reads the stored lines as they are; use verify() to check them.
         """
         with self._snapshot(session) as (tail, f):
-            line_no = 0
-            for raw, _torn in split_lines(read_chunks(f, tail.size)):
+            line_no, at = 0, 0
+            if start_seq > 0:  # from its line on: the lines before are neither read nor parsed
+                if start_seq >= tail.next_seq:
+                    return
+                at = self._line_start(tail, f, start_seq)
+                if at > 0:
+                    f.seek(at)
+                    line_no = start_seq
+            for raw, _torn in split_lines(read_chunks(f, tail.size - at)):
                 line_no += 1
                 obj = orjson.loads(raw)
                 if obj["seq"] >= start_seq:
                     yield event_from_dict(obj, line_no)
+
+    @staticmethod
+    def _line_start(tail: _Tail, f: BinaryIO, seq: int) -> int:
+        """Where the line of `seq` starts: from the offsets when known, else by bisection; 0 (read from the start)
+        when the file does not behave like such a log (the seq filter then skips the lines before)."""
+        if len(tail.offsets) == tail.next_seq:
+            return int(tail.offsets[seq])
+        span = tailrecord.find_line(f.fileno(), seq, tail.size, tail.last, tail.next_seq)
+        return 0 if span is None else span[0]
 
     def read_events(self, session: str, seqs: Iterable[int]) -> list[Event]:
         """The events at the given seqs, read directly by byte offset (O(1) each).
