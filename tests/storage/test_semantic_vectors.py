@@ -342,3 +342,41 @@ class TestTheLastQueriesVectors:
         calls = model.calls
         stores.index.search("s1", "I am overwhelmed at work", k=3)
         assert model.calls == calls + 1
+
+
+def _another_process_index(stores: Stores) -> Any:
+    """A second index over the same deployment: what another process (a CLI forget, a CLI search) opens."""
+    if stores.database is None:
+        from storage.admin import file_index
+
+        return file_index(stores.ledger.data_dir, stores.ledger)  # type: ignore[attr-defined]
+    from storage.pg.index import PgIndex
+
+    return PgIndex(stores.ledger.db, stores.ledger)  # type: ignore[attr-defined]
+
+
+def test_vectors_held_are_never_those_of_events_another_process_erased_even_when_count_and_sum_agree(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import storage.common.retrieval.vectors as vectors
+
+    monkeypatch.setattr(vectors, "AT_SEARCH", 0)  # this process's searches embed nothing (as with its thread not there yet)
+    texts = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    _fill(stores, texts=texts)
+    other = _another_process_index(stores)
+    try:
+        other.use_semantic(WordEmbedder())
+        stores.index.use_semantic(WordEmbedder())
+        assert other.embed_pending("s1", limit=3) == 3  # a search's catch-up there: the newest, {5, 6, 7}
+        stores.index.search("s1", "zeta", k=3)  # this process now holds (count 3, sum 18)
+        stores.ledger.append("s1", "user", "my puppy barks")  # seq 8
+        stores.index.index_session("s1")
+        stores.ledger.erase("s1", [5, 7])
+        other.forget_events("s1", [5, 7])  # there: {6}
+        assert other.embed_pending("s1", limit=2) == 2  # {8, 4}: {4, 6, 8}, count 3 and sum 18 again
+        assert stores.index.vector_seqs("s1") == [4, 6, 8]
+        assert 8 in _seqs(stores.index.search("s1", "hound", k=10))  # found by meaning only
+        held = next(iter(stores.index.__dict__["_vec_cache"].values()))
+        assert held.view()[0].tolist() == [4, 6, 8]  # not the erased 5 and 7
+    finally:
+        other.close()
