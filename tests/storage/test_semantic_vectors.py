@@ -380,3 +380,40 @@ def test_vectors_held_are_never_those_of_events_another_process_erased_even_when
         assert held.view()[0].tolist() == [4, 6, 8]  # not the erased 5 and 7
     finally:
         other.close()
+
+
+class ForgetsWhileEmbedding(WordEmbedder):
+    """WordEmbedder that, while it embeds one query, lets another thread erase and forget `seq` (a visitor's forget
+    racing their own search)."""
+
+    def __init__(self, stores: Stores, seq: int) -> None:
+        super().__init__()
+        self.stores, self.seq, self.armed = stores, seq, False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.armed and len(texts) == 1:
+            self.armed = False
+
+            def forget() -> None:
+                self.stores.ledger.erase("s1", [self.seq])
+                self.stores.index.forget_events("s1", [self.seq])
+
+            t = threading.Thread(target=forget)
+            t.start()
+            t.join(30)
+            assert not t.is_alive()
+        return super().embed(texts)
+
+
+def test_a_query_embedded_while_its_text_is_forgotten_is_not_held_after_the_forget(stores: Stores) -> None:
+    import hashlib
+
+    _fill(stores)
+    model = ForgetsWhileEmbedding(stores, 3)
+    stores.index.use_semantic(model)
+    stores.index.embed_pending("s1")
+    model.armed = True
+    stores.index.search("s1", TEXTS[3], k=3)  # the forget of this very message lands while its vector is computed
+    assert not model.armed and 3 not in stores.index.vector_seqs("s1")
+    held = stores.index.__dict__["_query_cache"]
+    assert hashlib.sha256(TEXTS[3].encode()).digest() not in held

@@ -36,6 +36,14 @@ QUERY_CACHE = 16  # the last queries' vectors held: a turn searches with its mes
 log = logging.getLogger("retrieval")
 
 
+def drop_held_queries(index: object) -> None:
+    """Let go of the last queries' vectors (every forget, before and after its rows go: one may be the text going).
+
+    The dict is replaced, not cleared: a search embedding its query meanwhile stores the vector in the dict it
+    started with, which no one reads again (cleared, it would hold the vector of a text forgotten while it ran)."""
+    index.__dict__["_query_cache"] = OrderedDict()
+
+
 class _HeldQueries:
     """The model for a search's query, holding the vectors of the last QUERY_CACHE queries (keyed by the sha256 of
     their text, in memory only; every forget drops them all: the message forgotten may be one of them)."""
