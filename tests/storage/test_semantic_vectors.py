@@ -417,3 +417,32 @@ def test_a_query_embedded_while_its_text_is_forgotten_is_not_held_after_the_forg
     assert not model.armed and 3 not in stores.index.vector_seqs("s1")
     held = stores.index.__dict__["_query_cache"]
     assert hashlib.sha256(TEXTS[3].encode()).digest() not in held
+
+
+def _embedding_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "embed-pending"}
+
+
+def test_closing_the_index_stops_its_background_embedding_between_batches(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+    import storage.common.retrieval.vectors as vectors
+
+    monkeypatch.setattr(vectors, "BATCH", 1)
+    before = _embedding_threads()
+    _fill(stores)
+    gated = GatedEmbedder()
+    index = _another_process_index(stores)  # the app's own, closed when it stops
+    index.use_semantic(gated)
+    index.embed_in_background(["s1"])
+    try:
+        started = _embedding_threads() - before
+        assert len(started) == 1
+        closer = threading.Thread(target=index.close)
+        closer.start()
+        gated.gate.set()  # the batch under way finishes; no other starts
+        closer.join(10)
+        assert not closer.is_alive()
+        assert not any(t.is_alive() for t in started)
+        assert len(stores.index.vector_seqs("s1")) < len(TEXTS)
+    finally:
+        gated.gate.set()
+        index.stop_embedding()

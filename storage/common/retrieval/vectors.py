@@ -80,6 +80,11 @@ class _Background:
         self.busy = False
         self.stopped = False
         self.failures = 0
+        self.thread: threading.Thread | None = None
+
+
+class _Stopped(Exception):
+    """Raised after a batch by the background thread's progress when it was asked to stop."""
 
 
 class VectorMode:
@@ -114,17 +119,22 @@ class VectorMode:
         up to date. A hybrid search then embeds only its query: events not embedded yet answer lexically."""
         if self._background is None:
             bg = self._background = _Background()
-            threading.Thread(target=self._embed_loop, args=(bg,), name="embed-pending", daemon=True).start()
+            bg.thread = threading.Thread(target=self._embed_loop, args=(bg,), name="embed-pending", daemon=True)
+            bg.thread.start()
         for session in sessions:
             self._wake(session)
 
-    def stop_embedding(self) -> None:
-        """Stop the background thread after the session it is embedding (a search embeds at search again)."""
+    def stop_embedding(self, timeout: float | None = 30.0) -> None:
+        """Stop the background thread after the batch it is embedding, waiting up to `timeout` seconds for it to end
+        (a search embeds at search again). Closing the index calls it: a thread left running would write (or fail,
+        every wake, on connections closed under it) after its index was closed."""
         bg, self._background = self._background, None
         if bg is not None:
             with bg.cond:
                 bg.stopped = True
                 bg.cond.notify_all()
+            if bg.thread is not None and bg.thread is not threading.current_thread():
+                bg.thread.join(timeout)
 
     def embedding_idle(self, timeout: float | None = None) -> bool:
         """Whether the background thread has nothing queued or running (waiting up to `timeout` seconds for it)."""
@@ -153,7 +163,9 @@ class VectorMode:
                 del bg.queued[session]
                 bg.busy = True
             try:
-                self.embed_pending(session)
+                self.embed_pending(session, progress=lambda _n: self._check_stopped(bg))
+            except _Stopped:
+                pass
             except Exception as exc:  # noqa: BLE001 - the thread must live on; the search answers lexically meanwhile
                 bg.failures += 1
                 log.warning("session %s: embedding in the background failed (%s)", session, type(exc).__name__)
@@ -161,6 +173,11 @@ class VectorMode:
                 with bg.cond:
                     bg.busy = False
                     bg.cond.notify_all()
+
+    @staticmethod
+    def _check_stopped(bg: _Background) -> None:
+        if bg.stopped:
+            raise _Stopped
 
     def _embed_at_search(self, session: str) -> None:
         """Before a hybrid search: wake the background thread, or (none) embed at most AT_SEARCH newest events."""
@@ -298,6 +315,11 @@ class Vectoring(Indexing, VectorMode):
         warnings = super().index_session(session, new_events, progress=progress)
         self._wake(session)
         return warnings
+
+    def close(self) -> None:
+        """The background embedding stopped first (VectorMode.stop_embedding), then the connections closed."""
+        self.stop_embedding()
+        super().close()
 
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""
