@@ -446,3 +446,24 @@ def test_closing_the_index_stops_its_background_embedding_between_batches(stores
     finally:
         gated.gate.set()
         index.stop_embedding()
+
+
+def test_a_session_deleted_while_its_batch_is_embedded_lends_no_vector_to_the_next_session(stores: Stores) -> None:
+    _fill(stores, "s1", ["my puppy barks at night"])
+    gated = GatedEmbedder()
+    stores.index.use_semantic(gated)
+    stores.index.embed_in_background(["s1"])
+    try:
+        assert stores.ledger.delete_session("s1")  # while the thread holds s1's batch (its text read, not yet written)
+        stores.index.purge_session("s1")
+        _fill(stores, "s2", ["the weather in Leeds is grey"])  # on SQLite it takes the number s1 had
+        gated.gate.set()
+        assert stores.index.embedding_idle(timeout=10)
+        stores.index.embed_pending("s2")
+        hit = stores.index.search("s2", "weather", k=3, explain=True).results[0]
+        want = float(WordEmbedder().embed(["weather"])[0] @ WordEmbedder().embed(["the weather in Leeds is grey"])[0])
+        assert hit.seq == 0 and hit.explain is not None
+        assert hit.explain["cosine"] == pytest.approx(want, abs=1e-3)  # s2's own vector, not s1's "puppy"
+    finally:
+        gated.gate.set()
+        stores.index.stop_embedding()

@@ -298,13 +298,18 @@ class Vectoring(Indexing, VectorMode):
             conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()[0]
         )
 
+        texts: dict[int, str] = {}  # the batch's texts: a row whose text is no longer this one gets no vector
+
         def pending(want: int, newest: bool) -> list[tuple[int, str]]:
             stmt = sql.VECTORS_PENDING if newest else sql.VECTORS_PENDING_OLDEST
-            return [(int(r[0]), str(r[2])) for r in self._reader().execute(stmt, (lo, hi, want)).fetchall()]
+            batch = [(int(r[0]), str(r[2])) for r in self._reader().execute(stmt, (lo, hi, want)).fetchall()]
+            texts.clear()
+            texts.update(batch)
+            return batch
 
         def put(ids: list[int], blobs: list[bytes]) -> None:
             with self._lock, self._tx() as conn:
-                conn.executemany(sql.VECTORS_PUT, [(i, b, i) for i, b in zip(ids, blobs, strict=True)])
+                conn.executemany(sql.VECTORS_PUT, [(i, b, i, texts[i]) for i, b in zip(ids, blobs, strict=True)])
 
         return self._embed_batches(embedder, pending, put, limit, progress, missing)
 
