@@ -62,7 +62,8 @@ class PgVectoring(VectorMode):
         forgets = conn.execute(sql.SEARCH_FORGETS, (num,)).fetchone()
         count, total = conn.execute(sql.SEARCH_VECTORS_STATE, (num,)).fetchone() or (0, 0)
         return self._cached_vectors(
-            num, (int(count), int(total), 0 if forgets is None else int(forgets[0])), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall(),
+            num, (int(count), int(total), 0 if forgets is None else int(forgets[0]), ""),  # numbers are never reused here
+            lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall(),
             lambda last: conn.execute(sql.SEARCH_VECTORS_AFTER, (num, last)).fetchall(),
         )
 

@@ -467,3 +467,23 @@ def test_a_session_deleted_while_its_batch_is_embedded_lends_no_vector_to_the_ne
     finally:
         gated.gate.set()
         stores.index.stop_embedding()
+
+
+def test_vectors_held_for_a_session_another_process_deleted_are_not_those_of_the_session_after_it(stores: Stores) -> None:
+    _fill(stores, "s1", ["my puppy barks at night"])
+    stores.index.use_semantic(WordEmbedder())
+    stores.index.embed_pending("s1")
+    stores.index.search("s1", "hound", k=3)  # this process now holds s1's vectors
+    other = _another_process_index(stores)
+    try:
+        other.use_semantic(WordEmbedder())
+        assert stores.ledger.delete_session("s1")
+        other.purge_session("s1")
+        _fill(stores, "s2", ["the weather in Leeds is grey"])  # on SQLite it takes the number s1 had
+        other.embed_pending("s2")  # one vector at seq 0: the count, sum and forgets s1's had
+        hit = stores.index.search("s2", "weather", k=3, explain=True).results[0]
+        want = float(WordEmbedder().embed(["weather"])[0] @ WordEmbedder().embed(["the weather in Leeds is grey"])[0])
+        assert hit.seq == 0 and hit.explain is not None
+        assert hit.explain["cosine"] == pytest.approx(want, abs=1e-3)  # s2's own vector, not s1's held "puppy"
+    finally:
+        other.close()

@@ -224,7 +224,7 @@ class VectorMode:
         return done
 
     def _cached_vectors(
-        self, num: int, state: tuple[int, int, int], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
+        self, num: int, state: tuple[int, int, int, str], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Session `num`'s (seqs, unit vectors) from `rows()` ((seq, blob) each, ascending), read again only when
         `state` (how many forgets changed the session's rows, read first; then count and sum of seqs of its vectors)
@@ -234,7 +234,8 @@ class VectorMode:
 
         The forgets count is in the state because count and sum alone can agree after an erasure in another process
         (which cannot drop what this one holds): {5, 6, 7} erased to {6}, then {4, 8} embedded, is {4, 6, 8}, count 3
-        and sum 18 again, and the erased 5 and 7 would be held (and 4 and 8 never found by meaning)."""
+        and sum 18 again, and the erased 5 and 7 would be held (and 4 and 8 never found by meaning). The session's
+        name is in it too: SQLite gives a deleted session's number to the next new session."""
         # one search at a time brings the held vectors up to date (the app searches from several threads): two that
         # appended the same new rows at once would hold them twice
         import numpy as np  # here, as in retrieval.semantic: a lexical search never loads numpy
@@ -244,7 +245,7 @@ class VectorMode:
             found = cache.get(num)
             if found is not None and found.state == state:
                 return found.view()
-            if found is not None and after is not None and found.n and state[0] > found.state[0] and state[2] == found.state[2]:
+            if found is not None and after is not None and found.n and state[0] > found.state[0] and state[2:] == found.state[2:]:
                 new = after(int(found.seqs[found.n - 1]))
                 seqs = np.array([int(r[0]) for r in new], dtype=np.int64)
                 if found.state[0] + seqs.size == state[0] and found.state[1] + int(seqs.sum()) == state[1]:
@@ -259,13 +260,13 @@ class VectorMode:
 class _Cached:
     """A session's vectors held in memory: seqs ascending, one unit row each, with room to grow (doubling)."""
 
-    def __init__(self, state: tuple[int, int, int], seqs: np.ndarray, matrix: np.ndarray) -> None:
+    def __init__(self, state: tuple[int, int, int, str], seqs: np.ndarray, matrix: np.ndarray) -> None:
         self.state, self.n, self.seqs, self.matrix = state, int(seqs.size), seqs, matrix
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         return self.seqs[: self.n], self.matrix[: self.n]
 
-    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int, int]) -> None:
+    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int, int, str]) -> None:
         import numpy as np  # as in _cached_vectors
 
         need = self.n + seqs.size
@@ -339,9 +340,10 @@ class Vectoring(Indexing, VectorMode):
         lo, hi = sql.session_range(num)
         conn = self._reader()
         forgets = conn.execute("SELECT value FROM retrieval_meta WHERE key = ?", (self._forgets_key(num),)).fetchone()
+        owner = conn.execute("SELECT session FROM watermarks WHERE num = ?", (num,)).fetchone()
         count, total = conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()
         return self._cached_vectors(
-            num, (int(count), int(total), 0 if forgets is None else int(forgets[0])), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
+            num, (int(count), int(total), 0 if forgets is None else int(forgets[0]), "" if owner is None else str(owner[0])), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
             lambda last: conn.execute(sql.VECTORS_OF, (lo, sql.row_id(num, last + 1), hi)).fetchall(),
         )
 
