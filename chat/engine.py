@@ -353,14 +353,16 @@ class Engine:
         controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
         # earlier statements are handed over marked only where the receipt can say so (format 2: FORMAT.md §20 states v2)
         got = self._retrieve_all(session, message, k, [user_ev.seq], mark_earlier=self.receipt_format == rbody.RECEIPT_VERSION_2)
-        # the question is indexed with the answer, in one write of the index (issue 30): a turn that fails before its
-        # answer indexes it then (`_index_after_failure`); one killed leaves it to the next catch-up (a turn's first
-        # line, the app's start)
+        # the question is indexed now, before the model, in a write of its own: indexed with the answer it would take
+        # the answer's words as context (context_after), and forgetting the answer would rewrite the question's row,
+        # which left the forgotten words in the page's free space (test_control_strong's forget during another
+        # process's turns). A turn that fails before its answer has it indexed already (`_index_after_failure`)
+        self.index.index_session(session, [user_ev])  # and any supersession records after it: read from the ledger, skipped
         memories = self._memories(session, got.hits)
         ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(
             session, message, k, receipt_id, on_delta, user_ev, got.hits, memories, got.excluded, None, got.left_out, mode=got.mode,
-            ranking=ranking, earlier=got.earlier, unindexed=[user_ev],
+            ranking=ranking, earlier=got.earlier,
         )
 
     def _retrieve(self, session: str, message: str, k: int, also: list[int]) -> tuple[list[Hit], list[Revocation]]:
@@ -405,10 +407,8 @@ class Engine:
         mode: str = "lexical",
         ranking: Mapping[str, Any] | None = None,
         earlier: Mapping[int, int] | None = None,
-        unindexed: Sequence[Event] = (),
     ) -> Turn:
-        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`). `unindexed`: the events before
-        the answer the turn has not indexed yet (its question), indexed with the answer in one write.
+        """Steps 3–6 for the memories chosen (by retrieval, or by a person: `consent`).
 
         Each chosen memory superseded by now (a question about the past, or a person's approval) is marked in the
         prompt (template v2); the receipt records the states (FORMAT.md §20) once the session holds any. Each earlier
@@ -473,7 +473,7 @@ class Engine:
         # them to a model after they are revoked (chat.citing reads the `.cites` record left above on every call too)
         self.cites.record(session, receipt_id, asst_ev.seq, [user_ev.seq, *(ev.seq for ev in memories)])
         # and any supersession records between the question and the answer: then read from the ledger, skipped
-        self.index.index_session(session, [*unindexed, asst_ev])
+        self.index.index_session(session, [asst_ev])
         # 6. the receipt
         try:
             states = (
