@@ -137,22 +137,26 @@ def _parts(hybrid: Index, session: str, model: semantic.Embedder, qs: list[str])
     num = int(hybrid._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()[0])
     lo, hi = sql.session_range(num)
     seqs, matrix = hybrid._session_vectors(num)
-    t_q, t_state, t_scan = [], [], []
+    t_q, t_state, t_count, t_scan = [], [], [], []
     for q in qs:
         t0 = time.perf_counter()
         v = model.embed([q])[0]
         t1 = time.perf_counter()
-        hybrid._reader().execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()
+        hybrid._vector_state(num)
         t2 = time.perf_counter()
         nearest(cosines(matrix, v), 25)
         t3 = time.perf_counter()
+        hybrid._reader().execute(sql.VECTORS_COUNTED, (lo, lo, hi)).fetchone()  # the check before vector_state
+        t4 = time.perf_counter()
         t_q.append(1000 * (t1 - t0))
         t_state.append(1000 * (t2 - t1))
         t_scan.append(1000 * (t3 - t2))
+        t_count.append(1000 * (t4 - t3))
     return (
         f"Parts of the hybrid's extra time ({len(qs)} queries, {seqs.size:,} vectors, p50/p95 ms): the query's "
-        f"embedding {pct(t_q, 0.5):.1f}/{pct(t_q, 0.95):.1f}, the vectors' state check {pct(t_state, 0.5):.1f}/"
-        f"{pct(t_state, 0.95):.1f}, the dense scan {pct(t_scan, 0.5):.1f}/{pct(t_scan, 0.95):.1f}."
+        f"embedding {pct(t_q, 0.5):.1f}/{pct(t_q, 0.95):.1f}, the vectors' state check (vector_state row) "
+        f"{pct(t_state, 0.5):.2f}/{pct(t_state, 0.95):.2f} (counting the vectors' rows instead, as before: "
+        f"{pct(t_count, 0.5):.1f}/{pct(t_count, 0.95):.1f}), the dense scan {pct(t_scan, 0.5):.1f}/{pct(t_scan, 0.95):.1f}."
     )
 
 

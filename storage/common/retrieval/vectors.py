@@ -199,12 +199,14 @@ class VectorMode:
         return done
 
     def _cached_vectors(
-        self, num: int, state: tuple[int, int], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
+        self, num: int, state: tuple[int, int, int], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Session `num`'s (seqs, unit vectors) from `rows()` ((seq, blob) each, ascending), read again only when
-        `state` (count and sum of seqs of its vectors) differs from the one cached. When only vectors past the last
-        one cached were added (a turn's events, embedded in the background), `after(last seq)` reads those alone and
-        they are appended in place: a 100k-event session is not read again (77 MB) at every turn."""
+        `state` (count, sum of seqs and generation of its vectors: every write moves the generation on by one)
+        differs from the one cached. When only vectors past the last one cached were added (a turn's events,
+        embedded in the background: count and generation both moved on by their number, the sum by their seqs'),
+        `after(last seq)` reads those alone and they are appended in place: a 100k-event session is not read again
+        (77 MB) at every turn."""
         # one search at a time brings the held vectors up to date (the app searches from several threads): two that
         # appended the same new rows at once would hold them twice
         import numpy as np  # here, as in retrieval.semantic: a lexical search never loads numpy
@@ -217,7 +219,7 @@ class VectorMode:
             if found is not None and after is not None and found.n and state[0] > found.state[0]:
                 new = after(int(found.seqs[found.n - 1]))
                 seqs = np.array([int(r[0]) for r in new], dtype=np.int64)
-                if found.state[0] + seqs.size == state[0] and found.state[1] + int(seqs.sum()) == state[1]:
+                if (found.state[0] + seqs.size, found.state[1] + int(seqs.sum()), found.state[2] + seqs.size) == state:
                     found.append(seqs, from_blobs([bytes(r[1]) for r in new]), state)
                     return found.view()
             got = rows()
@@ -229,13 +231,13 @@ class VectorMode:
 class _Cached:
     """A session's vectors held in memory: seqs ascending, one unit row each, with room to grow (doubling)."""
 
-    def __init__(self, state: tuple[int, int], seqs: np.ndarray, matrix: np.ndarray) -> None:
+    def __init__(self, state: tuple[int, int, int], seqs: np.ndarray, matrix: np.ndarray) -> None:
         self.state, self.n, self.seqs, self.matrix = state, int(seqs.size), seqs, matrix
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         return self.seqs[: self.n], self.matrix[: self.n]
 
-    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int]) -> None:
+    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int, int]) -> None:
         import numpy as np  # as in _cached_vectors
 
         need = self.n + seqs.size
@@ -264,9 +266,7 @@ class Vectoring(Indexing, VectorMode):
             return 0
         lo, hi = sql.session_range(int(row[0]))
         conn = self._reader()
-        missing = int(conn.execute(sql.EVENTS_COUNT, (lo, hi)).fetchone()[0]) - int(
-            conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()[0]
-        )
+        missing = int(conn.execute(sql.EVENTS_COUNT, (lo, hi)).fetchone()[0]) - self._vector_state(int(row[0]))[0]
 
         def pending(want: int, newest: bool) -> list[tuple[int, str]]:
             stmt = sql.VECTORS_PENDING if newest else sql.VECTORS_PENDING_OLDEST
@@ -294,13 +294,17 @@ class Vectoring(Indexing, VectorMode):
         lo, hi = sql.session_range(int(row[0]))
         return [int(r[0]) for r in self._reader().execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall()]
 
+    def _vector_state(self, num: int) -> tuple[int, int, int]:
+        """Session `num`'s vector_state row (count, sum of seqs, generation), kept by sql.VECTOR_TRIGGERS; one lookup."""
+        row = self._reader().execute(sql.VECTORS_STATE, (num,)).fetchone()
+        return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
     def _session_vectors(self, num: int) -> tuple[np.ndarray, np.ndarray]:
-        """The session's (seqs, unit vectors), read once per state of its vectors (count and sum of seqs)."""
+        """The session's (seqs, unit vectors), read once per state of its vectors (_vector_state)."""
         lo, hi = sql.session_range(num)
         conn = self._reader()
-        count, total = conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()
         return self._cached_vectors(
-            num, (int(count), int(total)), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
+            num, self._vector_state(num), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
             lambda last: conn.execute(sql.VECTORS_OF, (lo, sql.row_id(num, last + 1), hi)).fetchall(),
         )
 
