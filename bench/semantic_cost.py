@@ -19,11 +19,12 @@ Built data is kept in --out (default bench/out/, git-ignored) and reused.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import load, machine, questions, turns  # noqa: E402
 from bench.search import pct  # noqa: E402
 from ledger.messages import Message  # noqa: E402
-from retrieval.semantic import BLOB_BYTES, DIM  # noqa: E402
+from retrieval.semantic import BLOB_BYTES, DIM, LEXICAL_POOL  # noqa: E402
 from storage.common import semantic  # noqa: E402
 from storage.files.ledger.store import Ledger  # noqa: E402
 from storage.files.retrieval.db import Index  # noqa: E402
@@ -160,6 +161,19 @@ def _parts(hybrid: Index, session: str, model: semantic.Embedder, qs: list[str])
     )
 
 
+@contextlib.contextmanager
+def _pool(n: int) -> Iterator[None]:
+    """A lexical search that reads `n` rows from FTS5 (as the hybrid does) instead of candidates_for(K)."""
+    from storage.common.retrieval import searcher
+
+    shipped = searcher.candidates_for
+    searcher.candidates_for = lambda k: max(shipped(k), n)
+    try:
+        yield
+    finally:
+        searcher.candidates_for = shipped
+
+
 def search_cost(out: Path, n: int, n_queries: int, data: list[dict]) -> list[str]:
     pool = [t.text for conv in data for t in turns(conv)]
     d = out / f"semantic-cost-{n}"
@@ -198,16 +212,20 @@ def search_cost(out: Path, n: int, n_queries: int, data: list[dict]) -> list[str
     qs = [q.question for i, conv in enumerate(data) for q in questions(conv, i)]
     random.Random(7).shuffle(qs)
     qs = qs[:n_queries]
-    times: dict[str, list[float]] = {"lexical": [], "hybrid": []}
+    times: dict[str, list[float]] = {"lexical": [], "hybrid": [], "pool": []}
     for q in qs[:10]:  # warm: the page cache, the statement cache, the session's vectors read once
         lexical.search(session, q, k=K)
         hybrid.search(session, q, k=K)
-    for q in qs:  # interleaved: both see the same load
-        for name, ix in (("lexical", lexical), ("hybrid", hybrid)):
+    for q in qs:  # interleaved: all see the same load
+        for name, ix in (("lexical", lexical), ("hybrid", hybrid), ("pool", lexical)):
             t0 = time.perf_counter()
-            resp = ix.search(session, q, k=K)
+            if name == "pool":  # the lexical search reading the hybrid's pool of LEXICAL_POOL rows: that pool's cost
+                with _pool(LEXICAL_POOL):
+                    resp = ix.search(session, q, k=K)
+            else:
+                resp = ix.search(session, q, k=K)
             times[name].append(1000 * (time.perf_counter() - t0))
-            assert name == "lexical" or resp.mode == "hybrid"
+            assert name != "hybrid" or resp.mode == "hybrid"
     p = {name: (pct(v, 0.5), pct(v, 0.95)) for name, v in times.items()}
     parts = _parts(hybrid, session, semantic.load(threads=1), qs[:50])
     lexical.close()
@@ -220,6 +238,7 @@ def search_cost(out: Path, n: int, n_queries: int, data: list[dict]) -> list[str
         f"| lexical (default install, same run) | {p['lexical'][0]:.1f} | {p['lexical'][1]:.1f} |",
         f"| hybrid (semantic extra) | {p['hybrid'][0]:.1f} | {p['hybrid'][1]:.1f} |",
         f"| hybrid − lexical | {p['hybrid'][0] - p['lexical'][0]:+.1f} | {p['hybrid'][1] - p['lexical'][1]:+.1f} |",
+        f"| lexical reading the hybrid's pool of {LEXICAL_POOL} rows | {p['pool'][0]:.1f} | {p['pool'][1]:.1f} |",
         "",
         parts,
         "",
