@@ -155,3 +155,21 @@ def test_a_session_searched_as_it_changes_ranks_as_one_reading_every_vector_afre
         got = warm.search("s1", q, k=10)
         assert got.mode == "hybrid"
         assert [(h.seq, h.score) for h in got.results] == [(h.seq, h.score) for h in cold.search("s1", q, k=10).results]
+
+
+def test_a_session_with_nothing_pending_is_not_counted_again_until_it_changes(tmp_path: Path) -> None:
+    ix = _index(tmp_path)
+    _fill(ix, "s1", list(TEXTS))
+    assert ix.embed_pending("s1") == len(TEXTS)
+    assert ix.embed_pending("s1") == 0  # counted: nothing pending, remembered
+    seen: list[str] = []
+    ix._reader().set_trace_callback(seen.append)
+    assert ix.embed_pending("s1") == 0
+    ix.search("s1", "hound", k=3)  # a one-shot search catches up first (no background thread)
+    assert not [s for s in seen if "FROM events WHERE id BETWEEN" in s and "count(*)" in s]
+    ix.ledger.append("s1", "user", "a canine friend visited")
+    ix.index_session("s1")
+    assert ix.embed_pending("s1") == 1  # its last indexed seq moved: counted again
+    assert ix.rebuild() == []
+    assert ix.embed_pending("s1") == len(TEXTS) + 1  # the vectors gone: their state moved
+    _agrees(ix, "s1")
