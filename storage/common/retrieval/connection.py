@@ -177,9 +177,14 @@ class IndexFile:
     def _create_tables(self, meta: dict[str, str]) -> None:
         conn = self._w()
         with self._tx():
+            counted = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_state'").fetchone() is not None
             for stmt in sql.DDL.split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
+            for trigger in sql.VECTOR_TRIGGERS:
+                conn.execute(trigger)
+            if not counted:  # an index made before vector_state (or none): its vectors counted once, here
+                conn.execute(sql.VECTOR_STATE_FILL)
             conn.executemany("INSERT OR REPLACE INTO retrieval_meta (key, value) VALUES (?, ?)", meta.items())
             for ddl in self._hooks.values():
                 self._run_ddl(conn, ddl)

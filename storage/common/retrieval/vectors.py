@@ -224,11 +224,11 @@ class VectorMode:
         return done
 
     def _cached_vectors(
-        self, num: int, state: tuple[int, int, int, str], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
+        self, num: int, state: tuple[int, int, int, int, str], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Session `num`'s (seqs, unit vectors) from `rows()` ((seq, blob) each, ascending), read again only when
-        `state` (how many forgets changed the session's rows, read first; then count and sum of seqs of its vectors)
-        differs from the one cached. When only vectors past the last one cached were added (a turn's events, embedded
+        `state` (count, sum of seqs and generation of its vectors — every write moves the generation on by one —, then
+        how many forgets changed the session's rows, and its name) differs from the one cached. When only vectors past the last one cached were added (a turn's events, embedded
         in the background) and nothing was forgotten, `after(last seq)` reads those alone and they are appended in
         place: a 100k-event session is not read again (77 MB) at every turn.
 
@@ -245,10 +245,12 @@ class VectorMode:
             found = cache.get(num)
             if found is not None and found.state == state:
                 return found.view()
-            if found is not None and after is not None and found.n and state[0] > found.state[0] and state[2:] == found.state[2:]:
+            # in place only when nothing was forgotten and the name is the same (state[3:]), and count, sum and
+            # generation moved on by exactly the rows read
+            if found is not None and after is not None and found.n and state[0] > found.state[0] and state[3:] == found.state[3:]:
                 new = after(int(found.seqs[found.n - 1]))
                 seqs = np.array([int(r[0]) for r in new], dtype=np.int64)
-                if found.state[0] + seqs.size == state[0] and found.state[1] + int(seqs.sum()) == state[1]:
+                if (found.state[0] + seqs.size, found.state[1] + int(seqs.sum()), found.state[2] + seqs.size) == state[:3]:
                     found.append(seqs, from_blobs([bytes(r[1]) for r in new]), state)
                     return found.view()
             got = rows()
@@ -260,13 +262,13 @@ class VectorMode:
 class _Cached:
     """A session's vectors held in memory: seqs ascending, one unit row each, with room to grow (doubling)."""
 
-    def __init__(self, state: tuple[int, int, int, str], seqs: np.ndarray, matrix: np.ndarray) -> None:
+    def __init__(self, state: tuple[int, int, int, int, str], seqs: np.ndarray, matrix: np.ndarray) -> None:
         self.state, self.n, self.seqs, self.matrix = state, int(seqs.size), seqs, matrix
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         return self.seqs[: self.n], self.matrix[: self.n]
 
-    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int, int, str]) -> None:
+    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int, int, int, str]) -> None:
         import numpy as np  # as in _cached_vectors
 
         need = self.n + seqs.size
@@ -290,14 +292,23 @@ class Vectoring(Indexing, VectorMode):
         embedder = self._embedder
         if embedder is None:
             return 0
-        row = self._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
+        row = self._reader().execute("SELECT num, last_seq FROM watermarks WHERE session = ?", (session,)).fetchone()
         if row is None:
             return 0
-        lo, hi = sql.session_range(int(row[0]))
+        num = int(row[0])
+        # a session found with nothing pending is not counted again (100k `events` rows: ~10 ms idle, 30+ loaded, at
+        # every one-shot search) until its last indexed seq or its vectors move: only indexing adds a row to embed
+        # (a rebuild, a reset or a drop deletes vectors, which moves their state); a forget only takes rows away
+        key = (int(row[1]), self._vector_state(num))
+        complete: dict[int, tuple[int, tuple[int, int, int]]] = self.__dict__.setdefault("_complete", {})
+        if complete.get(num) == key:
+            return 0
+        lo, hi = sql.session_range(num)
         conn = self._reader()
-        missing = int(conn.execute(sql.EVENTS_COUNT, (lo, hi)).fetchone()[0]) - int(
-            conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()[0]
-        )
+        missing = int(conn.execute(sql.EVENTS_COUNT, (lo, hi)).fetchone()[0]) - key[1][0]
+        if missing <= 0:
+            complete[num] = key
+            return 0
 
         texts: dict[int, str] = {}  # the batch's texts: a row whose text is no longer this one gets no vector
 
@@ -335,15 +346,20 @@ class Vectoring(Indexing, VectorMode):
         lo, hi = sql.session_range(int(row[0]))
         return [int(r[0]) for r in self._reader().execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall()]
 
+    def _vector_state(self, num: int) -> tuple[int, int, int]:
+        """Session `num`'s vector_state row (count, sum of seqs, generation), kept by sql.VECTOR_TRIGGERS; one lookup."""
+        row = self._reader().execute(sql.VECTORS_STATE, (num,)).fetchone()
+        return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
     def _session_vectors(self, num: int) -> tuple[np.ndarray, np.ndarray]:
-        """The session's (seqs, unit vectors), read once per state of its vectors (forgets, count and sum of seqs)."""
+        """The session's (seqs, unit vectors), read once per state of its vectors (_vector_state, forgets, name)."""
         lo, hi = sql.session_range(num)
         conn = self._reader()
         forgets = conn.execute("SELECT value FROM retrieval_meta WHERE key = ?", (self._forgets_key(num),)).fetchone()
         owner = conn.execute("SELECT session FROM watermarks WHERE num = ?", (num,)).fetchone()
-        count, total = conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()
         return self._cached_vectors(
-            num, (int(count), int(total), 0 if forgets is None else int(forgets[0]), "" if owner is None else str(owner[0])), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
+            num, (*self._vector_state(num), 0 if forgets is None else int(forgets[0]), "" if owner is None else str(owner[0])),
+            lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
             lambda last: conn.execute(sql.VECTORS_OF, (lo, sql.row_id(num, last + 1), hi)).fetchall(),
         )
 
