@@ -116,6 +116,43 @@ class TestEncoder:
         )
         assert block.error == (expected.value.line, str(expected.value).removeprefix("line 2: "))
 
+    @pytest.mark.parametrize(
+        "row",
+        [
+            b'{"role": "user", "text": "a: b:: c", "meta": {"k:": "v:w", "n": 3}}',
+            b'{"role":"user","text":"escaped \\u003a colon","meta":{"a":"\\u003A"}}',
+            b'{"role":"user","text":"back\\\\u003a slash"}',
+            b'{"meta": {"b": {"c": "x:y"}, "a": [1, "2:3"]}, "text": "nested: meta", "role": "assistant"}',
+            b'{"role":"user","text":"[not a record]: fine"}',
+            b'{"role":"user","text":"h\\u00e9llo: \\ud83d\\ude00","meta":{}}',
+        ],
+    )
+    def test_a_line_the_fused_check_reads_is_the_reference_bytes(self, row: bytes) -> None:
+        rows = [row + b"\n"]
+        ids = seeded()(bulk.ID_BYTES)
+        block = bulk.encode_lines("s1", rows, 1, seq0=0, now=NOW, latest=latest_ts(), allow_system=False, ids=ids, content=False)
+        assert block.error is None
+        bulk.chain(block, GENESIS)
+        assert bytes(block.data) == reference(rows, ids)
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            b'{"role": "user", "text": "a:b", "text": "c"}',  # the dropped member holds the colon
+            b'{"role":"user","text":"a","meta":{"k":"x:y","k":"z"}}',
+            b'{"role":"user","meta":{"k":1},"text":"a","meta":{"k":1}}',
+            b'{"role":"user","role":"user","text":"\\u003a"}',
+            b'{"role":"user","text":"a","meta":{"k":{"f":1.5}}}',
+            b'{"role":"user","text":"a","meta":{"k":[9007199254740993]}}',
+        ],
+    )
+    def test_a_duplicate_or_a_float_the_fused_check_meets_is_refused_as_parse_import_refuses_it(self, bad: bytes) -> None:
+        rows = [bad + b"\n"]
+        with pytest.raises(ImportError_) as expected:
+            parse_import(rows)
+        block = bulk.encode_lines("s1", rows, 1, seq0=0, now=NOW, latest=latest_ts(), allow_system=False, ids=bulk.random_ids(1), content=False)
+        assert block.error == (expected.value.line, str(expected.value).removeprefix("line 1: "))
+
     def test_the_content_hash_is_the_import_records(self) -> None:
         rows = lines(ROWS)
         block = bulk.encode_lines(
