@@ -218,15 +218,14 @@ def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[
             if type(role) is str and type(text) is str and type(meta) is dict:
                 meta_bytes = _dumps(meta, option=_SORT)
                 text_json = _dumps(text)
+                flat = True  # meta holds no container (its depth is 1)
                 for v in meta.values():
                     t = type(v)
                     if t is not str and (t is not int or not -MAX_SAFE_INT <= v <= MAX_SAFE_INT):
-                        flat = plain_value(meta)
+                        flat = False
                         break
-                else:
-                    flat = True
-                if flat and b"\\u003" not in stripped and stripped.count(b":") == (
-                    len(obj) + role.count(":") + text_json.count(b":") + meta_bytes.count(b":")
+                if (flat or plain_value(meta)) and b"\\u003" not in stripped and stripped.count(b":") == (
+                    len(obj) + (0 if role in _ROLE_BYTES else role.count(":")) + text_json.count(b":") + meta_bytes.count(b":")
                 ):
                     if (
                         (role in _PLAIN_ROLES and text[:1] != "[")  # record_problem: only a "[" text or a system role can be a record
@@ -234,7 +233,8 @@ def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[
                     ) and (
                         # in the domain without a walk: ASCII only (so every key is), and fewer containers
                         # than the depth limit (floats and integers out of range are refused above)
-                        meta_bytes.isascii() and meta_bytes.count(b"{") + meta_bytes.count(b"[") <= MAX_META_DEPTH and text.strip()
+                        meta_bytes.isascii() and (flat or meta_bytes.count(b"{") + meta_bytes.count(b"[") <= MAX_META_DEPTH)
+                        and text and not text.isspace()  # text.strip() is not empty, without the copy
                     ):
                         if len(text) <= _ASCII_TEXT_MAX and len(meta_bytes) <= MAX_META_BYTES and text.isascii():
                             return role, text, None, meta_bytes, text_json  # check_sizes, decided without encoding
