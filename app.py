@@ -50,6 +50,7 @@ class Running:
         self.sweeper.stop()
         self.demo.close()
         self.service.downloads.close()
+        self.service.engine.index.stop_embedding()  # the semantic extra's thread: nothing written after the stop
         self.service.engine.close()  # a PostgreSQL pool (nothing for files)
 
 

@@ -316,13 +316,24 @@ class Engine:
             self.backend.issue_checkpoint(self.ledger, session, self.key, durable=False)
             return self._answer(session, message, k, receipt_id, on_delta, user_ev)
         except TurnError:
+            self._index_after_failure(session)
             raise
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             # the log and the ledger's note get the class only: a message may quote the query or a memory
             log.error("session %s: turn for seq %d failed (%s)", session, user_ev.seq, type(exc).__name__)
             self._note(session, f"the turn for the message at seq {user_ev.seq} failed before an answer was signed ({type(exc).__name__})", "turn_failure", receipt_id)
+            self._index_after_failure(session)
             raise TurnError(f"the turn failed ({reason}); no answer was given") from exc
+
+    def _index_after_failure(self, session: str) -> None:
+        """Best effort: a turn that failed before its answer was indexed leaves its question indexed, as a turn did
+        when it indexed the question before the model. A search asks the index as it is (the app's, MCP's: no
+        catch-up), so a question left to the next turn was missing from every search a person ran meanwhile."""
+        try:
+            self.index.index_session(session)
+        except Exception as exc:  # noqa: BLE001 - the turn fails either way; the next turn's catch-up tries again
+            log.error("session %s: could not index after a failed turn (%s)", session, type(exc).__name__)
 
     def _note(self, session: str, text: str, kind: str, receipt_id: str) -> None:
         """Best effort: leave a system event saying what went wrong, so the ledger never just stops."""
@@ -342,8 +353,9 @@ class Engine:
         controls = self.ledger.head(session)[0]  # the question and the supersession records it made: the state searched under
         # earlier statements are handed over marked only where the receipt can say so (format 2: FORMAT.md §20 states v2)
         got = self._retrieve_all(session, message, k, [user_ev.seq], mark_earlier=self.receipt_format == rbody.RECEIPT_VERSION_2)
-        # the question is indexed with the answer, in one write of the index (issue 30): a turn that stops before its
-        # answer leaves it to the next turn's catch-up (`_turn`'s first line), as it does any event appended unindexed
+        # the question is indexed with the answer, in one write of the index (issue 30): a turn that fails before its
+        # answer indexes it then (`_index_after_failure`); one killed leaves it to the next catch-up (a turn's first
+        # line, the app's start)
         memories = self._memories(session, got.hits)
         ranking = ranking_part(config=self.ranking_config(), indexed=user_ev.seq, controls=controls, rules=got.rules, ranked=got.ranked())
         return self._complete(

@@ -85,8 +85,11 @@ VECTORS_PENDING = (
 # the same, oldest first: how a whole session is embedded (rows written in ascending id order fill the table's pages;
 # batches written newest first left them 60% full, 1,370 bytes an event against 821)
 VECTORS_PENDING_OLDEST = VECTORS_PENDING.replace("ORDER BY e.id DESC", "ORDER BY e.id")
-# a vector kept only while its event's row is there (an erasure between embedding and writing leaves none)
-VECTORS_PUT = "INSERT OR REPLACE INTO vectors (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?)"
+# a vector kept only while its event's row is there with the text embedded (an erasure between embedding and writing
+# leaves none; nor does a session deleted meanwhile, whose number the next new session takes: its rows, other texts)
+VECTORS_PUT = (
+    "INSERT OR REPLACE INTO vectors (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ? AND text = ?)"
+)
 EVENTS_COUNT = "SELECT count(*) FROM events WHERE id BETWEEN ? AND ?"  # a session's rows (its embedding's bound)
 VECTORS_STATE = "SELECT count(*), coalesce(sum(id - ?), 0) FROM vectors WHERE id BETWEEN ? AND ?"
 VECTORS_OF = "SELECT id - ?, vec FROM vectors WHERE id BETWEEN ? AND ? ORDER BY id"

@@ -455,4 +455,6 @@ class PgIndex(Forgetting, PgVectoring):
         seen.update(wanted[str(r[0])] for r in rows)
 
     def close(self) -> None:
-        """Nothing to release: the Database (and the ledger) belong to the caller."""
+        """The background embedding stopped (VectorMode.stop_embedding); the Database (and the ledger) belong to the
+        caller."""
+        self.stop_embedding()

@@ -26,6 +26,7 @@ from retrieval.model import ForgetError, Forgotten
 from retrieval.scoring import collapse_score
 from retrieval.text import content_terms
 from storage.common.retrieval.housekeeping import SCAN_BATCH, Housekeeping
+from storage.common.retrieval.vectors import drop_held_queries
 from storage.pg import sql
 from storage.pg.connect import Database
 from storage.pg.terms import key, packed_counts, term_counts, tsvector_literal, unpack
@@ -84,15 +85,16 @@ class Forgetting:
             row = conn.execute(sql.SEARCH_SESSION, (session,)).fetchone()
             if row is not None:
                 conn.execute(sql.SEARCH_DROP_SESSION, (int(row[0]),))
-        self.__dict__.get("_query_cache", {}).clear()  # the semantic extra's last queries' vectors
+        drop_held_queries(self)  # the semantic extra's last queries' vectors
         self._vacuum()
 
     def _forget(self, session: str, num: int, seqs: Sequence[int]) -> Forgotten:
         self.__dict__.get("_vec_cache", {}).pop(num, None)  # the semantic extra's vectors held in memory go too
-        self.__dict__.get("_query_cache", {}).clear()  # and its last queries' vectors: one may be what goes
+        drop_held_queries(self)  # and its last queries' vectors: one may be what goes
         with self.db.transaction() as conn:
             conn.execute(sql.SEARCH_LOCK_SESSION, (num,))
             result = self._forget_rows(conn, session, num, seqs)
+        drop_held_queries(self)  # and any a search embedded while the rows were going
         if result.removed:
             self._vacuum()
         return result

@@ -58,10 +58,12 @@ class PgVectoring(VectorMode):
             return [int(r[0]) for r in conn.execute(sql.SEARCH_VECTOR_SEQS, (session,)).fetchall()]
 
     def _session_vectors(self, conn: psycopg.Connection[Any], num: int) -> tuple[np.ndarray, np.ndarray]:
-        """The session's (seqs, unit vectors), read once per state of its vectors (count and sum of seqs)."""
+        """The session's (seqs, unit vectors), read once per state of its vectors (forgets, count and sum of seqs)."""
+        forgets = conn.execute(sql.SEARCH_FORGETS, (num,)).fetchone()
         count, total = conn.execute(sql.SEARCH_VECTORS_STATE, (num,)).fetchone() or (0, 0)
         return self._cached_vectors(
-            num, (int(count), int(total)), lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall(),
+            num, (int(count), int(total), 0 if forgets is None else int(forgets[0]), ""),  # numbers are never reused here
+            lambda: conn.execute(sql.SEARCH_VECTORS_OF, (num,)).fetchall(),
             lambda last: conn.execute(sql.SEARCH_VECTORS_AFTER, (num, last)).fetchall(),
         )
 

@@ -3,7 +3,7 @@
 The search a turn makes runs before its question is indexed (the receipt's `indexed` is the question's seq), so
 indexing the question with the answer changes no result; what the index holds after a turn is what a rebuild from
 the ledger holds, also when supersession records sit between the question and the answer, or when a turn stopped
-before its answer (the next turn catches the question up).
+before its answer (indexed when it fails).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_with_supersession_records_between_question_and_answer_the_index_matches
     _same_as_a_rebuild(eng)
 
 
-def test_a_turn_that_stops_before_its_answer_leaves_the_question_to_the_next_turn(eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_turn_that_stops_before_its_answer_leaves_its_question_indexed_as_a_rebuild_would(eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("the model client broke")
 
@@ -80,6 +80,21 @@ def test_a_turn_that_stops_before_its_answer_leaves_the_question_to_the_next_tur
         eng.turn(S, "Which cello did I buy?")
     monkeypatch.undo()
     question = eng.ledger.head(S)[0] - 2  # the question, then the turn's failure note
-    assert question not in [seq for seq, _t, _c in _rows(eng)]
+    assert question in [seq for seq, _t, _c in _same_as_a_rebuild(eng)]
     eng.turn(S, "And the cello?")
     assert question in [seq for seq, _t, _c in _same_as_a_rebuild(eng)]
+
+
+def test_a_search_right_after_a_turn_that_failed_before_its_answer_finds_its_question(eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's search (webui Service.search) and an MCP search ask the index as it is, with no catch-up: the
+    question of a failed turn must be in it once the turn has failed, as it was when it was indexed before the model."""
+
+    def broken(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("the model client broke")
+
+    monkeypatch.setattr(eng.llm, "complete", broken)
+    with pytest.raises(TurnError):
+        eng.turn(S, "Which cello did I buy in Vienna?")
+    question = eng.ledger.head(S)[0] - 2  # the question, then the turn's failure note
+    assert question in [h.seq for h in eng.index.search(S, "cello Vienna", 8).results]
+    _same_as_a_rebuild(eng)

@@ -98,6 +98,34 @@ class TestChunkedBuild:
         index.close()
         led.close()
 
+    def test_a_build_that_fails_half_way_sets_both_back_and_the_next_one_finishes_it_as_one_pass_does(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        led = Ledger(tmp_path / "d")
+        led.append_many("s", [Message("user", t, {}) for t in texts(47)])
+        monkeypatch.setattr(indexer, "CHUNK", 10)
+        index = Index(tmp_path / "d", led, config=CTX)
+        with index.write() as w:
+            cache = w.execute("PRAGMA cache_size").fetchone()[0]
+
+        def fail_on_the_second_chunk(_session: str, _n: int, seen: list[int] = []) -> None:  # noqa: B006 - a counter
+            seen.append(1)
+            if len(seen) == 2:
+                raise MemoryError("the build ran out of memory")
+
+        with pytest.raises(MemoryError):
+            index.index_session("s", progress=fail_on_the_second_chunk)
+        assert gc.isenabled()
+        with index.write() as w:
+            assert w.execute("PRAGMA cache_size").fetchone()[0] == cache
+        assert index.index_session("s") == []  # from the watermark the failed build left
+        whole = Index(tmp_path / "whole", led, config=CTX)
+        whole.catch_up()
+        assert snapshot(index) == snapshot(whole)
+        for ix in (index, whole):
+            ix.close()
+        led.close()
+
     def test_an_imports_lazy_events_are_indexed_from_one_pass_of_the_ledger(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

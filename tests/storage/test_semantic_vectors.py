@@ -342,3 +342,148 @@ class TestTheLastQueriesVectors:
         calls = model.calls
         stores.index.search("s1", "I am overwhelmed at work", k=3)
         assert model.calls == calls + 1
+
+
+def _another_process_index(stores: Stores) -> Any:
+    """A second index over the same deployment: what another process (a CLI forget, a CLI search) opens."""
+    if stores.database is None:
+        from storage.admin import file_index
+
+        return file_index(stores.ledger.data_dir, stores.ledger)  # type: ignore[attr-defined]
+    from storage.pg.index import PgIndex
+
+    return PgIndex(stores.ledger.db, stores.ledger)  # type: ignore[attr-defined]
+
+
+def test_vectors_held_are_never_those_of_events_another_process_erased_even_when_count_and_sum_agree(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import storage.common.retrieval.vectors as vectors
+
+    monkeypatch.setattr(vectors, "AT_SEARCH", 0)  # this process's searches embed nothing (as with its thread not there yet)
+    texts = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    _fill(stores, texts=texts)
+    other = _another_process_index(stores)
+    try:
+        other.use_semantic(WordEmbedder())
+        stores.index.use_semantic(WordEmbedder())
+        assert other.embed_pending("s1", limit=3) == 3  # a search's catch-up there: the newest, {5, 6, 7}
+        stores.index.search("s1", "zeta", k=3)  # this process now holds (count 3, sum 18)
+        stores.ledger.append("s1", "user", "my puppy barks")  # seq 8
+        stores.index.index_session("s1")
+        stores.ledger.erase("s1", [5, 7])
+        other.forget_events("s1", [5, 7])  # there: {6}
+        assert other.embed_pending("s1", limit=2) == 2  # {8, 4}: {4, 6, 8}, count 3 and sum 18 again
+        assert stores.index.vector_seqs("s1") == [4, 6, 8]
+        assert 8 in _seqs(stores.index.search("s1", "hound", k=10))  # found by meaning only
+        held = next(iter(stores.index.__dict__["_vec_cache"].values()))
+        assert held.view()[0].tolist() == [4, 6, 8]  # not the erased 5 and 7
+    finally:
+        other.close()
+
+
+class ForgetsWhileEmbedding(WordEmbedder):
+    """WordEmbedder that, while it embeds one query, lets another thread erase and forget `seq` (a visitor's forget
+    racing their own search)."""
+
+    def __init__(self, stores: Stores, seq: int) -> None:
+        super().__init__()
+        self.stores, self.seq, self.armed = stores, seq, False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.armed and len(texts) == 1:
+            self.armed = False
+
+            def forget() -> None:
+                self.stores.ledger.erase("s1", [self.seq])
+                self.stores.index.forget_events("s1", [self.seq])
+
+            t = threading.Thread(target=forget)
+            t.start()
+            t.join(30)
+            assert not t.is_alive()
+        return super().embed(texts)
+
+
+def test_a_query_embedded_while_its_text_is_forgotten_is_not_held_after_the_forget(stores: Stores) -> None:
+    import hashlib
+
+    _fill(stores)
+    model = ForgetsWhileEmbedding(stores, 3)
+    stores.index.use_semantic(model)
+    stores.index.embed_pending("s1")
+    model.armed = True
+    stores.index.search("s1", TEXTS[3], k=3)  # the forget of this very message lands while its vector is computed
+    assert not model.armed and 3 not in stores.index.vector_seqs("s1")
+    held = stores.index.__dict__["_query_cache"]
+    assert hashlib.sha256(TEXTS[3].encode()).digest() not in held
+
+
+def _embedding_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "embed-pending"}
+
+
+def test_closing_the_index_stops_its_background_embedding_between_batches(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+    import storage.common.retrieval.vectors as vectors
+
+    monkeypatch.setattr(vectors, "BATCH", 1)
+    before = _embedding_threads()
+    _fill(stores)
+    gated = GatedEmbedder()
+    index = _another_process_index(stores)  # the app's own, closed when it stops
+    index.use_semantic(gated)
+    index.embed_in_background(["s1"])
+    try:
+        started = _embedding_threads() - before
+        assert len(started) == 1
+        closer = threading.Thread(target=index.close)
+        closer.start()
+        gated.gate.set()  # the batch under way finishes; no other starts
+        closer.join(10)
+        assert not closer.is_alive()
+        assert not any(t.is_alive() for t in started)
+        assert len(stores.index.vector_seqs("s1")) < len(TEXTS)
+    finally:
+        gated.gate.set()
+        index.stop_embedding()
+
+
+def test_a_session_deleted_while_its_batch_is_embedded_lends_no_vector_to_the_next_session(stores: Stores) -> None:
+    _fill(stores, "s1", ["my puppy barks at night"])
+    gated = GatedEmbedder()
+    stores.index.use_semantic(gated)
+    stores.index.embed_in_background(["s1"])
+    try:
+        assert stores.ledger.delete_session("s1")  # while the thread holds s1's batch (its text read, not yet written)
+        stores.index.purge_session("s1")
+        _fill(stores, "s2", ["the weather in Leeds is grey"])  # on SQLite it takes the number s1 had
+        gated.gate.set()
+        assert stores.index.embedding_idle(timeout=10)
+        stores.index.embed_pending("s2")
+        hit = stores.index.search("s2", "weather", k=3, explain=True).results[0]
+        want = float(WordEmbedder().embed(["weather"])[0] @ WordEmbedder().embed(["the weather in Leeds is grey"])[0])
+        assert hit.seq == 0 and hit.explain is not None
+        assert hit.explain["cosine"] == pytest.approx(want, abs=1e-3)  # s2's own vector, not s1's "puppy"
+    finally:
+        gated.gate.set()
+        stores.index.stop_embedding()
+
+
+def test_vectors_held_for_a_session_another_process_deleted_are_not_those_of_the_session_after_it(stores: Stores) -> None:
+    _fill(stores, "s1", ["my puppy barks at night"])
+    stores.index.use_semantic(WordEmbedder())
+    stores.index.embed_pending("s1")
+    stores.index.search("s1", "hound", k=3)  # this process now holds s1's vectors
+    other = _another_process_index(stores)
+    try:
+        other.use_semantic(WordEmbedder())
+        assert stores.ledger.delete_session("s1")
+        other.purge_session("s1")
+        _fill(stores, "s2", ["the weather in Leeds is grey"])  # on SQLite it takes the number s1 had
+        other.embed_pending("s2")  # one vector at seq 0: the count, sum and forgets s1's had
+        hit = stores.index.search("s2", "weather", k=3, explain=True).results[0]
+        want = float(WordEmbedder().embed(["weather"])[0] @ WordEmbedder().embed(["the weather in Leeds is grey"])[0])
+        assert hit.seq == 0 and hit.explain is not None
+        assert hit.explain["cosine"] == pytest.approx(want, abs=1e-3)  # s2's own vector, not s1's held "puppy"
+    finally:
+        other.close()

@@ -24,6 +24,7 @@ from retrieval.scoring import collapse_score
 from retrieval.text import content_terms
 from storage.common.retrieval.connection import BUSY_MS, INDEX_FILE, ZEROED, batched
 from storage.common.retrieval.indexer import Indexing
+from storage.common.retrieval.vectors import drop_held_queries
 
 PURGE_WAIT_S = 10.0  # how long a purge waits for readers to let go of an old snapshot before giving up
 SCAN_BATCH = 2_000  # rows read per query while re-judging novelty after a forget
@@ -93,6 +94,7 @@ class Housekeeping(Indexing):
             num = int(row[0])
             with self._tx():
                 result = self._forget_rows(session, num, wanted)
+            drop_held_queries(self)  # a query embedded before the rows went, kept after the drop above
             self._purge([num])
             return result
 
@@ -150,7 +152,7 @@ class Housekeeping(Indexing):
         self._mark_purge(num)
         removed = [seq for seq, _, _ in found]
         self.__dict__.setdefault("_vec_cache", {}).pop(num, None)
-        self.__dict__.get("_query_cache", {}).clear()  # the semantic extra's last queries: one may be what went
+        drop_held_queries(self)  # the semantic extra's last queries: one may be what went (and again after the commit)
         return Forgotten(session, removed, self._recontext(num, removed), self._rejudge(num, first_gone))
 
     def _neighbours(self, num: int, seq: int, n: int, *, later: bool) -> list[tuple[int, str]]:

@@ -13,6 +13,7 @@ import logging
 import random
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -277,7 +278,7 @@ class Indexing(IndexFile):
         conn.execute("DELETE FROM events WHERE id BETWEEN ? AND ?", (lo, hi))
         conn.execute(sql.VECTORS_DROP, (lo, hi))  # the semantic extra's vectors go with the rows
         self.__dict__.setdefault("_vec_cache", {}).pop(num, None)
-        self.__dict__.get("_query_cache", {}).clear()
+        self.__dict__["_query_cache"] = OrderedDict()  # vectors.drop_held_queries (which imports this module)
         conn.execute("DELETE FROM terms WHERE num = ?", (num,))
         if remove:
             conn.execute("DELETE FROM watermarks WHERE num = ?", (num,))

@@ -36,6 +36,14 @@ QUERY_CACHE = 16  # the last queries' vectors held: a turn searches with its mes
 log = logging.getLogger("retrieval")
 
 
+def drop_held_queries(index: object) -> None:
+    """Let go of the last queries' vectors (every forget, before and after its rows go: one may be the text going).
+
+    The dict is replaced, not cleared: a search embedding its query meanwhile stores the vector in the dict it
+    started with, which no one reads again (cleared, it would hold the vector of a text forgotten while it ran)."""
+    index.__dict__["_query_cache"] = OrderedDict()
+
+
 class _HeldQueries:
     """The model for a search's query, holding the vectors of the last QUERY_CACHE queries (keyed by the sha256 of
     their text, in memory only; every forget drops them all: the message forgotten may be one of them)."""
@@ -72,6 +80,11 @@ class _Background:
         self.busy = False
         self.stopped = False
         self.failures = 0
+        self.thread: threading.Thread | None = None
+
+
+class _Stopped(Exception):
+    """Raised after a batch by the background thread's progress when it was asked to stop."""
 
 
 class VectorMode:
@@ -106,17 +119,22 @@ class VectorMode:
         up to date. A hybrid search then embeds only its query: events not embedded yet answer lexically."""
         if self._background is None:
             bg = self._background = _Background()
-            threading.Thread(target=self._embed_loop, args=(bg,), name="embed-pending", daemon=True).start()
+            bg.thread = threading.Thread(target=self._embed_loop, args=(bg,), name="embed-pending", daemon=True)
+            bg.thread.start()
         for session in sessions:
             self._wake(session)
 
-    def stop_embedding(self) -> None:
-        """Stop the background thread after the session it is embedding (a search embeds at search again)."""
+    def stop_embedding(self, timeout: float | None = 30.0) -> None:
+        """Stop the background thread after the batch it is embedding, waiting up to `timeout` seconds for it to end
+        (a search embeds at search again). Closing the index calls it: a thread left running would write (or fail,
+        every wake, on connections closed under it) after its index was closed."""
         bg, self._background = self._background, None
         if bg is not None:
             with bg.cond:
                 bg.stopped = True
                 bg.cond.notify_all()
+            if bg.thread is not None and bg.thread is not threading.current_thread():
+                bg.thread.join(timeout)
 
     def embedding_idle(self, timeout: float | None = None) -> bool:
         """Whether the background thread has nothing queued or running (waiting up to `timeout` seconds for it)."""
@@ -145,7 +163,9 @@ class VectorMode:
                 del bg.queued[session]
                 bg.busy = True
             try:
-                self.embed_pending(session)
+                self.embed_pending(session, progress=lambda _n: self._check_stopped(bg))
+            except _Stopped:
+                pass
             except Exception as exc:  # noqa: BLE001 - the thread must live on; the search answers lexically meanwhile
                 bg.failures += 1
                 log.warning("session %s: embedding in the background failed (%s)", session, type(exc).__name__)
@@ -153,6 +173,11 @@ class VectorMode:
                 with bg.cond:
                     bg.busy = False
                     bg.cond.notify_all()
+
+    @staticmethod
+    def _check_stopped(bg: _Background) -> None:
+        if bg.stopped:
+            raise _Stopped
 
     def _embed_at_search(self, session: str) -> None:
         """Before a hybrid search: wake the background thread, or (none) embed at most AT_SEARCH newest events."""
@@ -199,12 +224,18 @@ class VectorMode:
         return done
 
     def _cached_vectors(
-        self, num: int, state: tuple[int, int], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
+        self, num: int, state: tuple[int, int, int, str], rows: Callable[[], list[Any]], after: Callable[[int], list[Any]] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Session `num`'s (seqs, unit vectors) from `rows()` ((seq, blob) each, ascending), read again only when
-        `state` (count and sum of seqs of its vectors) differs from the one cached. When only vectors past the last
-        one cached were added (a turn's events, embedded in the background), `after(last seq)` reads those alone and
-        they are appended in place: a 100k-event session is not read again (77 MB) at every turn."""
+        `state` (how many forgets changed the session's rows, read first; then count and sum of seqs of its vectors)
+        differs from the one cached. When only vectors past the last one cached were added (a turn's events, embedded
+        in the background) and nothing was forgotten, `after(last seq)` reads those alone and they are appended in
+        place: a 100k-event session is not read again (77 MB) at every turn.
+
+        The forgets count is in the state because count and sum alone can agree after an erasure in another process
+        (which cannot drop what this one holds): {5, 6, 7} erased to {6}, then {4, 8} embedded, is {4, 6, 8}, count 3
+        and sum 18 again, and the erased 5 and 7 would be held (and 4 and 8 never found by meaning). The session's
+        name is in it too: SQLite gives a deleted session's number to the next new session."""
         # one search at a time brings the held vectors up to date (the app searches from several threads): two that
         # appended the same new rows at once would hold them twice
         import numpy as np  # here, as in retrieval.semantic: a lexical search never loads numpy
@@ -214,7 +245,7 @@ class VectorMode:
             found = cache.get(num)
             if found is not None and found.state == state:
                 return found.view()
-            if found is not None and after is not None and found.n and state[0] > found.state[0]:
+            if found is not None and after is not None and found.n and state[0] > found.state[0] and state[2:] == found.state[2:]:
                 new = after(int(found.seqs[found.n - 1]))
                 seqs = np.array([int(r[0]) for r in new], dtype=np.int64)
                 if found.state[0] + seqs.size == state[0] and found.state[1] + int(seqs.sum()) == state[1]:
@@ -229,13 +260,13 @@ class VectorMode:
 class _Cached:
     """A session's vectors held in memory: seqs ascending, one unit row each, with room to grow (doubling)."""
 
-    def __init__(self, state: tuple[int, int], seqs: np.ndarray, matrix: np.ndarray) -> None:
+    def __init__(self, state: tuple[int, int, int, str], seqs: np.ndarray, matrix: np.ndarray) -> None:
         self.state, self.n, self.seqs, self.matrix = state, int(seqs.size), seqs, matrix
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         return self.seqs[: self.n], self.matrix[: self.n]
 
-    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int]) -> None:
+    def append(self, seqs: np.ndarray, matrix: np.ndarray, state: tuple[int, int, int, str]) -> None:
         import numpy as np  # as in _cached_vectors
 
         need = self.n + seqs.size
@@ -268,13 +299,18 @@ class Vectoring(Indexing, VectorMode):
             conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()[0]
         )
 
+        texts: dict[int, str] = {}  # the batch's texts: a row whose text is no longer this one gets no vector
+
         def pending(want: int, newest: bool) -> list[tuple[int, str]]:
             stmt = sql.VECTORS_PENDING if newest else sql.VECTORS_PENDING_OLDEST
-            return [(int(r[0]), str(r[2])) for r in self._reader().execute(stmt, (lo, hi, want)).fetchall()]
+            batch = [(int(r[0]), str(r[2])) for r in self._reader().execute(stmt, (lo, hi, want)).fetchall()]
+            texts.clear()
+            texts.update(batch)
+            return batch
 
         def put(ids: list[int], blobs: list[bytes]) -> None:
             with self._lock, self._tx() as conn:
-                conn.executemany(sql.VECTORS_PUT, [(i, b, i) for i, b in zip(ids, blobs, strict=True)])
+                conn.executemany(sql.VECTORS_PUT, [(i, b, i, texts[i]) for i, b in zip(ids, blobs, strict=True)])
 
         return self._embed_batches(embedder, pending, put, limit, progress, missing)
 
@@ -286,6 +322,11 @@ class Vectoring(Indexing, VectorMode):
         self._wake(session)
         return warnings
 
+    def close(self) -> None:
+        """The background embedding stopped first (VectorMode.stop_embedding), then the connections closed."""
+        self.stop_embedding()
+        super().close()
+
     def vector_seqs(self, session: str) -> list[int]:
         """The seqs of the session that have a stored vector, ascending."""
         row = self._reader().execute("SELECT num FROM watermarks WHERE session = ?", (session,)).fetchone()
@@ -295,12 +336,14 @@ class Vectoring(Indexing, VectorMode):
         return [int(r[0]) for r in self._reader().execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall()]
 
     def _session_vectors(self, num: int) -> tuple[np.ndarray, np.ndarray]:
-        """The session's (seqs, unit vectors), read once per state of its vectors (count and sum of seqs)."""
+        """The session's (seqs, unit vectors), read once per state of its vectors (forgets, count and sum of seqs)."""
         lo, hi = sql.session_range(num)
         conn = self._reader()
+        forgets = conn.execute("SELECT value FROM retrieval_meta WHERE key = ?", (self._forgets_key(num),)).fetchone()
+        owner = conn.execute("SELECT session FROM watermarks WHERE num = ?", (num,)).fetchone()
         count, total = conn.execute(sql.VECTORS_STATE, (lo, lo, hi)).fetchone()
         return self._cached_vectors(
-            num, (int(count), int(total)), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
+            num, (int(count), int(total), 0 if forgets is None else int(forgets[0]), "" if owner is None else str(owner[0])), lambda: conn.execute(sql.VECTORS_OF, (lo, lo, hi)).fetchall(),
             lambda last: conn.execute(sql.VECTORS_OF, (lo, sql.row_id(num, last + 1), hi)).fetchall(),
         )
 
