@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from ledger.canonical import loads_plain
+from ledger.canonical import MAX_SAFE_INT, plain_value, vouched
 from ledger.event import (
     FORMAT_VERSION,
     MAX_META_BYTES,
@@ -58,6 +58,8 @@ _PLAIN_ROLES = frozenset(r for r in ROLES if r != "system")
 _IMPORT_KEYS = frozenset({"role", "text", "meta", "ts"})
 _sha256 = hashlib.sha256
 _dumps = orjson.dumps
+_loads = orjson.loads
+_DecodeError = orjson.JSONDecodeError
 _SORT = orjson.OPT_SORT_KEYS
 
 # The salt source: os.urandom, read in one call per block (a test may put a seeded stream here).
@@ -111,12 +113,11 @@ class Block:
 
 
 def _append(
-    block: Block, session: bytes, seq: int, role: str, text: str, meta_bytes: bytes, ts: bytes, ids: bytes, at: int
-) -> bytes:
-    """Encode one event (its fields already validated) at the end of `block`; the text's JSON."""
+    block: Block, session: bytes, seq: int, role: str, text_json: bytes, meta_bytes: bytes, ts: bytes, ids: bytes, at: int
+) -> None:
+    """Encode one event (its fields already validated; the text as orjson spells it) at the end of `block`."""
     salt = ids[at : at + SALT_BYTES]
     id_hex = hexlify(ids[at + SALT_BYTES : at + ID_BYTES])
-    text_json = _dumps(text)
     commit = _sha256(b"".join((TAG_CONTENT, salt, b'{"meta":', meta_bytes, b',"text":', text_json, b"}"))).digest()
     role_b = _ROLE_BYTES[role]
     digest = _sha256(_DIGEST_INPUT % (hexlify(commit), id_hex, role_b, seq, session, ts)).digest()
@@ -126,7 +127,6 @@ def _append(
     block.prevs.append(start + _PREV_AT + len(meta_bytes))
     block.digests += digest
     data += _LINE % (hexlify(digest), id_hex, meta_bytes, role_b, hexlify(salt), seq, session, text_json, ts)
-    return text_json
 
 
 def encode_messages(session: str, seq: int, messages: Sequence[Message], now: str, ids: bytes) -> Block:
@@ -135,7 +135,7 @@ def encode_messages(session: str, seq: int, messages: Sequence[Message], now: st
     s = session.encode()
     for i, m in enumerate(messages):
         meta_bytes = _dumps(m.meta, option=_SORT)
-        _append(block, s, seq + i, m.role, m.text, meta_bytes, (m.ts or now).encode(), ids, i * ID_BYTES)
+        _append(block, s, seq + i, m.role, _dumps(m.text), meta_bytes, (m.ts or now).encode(), ids, i * ID_BYTES)
     return block
 
 
@@ -179,11 +179,11 @@ def encode_lines(
             break
         block.first_text = block.first_text or n
         try:
-            role, text, ts, meta_bytes = _message(stripped, n, allow_system, latest)
+            role, _text, ts, meta_bytes, text_json = _message(stripped, n, allow_system, latest)
         except ImportError_ as exc:
             block.error = (exc.line, str(exc).removeprefix(f"line {exc.line}: "))
             break
-        text_json = _append(block, s, seq0 + n - 1, role, text, meta_bytes, (ts or now).encode(), ids, k * ID_BYTES)
+        _append(block, s, seq0 + n - 1, role, text_json, meta_bytes, (ts or now).encode(), ids, k * ID_BYTES)
         k += 1
         if content:
             assert block.content is not None
@@ -196,35 +196,67 @@ def encode_lines(
     return block
 
 
-def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[str, str, str | None, bytes]:
-    """Line `n`'s (role, text, ts, meta's canonical bytes): the plain case here, anything else by import_message.
+def _message(stripped: bytes, n: int, allow_system: bool, latest: str) -> tuple[str, str, str | None, bytes, bytes]:
+    """Line `n`'s (role, text, ts, meta's canonical bytes, the text's JSON): the plain case here, anything else by
+    import_message.
 
-    The line is parsed once: by orjson when loads_plain can vouch for it (compact or spaced), else by the strict
-    parser, whose value has the same guarantees (no float, no integer out of range, no lone surrogate, no
-    duplicate key)."""
-    obj = loads_plain(stripped)
+    The line is parsed once, by orjson, and kept when the checks below can vouch for its value (what loads_strict
+    would return: no float, no integer out of range, no duplicate key); else the strict parser alone parses it
+    (one decoder per thread, ledger/canonical.py). For the plain message the checks are fused with validation
+    and with the encoding the event needs anyway: the duplicate-key test is loads_plain's colon count
+    (canonical.vouched) taken from the members' own JSON, `meta`'s sorted bytes and the text's, not from a
+    second serialisation of the whole line (a compact output's colons are its members' plus those in its
+    strings, and orjson spells a string the same inside a line as alone), and only `meta` is walked.
+    """
+    try:
+        obj = _loads(stripped)
+    except _DecodeError:
+        obj = None
+    else:
+        if type(obj) is dict and obj.keys() <= _IMPORT_KEYS and "ts" not in obj:
+            role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
+            if type(role) is str and type(text) is str and type(meta) is dict:
+                meta_bytes = _dumps(meta, option=_SORT)
+                text_json = _dumps(text)
+                flat = True  # meta holds no container (its depth is 1)
+                for v in meta.values():
+                    t = type(v)
+                    if t is not str and (t is not int or not -MAX_SAFE_INT <= v <= MAX_SAFE_INT):
+                        flat = False
+                        break
+                if (flat or plain_value(meta)) and b"\\u003" not in stripped and stripped.count(b":") == (
+                    len(obj) + (0 if role in _ROLE_BYTES else role.count(":")) + text_json.count(b":") + meta_bytes.count(b":")
+                ):
+                    if (
+                        (role in _PLAIN_ROLES and text[:1] != "[")  # record_problem: only a "[" text or a system role can be a record
+                        or ((role in _PLAIN_ROLES or (allow_system and role == "system" and "erasure" not in meta)) and record_problem(role, text, meta) is None)
+                    ) and (
+                        # in the domain without a walk: ASCII only (so every key is), and fewer containers
+                        # than the depth limit (floats and integers out of range are refused above)
+                        meta_bytes.isascii() and (flat or meta_bytes.count(b"{") + meta_bytes.count(b"[") <= MAX_META_DEPTH)
+                        and text and not text.isspace()  # text.strip() is not empty, without the copy
+                    ):
+                        if len(text) <= _ASCII_TEXT_MAX and len(meta_bytes) <= MAX_META_BYTES and text.isascii():
+                            return role, text, None, meta_bytes, text_json  # check_sizes, decided without encoding
+                        try:
+                            check_sizes(text, meta_bytes)
+                        except ValueError:
+                            pass
+                        else:
+                            return role, text, None, meta_bytes, text_json
+                    plain = True
+                else:
+                    plain = False
+            else:
+                plain = vouched(stripped, obj)
+        else:
+            plain = vouched(stripped, obj)
+        if not plain:
+            obj = None
     if obj is None:
         obj = parse_import_line(stripped, n, plain_tried=True)
-    if type(obj) is dict and obj.keys() <= _IMPORT_KEYS and "ts" not in obj:
-        role, text, meta = obj.get("role"), obj.get("text"), obj.get("meta", {})
-        if type(role) is str and type(text) is str and type(meta) is dict and (
-            (role in _PLAIN_ROLES and text[:1] != "[")  # record_problem: only a "[" text or a system role can be a record
-            or ((role in _PLAIN_ROLES or (allow_system and role == "system" and "erasure" not in meta)) and record_problem(role, text, meta) is None)
-        ):
-            meta_bytes = _dumps(meta, option=_SORT)
-            # in the domain without a walk: ASCII only (so every key is), and fewer containers
-            # than the depth limit (loads_plain already refused floats and integers out of range)
-            if meta_bytes.isascii() and meta_bytes.count(b"{") + meta_bytes.count(b"[") <= MAX_META_DEPTH and text.strip():
-                if len(text) <= _ASCII_TEXT_MAX and len(meta_bytes) <= MAX_META_BYTES and text.isascii():
-                    return role, text, None, meta_bytes  # check_sizes, decided without encoding
-                try:
-                    check_sizes(text, meta_bytes)
-                except ValueError:
-                    pass
-                else:
-                    return role, text, None, meta_bytes
     m = import_message(obj, n, allow_system=allow_system, latest=latest)
-    return m.role, m.text, m.ts, _dumps(m.meta, option=_SORT)
+    return m.role, m.text, m.ts, _dumps(m.meta, option=_SORT), _dumps(m.text)
 
 
 def chain(block: Block, prev: bytes) -> bytes:

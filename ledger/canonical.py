@@ -276,12 +276,27 @@ def loads_plain(raw: bytes) -> Any:
     """
     try:
         obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if vouched(raw, obj) else None
+
+
+def plain_value(value: Any) -> bool:
+    """No float and no integer outside ±(2^53-1) anywhere in `value` (orjson's parse then is loads_strict's, but
+    for duplicate keys: see vouched)."""
+    return _plain(value, None)
+
+
+def vouched(raw: bytes, obj: Any) -> bool:
+    """Whether `obj`, orjson's parse of `raw`, is the value loads_strict would return (loads_plain's test, for a
+    caller that has parsed already: the line is parsed once)."""
+    try:
         out = orjson.dumps(obj)
-    except (orjson.JSONDecodeError, TypeError):
-        return None
+    except TypeError:
+        return False
     if out != raw and (b"\\u003" in raw or out.count(b":") != raw.count(b":")):
-        return None
-    return obj if _plain(obj, None) else None
+        return False
+    return _plain(obj, None)
 
 
 def loads_careful(raw: bytes, where: str = "input") -> Any:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +117,43 @@ class TestEncoder:
         )
         assert block.error == (expected.value.line, str(expected.value).removeprefix("line 2: "))
 
+    @pytest.mark.parametrize(
+        "row",
+        [
+            b'{"role": "user", "text": "a: b:: c", "meta": {"k:": "v:w", "n": 3}}',
+            b'{"role":"user","text":"escaped \\u003a colon","meta":{"a":"\\u003A"}}',
+            b'{"role":"user","text":"back\\\\u003a slash"}',
+            b'{"meta": {"b": {"c": "x:y"}, "a": [1, "2:3"]}, "text": "nested: meta", "role": "assistant"}',
+            b'{"role":"user","text":"[not a record]: fine"}',
+            b'{"role":"user","text":"h\\u00e9llo: \\ud83d\\ude00","meta":{}}',
+        ],
+    )
+    def test_a_line_the_fused_check_reads_is_the_reference_bytes(self, row: bytes) -> None:
+        rows = [row + b"\n"]
+        ids = seeded()(bulk.ID_BYTES)
+        block = bulk.encode_lines("s1", rows, 1, seq0=0, now=NOW, latest=latest_ts(), allow_system=False, ids=ids, content=False)
+        assert block.error is None
+        bulk.chain(block, GENESIS)
+        assert bytes(block.data) == reference(rows, ids)
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            b'{"role": "user", "text": "a:b", "text": "c"}',  # the dropped member holds the colon
+            b'{"role":"user","text":"a","meta":{"k":"x:y","k":"z"}}',
+            b'{"role":"user","meta":{"k":1},"text":"a","meta":{"k":1}}',
+            b'{"role":"user","role":"user","text":"\\u003a"}',
+            b'{"role":"user","text":"a","meta":{"k":{"f":1.5}}}',
+            b'{"role":"user","text":"a","meta":{"k":[9007199254740993]}}',
+        ],
+    )
+    def test_a_duplicate_or_a_float_the_fused_check_meets_is_refused_as_parse_import_refuses_it(self, bad: bytes) -> None:
+        rows = [bad + b"\n"]
+        with pytest.raises(ImportError_) as expected:
+            parse_import(rows)
+        block = bulk.encode_lines("s1", rows, 1, seq0=0, now=NOW, latest=latest_ts(), allow_system=False, ids=bulk.random_ids(1), content=False)
+        assert block.error == (expected.value.line, str(expected.value).removeprefix("line 1: "))
+
     def test_the_content_hash_is_the_import_records(self) -> None:
         rows = lines(ROWS)
         block = bulk.encode_lines(
@@ -215,6 +253,45 @@ class TestWorkers:
         serial = import_file(tmp_path / "a", rows, 0)
         monkeypatch.setattr(bulkpool.sys, "executable", "/bin/false")
         assert import_file(tmp_path / "b", rows, 2) == serial
+
+    def test_a_worker_that_dies_mid_import_changes_nothing_but_speed(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        rows = many(90)
+        serial = import_file(tmp_path / "a", rows, 0)
+        cut = tmp_path / "cut-python"  # each worker's answers end after 5,000 bytes, in the middle of its second block
+        cut.write_text(f'#!/bin/sh\n"{sys.executable}" "$@" | head -c 5000\n')
+        cut.chmod(0o755)
+        monkeypatch.setattr(bulkpool.sys, "executable", str(cut))
+        with caplog.at_level("WARNING", logger="ledger"):
+            assert import_file(tmp_path / "b", rows, 2) == serial
+        assert "encoding the rest in this process" in caplog.text
+
+    def test_a_failure_while_workers_run_imports_nothing_and_stops_them(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        started: list[bulkpool._Worker] = []
+        real_init = bulkpool._Worker.__init__
+
+        def init(w: bulkpool._Worker) -> None:
+            real_init(w)
+            started.append(w)
+
+        monkeypatch.setattr(bulkpool._Worker, "__init__", init)
+
+        class Fails:
+            blocks = 0
+
+            def update(self, n: int) -> None:
+                self.blocks += 1
+                if self.blocks == 3:
+                    raise RuntimeError("disk full, say")
+
+        led = Ledger(tmp_path / "d")
+        led.append("s1", "user", "before")
+        with pytest.raises(RuntimeError, match="disk full"):
+            led.import_jsonl("s1", many(60), Fails(), workers=2)
+        assert len(started) == 2 and all(w.proc.poll() is not None for w in started)
+        assert [e.text for e in Ledger(tmp_path / "d").events("s1")] == ["before"]
+        assert Ledger(tmp_path / "d").verify("s1").ok
 
     def test_an_import_after_another_writer_appended_is_renumbered(self, tmp_path: Path) -> None:
         led = Ledger(tmp_path / "d")
