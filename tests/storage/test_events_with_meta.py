@@ -88,3 +88,32 @@ def test_the_needle_is_the_member_as_a_canonical_line_writes_it(stores: Stores) 
         lines = b"".join(chunks).splitlines()
     assert member_bytes("provider", PROVIDER) in lines[0] and member_bytes("provider", PROVIDER) not in lines[1]
     assert [e.seq for e in ledger.events_with_meta("a", "provider", PROVIDER, 0, 2)] == [0]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(
+    read_size=st.sampled_from([64, 4096, 1 << 22]),
+    fresh=st.booleans(),
+    ranges=st.lists(st.tuples(st.integers(-2, 1200), st.integers(0, 1200)), min_size=1, max_size=4),
+)
+def test_on_files_from_any_seq_of_a_long_log_in_any_read_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_size: int, fresh: bool, ranges: list[tuple[int, int]]
+) -> None:
+    """A log long enough to be opened from its tail record (a fresh reader finds `start` by bisection), lines of very
+    different lengths, matches across the byte search's reads."""
+    from storage.files.ledger import control_scan
+    from storage.files.ledger.store import RECORD_MIN_LINES, Ledger
+
+    monkeypatch.setattr(control_scan, "READ_SIZE", read_size)
+    data = tmp_path / f"long-{next(_ids)}"
+    writer = Ledger(data)
+    n = RECORD_MIN_LINES + 60
+    order = sorted(KINDS)
+    writer.append_many("s", [Message(*KINDS[order[(i * 5) % len(order)]]) for i in range(n)])
+    writer.append("s", "user", "x" * 9000, {})
+    reader = Ledger(data) if fresh else writer
+    full = [e.to_dict() for e in Ledger(data).events("s") if e.meta.get("provider") == PROVIDER]
+    assert full
+    for start, stop in [(0, n + 1), *ranges]:
+        got = [e.to_dict() for e in reader.events_with_meta("s", "provider", PROVIDER, start, stop)]
+        assert got == [d for d in full if max(start, 0) <= d["seq"] < stop], (start, stop)
