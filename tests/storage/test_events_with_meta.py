@@ -117,3 +117,9 @@ def test_on_files_from_any_seq_of_a_long_log_in_any_read_size(
     for start, stop in [(0, n + 1), *ranges]:
         got = [e.to_dict() for e in reader.events_with_meta("s", "provider", PROVIDER, start, stop)]
         assert got == [d for d in full if max(start, 0) <= d["seq"] < stop], (start, stop)
+
+
+def test_no_such_session_holds_none(stores: Stores) -> None:
+    stores.ledger.append("a", "assistant", "x", dict(REPLY))
+    assert stores.ledger.events_with_meta("nobody", "provider", PROVIDER, 0, 10) == []
+    assert [e.seq for e in stores.ledger.events_with_meta("a", "provider", PROVIDER, 0, 10)] == [0]

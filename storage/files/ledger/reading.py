@@ -85,9 +85,12 @@ class Reading(Recovery):
         bytes (ledger.canonical.member_bytes), from the line of `start` on (found as events() finds it); only the lines
         holding them are parsed, and kept when their meta has the member. Every canonical line whose meta has it holds
         those bytes, so this is what events() filtered the same way returns; a line holding them elsewhere (a nested
-        meta value, another string's escape does not match) is parsed for nothing. A torn tail is left out as there."""
+        meta value, another string's escape does not match) is parsed for nothing. A torn tail is left out as there.
+        [] for no such session (as on PostgreSQL: the caller read its head before, and it was deleted since)."""
         needle = member_bytes(key, value)
         out: list[Event] = []
+        if not self.log_path(session).is_file():
+            return out
         with self._snapshot(session) as (tail, f):
             stop = min(stop, tail.next_seq)
             start = max(start, 0)
