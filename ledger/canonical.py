@@ -91,6 +91,16 @@ def dumps_unchecked(value: Any, path: str = "$") -> bytes:
         raise CanonicalError(f"{path}: {exc}") from None
 
 
+def member_bytes(key: str, value: str) -> bytes:
+    """The bytes of the member `key: value` inside any canonical object that holds it: `"key":"value"` (JCS writes a
+    member as its two canonical strings joined by a colon, nothing between). A canonical line whose object (at any
+    depth) has that member holds these bytes; a string holding them is escaped (`\\"key\\":…`), so holding them
+    says only that the line may have it (the caller parses to know). ValueError outside the domain (a non-ASCII key)."""
+    if type(key) is not str or type(value) is not str or not key.isascii():
+        raise ValueError("member_bytes takes an ASCII key and a string value")
+    return dumps_unchecked({key: value})[1:-1]
+
+
 class JSONSyntaxError(CanonicalError):
     """The input is not JSON at all (RFC 8259 grammar, or not UTF-8), as opposed to JSON we refuse."""
 

@@ -186,6 +186,12 @@ class LedgerStore(LedgerFaces, Protocol):
     # the role 'system' events with start <= seq < stop (control records, supersessions, erasure records)
     def system_events(self, session: str, start: int, stop: int) -> list[Event]: ...
 
+    # the events with start <= seq < stop whose meta holds `key` == `value` (a string), in seq order: found by the
+    # member's canonical bytes (ledger.canonical.member_bytes) among the stored lines, each candidate parsed and checked
+    # (issue 30: only those lines are parsed; exact for canonical lines, the only ones a verified ledger holds); [] for
+    # no such session
+    def events_with_meta(self, session: str, key: str, value: str, start: int, stop: int) -> list[Event]: ...
+
     # what tells this ledger from another deployment's (a process-wide cache's key)
     @property
     def location(self) -> str: ...

@@ -36,6 +36,7 @@ import psycopg
 from ledger import importer
 from ledger.appending import Appended, append_messages
 from ledger.bulk import Block, chain
+from ledger.canonical import member_bytes
 from ledger.erasing import EraseError, Erasure, check_erase_args, plan_erasure
 from ledger.erasures import ErasureState
 from ledger.event import (
@@ -555,6 +556,24 @@ class PgLedger:
         from storage.pg.control_rows import system_events  # it imports this module
 
         return system_events(self, session, start, stop)
+
+    def events_with_meta(self, session: str, key: str, value: str, start: int, stop: int) -> list[Event]:
+        """The events with start <= seq < stop whose meta holds `key` == `value`, in seq order (issue 30): one statement
+        returns the rows whose line holds the member's canonical bytes (ledger.canonical.member_bytes; no meta column:
+        the line is the record), each parsed and kept when its meta has the member, as on files."""
+        validate_session_id(session)
+        start, stop = max(start, 0), min(stop, 1 << 62)
+        if start >= stop:
+            return []
+        with self.db.connection() as conn:
+            rows = conn.execute(sql.LEDGER_LINES_WITH_BYTES, (session, start, stop, member_bytes(key, value))).fetchall()
+        out = []
+        for seq, line in rows:
+            obj = orjson.loads(bytes(line))
+            meta = obj.get("meta")
+            if type(meta) is dict and meta.get(key) == value:
+                out.append(event_from_dict(obj, int(seq) + 1))
+        return out
 
     def quarantined_with(self, session: str, wanted: Sequence[bytes]) -> list[str]:
         """Nothing is quarantined here: a row is committed whole."""

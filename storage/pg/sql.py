@@ -137,6 +137,12 @@ LEDGER_COPY_EVENTS = "COPY events (session, seq, line, role, digest, chain) FROM
 LEDGER_COPY_TYPES = ("text", "int8", "bytea", "text", "text", "text")
 LEDGER_SESSIONS = 'SELECT session FROM sessions ORDER BY session COLLATE "C"'
 LEDGER_LINES_FROM = "SELECT seq, line FROM events WHERE session = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
+# (session, from seq, to seq exclusive, a member's canonical bytes): the lines that may have that member (issue 30:
+# the stand-in's replies by `"provider":"offline"`); by the line's own bytes, as SYSTEM_ROLE_IN_LINE, the caller parses
+LEDGER_LINES_WITH_BYTES = (
+    "SELECT seq, line FROM events WHERE session = %s AND seq >= %s AND seq < %s AND position(%s::bytea in line) > 0"
+    " ORDER BY seq"
+)
 LEDGER_LINES_AT = "SELECT seq, line FROM events WHERE session = %s AND seq = ANY(%s)"
 # (seqs, session): the session's size on every row, with each asked seq's line (one row of NULLs when none is held;
 # no row when there is no such session)

@@ -159,17 +159,31 @@ class TestWhatIsKnown:
             first.close()
             second.close()
 
+    def test_the_first_read_parses_no_line_but_those_holding_the_provider(self, eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+        nine_events(eng)
+        eng.turn("alice", "What is my sister called?")
+        want = sorted(stand_in_seqs(eng, "alice"))
+        assert want
+
+        def events(session: str, start_seq: int = 0):  # type: ignore[no-untyped-def]
+            raise AssertionError("every event parsed")
+
+        monkeypatch.setattr(eng.ledger, "events", events)
+        from chat.stand_ins import StandIns
+
+        assert StandIns(eng.ledger).read("alice") == want  # a new process's first read
+
     def test_each_turn_reads_only_what_was_appended_since(self, eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
         nine_events(eng)
         eng.turn("alice", "What is my sister called?")
         starts: list[int] = []
-        real = eng.ledger.events
+        real = eng.ledger.events_with_meta
 
-        def events(session: str, start_seq: int = 0):  # type: ignore[no-untyped-def]
-            starts.append(start_seq)
-            return real(session, start_seq)
+        def events_with_meta(session: str, key: str, value: str, start: int, stop: int):  # type: ignore[no-untyped-def]
+            starts.append(start)
+            return real(session, key, value, start, stop)
 
-        monkeypatch.setattr(eng.ledger, "events", events)
+        monkeypatch.setattr(eng.ledger, "events_with_meta", events_with_meta)
         count = eng.ledger.head("alice")[0]
         eng.turn("alice", "What is my sister called?")
         assert starts and min(starts) >= count - 1

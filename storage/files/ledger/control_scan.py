@@ -39,6 +39,7 @@ MAX_STATE_BYTES = 256 << 20  # a cached state this big is not one control.state_
 
 class _Reader(Protocol):
     def read(self, n: int, /) -> bytes: ...
+    def seek(self, offset: int, /) -> int: ...
 
 
 def scan(
@@ -77,7 +78,10 @@ def scan(
             for _ in range(count - 1 - seq):
                 p = buf.index(b"\n", p) + 1
             return out, (pos + p, buf[p : buf.index(b"\n", p)])
-        seq, pos, buf = seq + n, pos + end, buf[end:]
+        seq, pos = seq + n, pos + end
+        if end < len(buf):  # the cut line is read again with the next block: no copy of each block to join it
+            f.seek(pos)
+        buf = b""
 
 
 def _finds(buf: bytes, needle: bytes, end: int) -> list[int]:

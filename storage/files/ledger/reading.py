@@ -13,9 +13,10 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ledger.canonical import member_bytes
 from ledger.event import EVENTS_FILE, Event, event_from_dict
 from ledger.verify import SessionReport, read_chunks, split_lines, verify_stream
-from storage.files.ledger import tailrecord
+from storage.files.ledger import control_scan, tailrecord
 from storage.files.ledger.parallel import counted, verify_file_parallel_erased
 from storage.files.ledger.recovery import Recovery, _Tail
 
@@ -76,6 +77,35 @@ class Reading(Recovery):
                 obj = orjson.loads(raw)
                 if obj["seq"] >= start_seq:
                     yield event_from_dict(obj, line_no)
+
+    def events_with_meta(self, session: str, key: str, value: str, start: int, stop: int) -> list[Event]:
+        """The events with start <= seq < stop whose meta holds `key` == `value`, in seq order (issue 30).
+
+        A byte search of the lines (control_scan.scan, the control state's reader: no parse) for the member's canonical
+        bytes (ledger.canonical.member_bytes), from the line of `start` on (found as events() finds it); only the lines
+        holding them are parsed, and kept when their meta has the member. Every canonical line whose meta has it holds
+        those bytes, so this is what events() filtered the same way returns; a line holding them elsewhere (a nested
+        meta value, another string's escape does not match) is parsed for nothing. A torn tail is left out as there.
+        [] for no such session (as on PostgreSQL: the caller read its head before, and it was deleted since)."""
+        needle = member_bytes(key, value)
+        out: list[Event] = []
+        if not self.log_path(session).is_file():
+            return out
+        with self._snapshot(session) as (tail, f):
+            stop = min(stop, tail.next_seq)
+            start = max(start, 0)
+            if start >= stop:
+                return out
+            at = self._line_start(tail, f, start) if start > 0 else 0
+            f.seek(at)
+            first = start if at > 0 else 0
+            lines, _last = control_scan.scan(f, at, first, stop, (needle,))
+        for n, raw in lines:
+            obj = orjson.loads(raw)
+            meta = obj.get("meta")
+            if start <= obj["seq"] < stop and type(meta) is dict and meta.get(key) == value:
+                out.append(event_from_dict(obj, n + 1))
+        return out
 
     @staticmethod
     def _line_start(tail: _Tail, f: BinaryIO, seq: int) -> int:
