@@ -327,9 +327,9 @@ class Engine:
             raise TurnError(f"the turn failed ({reason}); no answer was given") from exc
 
     def _index_after_failure(self, session: str) -> None:
-        """Best effort: a turn that failed before its answer was indexed leaves its question indexed, as a turn did
-        when it indexed the question before the model. A search asks the index as it is (the app's, MCP's: no
-        catch-up), so a question left to the next turn was missing from every search a person ran meanwhile."""
+        """Best effort: a turn that failed before its question was indexed (in its search, say) leaves it indexed. A
+        search asks the index as it is (the app's, MCP's: no catch-up), so a question left to the next turn would be
+        missing from every search a person ran meanwhile."""
         try:
             self.index.index_session(session)
         except Exception as exc:  # noqa: BLE001 - the turn fails either way; the next turn's catch-up tries again
