@@ -46,12 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import changing_facts_families as cff  # noqa: E402
 from bench.common import machine  # noqa: E402
-from chat.supersede import RESOLVE_DEPTH, SHORTLIST_K, VALUE_ROUNDS, resolved_for_now, with_newest  # noqa: E402
+from chat.supersede import RESOLVE_DEPTH, SHORTLIST_K, candidates, resolved_for_now, with_newest  # noqa: E402
 from facts import patterns as pat  # noqa: E402
 from facts.asked import asked  # noqa: E402
-from facts.resolve import resolve, values_asked  # noqa: E402
-from facts.rules import detect, shortlist_query, topic_query  # noqa: E402
-from facts.slots import value_query  # noqa: E402
+from facts.resolve import resolve  # noqa: E402
+from facts.rules import detect, shortlist_query  # noqa: E402
 from retrieval.model import MAX_K, Hit  # noqa: E402
 from storage.common import semantic  # noqa: E402
 from storage.contract import SemanticUnavailable  # noqa: E402
@@ -126,22 +125,11 @@ def cos_resolved(index: Index, session: str, question: str, k: int, exclude: lis
 
 def resolved_newest(index: Index, session: str, question: str, k: int, exclude: list[int]) -> Hit | None:
     """The statement resolved_for_now gives the newest slot (the newest current one of the asked slot), found with
-    `index`'s searches: its candidate gathering, repeated, for design (c)."""
-    q = asked(question)
-    query = topic_query(question) if q is not None else None
-    if q is None or query is None:
+    `index`'s searches (chat.supersede.candidates), for design (c)."""
+    gathered = candidates(index, session, question, k, exclude)
+    if gathered is None:
         return None
-    pool = list(index.search(session, question, min(MAX_K, k + RESOLVE_DEPTH), exclude_seqs=exclude).results)
-    topic = [h for h in index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results if h.role == "user"]
-    statements = {h.seq: h for h in [*pool, *topic] if h.role == "user"}
-    searched: set[str] = set()
-    for _ in range(VALUE_ROUNDS):
-        values = values_asked(question, [(s, h.text) for s, h in statements.items()]) - searched
-        if (by_value := value_query(values)) is None:
-            break
-        searched |= values
-        found = index.search(session, by_value, SHORTLIST_K, exclude_seqs=exclude).results
-        statements.update((h.seq, h) for h in found if h.role == "user" and h.seq not in statements)
+    _pool, statements = gathered
     newest = max(resolve(question, [(s, h.text) for s, h in statements.items()]).current, default=None)
     return statements[newest] if newest is not None else None
 

@@ -84,21 +84,17 @@ VALUE_ROUNDS = 2  # searches with the asked slot's values: the values read, then
 RESOLVE_DEPTH = 8  # hits below the K the question's own ranking lends, to take the place of earlier statements
 
 
-def resolved_for_now(
-    index: SearchIndex, session: str, question: str, k: int, exclude: list[int], hits: list[Hit] | None = None
-) -> tuple[list[Hit], dict[int, int]]:
-    """The K a question about now is handed, resolved by the question (facts.resolve, issue 32): among the
-    question's own best k + RESOLVE_DEPTH, the statements one search with its attributes' words finds and those
-    up to VALUE_ROUNDS searches with the asked slot's values find (facts.slots: "Leeds is behind us now"), a
-    statement a newer one replaces for the slot it asks about is left out (the next hit takes its place), and
-    the newest statement of that slot has the last slot when it is not among the K already (`with_newest`).
-    Returns the K and what was left out as earlier (seq -> the newer statement's seq). A question that asks
-    about no tracked attribute of the speaker or theirs gets exactly the search's K (`hits`, when the caller
-    has searched already)."""
+def candidates(
+    index: SearchIndex, session: str, question: str, k: int, exclude: list[int]
+) -> tuple[list[Hit], dict[int, Hit]] | None:
+    """What resolution reads for a question about now: the question's own best k + RESOLVE_DEPTH (the pool), and the
+    user statements among them, those one search with its attributes' words finds and those up to VALUE_ROUNDS
+    searches with the asked slot's values find (facts.slots), by seq. None: the question asks about no tracked
+    attribute of the speaker or theirs."""
     q = asked(question)
     query = topic_query(question) if q is not None else None
     if q is None or query is None:
-        return (list(hits) if hits is not None else list(index.search(session, question, k, exclude_seqs=exclude).results)), {}
+        return None
     pool = list(index.search(session, question, min(MAX_K, k + RESOLVE_DEPTH), exclude_seqs=exclude).results)
     topic = [h for h in index.search(session, query, SHORTLIST_K, exclude_seqs=exclude).results if h.role == "user"]
     statements = {h.seq: h for h in [*pool, *topic] if h.role == "user"}
@@ -110,6 +106,24 @@ def resolved_for_now(
         searched |= values
         found = index.search(session, by_value, SHORTLIST_K, exclude_seqs=exclude).results
         statements.update((h.seq, h) for h in found if h.role == "user" and h.seq not in statements)
+    return pool, statements
+
+
+def resolved_for_now(
+    index: SearchIndex, session: str, question: str, k: int, exclude: list[int], hits: list[Hit] | None = None
+) -> tuple[list[Hit], dict[int, int]]:
+    """The K a question about now is handed, resolved by the question (facts.resolve, issue 32): among the
+    question's own best k + RESOLVE_DEPTH, the statements one search with its attributes' words finds and those
+    up to VALUE_ROUNDS searches with the asked slot's values find (facts.slots: "Leeds is behind us now"), a
+    statement a newer one replaces for the slot it asks about is left out (the next hit takes its place), and
+    the newest statement of that slot has the last slot when it is not among the K already (`with_newest`).
+    Returns the K and what was left out as earlier (seq -> the newer statement's seq). A question that asks
+    about no tracked attribute of the speaker or theirs gets exactly the search's K (`hits`, when the caller
+    has searched already)."""
+    gathered = candidates(index, session, question, k, exclude)
+    if gathered is None:
+        return (list(hits) if hits is not None else list(index.search(session, question, k, exclude_seqs=exclude).results)), {}
+    pool, statements = gathered
     got = resolve(question, [(s, h.text) for s, h in statements.items()])
     kept = [replace(h, rank=i) for i, h in enumerate((h for h in pool if h.seq not in got.earlier), start=1)][:k]
     newest = max(got.current, default=None)
